@@ -1,0 +1,11 @@
+/** Jest runs the TypeScript specs through SWC; type-checking is `npm run lint`'s job. */
+module.exports = {
+  testEnvironment: 'node',
+  roots: ['<rootDir>/spec'],
+  testMatch: ['**/*.spec.ts'],
+  transform: {
+    '^.+\\.ts$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' } }],
+  },
+  moduleNameMapper: { '^rxfleet$': '<rootDir>/index.ts' },
+  testTimeout: 30000,
+};

@@ -1,0 +1,85 @@
+/**
+ * A first-in first-out queue on a ring buffer that doubles when full and halves when a quarter
+ * full, never below two slots.
+ *
+ * Why not an array with `shift()`: `Array.prototype.shift` moves every remaining element, so a
+ * queue that is tens of thousands deep pays for its depth on every dequeue (this is what makes
+ * `mergeMap`'s internal buffer degrade). Here `push` and `shift` are O(1) amortised, the backing
+ * array is reused rather than abandoned and reallocated as the front moves, and a burst does not
+ * leave the queue at the size of its worst moment for ever.
+ *
+ * Guarantees:
+ * - `shift` returns values in exactly the order `push` took them.
+ * - A slot is cleared as soon as its value leaves, so the queue never keeps a dequeued value alive.
+ * - Capacity is 0 until the first push, then 2, 4, 8, ... while growing; after a shift that leaves
+ *   the queue at most a quarter full it halves (never below 2), so a just-shrunk ring is about
+ *   half full and does not immediately grow again.
+ *
+ * Not thread-safe by design: one owner pushes and shifts, as every RxJS operator's closure does.
+ */
+export class RingQueue<T> {
+  private slots: (T | undefined)[] = [];
+  private head = 0;
+  private tail = 0;
+  private count = 0;
+
+  /** Number of values waiting. */
+  get length(): number {
+    return this.count;
+  }
+
+  /** Number of slots currently allocated (for memory accounting and tests). */
+  get capacity(): number {
+    return this.slots.length;
+  }
+
+  /** Appends `value` at the back, growing the ring if it is full. */
+  push(value: T): void {
+    if (this.count === this.slots.length) this.resize(Math.max(this.slots.length * 2, 2));
+    this.slots[this.tail] = value;
+    this.tail = (this.tail + 1) % this.slots.length;
+    this.count++;
+  }
+
+  /** Removes and returns the front value, or `undefined` when empty. */
+  shift(): T | undefined {
+    if (this.count === 0) return undefined;
+    const value = this.slots[this.head];
+    this.slots[this.head] = undefined;
+    this.head = (this.head + 1) % this.slots.length;
+    this.count--;
+    const half = this.slots.length >> 1;
+    if (half >= 2 && this.count <= half >> 1) this.resize(half);
+    return value;
+  }
+
+  /** The front value without removing it, or `undefined` when empty. */
+  peek(): T | undefined {
+    return this.count === 0 ? undefined : this.slots[this.head];
+  }
+
+  /** The value `index` places behind the front (0 is the front), or `undefined` past the back. */
+  at(index: number): T | undefined {
+    if (index < 0 || index >= this.count) return undefined;
+    return this.slots[(this.head + index) % this.slots.length];
+  }
+
+  /** Drops every value and releases the backing array. */
+  clear(): void {
+    this.slots = [];
+    this.head = this.tail = this.count = 0;
+  }
+
+  /** Iterates front to back without removing anything. */
+  *[Symbol.iterator](): IterableIterator<T> {
+    for (let i = 0; i < this.count; i++) yield this.slots[(this.head + i) % this.slots.length] as T;
+  }
+
+  private resize(size: number): void {
+    const next = new Array<T | undefined>(size);
+    for (let i = 0; i < this.count; i++) next[i] = this.slots[(this.head + i) % this.slots.length];
+    this.slots = next;
+    this.head = 0;
+    this.tail = this.count % size;
+  }
+}

@@ -1,0 +1,51 @@
+import { Observable } from 'rxjs';
+
+/**
+ * Turns work written against an `AbortSignal` into an Observable factory, so it can be handed to
+ * any operator of the kit that takes work as an Observable.
+ *
+ * ```
+ * fromAbortable(signal => fetch(url, { signal }).then(r => r.json()))
+ * ```
+ *
+ * Guarantees:
+ * - `work` is called once per subscription, never at creation.
+ * - Unsubscribing before the promise settles aborts the signal; the late settlement is ignored.
+ * - A resolved value is emitted once, then the Observable completes; a rejection becomes `error`.
+ * - A signal passed in `options.signal` (for example a pause gate's) aborts the work too.
+ */
+export function fromAbortable<T>(
+  work: (signal: AbortSignal) => PromiseLike<T>,
+  options: { signal?: AbortSignal } = {},
+): Observable<T> {
+  return new Observable<T>((subscriber) => {
+    const controller = new AbortController();
+    const outer = options.signal;
+    const forward = (): void => controller.abort(outer?.reason);
+    if (outer?.aborted) forward();
+    else outer?.addEventListener('abort', forward, { once: true });
+    let settled = false;
+    let pending: PromiseLike<T>;
+    try {
+      pending = work(controller.signal);
+    } catch (error) {
+      subscriber.error(error);
+      return;
+    }
+    Promise.resolve(pending).then(
+        (value) => {
+          settled = true;
+          subscriber.next(value);
+          subscriber.complete();
+        },
+        (error: unknown) => {
+          settled = true;
+          subscriber.error(error);
+        },
+      );
+    return () => {
+      outer?.removeEventListener('abort', forward);
+      if (!settled) controller.abort(new Error('unsubscribed'));
+    };
+  });
+}

@@ -1,0 +1,2 @@
+export { RingQueue } from './RingQueue';
+export { fromAbortable } from './fromAbortable';

@@ -1,0 +1,191 @@
+import { RingQueue } from './RingQueue';
+
+/**
+ * Where a place stands: `pending` until it settles, `settled` (with the value it will leave with)
+ * or `trashed` (it will be skipped) while it waits for everything ahead of it, and `released`
+ * once it has left the line, by `release` or `drain`.
+ */
+export type PlaceState = 'pending' | 'settled' | 'trashed' | 'released';
+
+/**
+ * A handle on one place in an {@link OrderedLine}, returned by `push` and kept by the caller until
+ * its work answers. It stays valid however the ring behind the line grows or shrinks, and after
+ * the place has left (when settling or trashing it is a harmless no-op).
+ *
+ * Only the line that issued a place can change it; the two fields are for looking.
+ */
+export interface Place<T> {
+  /** Where the place stands; see {@link PlaceState}. */
+  readonly state: PlaceState;
+  /**
+   * The value the place currently holds: the one it was pushed with, or its replacement once
+   * settled. `undefined` once trashed or released, so a handle kept after the fact does not keep
+   * the value alive.
+   */
+  readonly value: T | undefined;
+}
+
+// The ring stores these objects rather than values: a resize copies references, so the handle a
+// caller holds is the very object in the line, wherever the ring has moved it.
+class Slot<T> implements Place<T> {
+  constructor(
+    readonly owner: OrderedLine<T>,
+    public state: PlaceState,
+    public value: T | undefined,
+  ) {}
+}
+
+/**
+ * A line that values join in arrival order and leave in arrival order, though each one is
+ * settled (its work answered) whenever that work happens to finish.
+ *
+ * Work that runs concurrently finishes in any order, but what consumes its answers often must not
+ * see them in that order: a create that lands after the delete that superseded it is a correctly
+ * locked wrong answer, and nothing downstream can undo it. So every value takes a place at the
+ * back when it arrives, and `release` hands on only the contiguous settled head: a value goes when
+ * its own work has answered and everything that arrived before it has gone.
+ *
+ * - Work that needs no answer still takes a place (`push(value, true)`), so it cannot overtake an
+ *   earlier value whose work is still running.
+ * - A value that turns out to be worth nothing is trashed *in place*: it counts as settled but is
+ *   skipped on the way out. Removing it early would let whatever is behind it leave before what is
+ *   ahead of it.
+ * - The cost is head-of-line blocking on delivery only: one unsettled place holds back everything
+ *   behind it, but never the work behind it, which is already running.
+ *
+ * Backed by a {@link RingQueue} of places, so a deep line costs O(1) per push and per release and a
+ * burst does not leave it the size of its worst moment. A value leaves the line with its place:
+ * neither the ring slot nor the handle keeps it alive afterwards.
+ *
+ * Not thread-safe by design: one owner pushes, settles and releases, as an operator's closure does.
+ */
+export class OrderedLine<T> {
+  private readonly ring = new RingQueue<Slot<T>>();
+
+  /** Places in the line: pending, settled or trashed, not yet released. */
+  get length(): number {
+    return this.ring.length;
+  }
+
+  /** Slots allocated by the ring behind the line (for memory accounting and tests). */
+  get capacity(): number {
+    return this.ring.capacity;
+  }
+
+  /**
+   * Takes a place at the back of the line for `value` and returns its handle.
+   *
+   * @param value What the place holds until it is settled with a replacement.
+   * @param settled Whether it is settled already (work that needs no answer): it then leaves as
+   * soon as everything ahead of it has.
+   */
+  push(value: T, settled = false): Place<T> {
+    const slot = new Slot<T>(this, settled ? 'settled' : 'pending', value);
+    this.ring.push(slot);
+    return slot;
+  }
+
+  /**
+   * Settles a pending place, so it can leave once everything ahead of it has.
+   *
+   * With a replacement the place leaves with that value instead of the one it was pushed with (a
+   * derived value, not merged). The replacement is told apart by the argument's presence, not its
+   * value, so `settle(place, undefined)` replaces and `settle(place)` keeps.
+   *
+   * The first settlement wins: settling a place that is already settled, trashed or released
+   * changes nothing and returns `false`, so late or duplicate answers are harmless.
+   *
+   * Nothing leaves until `release` is called.
+   *
+   * @param place A handle returned by this line's `push`.
+   * @param replacement The value to leave with instead.
+   * @returns Whether this call settled the place.
+   * @throws TypeError if the place was issued by another line.
+   */
+  settle(place: Place<T>, ...replacement: [] | [T]): boolean {
+    const slot = this.own(place);
+    if (slot.state !== 'pending') return false;
+    slot.state = 'settled';
+    if (replacement.length > 0) slot.value = replacement[0];
+    return true;
+  }
+
+  /**
+   * Trashes a place in the line: it counts as settled but is skipped on the way out, and keeps its
+   * place until it reaches the front, so trashing never lets anything behind it leave before
+   * everything ahead of it has left.
+   *
+   * A place that is settled but still waiting can be trashed too (a decision to drop it may come
+   * after its answer did). Trashing a place that is already trashed or released changes nothing
+   * and returns `false`. The value is let go at once.
+   *
+   * @param place A handle returned by this line's `push`.
+   * @returns Whether this call trashed the place.
+   * @throws TypeError if the place was issued by another line.
+   */
+  trash(place: Place<T>): boolean {
+    const slot = this.own(place);
+    if (slot.state === 'trashed' || slot.state === 'released') return false;
+    slot.state = 'trashed';
+    slot.value = undefined;
+    return true;
+  }
+
+  /**
+   * Removes the contiguous settled head of the line and returns its values in arrival order,
+   * leaving out trashed places; stops at the first pending place (a line of settled places behind
+   * one pending place releases nothing).
+   *
+   * An array rather than a generator: the line is already consistent when the caller sees the
+   * first value, so a caller that reacts to a value by pushing or settling (re-entrantly) cannot
+   * find it half-released, and nothing depends on the caller iterating to the end.
+   */
+  release(): T[] {
+    const out: T[] = [];
+    for (let front = this.ring.peek(); front !== undefined && front.state !== 'pending'; front = this.ring.peek()) {
+      this.ring.shift();
+      if (front.state === 'settled') out.push(front.value as T);
+      this.retire(front);
+    }
+    return out;
+  }
+
+  /**
+   * Removes every place and returns the values in arrival order, settled or not, leaving out
+   * trashed places. A pending place gives the value it currently holds, which is the value it was
+   * pushed with (only settling replaces it). For shutting down: what has not been answered is
+   * handed on as it arrived rather than lost.
+   */
+  drain(): T[] {
+    const out: T[] = [];
+    for (let front = this.ring.shift(); front !== undefined; front = this.ring.shift()) {
+      if (front.state !== 'trashed') out.push(front.value as T);
+      this.retire(front);
+    }
+    return out;
+  }
+
+  /** The place at the front of the line, or `undefined` when the line is empty. */
+  peek(): Place<T> | undefined {
+    return this.ring.peek();
+  }
+
+  /** Iterates the places front to back without removing anything. */
+  *[Symbol.iterator](): IterableIterator<Place<T>> {
+    yield* this.ring;
+  }
+
+  // A place's value goes with it: the ring clears its slot, and the handle the caller may still
+  // hold (an operator's closure does, until its inner unsubscribes) must not pin the value either.
+  private retire(slot: Slot<T>): void {
+    slot.state = 'released';
+    slot.value = undefined;
+  }
+
+  private own(place: Place<T>): Slot<T> {
+    if (!(place instanceof Slot) || place.owner !== this) {
+      throw new TypeError('OrderedLine: this place was not taken in this line');
+    }
+    return place as Slot<T>;
+  }
+}

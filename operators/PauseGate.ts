@@ -1,0 +1,60 @@
+import { BehaviorSubject, Observable, distinctUntilChanged } from 'rxjs';
+
+/** The reason carried by a {@link PauseGate.signal} that aborted because the gate paused. */
+export class PausedError extends Error {
+  constructor(message = 'paused') {
+    super(message);
+    this.name = 'PausedError';
+  }
+}
+
+/**
+ * A pause flag that a stream, a loop and a pending promise can all read: `paused$` feeds
+ * {@link pauseWhen}, `paused` is the synchronous check before an attempt, and `signal()` aborts
+ * work in flight the moment the gate closes.
+ *
+ * Readers check before each attempt *and* inside it: without the inner check an instance that
+ * lost an election mid-sequence would carry on configuring a node another instance has taken on.
+ *
+ * Guarantees:
+ * - `paused$` emits the current state on subscription, then every change, never a repeat.
+ * - A signal from `signal()` aborts (reason {@link PausedError}) at the next `pause()`; one taken
+ *   while paused is already aborted. Resuming never un-aborts a signal: take a fresh one per attempt.
+ */
+export class PauseGate {
+  private readonly state: BehaviorSubject<boolean>;
+  private controller: AbortController | undefined;
+
+  /** The current state on subscription, then every change. */
+  readonly paused$: Observable<boolean>;
+
+  constructor(initiallyPaused = false) {
+    this.state = new BehaviorSubject(initiallyPaused);
+    this.paused$ = this.state.pipe(distinctUntilChanged());
+  }
+
+  /** Whether the gate is closed now. */
+  get paused(): boolean {
+    return this.state.value;
+  }
+
+  /** Closes the gate and aborts every signal handed out since it last opened. */
+  pause(): void {
+    if (this.state.value) return;
+    this.controller?.abort(new PausedError());
+    this.controller = undefined;
+    this.state.next(true);
+  }
+
+  /** Opens the gate. */
+  resume(): void {
+    if (this.state.value) this.state.next(false);
+  }
+
+  /** A signal that aborts at the next pause; already aborted while paused. */
+  signal(): AbortSignal {
+    if (this.state.value) return AbortSignal.abort(new PausedError());
+    this.controller ??= new AbortController();
+    return this.controller.signal;
+  }
+}

@@ -1,0 +1,194 @@
+import { Observable, ObservableInput, SchedulerLike, Subscription, asyncScheduler, from } from 'rxjs';
+import { RingQueue } from './RingQueue';
+
+/**
+ * What {@link pacedSweep} emits: each item a round hands on, and the end of each round that was not
+ * abandoned, successful or not.
+ */
+export type SweepEvent<N> =
+  | { kind: 'item'; round: number; item: N; paced: boolean }
+  | { kind: 'end'; round: number; ok: true }
+  | { kind: 'end'; round: number; ok: false; error: unknown };
+
+/** Options for {@link pacedSweep}. */
+export interface PacedSweepConfig<N> {
+  /** Lists what round `round` goes over; subscribed once per round, unsubscribed when the round ends or is abandoned. */
+  list: (round: number) => ObservableInput<N>;
+  /** Ms between two items handed on in a paced round. */
+  delay: number;
+  /** Ms between the end of a successful round and the start of the next (paced) one. */
+  interval: number;
+  /** Each emission abandons the round in progress (or the wait between rounds) and starts a fast round at once. */
+  restart?: ObservableInput<unknown>;
+  /**
+   * Ms to wait after a failed round, given how many rounds in a row have failed (1 for the first).
+   * Default: 5 s, doubling, at most 5 min.
+   */
+  failureDelay?: (consecutiveFailures: number) => number;
+  /** Where the waits are timed. Default `asyncScheduler`; pass a `TestScheduler` in specs. */
+  scheduler?: SchedulerLike;
+}
+
+/** 5 s, 10 s, 20 s, ... never more than 5 min. */
+function defaultFailureDelay(consecutiveFailures: number): number {
+  return Math.min(5000 * 2 ** Math.max(0, consecutiveFailures - 1), 300_000);
+}
+
+/**
+ * Goes over a listing again and again, for ever: each round hands on what `list(round)` yields one
+ * item at a time, `delay` ms apart when the round is paced, and rounds are `interval` ms apart.
+ *
+ * Why two speeds: a full pass is how a model that follows events catches what no event announced,
+ * and it must not crowd out the live traffic, so a routine round is paced and the rounds are spaced
+ * out. But when what is held is known to be stale (nothing read yet, a reconnect, a round that
+ * failed) there is nothing to protect and everything to catch up on, so that round runs at full
+ * speed. A failed round is retried soon, backing off, rather than after a whole `interval`; nothing
+ * else pulls a round in early, because the round is the thing that must not be hurried.
+ *
+ * ```
+ * list = -(ab|), delay = 2 ms, interval = 4 ms; E = the end of a round
+ * rounds:  1----2------3-----
+ * output:  -(abE)a-(bE)-a-(bE)
+ * ```
+ * (round 1 is fast: both items at once; rounds 2 and 3 are paced: b waits 2 ms behind a, and the
+ * round ends with its last item, not a `delay` later; each round starts `interval` after the last
+ * one ended)
+ *
+ * Semantics:
+ * - Rounds are numbered from 1, and `list` is called with the number. Round 1 is fast.
+ * - A round hands on items in the order `list` yields them. In a paced round the first item goes at
+ *   once and each later one at least `delay` ms after the one before; items that arrive sooner are
+ *   buffered. In a fast round items go as they come.
+ * - A round ends `ok: true` as soon as the listing has completed and its last item was handed on:
+ *   there is no trailing `delay`. Then, after `interval` ms, a paced round starts.
+ * - A listing that errors (or a `list` that throws) ends the round at once with `ok: false` and the
+ *   error; items it had buffered are dropped. After `failureDelay(n)` ms, n being the number of
+ *   rounds failed in a row, a fast round starts. A successful round resets n.
+ * - A `restart` emission abandons the round in progress (its listing is unsubscribed, its buffered
+ *   items dropped, and no `end` is emitted for it) or the wait between rounds, resets the failure
+ *   count, and starts a fast round at once. A restart that emits synchronously on subscription
+ *   starts round 1 rather than abandoning it. `restart` completing is ignored; `restart` erroring
+ *   errors the output.
+ * - Never completes. Errors only if `restart` errors or `failureDelay` throws.
+ * - Unsubscribing unsubscribes the listing in progress, `restart` and every pending timer.
+ *
+ * @example Go over a fleet every 6 h, one name every 5 s, at once after a reconnect
+ * ```ts
+ * pacedSweep({
+ *   list: () => listInstanceNames(),
+ *   delay: 5_000,
+ *   interval: 6 * 3600_000,
+ *   restart: reconnected$,
+ * }).subscribe((event) => (event.kind === 'item' ? read(event.item) : roundEnded(event)));
+ * ```
+ *
+ * @param config `list`, `delay`, `interval` (required), `restart`, `failureDelay`, `scheduler`.
+ */
+export function pacedSweep<N>(config: PacedSweepConfig<N>): Observable<SweepEvent<N>> {
+  const { list, delay, interval, restart, failureDelay = defaultFailureDelay, scheduler = asyncScheduler } = config;
+  return new Observable<SweepEvent<N>>((subscriber) => {
+    let round = 0;
+    let failures = 0;
+    // Whatever runs now, a round or a wait; replacing it cancels everything it owned.
+    let phase: Subscription | undefined;
+
+    const enter = (): Subscription => {
+      phase?.unsubscribe();
+      phase = new Subscription();
+      if (subscriber.closed) phase.unsubscribe();
+      return phase;
+    };
+
+    const wait = (ms: number, paced: boolean): void => {
+      enter().add(scheduler.schedule(() => startRound(paced), ms));
+    };
+
+    const startRound = (paced: boolean): void => {
+      const current = enter();
+      const r = ++round;
+      const queue = new RingQueue<N>();
+      let listed = false;
+      let resting = false;
+
+      // The next phase is armed before the end is emitted, so a restart raised by whoever reads the
+      // end abandons that wait instead of being overwritten by it.
+      const succeed = (): void => {
+        failures = 0;
+        wait(interval, true);
+        subscriber.next({ kind: 'end', round: r, ok: true });
+      };
+      const fail = (error: unknown): void => {
+        if (current.closed) return;
+        failures++;
+        let ms: number;
+        try {
+          ms = failureDelay(failures);
+        } catch (thrown) {
+          subscriber.error(thrown);
+          return;
+        }
+        wait(ms, false);
+        subscriber.next({ kind: 'end', round: r, ok: false, error });
+      };
+
+      const rest = (): void => {
+        resting = true;
+        const timer = scheduler.schedule(() => {
+          timer.unsubscribe();
+          resting = false;
+          handOn();
+        }, delay);
+        current.add(timer);
+      };
+
+      // `current.closed` is checked before every item: whoever reads one may restart the sweep.
+      const handOn = (): void => {
+        while (!current.closed) {
+          if (queue.length === 0) {
+            if (listed) succeed();
+            return;
+          }
+          if (resting) return;
+          const item = queue.shift() as N;
+          if (paced) rest();
+          subscriber.next({ kind: 'item', round: r, item, paced });
+        }
+      };
+
+      let listing: Observable<N>;
+      try {
+        listing = from(list(r));
+      } catch (error) {
+        fail(error);
+        return;
+      }
+      current.add(
+        listing.subscribe({
+          next: (item) => {
+            queue.push(item);
+            handOn();
+          },
+          error: fail,
+          complete: () => {
+            listed = true;
+            handOn();
+          },
+        }),
+      );
+    };
+
+    subscriber.add(() => phase?.unsubscribe());
+    if (restart !== undefined) {
+      subscriber.add(
+        from(restart).subscribe({
+          next: () => {
+            failures = 0;
+            startRound(false);
+          },
+          error: (error: unknown) => subscriber.error(error),
+        }),
+      );
+    }
+    if (round === 0 && !subscriber.closed) startRound(false);
+  });
+}

@@ -1,0 +1,62 @@
+import { MonoTypeOperatorFunction, Observable, ObservableInput, from } from 'rxjs';
+
+/** Options for {@link pauseWhen}. */
+export interface PauseWhenConfig<T> {
+  /** The state before `paused` first emits. Default `false` (open). */
+  initiallyPaused?: boolean;
+  /** Told about every value dropped while paused. */
+  onDrop?: (value: T) => void;
+}
+
+/**
+ * Drops values while the last value of `paused` is `true`, and passes them while it is `false`.
+ *
+ * Nothing is buffered on purpose: a standby instance must not wake up holding a backlog of
+ * sightings that another instance has already acted on. What matters is seen again (the next
+ * discovery round), so a dropped value is reported, never kept. Compare rxjs-etc's `pause`,
+ * which keeps every held value alive.
+ *
+ * ```
+ * paused: f---t-----f--
+ * source: -a-b-c-d-e-f-
+ * result: -a-b-------f-     (c, d, e reported to onDrop)
+ * ```
+ *
+ * Semantics:
+ * - `paused` is subscribed before the source, so a `BehaviorSubject` (or a {@link PauseGate}'s
+ *   `paused$`) decides the very first value.
+ * - `paused` completing leaves the last state in force; `paused` erroring errors the output.
+ * - Completes and errors with the source; unsubscribing unsubscribes both.
+ *
+ * In-flight work that must stop at its next attempt boundary reads the same state: see
+ * {@link PauseGate.signal}.
+ *
+ * @param paused the pause state; `true` drops.
+ * @param config `initiallyPaused` and `onDrop`.
+ */
+export function pauseWhen<T>(paused: ObservableInput<boolean>, config: PauseWhenConfig<T> = {}): MonoTypeOperatorFunction<T> {
+  const { initiallyPaused = false, onDrop } = config;
+  return (source) =>
+    new Observable<T>((subscriber) => {
+      let isPaused = initiallyPaused;
+      subscriber.add(
+        from(paused).subscribe({
+          next: (state) => {
+            isPaused = state;
+          },
+          error: (error: unknown) => subscriber.error(error),
+        }),
+      );
+      if (subscriber.closed) return;
+      subscriber.add(
+        source.subscribe({
+          next: (value) => {
+            if (isPaused) onDrop?.(value);
+            else subscriber.next(value);
+          },
+          error: (error: unknown) => subscriber.error(error),
+          complete: () => subscriber.complete(),
+        }),
+      );
+    });
+}

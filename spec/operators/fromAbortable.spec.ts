@@ -1,0 +1,69 @@
+import { firstValueFrom, lastValueFrom, toArray } from 'rxjs';
+import { fromAbortable } from '../../operators/fromAbortable';
+
+describe('fromAbortable', () => {
+  it('calls the work once per subscription, not at creation, and emits what it resolves', async () => {
+    let calls = 0;
+    const work$ = fromAbortable(async () => ++calls);
+    expect(calls).toBe(0);
+    await expect(lastValueFrom(work$.pipe(toArray()))).resolves.toEqual([1]);
+    await expect(firstValueFrom(work$)).resolves.toBe(2);
+  });
+
+  it('turns a rejection into an error', async () => {
+    await expect(firstValueFrom(fromAbortable(() => Promise.reject(new Error('refused'))))).rejects.toThrow('refused');
+  });
+
+  it('turns a synchronous throw into an error', async () => {
+    const work$ = fromAbortable<number>(() => {
+      throw new Error('bad call');
+    });
+    await expect(firstValueFrom(work$)).rejects.toThrow('bad call');
+  });
+
+  it('unsubscribing before it settles aborts the signal and ignores the late answer', async () => {
+    let seen: AbortSignal | undefined;
+    let resolve: (v: number) => void = () => undefined;
+    const values: number[] = [];
+    const subscription = fromAbortable(
+      (signal) =>
+        new Promise<number>((r) => {
+          seen = signal;
+          resolve = r;
+        }),
+    ).subscribe((v) => values.push(v));
+    expect(seen?.aborted).toBe(false);
+    subscription.unsubscribe();
+    expect(seen?.aborted).toBe(true);
+    resolve(1);
+    await new Promise((r) => setImmediate(r));
+    expect(values).toEqual([]);
+  });
+
+  it('an outer signal aborts the work too', async () => {
+    const outer = new AbortController();
+    let seen: AbortSignal | undefined;
+    const subscription = fromAbortable(
+      (signal) => {
+        seen = signal;
+        return new Promise<never>(() => undefined);
+      },
+      { signal: outer.signal },
+    ).subscribe({ error: () => undefined });
+    outer.abort(new Error('paused'));
+    expect(seen?.aborted).toBe(true);
+    expect((seen?.reason as Error).message).toBe('paused');
+    subscription.unsubscribe();
+  });
+
+  it('does not abort work that already settled', async () => {
+    let seen: AbortSignal | undefined;
+    await firstValueFrom(
+      fromAbortable(async (signal) => {
+        seen = signal;
+        return 1;
+      }),
+    );
+    expect(seen?.aborted).toBe(false);
+  });
+});

@@ -1,0 +1,80 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { version } from '../../package.json';
+
+// These run the built package (`npm test` builds first), as a user or a shell would.
+const root = resolve(__dirname, '../..');
+const bin = join(root, 'dist/bin/rxfleet.js');
+const run = promisify(execFile);
+
+async function rxfleet(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [bin, ...args], { timeout: 60_000 });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+describe('the rxfleet command', () => {
+  it('demo provisions every simulated node and prints a summary', async () => {
+    const { code, stdout } = await rxfleet('demo', '--nodes', '60', '--workers', '4');
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/nodes provisioned: +60 of 60/);
+    expect(stdout).toMatch(/nodes\/s/);
+  });
+
+  it('refuses a bad option value with one clear line and a non-zero exit', async () => {
+    const { code, stderr } = await rxfleet('demo', '--nodes', 'lots');
+    expect(code).toBe(1);
+    expect(stderr.split('\n')[0]).toBe(`error: option '--nodes <n>' argument 'lots' is invalid. expected a positive whole number, got "lots"`);
+  });
+
+  it('refuses an unknown command', async () => {
+    const { code, stderr } = await rxfleet('provisoin');
+    expect(code).toBe(1);
+    expect(stderr).toMatch(/unknown command 'provisoin'/);
+  });
+
+  it('prints its version and help', async () => {
+    expect((await rxfleet('--version')).stdout.trim()).toBe(version);
+    expect((await rxfleet('--help')).stdout).toMatch(/demo/);
+  });
+});
+
+describe('the package entry', () => {
+  let project: string;
+
+  beforeAll(() => {
+    // A user's project with rxfleet installed (linked) in its node_modules.
+    project = mkdtempSync(join(tmpdir(), 'rxfleet-user-'));
+    mkdirSync(join(project, 'node_modules'));
+    symlinkSync(root, join(project, 'node_modules', 'rxfleet'), 'dir');
+    // npm would hoist rxfleet's own dependency beside it; the user's pipeline imports it too.
+    symlinkSync(join(root, 'node_modules', 'rxjs'), join(project, 'node_modules', 'rxjs'), 'dir');
+    writeFileSync(join(project, 'package.json'), '{"name":"user","version":"1.0.0"}');
+  });
+
+  afterAll(() => rmSync(project, { recursive: true, force: true }));
+
+  const operators = ['admit', 'AdmissionLedger', 'pauseWhen', 'PauseGate', 'workerPool', 'readPerKey', 'releaseInOrder', 'OrderedLine', 'RingQueue', 'debounceByKey', 'retryLadder', 'pacedSweep', 'collectUntilIdle', 'fromAbortable'];
+
+  it('can be required from CommonJS and exports every operator', async () => {
+    const script = `const m = require('rxfleet'); console.log(JSON.stringify(${JSON.stringify(operators)}.map((n) => typeof m[n])))`;
+    const { stdout } = await run(process.execPath, ['-e', script], { cwd: project });
+    expect(JSON.parse(stdout)).toEqual(operators.map(() => 'function'));
+  });
+
+  it('can be imported by name from an ES module, and works in a pipeline', async () => {
+    const script = `
+      import { of, delay } from 'rxjs';
+      import { releaseInOrder, TRASH } from 'rxfleet';
+      of(30, 10, 0, 20).pipe(releaseInOrder((ms) => (ms === 0 ? of(TRASH) : of(ms).pipe(delay(ms))))).subscribe((v) => console.log(v));`;
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: project });
+    expect(stdout.trim().split('\n')).toEqual(['30', '10', '20']);
+  });
+});

@@ -55,6 +55,19 @@ function measure<T>(depth: number, items: () => T[], pipeline: (source: Observab
   });
 }
 
+/** Runs every pipeline once, small, so the first figure does not measure the JIT compiling it. */
+async function warmUp(): Promise<void> {
+  const depth = 20_000;
+  const ledger = new AdmissionLedger<number, number>({ key: (n) => n, window: 1, capacity: Infinity });
+  const tickets = () => Array.from({ length: depth }, (_, i) => ledger.decide(i) as NonNullable<ReturnType<typeof ledger.decide>>);
+  const numbers = () => Array.from({ length: depth }, (_, i) => i);
+  await measure(depth, tickets, (s) => s.pipe(workerPool({ concurrency: CONCURRENCY, work: (t) => microtask(done(t.value)) })));
+  await measure(depth, numbers, (s) => s.pipe(mergeMap((i) => microtask(i), CONCURRENCY)));
+  await measure(depth, numbers, (s) => s.pipe(releaseInOrder((i) => microtask(i))));
+  timeSync(numbers(), (s) => s.pipe(admit(new AdmissionLedger({ key: (n: number) => n, window: 1, capacity: Infinity }))));
+  timeSync(numbers(), (s) => s.pipe(distinct((n) => n)));
+}
+
 async function benchWorkerPool(): Promise<void> {
   for (const depth of DEPTHS) {
     const ledger = new AdmissionLedger<number, number>({ key: (n) => n, window: 1, capacity: Infinity });
@@ -176,6 +189,7 @@ function benchRingMemory(): void {
 
 async function main(): Promise<void> {
   print({ node: process.version, cpus: cpus().length, baseline_limit_ms: BASELINE_LIMIT_MS });
+  await warmUp();
   await benchWorkerPool();
   await benchReleaseInOrder();
   benchAdmission();

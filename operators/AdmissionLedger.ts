@@ -159,22 +159,38 @@ export class AdmissionLedger<V, K> {
 
   /** Decides on one sighting; see the class comment for the rules. */
   offer(value: V): Admission<V, K> {
+    let refusal: Refusal<V, K> | undefined;
+    const held = this.holders.get(this.keyOf(value));
+    const ticket = this.decide(value, (r) => (refusal = r));
+    if (ticket === undefined) return refusal as Refusal<V, K>;
+    return held === undefined ? { admitted: true, ticket } : { admitted: true, ticket, superseded: held };
+  }
+
+  /**
+   * @internal The decision without a result object: the admitted ticket, or `undefined` after
+   * `refuse` was told why. The `admit` operator's hot path.
+   */
+  decide(value: V, refuse?: (refusal: Refusal<V, K>) => void): Ticket<V, K> | undefined {
     const key = this.keyOf(value);
     const now = this.scheduler.now();
     const held = this.holders.get(key);
     if (held !== undefined) {
-      if (now - held.admittedAt < this.window) return { admitted: false, value, key, reason: 'held', holder: held };
+      if (now - held.admittedAt < this.window) {
+        refuse?.({ admitted: false, value, key, reason: 'held', holder: held });
+        return undefined;
+      }
       this.forget(held);
     }
     if (this.queuedCount >= this.capacity) {
       if (held !== undefined) this.publish();
-      return { admitted: false, value, key, reason: 'full' };
+      refuse?.({ admitted: false, value, key, reason: 'full' });
+      return undefined;
     }
     const ticket = new Ticket(this, value, key, now);
     this.holders.set(key, ticket);
     this.queuedCount++;
     this.publish();
-    return held === undefined ? { admitted: true, ticket } : { admitted: true, ticket, superseded: held };
+    return ticket;
   }
 
   /** Forgets every key and makes every outstanding ticket stale. */

@@ -52,9 +52,8 @@ export function admit<V, K>(ledger: AdmissionLedger<V, K>, config: AdmitConfig<V
       subscriber.add(
         source.subscribe({
           next: (value) => {
-            const decision = ledger.offer(value);
-            if (decision.admitted) subscriber.next(decision.ticket);
-            else onRefuse?.(decision);
+            const ticket = ledger.decide(value, onRefuse);
+            if (ticket !== undefined) subscriber.next(ticket);
           },
           error: (error: unknown) => subscriber.error(error),
           complete: () => subscriber.complete(),

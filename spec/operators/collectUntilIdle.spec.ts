@@ -1,17 +1,8 @@
-import { SchedulerAction, SchedulerLike, Subscription, finalize } from 'rxjs';
+import { finalize } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { collectUntilIdle } from '../../operators/collectUntilIdle';
+import { tracking } from '../helpers/marbles';
 
-/** A scheduler that remembers every timer it hands out, so a spec can ask how many are still armed. */
-function tracking(ts: TestScheduler): { scheduler: SchedulerLike; armed: () => number } {
-  const timers: Subscription[] = [];
-  const schedule = <S>(work: (this: SchedulerAction<S>, state?: S) => void, delay?: number, state?: S): Subscription => {
-    const timer = ts.schedule(work, delay, state);
-    timers.push(timer);
-    return timer;
-  };
-  return { scheduler: { now: () => ts.now(), schedule }, armed: () => timers.filter((t) => !t.closed).length };
-}
 
 describe('collectUntilIdle', () => {
   let ts: TestScheduler;

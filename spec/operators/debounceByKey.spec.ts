@@ -1,17 +1,7 @@
-import { SchedulerAction, SchedulerLike, Subscription } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { debounceByKey } from '../../operators/debounceByKey';
+import { tracking } from '../helpers/marbles';
 
-/** A scheduler that remembers every timer it hands out, so a spec can ask how many are still armed. */
-function tracking(ts: TestScheduler): { scheduler: SchedulerLike; armed: () => number } {
-  const timers: Subscription[] = [];
-  const schedule = <S>(work: (this: SchedulerAction<S>, state?: S) => void, delay?: number, state?: S): Subscription => {
-    const timer = ts.schedule(work, delay, state);
-    timers.push(timer);
-    return timer;
-  };
-  return { scheduler: { now: () => ts.now(), schedule }, armed: () => timers.filter((t) => !t.closed).length };
-}
 
 // The key is the first letter; `_` means "about nothing"; a trailing `!` may not be collapsed.
 const values = {

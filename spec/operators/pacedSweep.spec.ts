@@ -1,17 +1,8 @@
-import { Observable, SchedulerAction, SchedulerLike, Subject, Subscription, map, startWith, tap } from 'rxjs';
+import { Observable, Subject, map, startWith, tap } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { SweepEvent, pacedSweep } from '../../operators/pacedSweep';
+import { tracking } from '../helpers/marbles';
 
-/** A scheduler that remembers every timer it hands out, so a spec can ask how many are still armed. */
-function tracking(ts: TestScheduler): { scheduler: SchedulerLike; armed: () => number } {
-  const timers: Subscription[] = [];
-  const schedule = <S>(work: (this: SchedulerAction<S>, state?: S) => void, delay?: number, state?: S): Subscription => {
-    const timer = ts.schedule(work, delay, state);
-    timers.push(timer);
-    return timer;
-  };
-  return { scheduler: { now: () => ts.now(), schedule }, armed: () => timers.filter((t) => !t.closed).length };
-}
 
 const item = (round: number, name: string, paced: boolean): SweepEvent<string> => ({ kind: 'item', round, item: name, paced });
 const ok = (round: number): SweepEvent<string> => ({ kind: 'end', round, ok: true });

@@ -1,17 +1,8 @@
-import { SchedulerAction, SchedulerLike, Subject, Subscription, merge, tap } from 'rxjs';
+import { Subject, merge, tap } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { RepairReport, retryLadder } from '../../operators/retryLadder';
+import { tracking } from '../helpers/marbles';
 
-/** A scheduler that remembers every timer it hands out, so a spec can ask how many are still armed. */
-function tracking(ts: TestScheduler): { scheduler: SchedulerLike; armed: () => number } {
-  const timers: Subscription[] = [];
-  const schedule = <S>(work: (this: SchedulerAction<S>, state?: S) => void, delay?: number, state?: S): Subscription => {
-    const timer = ts.schedule(work, delay, state);
-    timers.push(timer);
-    return timer;
-  };
-  return { scheduler: { now: () => ts.now(), schedule }, armed: () => timers.filter((t) => !t.closed).length };
-}
 
 // f: key k failed, s: key k succeeded; a/b: keys a/b failed, B: key b succeeded.
 const reports: Record<string, RepairReport<string>> = {

@@ -1,0 +1,118 @@
+import { readFileSync } from 'node:fs';
+import { NatsConnection, NodeConnectionOptions as ConnectionOptions, connect } from '@nats-io/transport-node';
+import { BehaviorSubject, Observable, distinctUntilChanged } from 'rxjs';
+import { Logger, silentLogger } from '../lib/logger';
+
+/** Where to connect and as whom. */
+export interface NatsConnectionConfig {
+  /** `nats://host:port` or `host:port`, one or more. */
+  servers: string[];
+  /** The connection name the server shows (Choria names it after the identity). */
+  name?: string;
+  user?: string;
+  password?: string;
+  token?: string;
+  /** TLS client material (file paths). With only `ca`, the server is verified but no client cert is sent. */
+  tls?: { ca?: string; cert?: string; key?: string };
+  /**
+   * Prefix of reply inboxes. A restricted account (Choria's provisioning account may only publish
+   * and subscribe under `provisioning.reply.>`) needs it; default nats.js's `_INBOX`.
+   */
+  inboxPrefix?: string;
+  /** Client ping interval. Default 10 s, so a dead server is noticed in ~30 s, not 4 minutes. */
+  pingIntervalMs?: number;
+}
+
+/** The state a daemon reports (and `/ready` reads). */
+export type ConnectionState = 'connected' | 'disconnected' | 'closed';
+
+/** One NATS connection per daemon, with its state as an observable. */
+export interface FleetConnection {
+  readonly nc: NatsConnection;
+  /** `connected` on subscription once connected, then every change. Completes when closed. */
+  readonly state$: Observable<ConnectionState>;
+  /** The current state. */
+  readonly state: ConnectionState;
+  /** Drains subscriptions and pending publishes, then closes. Idempotent. */
+  drain(): Promise<void>;
+}
+
+/** nats.js wants bare `host:port` or a URL; Choria configs give either. */
+export function normaliseServer(server: string): string {
+  const trimmed = server.trim();
+  return /^[a-z]+:\/\//i.test(trimmed) ? trimmed : `nats://${trimmed}`;
+}
+
+/** The connection options a daemon needs (exported so tests can assert them). */
+export function daemonConnectionOptions(config: NatsConnectionConfig): ConnectionOptions {
+  const options: ConnectionOptions = {
+    servers: config.servers.map(normaliseServer),
+    name: config.name,
+    // A daemon retries for ever and waits for the first connection too: nats.js's defaults (10
+    // attempts, fail if the first connect fails) would end the process on a broker restart.
+    maxReconnectAttempts: -1,
+    waitOnFirstConnect: true,
+    reconnectTimeWait: 1000,
+    reconnectJitter: 500,
+    pingInterval: config.pingIntervalMs ?? 10_000,
+    maxPingOut: 3,
+  };
+  if (config.user !== undefined) options.user = config.user;
+  if (config.password !== undefined) options.pass = config.password;
+  if (config.token !== undefined) options.token = config.token;
+  if (config.inboxPrefix !== undefined) options.inboxPrefix = config.inboxPrefix;
+  if (config.tls !== undefined) {
+    const { ca, cert, key } = config.tls;
+    options.tls = {
+      ...(ca !== undefined ? { ca: readFileSync(ca, 'utf8') } : {}),
+      ...(cert !== undefined ? { cert: readFileSync(cert, 'utf8') } : {}),
+      ...(key !== undefined ? { key: readFileSync(key, 'utf8') } : {}),
+    };
+  }
+  return options;
+}
+
+/**
+ * Opens the daemon's one NATS connection with daemon-grade reconnect settings (retry for ever,
+ * wait on the first connect, short pings), and resolves once connected. Credentials never reach
+ * the log: only the servers and the name are logged.
+ */
+export async function openNatsConnection(config: NatsConnectionConfig, logger: Logger = silentLogger): Promise<FleetConnection> {
+  const options = daemonConnectionOptions(config);
+  logger.info({ servers: options.servers, name: options.name }, 'connecting to NATS');
+  const nc = await connect(options);
+  const state = new BehaviorSubject<ConnectionState>('connected');
+  logger.info({ server: nc.getServer() }, 'connected to NATS');
+
+  // The status iterator is read in a loop rather than turned into an Observable with from():
+  // nothing subscribes to it but this loop, and it ends when the connection closes.
+  void (async () => {
+    for await (const status of nc.status()) {
+      if (status.type === 'disconnect') {
+        logger.warn({ server: status.server }, 'disconnected from NATS');
+        state.next('disconnected');
+      } else if (status.type === 'reconnect') {
+        logger.info({ server: status.server }, 'reconnected to NATS');
+        state.next('connected');
+      }
+    }
+  })();
+  void nc.closed().then((error: Error | void) => {
+    if (error) logger.error({ err: error }, 'NATS connection closed with an error');
+    state.next('closed');
+    state.complete();
+  });
+
+  let draining: Promise<void> | undefined;
+  return {
+    nc,
+    state$: state.pipe(distinctUntilChanged()),
+    get state() {
+      return state.value;
+    },
+    drain() {
+      if (draining === undefined) draining = nc.isClosed() ? Promise.resolve() : nc.drain().catch(() => nc.close());
+      return draining;
+    },
+  };
+}

@@ -1,0 +1,130 @@
+import { ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { AddressInfo, createConnection, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/** Options for {@link startNatsServer}. */
+export interface NatsServerOptions {
+  /** Enable JetStream with a store in the server's temporary directory. Default true. */
+  jetstream?: boolean;
+  /**
+   * Extra configuration file text (accounts, users, authorization), appended after the listen
+   * and JetStream settings this function writes. `{{dir}}` is replaced by the temporary directory.
+   */
+  config?: string;
+  /** The executable. Default `nats-server` on PATH. */
+  binary?: string;
+  /** How long to wait for the server to accept connections. Default 10 s. */
+  readyTimeoutMs?: number;
+}
+
+/** A private nats-server this process started and will stop. */
+export interface NatsServerProcess {
+  readonly url: string;
+  readonly port: number;
+  /** The temporary directory holding its configuration, store and log. */
+  readonly dir: string;
+  readonly pid: number;
+  /** Stops it (SIGTERM, then SIGKILL after 5 s) and removes its directory. Idempotent. */
+  stop(): Promise<void>;
+  /** Kills it at once (SIGKILL), keeping its directory, as a crash would. */
+  kill(): Promise<void>;
+  /** Starts it again on the same port with the same store (after `kill`). */
+  restart(): Promise<void>;
+}
+
+/** Whether a `nats-server` executable can be run. */
+export function natsServerAvailable(binary = 'nats-server'): boolean {
+  return spawnSync(binary, ['--version'], { stdio: 'ignore' }).status === 0;
+}
+
+/** A TCP port nothing listens on right now (the kernel picks it). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ port, host: '127.0.0.1' });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+function exited(child: ChildProcess): Promise<void> {
+  return child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise((r) => child.once('exit', () => r()));
+}
+
+/**
+ * Starts a private `nats-server` on a free loopback port with its own temporary directory (config,
+ * JetStream store, log), and resolves once it accepts connections. Nothing is shared with any
+ * other server on the machine; `stop()` removes every trace.
+ */
+export async function startNatsServer(options: NatsServerOptions = {}): Promise<NatsServerProcess> {
+  const { jetstream = true, config = '', binary = 'nats-server', readyTimeoutMs = 10_000 } = options;
+  const dir = mkdtempSync(join(tmpdir(), 'rxfleet-nats-'));
+  const port = await freePort();
+  const confFile = join(dir, 'nats.conf');
+  const lines = [`listen: 127.0.0.1:${port}`, `server_name: rxfleet_${port}`];
+  if (jetstream) lines.push(`jetstream: { store_dir: "${join(dir, 'js')}" }`);
+  writeFileSync(confFile, `${lines.join('\n')}\n${config.replaceAll('{{dir}}', dir)}\n`);
+
+  let child: ChildProcess;
+  let stopped = false;
+
+  const launch = async (): Promise<void> => {
+    child = spawn(binary, ['-c', confFile, '-l', join(dir, 'nats.log')], { stdio: 'ignore' });
+    const spawnError = new Promise<never>((_, reject) => child.once('error', reject));
+    const deadline = Date.now() + readyTimeoutMs;
+    for (;;) {
+      if (child.exitCode !== null) throw new Error(`nats-server exited with ${child.exitCode} (see ${join(dir, 'nats.log')})`);
+      if (await Promise.race([canConnect(port), spawnError])) return;
+      if (Date.now() > deadline) throw new Error(`nats-server did not accept connections on ${port} within ${readyTimeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  };
+
+  try {
+    await launch();
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
+
+  return {
+    url: `nats://127.0.0.1:${port}`,
+    port,
+    dir,
+    get pid() {
+      return child.pid ?? -1;
+    },
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      child.kill('SIGTERM');
+      const killer = setTimeout(() => child.kill('SIGKILL'), 5000);
+      await exited(child);
+      clearTimeout(killer);
+      rmSync(dir, { recursive: true, force: true });
+    },
+    async kill() {
+      child.kill('SIGKILL');
+      await exited(child);
+    },
+    async restart() {
+      await launch();
+    },
+  };
+}

@@ -1,0 +1,34 @@
+/**
+ * nats-server configuration that mirrors a Choria broker's accounts (choria-provisioner.md §7.4
+ * and §8.1): the election bucket lives in the `choria` account; the `provisioning` account (where
+ * provisioners and provisioning-mode servers connect) may only read the bucket's stream info and
+ * publish to the election key, through imports under `choria.streams`, and otherwise use
+ * `provisioning.>` and `choria.lifecycle.>` subjects.
+ */
+export const CHORIA_ADMIN = { user: 'choria', password: 'choria-admin' };
+export const PROVISIONER = { user: 'provisioner', password: 's3cret' };
+/** A user of the provisioning account for simulated provisioning-mode servers. */
+export const PROVISIONING_SERVER = { user: 'server', password: 'server-pw' };
+
+export const choriaAccountsConfig = `
+accounts: {
+  choria: {
+    jetstream: enabled
+    users: [ { user: ${CHORIA_ADMIN.user}, password: ${CHORIA_ADMIN.password} } ]
+    exports: [
+      { service: "$JS.API.STREAM.INFO.KV_CHORIA_LEADER_ELECTION" }
+      { service: "$KV.CHORIA_LEADER_ELECTION.provisioner" }
+    ]
+  }
+  provisioning: {
+    users: [
+      { user: ${PROVISIONER.user}, password: ${PROVISIONER.password} }
+      { user: ${PROVISIONING_SERVER.user}, password: ${PROVISIONING_SERVER.password} }
+    ]
+    imports: [
+      { service: { account: choria, subject: "$JS.API.STREAM.INFO.KV_CHORIA_LEADER_ELECTION" }, to: "choria.streams.STREAM.INFO.KV_CHORIA_LEADER_ELECTION" }
+      { service: { account: choria, subject: "$KV.CHORIA_LEADER_ELECTION.provisioner" }, to: "choria.streams.$KV.CHORIA_LEADER_ELECTION.provisioner" }
+    ]
+  }
+}
+`;

@@ -1,0 +1,93 @@
+import { Kvm } from '@nats-io/kv';
+import { NatsConnection, connect } from '@nats-io/transport-node';
+import { from, lastValueFrom } from 'rxjs';
+import { ElectionEvent, campaign } from '../../../lib/election/campaign';
+import { JetStreamApiError, natsElectionStore } from '../../../streams/election/natsElectionStore';
+import { CHORIA_ADMIN, PROVISIONER, choriaAccountsConfig } from '../../helpers/choriaBroker';
+import { useNatsServer } from '../../helpers/nats';
+import { waitFor } from '../../helpers/waitFor';
+
+const TTL_MS = 2000;
+
+describe('the election over a real nats-server, with only the provisioning account\'s rights', () => {
+  const server = useNatsServer({ config: choriaAccountsConfig });
+  let admin: NatsConnection;
+  const provisioners: NatsConnection[] = [];
+
+  const provisioner = async (): Promise<NatsConnection> => {
+    const nc = await connect({ servers: server().url, user: PROVISIONER.user, pass: PROVISIONER.password, inboxPrefix: 'provisioning.reply' });
+    provisioners.push(nc);
+    return nc;
+  };
+
+  beforeAll(async () => {
+    // The broker (here, its admin) creates the bucket, as Choria's broker does when Streams is on.
+    admin = await connect({ servers: server().url, user: CHORIA_ADMIN.user, pass: CHORIA_ADMIN.password });
+    await new Kvm(admin).create('CHORIA_LEADER_ELECTION', { ttl: TTL_MS, history: 1 });
+  });
+
+  afterAll(async () => {
+    await Promise.all(provisioners.map((nc) => nc.close()));
+    await admin.close();
+  });
+
+  it('cannot reach the JetStream API beyond the bucket\'s stream info (the account is really restricted)', async () => {
+    const nc = await provisioner();
+    // Nothing answers the JetStream account info under the prefix: only the bucket's info is imported.
+    await expect(nc.request('choria.streams.INFO', '', { timeout: 1000 })).rejects.toThrow();
+    // The account has no JetStream of its own: the server says so instead of answering.
+    const own = (await nc.request('$JS.API.INFO', '', { timeout: 1000 })).json<{ error?: { code: number } }>();
+    expect(own.error?.code).toBe(503);
+  });
+
+  it('reads the TTL from the stream info through the choria.streams import', async () => {
+    const store = natsElectionStore({ nc: await provisioner(), apiPrefix: 'choria.streams' });
+    expect(await lastValueFrom(from(store.ttl()))).toBe(TTL_MS);
+  });
+
+  it('create succeeds once; a second create is refused with wrong-last-sequence; update from the last sequence works', async () => {
+    const store = natsElectionStore({ nc: await provisioner(), apiPrefix: 'choria.streams', key: 'provisioner' });
+    // Whatever an earlier test left must expire first.
+    await new Promise((r) => setTimeout(r, TTL_MS + 200));
+    const first = await lastValueFrom(from(store.create('rx-a')));
+    const refused = lastValueFrom(from(store.create('rx-b')));
+    await expect(refused).rejects.toBeInstanceOf(JetStreamApiError);
+    await expect(refused).rejects.toMatchObject({ errCode: 10071 });
+    const second = await lastValueFrom(from(store.update('rx-a', first)));
+    expect(second).toBeGreaterThan(first);
+    await expect(lastValueFrom(from(store.update('rx-b', first)))).rejects.toMatchObject({ errCode: 10071 });
+    // What a Go provisioner or `choria election view` would read: the value is the identity.
+    const kv = await new Kvm(admin).open('CHORIA_LEADER_ELECTION');
+    expect((await kv.get('provisioner'))?.string()).toBe('rx-a');
+  });
+
+  it('a campaign wins through the restricted account; a second candidate stays a candidate while the first leads', async () => {
+    await new Promise((r) => setTimeout(r, TTL_MS + 200));
+    const seen: Array<[string, ElectionEvent]> = [];
+    const one = campaign({ identity: 'rx-1', store: natsElectionStore({ nc: await provisioner(), apiPrefix: 'choria.streams' }), startSplayMs: 0 });
+    const sub1 = one.subscribe((e) => seen.push(['rx-1', e]));
+    await waitFor(() => seen.length > 0, 'rx-1 to win');
+    const two = campaign({ identity: 'rx-2', store: natsElectionStore({ nc: await provisioner(), apiPrefix: 'choria.streams' }), startSplayMs: 0 });
+    const sub2 = two.subscribe((e) => seen.push(['rx-2', e]));
+    await new Promise((r) => setTimeout(r, 2 * TTL_MS));
+    expect(seen).toEqual([['rx-1', 'won']]);
+    sub1.unsubscribe();
+    sub2.unsubscribe();
+  });
+
+  it('another identity holding the key (a Go provisioner) keeps rxfleet a candidate until the key expires', async () => {
+    await new Promise((r) => setTimeout(r, TTL_MS + 200));
+    const kv = await new Kvm(admin).open('CHORIA_LEADER_ELECTION');
+    await kv.create('provisioner', 'go-provisioner.example.net');
+    const events: ElectionEvent[] = [];
+    const sub = campaign({ identity: 'rx-3', store: natsElectionStore({ nc: await provisioner(), apiPrefix: 'choria.streams' }), startSplayMs: 0 }).subscribe((e) => events.push(e));
+    await new Promise((r) => setTimeout(r, TTL_MS / 2));
+    expect(events).toEqual([]);
+    expect((await kv.get('provisioner'))?.string()).toBe('go-provisioner.example.net');
+    // The Go instance stops refreshing; its key expires with the bucket TTL and rx-3 takes over.
+    await new Promise((r) => setTimeout(r, TTL_MS * 2));
+    expect(events).toEqual(['won']);
+    expect((await kv.get('provisioner'))?.string()).toBe('rx-3');
+    sub.unsubscribe();
+  });
+});

@@ -1,0 +1,130 @@
+import { EMPTY, NEVER, Observable, ObservableInput, SchedulerLike, asyncScheduler, catchError, exhaustMap, from, map, merge, mergeMap, takeUntil, tap, timer } from 'rxjs';
+import { AdmissionLedger, Outcome, PauseGate, PoolResult, Refusal, Ticket, admit, pauseWhen, workerPool } from '../../operators';
+
+/** Where a sighting of a node came from; the two sources are counted apart. */
+export type SightingSource = 'discovery' | 'event';
+
+/** One sighting of a node in provisioning mode. */
+export interface Sighting {
+  readonly identity: string;
+  readonly via: SightingSource;
+}
+
+/** A sighting admitted to the queue. */
+export type HostTicket = Ticket<Sighting, string>;
+
+/** What one provisioning cycle ended with, as the worker pool sees it. */
+export type CycleOutcome = Outcome<CycleResult>;
+
+/** How a cycle that did not fail ended (choria-provisioner.md §3.11). */
+export type CycleResult = 'provisioned' | 'shutdown' | 'upgraded';
+
+/** What the pipeline reports as it goes: the daemon turns these into metrics and log lines. */
+export interface PipelineHooks {
+  discoveryStarted?(): void;
+  discoveryFailed?(error: unknown): void;
+  admitted?(ticket: HostTicket): void;
+  refused?(refusal: Refusal<Sighting, string>): void;
+  /** A discovery tick came while paused: no round (upstream logs "Skipping discovery while paused"). */
+  discoverySkipped?(): void;
+  /** A sighting arrived while paused and was dropped. */
+  droppedWhilePaused?(sighting: Sighting): void;
+  busy?(workers: number): void;
+  finished?(result: PoolResult<HostTicket, CycleResult>): void;
+}
+
+/** Everything the pipeline is made of; see {@link provisionPipeline}. */
+export interface ProvisionPipelineConfig {
+  /** One broadcast discovery round: the identities that answered. */
+  discover: () => ObservableInput<string[]>;
+  /** Identities from `startup` lifecycle events of the configured component. */
+  startupEvents: Observable<string>;
+  /** Each emission is a won election: discover at once. */
+  won?: Observable<unknown>;
+  /** Each emission is a lost election: the ledger is reset (the gate is paused by whoever owns it). */
+  lost?: Observable<unknown>;
+  /** The pause state every reader shares. */
+  gate: PauseGate;
+  /** The provisioning cycle for one admitted node. */
+  provision: (ticket: HostTicket) => ObservableInput<CycleOutcome>;
+  /** Milliseconds between discovery rounds; also the admission window. */
+  interval: number;
+  workers: number;
+  /** Admitted-not-started tickets at most (default 50,000, as upstream's channel). */
+  queueCapacity?: number;
+  /** How long a provisioned (or shut down) node keeps its key while it restarts. Default 60 s. */
+  settleMs?: number;
+  hooks?: PipelineHooks;
+  scheduler?: SchedulerLike;
+  /** Supplied by the caller when it wants to read sizes (gauges); otherwise made here. */
+  ledger?: AdmissionLedger<Sighting, string>;
+  /** Stops the sources (discovery and events) while letting admitted work finish: graceful shutdown. */
+  stop?: Observable<unknown>;
+}
+
+/**
+ * The provisioner, as the design card says it: discovery ticks (every `interval`, plus one at
+ * start) and election-won triggers start discovery rounds, which with lifecycle startup messages
+ * pass `pauseWhen`; each sighting goes through admission (a ledger keyed by identity, window
+ * `interval`, bounded queue); the worker pool runs the provisioning cycle for each current ticket;
+ * the outcome releases the identity now (failure, upgrade) or after `settleMs` (provisioned,
+ * shutdown); a lost election resets the ledger.
+ *
+ * Guarantees:
+ * - No discovery round starts while paused, and one round runs at a time (a tick during a round is
+ *   dropped, as Go's ticker drops ticks for a busy receiver).
+ * - Sightings arriving while paused are dropped, whichever source they came from.
+ * - A failed discovery round is reported and the next tick tries again; it never ends the pipeline.
+ * - A cycle's error is a failed outcome; it never ends the pipeline.
+ * - When `stop` emits, no new round starts and no sighting is admitted; the result completes once
+ *   the work already admitted has finished.
+ */
+export function provisionPipeline(config: ProvisionPipelineConfig): Observable<PoolResult<HostTicket, CycleResult>> {
+  const { discover, startupEvents, won = EMPTY, lost = EMPTY, gate, provision, interval, workers, hooks = {}, scheduler = asyncScheduler } = config;
+  const settleMs = config.settleMs ?? 60_000;
+  const ledger =
+    config.ledger ?? new AdmissionLedger<Sighting, string>({ key: (s) => s.identity, window: interval, capacity: config.queueCapacity ?? 50_000, scheduler });
+
+  const discoveryRounds$ = merge(timer(0, interval, scheduler), won).pipe(
+    pauseWhen(gate.paused$, { onDrop: () => hooks.discoverySkipped?.() }),
+    exhaustMap(() => {
+      hooks.discoveryStarted?.();
+      return from(discover()).pipe(
+        catchError((error: unknown) => {
+          hooks.discoveryFailed?.(error);
+          return EMPTY;
+        }),
+      );
+    }),
+    mergeMap((identities) => identities.map((identity): Sighting => ({ identity, via: 'discovery' }))),
+  );
+
+  const eventSightings$ = startupEvents.pipe(map((identity): Sighting => ({ identity, via: 'event' })));
+
+  const sightings$ = merge(discoveryRounds$, eventSightings$).pipe(
+    pauseWhen(gate.paused$, { onDrop: (s) => hooks.droppedWhilePaused?.(s) }),
+    takeUntil(config.stop ?? NEVER),
+  );
+
+  return sightings$.pipe(
+    admit(ledger, { reset: lost, onRefuse: (r) => hooks.refused?.(r) }),
+    tap((ticket) => hooks.admitted?.(ticket)),
+    workerPool<HostTicket, CycleResult>({
+      concurrency: workers,
+      work: (ticket) => {
+        const outcome$ = from(provision(ticket));
+        return outcome$.pipe(
+          map((outcome): CycleOutcome => {
+            if (outcome.status !== 'done') return outcome;
+            // An upgraded node restarts still in provisioning mode and must be provisioned again at
+            // once; a configured or shut-down node keeps its key while it goes away.
+            return outcome.value === 'upgraded' ? { status: 'done', value: outcome.value } : { status: 'done', value: outcome.value, releaseAfter: settleMs };
+          }),
+        );
+      },
+      onBusy: (n) => hooks.busy?.(n),
+      scheduler,
+    }),
+    tap((result) => hooks.finished?.(result)),
+  );
+}

@@ -1,0 +1,248 @@
+import { Observable, Subject, map, of } from 'rxjs';
+import { done, failed, PauseGate } from '../../../operators';
+import { CycleOutcome, HostTicket, PipelineHooks, provisionPipeline } from '../../../lib/provision/pipeline';
+import { newScheduler } from '../../helpers/marbles';
+
+type Run = ReturnType<typeof newScheduler>;
+
+/** Records every hook call as `<frame> <what>`. */
+function recorder(scheduler: Run): { hooks: PipelineHooks; log: string[] } {
+  const log: string[] = [];
+  const at = (what: string) => log.push(`${scheduler.now()} ${what}`);
+  return {
+    log,
+    hooks: {
+      discoveryStarted: () => at('discover'),
+      discoveryFailed: (e) => at(`discovery failed: ${(e as Error).message}`),
+      admitted: (t) => at(`admit ${t.value.identity} via ${t.value.via}`),
+      refused: (r) => at(`refuse ${r.key} ${r.reason}`),
+      discoverySkipped: () => at('skip discovery'),
+      droppedWhilePaused: (s) => at(`dropped ${s.identity} via ${s.via}`),
+    },
+  };
+}
+
+const summary = (r: { ticket: HostTicket; outcome: { status: string } }): string => `${r.ticket.key}:${r.outcome.status}`;
+
+describe('provisionPipeline', () => {
+  it('discovers at start and every interval, admits each node once, and counts the two sources apart', () => {
+    const scheduler = newScheduler();
+    const { hooks, log } = recorder(scheduler);
+    let round = 0;
+    scheduler.run(({ cold, hot, expectObservable }) => {
+      const events = hot('---a-b----', { a: 'n1', b: 'n3' });
+      const result = provisionPipeline({
+        discover: () => of(round++ === 0 ? ['n1', 'n2'] : []),
+        startupEvents: events,
+        gate: new PauseGate(),
+        provision: () => cold('--d', { d: done('provisioned') as CycleOutcome }),
+        interval: 10,
+        workers: 4,
+        hooks,
+        scheduler,
+      }).pipe(map(summary));
+      expectObservable(result, '25ms !').toBe('--(ab)-c', { a: 'n1:done', b: 'n2:done', c: 'n3:done' });
+    });
+    expect(log).toEqual([
+      '0 discover',
+      '0 admit n1 via discovery',
+      '0 admit n2 via discovery',
+      '3 refuse n1 held',
+      '5 admit n3 via event',
+      '10 discover',
+      '20 discover',
+    ]);
+  });
+
+  it('while paused: no discovery round and events dropped; resuming lets the next tick discover; winning discovers at once', () => {
+    const scheduler = newScheduler();
+    const { hooks, log } = recorder(scheduler);
+    scheduler.run(({ cold, hot, expectObservable }) => {
+      const gate = new PauseGate(true);
+      const won = new Subject<void>();
+      scheduler.schedule(() => {
+        gate.resume();
+        won.next();
+      }, 15);
+      const result = provisionPipeline({
+        discover: () => cold('(r|)', { r: ['n1'] }),
+        startupEvents: hot('--e-----', { e: 'n2' }),
+        won,
+        gate,
+        provision: () => cold('d', { d: done('provisioned') as CycleOutcome }),
+        interval: 10,
+        workers: 1,
+        hooks,
+        scheduler,
+      }).pipe(map(summary));
+      expectObservable(result, '25ms !').toBe('15ms a', { a: 'n1:done' });
+    });
+    expect(log).toEqual(['0 skip discovery', '2 dropped n2 via event', '10 skip discovery', '15 discover', '15 admit n1 via discovery', '20 discover', '20 refuse n1 held']);
+  });
+
+  it('drops what a discovery round already in flight finds once the instance is paused', () => {
+    const scheduler = newScheduler();
+    const { hooks, log } = recorder(scheduler);
+    scheduler.run(({ cold, hot }) => {
+      const gate = new PauseGate();
+      scheduler.schedule(() => gate.pause(), 2);
+      const sub = provisionPipeline({
+        discover: () => cold('----(r|)', { r: ['n1'] }),
+        startupEvents: hot('-'),
+        gate,
+        provision: () => cold('d', { d: done('provisioned') as CycleOutcome }),
+        interval: 10,
+        workers: 1,
+        hooks,
+        scheduler,
+      }).subscribe();
+      scheduler.schedule(() => sub.unsubscribe(), 12);
+    });
+    expect(log).toEqual(['0 discover', '4 dropped n1 via discovery', '10 skip discovery']);
+  });
+
+  it('a lost election resets the ledger: queued nodes are skipped unrun, and rediscovered after winning again', () => {
+    const scheduler = newScheduler();
+    const provisioned: string[] = [];
+    scheduler.run(({ cold, hot, expectObservable }) => {
+      const gate = new PauseGate();
+      // As the daemon does: losing pauses and resets; winning resumes and triggers a discovery.
+      const lost = hot('--l', { l: 'lost' });
+      const won = hot('12ms w', { w: 'won' });
+      lost.subscribe(() => gate.pause());
+      won.subscribe(() => gate.resume());
+      const result = provisionPipeline({
+        discover: () => of(['n1', 'n2', 'n3']),
+        startupEvents: hot('-'),
+        lost,
+        won,
+        gate,
+        provision: (t) => {
+          provisioned.push(`${scheduler.now()} ${t.key}`);
+          return cold('-----d', { d: done('provisioned') as CycleOutcome });
+        },
+        interval: 10,
+        workers: 1,
+        scheduler,
+      }).pipe(map(summary));
+      // n1 was already running and finishes; n2 and n3 were queued at the reset and are skipped
+      // when the worker reaches them; the round at 10 is dropped (paused); winning at 12 admits all.
+      expectObservable(result, '25ms !').toBe('5ms (abc) 7ms d 4ms e', { a: 'n1:done', b: 'n2:skipped', c: 'n3:skipped', d: 'n1:done', e: 'n2:done' });
+    });
+    expect(provisioned).toEqual(['0 n1', '12 n1', '17 n2', '22 n3']);
+  });
+
+  it('releases a failed node at once, an upgraded one at once, a provisioned one only after the settle time', () => {
+    const scheduler = newScheduler();
+    const { hooks, log } = recorder(scheduler);
+    let round = 0;
+    scheduler.run(({ cold, hot }) => {
+      const outcomes: Record<string, CycleOutcome> = { bad: failed(new Error('configure failed')), up: done('upgraded'), ok: done('provisioned') };
+      // Sightings inside the 30-frame window: only a held key refuses them.
+      const events = hot('-----(xyz)----------o', { x: 'bad', y: 'up', z: 'ok', o: 'ok' });
+      const sub = provisionPipeline({
+        discover: () => of(round++ === 0 ? ['bad', 'up', 'ok'] : []),
+        startupEvents: events,
+        gate: new PauseGate(),
+        provision: (t) => cold('d', { d: outcomes[t.key] }),
+        interval: 30,
+        workers: 3,
+        settleMs: 15,
+        hooks,
+        scheduler,
+      }).subscribe();
+      scheduler.schedule(() => sub.unsubscribe(), 25);
+    });
+    expect(log).toEqual([
+      '0 discover',
+      '0 admit bad via discovery',
+      '0 admit up via discovery',
+      '0 admit ok via discovery',
+      '5 admit bad via event',
+      '5 admit up via event',
+      '5 refuse ok held',
+      '20 admit ok via event',
+    ]);
+  });
+
+  it('re-admits a node whose sighting is older than the interval while its cycle still runs (DECISIONS P1)', () => {
+    const scheduler = newScheduler();
+    const starts: string[] = [];
+    scheduler.run(({ cold, hot }) => {
+      const sub = provisionPipeline({
+        discover: () => of(['slow']),
+        startupEvents: hot('-'),
+        gate: new PauseGate(),
+        provision: (t) => {
+          starts.push(`${scheduler.now()} ${t.key}`);
+          return cold('15ms d', { d: done('provisioned') as CycleOutcome });
+        },
+        interval: 10,
+        workers: 2,
+        scheduler,
+      }).subscribe();
+      scheduler.schedule(() => sub.unsubscribe(), 12);
+    });
+    // The first cycle is still running at 10: the held sighting is a whole interval old, so the
+    // node is admitted again; a duplicate costs less than a dropped node.
+    expect(starts.slice(0, 2)).toEqual(['0 slow', '10 slow']);
+  });
+
+  it('a failed discovery round is reported and the next tick tries again', () => {
+    const scheduler = newScheduler();
+    const { hooks, log } = recorder(scheduler);
+    let round = 0;
+    scheduler.run(({ cold, hot }) => {
+      const sub = provisionPipeline({
+        discover: () => (++round === 1 ? cold('-#', undefined, new Error('no responders')) : of(['n1'])),
+        startupEvents: hot('-'),
+        gate: new PauseGate(),
+        provision: () => cold('d', { d: done('provisioned') as CycleOutcome }),
+        interval: 10,
+        workers: 1,
+        hooks,
+        scheduler,
+      }).subscribe();
+      scheduler.schedule(() => sub.unsubscribe(), 12);
+    });
+    expect(log.slice(0, 4)).toEqual(['0 discover', '1 discovery failed: no responders', '10 discover', '10 admit n1 via discovery']);
+  });
+
+  it('runs one discovery round at a time: ticks during a slow round are dropped', () => {
+    const scheduler = newScheduler();
+    const { hooks, log } = recorder(scheduler);
+    scheduler.run(({ cold, hot }) => {
+      const sub = provisionPipeline({
+        discover: () => cold('25ms (r|)', { r: [] as string[] }),
+        startupEvents: hot('-'),
+        gate: new PauseGate(),
+        provision: () => new Observable<CycleOutcome>(),
+        interval: 10,
+        workers: 1,
+        hooks,
+        scheduler,
+      }).subscribe();
+      scheduler.schedule(() => sub.unsubscribe(), 45);
+    });
+    expect(log.filter((l) => l.endsWith('discover'))).toEqual(['0 discover', '30 discover']);
+  });
+
+  it('stop ends discovery and events but lets admitted work finish, then completes', () => {
+    const scheduler = newScheduler();
+    scheduler.run(({ cold, hot, expectObservable, expectSubscriptions }) => {
+      const events = hot('-----e---e', { e: 'late' });
+      const result = provisionPipeline({
+        discover: () => of(['n1']),
+        startupEvents: events,
+        gate: new PauseGate(),
+        provision: () => cold('8ms d', { d: done('provisioned') as CycleOutcome }),
+        interval: 10,
+        workers: 1,
+        stop: hot('---s', { s: 'stop' }),
+        scheduler,
+      }).pipe(map(summary));
+      expectObservable(result).toBe('8ms (a|)', { a: 'n1:done' });
+      expectSubscriptions(events.subscriptions).toBe('^--!');
+    });
+  });
+});

@@ -1,4 +1,5 @@
 import { IncusLifecycleEvent } from './api';
+import { parseResourceUrl } from './resourceUrl';
 
 /** What one websocket frame turned out to be. */
 export type LifecycleDecoding =
@@ -29,24 +30,6 @@ function optionalString(holder: Json, field: string, where: string): string | un
   const value = holder[field];
   if (value === undefined || value === null) return undefined;
   return typeof value === 'string' ? value : { bad: `${where}.${field} is ${typeof value}, not a string` };
-}
-
-function safeDecode(segment: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return segment;
-  }
-}
-
-/** The resource URL's path segments (decoded) and its `?project=`, if any. */
-function parseSource(source: string): { last: string; segments: string[]; project: string | undefined } {
-  const queryAt = source.indexOf('?');
-  const path = queryAt < 0 ? source : source.slice(0, queryAt);
-  const query = queryAt < 0 ? '' : source.slice(queryAt + 1);
-  const segments = path.split('/').filter((s) => s !== '').map(safeDecode);
-  const project = new URLSearchParams(query).get('project') ?? undefined;
-  return { last: segments[segments.length - 1] ?? '', segments, project: project === '' ? undefined : project };
 }
 
 /**
@@ -99,10 +82,10 @@ export function decodeLifecycle(frame: string): LifecycleDecoding {
   const envelopeProject = optionalString(parsed, 'project', 'frame');
   if (typeof envelopeProject === 'object') return malformed(envelopeProject.bad);
 
-  const resource = parseSource(source ?? '');
-  const name = metaName !== undefined && metaName !== '' ? metaName : resource.last;
+  const resource = parseResourceUrl(source ?? '');
+  const name = metaName !== undefined && metaName !== '' ? metaName : resource.name;
   if (name === '') return malformed(`${action} names neither a source nor a name`);
-  const ownProject = resource.segments[0] === '1.0' && resource.segments[1] === 'projects' && resource.segments.length === 3 ? resource.last : undefined;
+  const ownProject = resource.segments[0] === '1.0' && resource.segments[1] === 'projects' && resource.segments.length === 3 ? resource.name : undefined;
   const project = [metaProject, envelopeProject, resource.project, ownProject].find((p) => p !== undefined && p !== '') ?? DEFAULT_PROJECT;
 
   const event: IncusLifecycleEvent = {

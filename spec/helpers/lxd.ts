@@ -61,8 +61,8 @@ export interface LxdDaemon {
   deleteProject(name: string): Promise<void>;
   /** `lxd shutdown` (which stops the instances), then starts the daemon again on the same directory; instances that were running start again. */
   restart(): Promise<void>;
-  /** Stops the daemon's process (SIGSTOP) without closing anything: its sockets go silent. */
-  freeze(): void;
+  /** Stops the daemon's process (SIGSTOP) without closing anything, and resolves once every thread of it has stopped: its sockets go silent. */
+  freeze(): Promise<void>;
   /** Resumes a frozen daemon (SIGCONT). */
   thaw(): void;
   /** What of this daemon still exists: processes, bridges, mounts, iptables rules, its directory. */
@@ -332,8 +332,17 @@ export async function startLxdDaemon(): Promise<LxdDaemon> {
         await shutdown();
         await launchDaemon();
       },
-      freeze() {
-        child?.kill('SIGSTOP');
+      async freeze() {
+        const pid = child?.pid;
+        if (pid === undefined) return;
+        process.kill(pid, 'SIGSTOP');
+        // The stop reaches each thread on its own; until all are stopped one may still answer.
+        const stopped = (): boolean =>
+          readdirSync(`/proc/${pid}/task`).every((task) => {
+            const stat = readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8');
+            return /^[tT]$/.test(stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3));
+          });
+        while (!stopped()) await sleep(10);
       },
       thaw() {
         child?.kill('SIGCONT');

@@ -3,7 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Observable, Subscription } from 'rxjs';
 import { IncusLifecycleEvent, IncusStreamItem } from '../../../lib/incus/api';
-import { IncusEventsOptions, incusEvents } from '../../../streams/incus/incusEvents';
+import { wsEventSocket } from '../../../streams/incus/eventSocket';
+import { incusEndpoint } from '../../../streams/incus/incusEndpoint';
+import { IncusEventsOptions, eventsPath, incusEvents } from '../../../streams/incus/incusEvents';
 import { freePort } from '../../../streams/natsServerProcess';
 import { selfSignedCertificate } from '../../helpers/certs';
 import { useLxdDaemon } from '../../helpers/lxd';
@@ -153,6 +155,18 @@ describe('incusEvents against a real LXD daemon', () => {
       narrow.stop();
     }
   }, WAIT);
+
+  it('passes on the daemon\'s refusal of an event type it does not serve', async () => {
+    const reason = await new Promise<string>((resolve) => {
+      wsEventSocket(incusEndpoint({ url: lxd().socket }), { path: eventsPath({ types: ['bogus'] }) })({
+        open: () => resolve('opened'),
+        frame: () => undefined,
+        alive: () => undefined,
+        closed: resolve,
+      });
+    });
+    expect(reason).toBe('upgrade refused: HTTP 500 "bogus" isn\'t a supported event type');
+  });
 
   it('says disconnected when the daemon restarts, connects again, and events flow again', async () => {
     const from = recorder.items.length;

@@ -9,6 +9,7 @@ export interface ResourceUrl {
 }
 
 function safeDecode(segment: string): string {
+  if (!segment.includes('%')) return segment;
   try {
     return decodeURIComponent(segment);
   } catch {
@@ -26,6 +27,7 @@ export function parseResourceUrl(url: string): ResourceUrl {
   const path = queryAt < 0 ? url : url.slice(0, queryAt);
   const query = queryAt < 0 ? '' : url.slice(queryAt + 1);
   const segments = path.split('/').filter((s) => s !== '').map(safeDecode);
-  const project = new URLSearchParams(query).get('project') ?? undefined;
+  // Most sources (the default project's) have no query: skip parsing one.
+  const project = query === '' ? undefined : (new URLSearchParams(query).get('project') ?? undefined);
   return { segments, name: segments[segments.length - 1] ?? '', project: project === '' ? undefined : project };
 }

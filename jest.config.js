@@ -8,4 +8,7 @@ module.exports = {
   },
   moduleNameMapper: { '^rxfleet$': '<rootDir>/index.ts' },
   testTimeout: 30000,
+  // A scratch directory for the run (the LXD test image is built into it once), removed at the end.
+  globalSetup: '<rootDir>/spec/helpers/runDirSetup.ts',
+  globalTeardown: '<rootDir>/spec/helpers/runDirTeardown.ts',
 };

@@ -1,4 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { REDACTED_PATHS } from '../../lib/logger';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigurationError, loadProvisionerConfig, parseProvisionerConfig, requireValidConfig } from '../../lib/provision/config';
@@ -234,6 +237,18 @@ describe('parseProvisionerConfig: refusals', () => {
   it('requireValidConfig throws one error naming every refused key', () => {
     expect(() => requireValidConfig(parse('workers: x\ninterval: 1s\n'))).toThrow(ConfigurationError);
     expect(() => requireValidConfig(parse('workers: x\ninterval: 1s\n'))).toThrow(/^Provisioning could not be configured: workers: .*; interval: .*; helper: /);
+  });
+});
+
+describe('a parsed configuration in a log line', () => {
+  it('has its secrets redacted by the daemon logger\'s paths', () => {
+    const config = valid('helper: h\ntoken: tok-918273\nbroker_provisioning_password: pw-564738\nrxfleet: {nats_password: nats-192837}\n');
+    const lines: string[] = [];
+    const logger = pino({ redact: { paths: REDACTED_PATHS, censor: '[redacted]' } }, new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }));
+    logger.info({ config }, 'starting');
+    expect(lines).toHaveLength(1);
+    for (const secret of ['tok-918273', 'pw-564738', 'nats-192837']) expect(lines[0]).not.toContain(secret);
+    expect(lines[0]).toContain('"helper":"h"');
   });
 });
 

@@ -2,6 +2,7 @@ import { accessSync, constants, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { buildHelperInput } from '../../lib/provision/helperInput';
 import { HelperRunner } from '../../lib/provision/helperRunner';
+import { sampleHelperPath } from '../../lib/provision/sampleHelpers';
 import { buildServerClaims } from '../../lib/provision/serverJwt';
 
 const MINIMAL = resolve(__dirname, '../../examples/helpers/minimal-helper.mjs');
@@ -66,5 +67,11 @@ describe('the sample helpers in examples/helpers', () => {
       const response = await new HelperRunner({ command: ED25519, env: { ...process.env, RXFLEET_HELPER_ISSUER: ISSUER } }).run(buildHelperInput({ identity: 'n1' }));
       expect(response).toMatchObject({ defer: true, msg: 'No ed25519 public key received' });
     });
+  });
+});
+
+describe('sampleHelperPath', () => {
+  it.each(['minimal-helper', 'ed25519-helper'] as const)('finds %s in examples/helpers', (name) => {
+    expect(sampleHelperPath(name)).toBe(resolve(__dirname, `../../examples/helpers/${name}.mjs`));
   });
 });

@@ -21,7 +21,7 @@ export interface LoggerOptions {
 
 // Wherever a secret could sit in an object handed to the logger, it is replaced: tokens,
 // passwords and keys never reach a log line, whatever a caller passes by mistake.
-const SECRET_FIELDS = ['token', 'password', 'pass', 'passwd', 'secret', 'key', 'seed', 'privateKey', 'private_key', 'jwt_signing_key', 'broker_provisioning_password'];
+const SECRET_FIELDS = ['token', 'password', 'pass', 'passwd', 'secret', 'key', 'seed', 'privateKey', 'private_key', 'jwt_signing_key', 'broker_provisioning_password', 'brokerProvisioningPassword', 'natsPassword', 'nats_password', 'cht', 'chpwd'];
 export const REDACTED_PATHS = [...SECRET_FIELDS, ...SECRET_FIELDS.map((f) => `*.${f}`), ...SECRET_FIELDS.map((f) => `*.*.${f}`)];
 
 /** A logger that writes nothing: the default for library code (a user passes their own). */

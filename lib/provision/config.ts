@@ -1,0 +1,419 @@
+import Ajv, { ErrorObject } from 'ajv';
+import addFormats from 'ajv-formats';
+import { existsSync, readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { parseDocument } from 'yaml';
+import { DurationSyntaxError, parseChoriaDuration } from '../choria/duration';
+import { CertDenyList, DenyPatternError } from './certDenyList';
+import { DEPRECATED_KEYS, PROVISIONER_CONFIG_SCHEMA, SECTION_KEYS } from './configSchema';
+import { HelperCommandError, splitHelperCommand } from './helperCommand';
+
+/** One problem found in a configuration: the key's path, what was wrong or expected, how bad. */
+export interface ConfigProblem {
+  /** Dotted path of the key (`features.pki`, `cert_deny_list[2]`), or the file for file-level problems. */
+  path: string;
+  message: string;
+  /** Errors refuse to start; warnings are logged and the daemon starts. */
+  severity: 'error' | 'warning';
+}
+
+/** Where logs go (DECISIONS P6: stdout unless `logfile` names a file). */
+export type LogDestination = 'stdout' | 'stderr' | 'discard' | { file: string };
+
+/** The provisioner's configuration after validation, defaults and derived values. */
+export interface ProvisionerConfig {
+  /** The file it was read from, if any. */
+  file: string | undefined;
+  /** Worker count; `workers: 0` (the default) resolved to the number of CPUs. */
+  workers: number;
+  /** `interval` as written, and in milliseconds (at least one minute). */
+  interval: string;
+  intervalMs: number;
+  logDestination: LogDestination;
+  /** Default `info` (DECISIONS P6). */
+  logLevel: 'debug' | 'info' | 'warn' | 'error' | 'fatal';
+  /** The helper command line, split shell-style when run. */
+  helper: string;
+  token: string;
+  lifecycleComponent: string;
+  choriaInsecure: boolean;
+  site: string;
+  /** 0: no monitoring endpoint. */
+  monitorPort: number;
+  brokerProvisioningPassword: string;
+  /** After defaulting: upstream's four patterns when the file gives none. */
+  certDenyList: string[];
+  jwtVerifyCert: string;
+  jwtSigningKey: string;
+  jwtSigningToken: string;
+  serverJwtValidity: string;
+  serverJwtValidityMs: number;
+  leaderElection: boolean;
+  upgradesRepository: string;
+  upgradesOptional: boolean;
+  /** `jwt` is forced on by `ed25519`, as upstream. */
+  features: { pki: boolean; jwt: boolean; ed25519: boolean; upgrades: boolean };
+  /** rxfleet's own settings (the `rxfleet:` section). */
+  rxfleet: RxfleetSettings;
+}
+
+/** The `rxfleet:` section: what the Go provisioner has no key for. */
+export interface RxfleetSettings {
+  /** Overrides the Choria config's `plugin.choria.middleware_hosts` when non-empty. */
+  natsServers: string[];
+  /** Override the NATS user/password (upstream: user `provisioner` + `broker_provisioning_password`). */
+  natsUser: string | undefined;
+  natsPassword: string | undefined;
+  /** A NATS `.creds` file (JWT + nkey seed), for accounts set up that way. */
+  natsCredentials: string | undefined;
+  /** Admitted-but-not-started tickets held at most; default 50 000 (upstream's channel size). */
+  queueCapacity: number;
+  /** DECISIONS P9 grace period; default 30 s. */
+  shutdownGraceMs: number;
+  /** The helper's hard timeout; default 10 s (upstream's fixed value). */
+  helperTimeoutMs: number;
+}
+
+/** The outcome of reading a configuration: the config when there is no error, and every problem. */
+export interface ProvisionerConfigResult {
+  config: ProvisionerConfig | undefined;
+  problems: ConfigProblem[];
+}
+
+/** Thrown by {@link requireValidConfig}; `problems` holds every error and warning found. */
+export class ConfigurationError extends Error {
+  constructor(readonly problems: ConfigProblem[]) {
+    const errors = problems.filter((p) => p.severity === 'error');
+    super(`Provisioning could not be configured: ${errors.map((p) => `${p.path}: ${p.message}`).join('; ')}`);
+    this.name = 'ConfigurationError';
+  }
+}
+
+/** Options for {@link parseProvisionerConfig} and {@link loadProvisionerConfig}. */
+export interface ParseConfigOptions {
+  /** Named in file-level problems and kept in the result. */
+  file?: string;
+  /** What `workers: 0` means; default `os.availableParallelism()`. */
+  cpus?: number;
+  /** How file names are checked for the warnings about missing files; default `fs.existsSync`. */
+  exists?: (path: string) => boolean;
+}
+
+const MINUTE_MS = 60_000;
+const HOUR_MS = 60 * MINUTE_MS;
+
+const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: true, verbose: true });
+addFormats(ajv, ['uri']);
+ajv.addVocabulary(['expected', 'secret']);
+const validateSchema = ajv.compile(PROVISIONER_CONFIG_SCHEMA);
+
+/**
+ * Reads a provisioner YAML configuration and reports every problem at once, never only the first.
+ *
+ * Upstream parses YAML 1.1 into JSON and then Go's `json.Unmarshal`; rxfleet keeps what a user of
+ * it relies on and does better where DECISIONS says so:
+ * - YAML 1.1 (`yes`/`no` are booleans) with merge keys, as go-yaml v2; a key given as `null` keeps
+ *   its default, as Go does;
+ * - keys match case-insensitively (`Workers` is `workers`), as Go's JSON decoding;
+ * - an unknown key is a warning naming it (upstream ignores it silently); `broker_port` and
+ *   `rego_policy` are accepted and ignored with a deprecation warning (P15);
+ * - a type mismatch or an invalid value is an error naming the key's path and what was expected,
+ *   without echoing the value of a secret;
+ * - values upstream only discovers while provisioning each node (no helper, a deny-list pattern
+ *   that does not compile, jwt without `jwt_verify_cert`, ed25519 without `jwt_signing_key`,
+ *   upgrades without a repository) are refused here, once, instead of failing every node.
+ *
+ * `config` is present exactly when no problem is an error.
+ */
+export function parseProvisionerConfig(text: string, options: ParseConfigOptions = {}): ProvisionerConfigResult {
+  const { file, cpus = availableParallelism(), exists = existsSync } = options;
+  const problems: ConfigProblem[] = [];
+  const error = (path: string, message: string): void => void problems.push({ path, message, severity: 'error' });
+  const warn = (path: string, message: string): void => void problems.push({ path, message, severity: 'warning' });
+
+  const document = parseDocument(text, { version: '1.1', merge: true, prettyErrors: true });
+  if (document.errors.length > 0) {
+    // Only the first line of yaml's message: the rest is a code frame that could show a secret.
+    for (const e of document.errors) error(file ?? 'configuration', `not valid YAML: ${e.message.split('\n')[0].replace(/:$/, '')}`);
+    return { config: undefined, problems };
+  }
+  const raw: unknown = document.toJS({ maxAliasCount: 100 }) ?? {};
+  if (!isMapping(raw)) {
+    error(file ?? 'configuration', `expected a mapping of keys to values at the top level, got ${describe(raw)}`);
+    return { config: undefined, problems };
+  }
+
+  const folded = foldSection(raw, '', warn);
+  for (const section of ['features', 'rxfleet'] as const) {
+    if (isMapping(folded[section])) folded[section] = foldSection(folded[section], section, warn);
+  }
+  for (const key of Object.keys(DEPRECATED_KEYS)) {
+    if (key in folded) warn(key, `deprecated: ${DEPRECATED_KEYS[key]}`);
+  }
+  // A single server is as good as a list of one.
+  if (isMapping(folded.rxfleet) && typeof folded.rxfleet.nats_servers === 'string') {
+    folded.rxfleet.nats_servers = folded.rxfleet.nats_servers.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  }
+
+  // Schema errors do not stop the checks below: every problem is reported in one run. A check
+  // skips a key the schema already refused (its value may not even be of the right type).
+  const refused = new Set<string>();
+  if (!validateSchema(folded)) {
+    for (const e of validateSchema.errors ?? []) {
+      const path = errorPath(e);
+      if (refused.has(path)) continue;
+      refused.add(path);
+      error(path, schemaMessage(e));
+    }
+  }
+  const usable = (path: string): boolean => ![...refused].some((r) => r === path || path.startsWith(`${r}.`) || path.startsWith(`${r}[`) || r.startsWith(`${path}.`) || r.startsWith(`${path}[`));
+
+  const c = folded as unknown as RawConfig;
+  const duration = (path: string, value: string, minimumMs: number, minimumText: string): number => {
+    if (!usable(path)) return 0;
+    try {
+      const ms = parseChoriaDuration(value);
+      if (ms < minimumMs) error(path, `expected ${minimumText}, got ${JSON.stringify(value)}`);
+      return ms;
+    } catch (e) {
+      if (!(e instanceof DurationSyntaxError)) throw e;
+      error(path, `invalid duration ${JSON.stringify(value)} (${e.message}); valid examples are 10m, 1h, 1d`);
+      return 0;
+    }
+  };
+
+  const intervalMs = duration('interval', c.interval, MINUTE_MS, 'at least 1m (interval is too small; valid example values are 10m or 10h)');
+  const serverJwtValidityMs = duration('server_jwt_validity', c.server_jwt_validity, 1, 'a duration greater than zero');
+  if (serverJwtValidityMs > 0 && serverJwtValidityMs <= HOUR_MS) {
+    warn('server_jwt_validity', 'is 1h or less: server JWTs that short are refused by upstream too and signed with this validity anyway after a warning');
+  }
+  const shutdownGraceMs = duration('rxfleet.shutdown_grace', c.rxfleet.shutdown_grace, 0, 'a duration >= 0');
+  const helperTimeoutMs = duration('rxfleet.helper_timeout', c.rxfleet.helper_timeout, 1, 'a duration greater than zero');
+
+  const lifecycleComponent = c.lifecycle_component === '' ? 'provision_mode_server' : c.lifecycle_component;
+  if (usable('lifecycle_component') && /[.>*\s]/.test(lifecycleComponent)) {
+    error('lifecycle_component', `invalid lifecycle component ${JSON.stringify(lifecycleComponent)}: it becomes a NATS subject token and must not contain ".", ">", "*" or spaces`);
+  }
+
+  if (!usable('helper')) {
+    // already reported
+  } else if (c.helper.trim() === '') {
+    error('helper', 'required: the command that returns each node its configuration');
+  } else {
+    const problem = helperCommandProblem(c.helper);
+    if (problem !== undefined) error('helper', problem);
+  }
+
+  (usable('cert_deny_list') ? c.cert_deny_list : []).forEach((entry, index) => {
+    try {
+      new CertDenyList([entry]);
+    } catch (e) {
+      if (!(e instanceof DenyPatternError)) throw e;
+      error(`cert_deny_list[${index}]`, `expected a regular expression: ${e.message}`);
+    }
+  });
+
+  const features = usable('features') ? { ...c.features } : { pki: false, jwt: false, ed25519: false, upgrades: false };
+  if (features.pki === true && features.ed25519 === true) error('features', 'can only enable one of pki or ed25519 features');
+  if (features.ed25519) features.jwt = true;
+  if (features.jwt && c.jwt_verify_cert === '' && usable('jwt_verify_cert')) {
+    error('jwt_verify_cert', `required when features.${c.features.jwt ? 'jwt' : 'ed25519'} is on: every node's provisioning JWT is verified with it`);
+  }
+  if (typeof c.jwt_verify_cert === 'string' && c.jwt_verify_cert !== '' && !exists(c.jwt_verify_cert) && !/^[0-9a-fA-F]{64}$/.test(c.jwt_verify_cert)) {
+    warn('jwt_verify_cert', 'is neither an existing file nor a 64-character hex ed25519 public key: JWT validation will fail until the file exists');
+  }
+  if (features.ed25519 && c.jwt_signing_key === '' && usable('jwt_signing_key')) error('jwt_signing_key', 'required when features.ed25519 is on: server JWTs are signed with it');
+  for (const key of ['jwt_signing_key', 'jwt_signing_token'] as const) {
+    if (typeof c[key] === 'string' && c[key] !== '' && !exists(c[key])) warn(key, `file ${JSON.stringify(c[key])} does not exist (yet)`);
+  }
+  if (features.upgrades && c.upgrades_repository === '' && c.upgrades_optional === false) {
+    error('upgrades_repository', 'required when features.upgrades is on and upgrades_optional is false (updates_repository not configured for upgrades feature)');
+  }
+  if (problems.some((p) => p.severity === 'error')) return { config: undefined, problems };
+
+  const config: ProvisionerConfig = {
+    file,
+    workers: c.workers === 0 ? cpus : c.workers,
+    interval: c.interval,
+    intervalMs,
+    logDestination: logDestination(c.logfile),
+    logLevel: c.loglevel === '' ? 'info' : c.loglevel,
+    helper: c.helper,
+    token: c.token,
+    lifecycleComponent,
+    choriaInsecure: c.choria_insecure,
+    site: c.site,
+    monitorPort: c.monitor_port,
+    brokerProvisioningPassword: c.broker_provisioning_password,
+    certDenyList: new CertDenyList(c.cert_deny_list).entries,
+    jwtVerifyCert: c.jwt_verify_cert,
+    jwtSigningKey: c.jwt_signing_key,
+    jwtSigningToken: c.jwt_signing_token,
+    serverJwtValidity: c.server_jwt_validity,
+    serverJwtValidityMs,
+    leaderElection: c.leader_election,
+    upgradesRepository: c.upgrades_repository,
+    upgradesOptional: c.upgrades_optional,
+    features,
+    rxfleet: {
+      natsServers: c.rxfleet.nats_servers,
+      natsUser: c.rxfleet.nats_user,
+      natsPassword: c.rxfleet.nats_password,
+      natsCredentials: c.rxfleet.nats_credentials,
+      queueCapacity: c.rxfleet.queue_capacity,
+      shutdownGraceMs,
+      helperTimeoutMs,
+    },
+  };
+  return { config, problems };
+}
+
+/** Reads `file` and parses it with {@link parseProvisionerConfig}; an unreadable file is one error. */
+export function loadProvisionerConfig(file: string, options: Omit<ParseConfigOptions, 'file'> = {}): ProvisionerConfigResult {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    const message = code === 'ENOENT' ? `file ${file} not found` : code === 'EISDIR' ? `${file} is a directory` : `config file could not be read: ${(e as Error).message}`;
+    return { config: undefined, problems: [{ path: file, message, severity: 'error' }] };
+  }
+  return parseProvisionerConfig(text, { ...options, file });
+}
+
+/** The config of a result without errors; otherwise throws {@link ConfigurationError} naming every error. */
+export function requireValidConfig(result: ProvisionerConfigResult): ProvisionerConfig {
+  if (result.config === undefined) throw new ConfigurationError(result.problems);
+  return result.config;
+}
+
+/** Why a helper command line cannot be run, in upstream's words, or `undefined` when it can. */
+export function helperCommandProblem(command: string): string | undefined {
+  try {
+    splitHelperCommand(command);
+    return undefined;
+  } catch (e) {
+    if (e instanceof HelperCommandError) return e.message;
+    throw e;
+  }
+}
+
+interface RawConfig {
+  workers: number;
+  interval: string;
+  logfile: string;
+  loglevel: '' | ProvisionerConfig['logLevel'];
+  helper: string;
+  token: string;
+  lifecycle_component: string;
+  choria_insecure: boolean;
+  site: string;
+  monitor_port: number;
+  broker_provisioning_password: string;
+  cert_deny_list: string[];
+  jwt_verify_cert: string;
+  jwt_signing_key: string;
+  jwt_signing_token: string;
+  server_jwt_validity: string;
+  leader_election: boolean;
+  upgrades_repository: string;
+  upgrades_optional: boolean;
+  features: ProvisionerConfig['features'];
+  rxfleet: {
+    nats_servers: string[];
+    nats_user?: string;
+    nats_password?: string;
+    nats_credentials?: string;
+    queue_capacity: number;
+    shutdown_grace: string;
+    helper_timeout: string;
+  };
+}
+
+function logDestination(logfile: string): LogDestination {
+  if (logfile === '' || logfile === 'stdout') return 'stdout';
+  if (logfile === 'stderr' || logfile === 'discard') return logfile;
+  return { file: logfile };
+}
+
+function isMapping(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Maps each key to its canonical spelling case-insensitively (Go's JSON rule: the last of two
+ * spellings wins), drops keys set to null (Go leaves the default) and warns about unknown keys.
+ */
+function foldSection(section: Record<string, unknown>, prefix: '' | 'features' | 'rxfleet', warn: (path: string, message: string) => void): Record<string, unknown> {
+  const known = SECTION_KEYS[prefix];
+  const at = (key: string): string => (prefix === '' ? key : `${prefix}.${key}`);
+  const out: Record<string, unknown> = {};
+  const spelledAs = new Map<string, string>();
+  for (const [key, value] of Object.entries(section)) {
+    const canonical = known.find((k) => k === key) ?? known.find((k) => k.toLowerCase() === key.toLowerCase());
+    if (canonical === undefined) {
+      const hint = known.find((k) => editDistance(k, key.toLowerCase()) <= 2);
+      warn(at(key), `unknown key, ignored${hint === undefined ? '' : ` (did you mean ${at(hint)}?)`}`);
+      continue;
+    }
+    const earlier = spelledAs.get(canonical);
+    if (earlier !== undefined) warn(at(canonical), `given twice (as ${earlier} and ${key}); the last one wins`);
+    spelledAs.set(canonical, key);
+    if (value === null) delete out[canonical];
+    else out[canonical] = value;
+  }
+  return out;
+}
+
+function editDistance(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    let diagonal = row[0];
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const above = row[j];
+      row[j] = Math.min(row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] === b[j - 1] ? 0 : 1));
+      diagonal = above;
+    }
+  }
+  return row[b.length];
+}
+
+function errorPath(e: ErrorObject): string {
+  return e.instancePath
+    .split('/')
+    .slice(1)
+    .map((segment) => segment.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .reduce((path, segment) => (/^\d+$/.test(segment) ? `${path}[${segment}]` : path === '' ? segment : `${path}.${segment}`), '');
+}
+
+interface SchemaNode {
+  expected?: string;
+  secret?: boolean;
+  properties?: Record<string, SchemaNode>;
+  items?: SchemaNode;
+}
+
+/** The schema node describing the value at an ajv instance path, for its `expected` text. */
+function schemaAt(instancePath: string): SchemaNode | undefined {
+  let node: SchemaNode | undefined = PROVISIONER_CONFIG_SCHEMA as unknown as SchemaNode;
+  for (const segment of instancePath.split('/').slice(1)) {
+    node = /^\d+$/.test(segment) ? node?.items : node?.properties?.[segment];
+  }
+  return node;
+}
+
+function schemaMessage(e: ErrorObject): string {
+  const node = schemaAt(e.instancePath);
+  const got = node?.secret === true ? `a ${Array.isArray(e.data) ? 'list' : typeof e.data} (value not shown: it is a secret)` : describe(e.data);
+  const expected = node?.expected ?? (e.message ?? 'a valid value');
+  return `expected ${expected}, got ${got}`;
+}
+
+function describe(value: unknown): string {
+  if (value === null || value === undefined) return 'nothing';
+  if (Array.isArray(value)) return 'a list';
+  if (typeof value === 'object') return 'a mapping';
+  if (typeof value === 'string') return `${JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}...` : value)} (a string)`;
+  return String(value);
+}

@@ -1,0 +1,83 @@
+/**
+ * The JSON Schema of the provisioner's YAML configuration: upstream's keys (reference §4) with
+ * their defaults, and rxfleet's own keys under `rxfleet:` (a section the Go provisioner ignores, so
+ * one file serves both). Two annotation keywords are ours: `expected` is the text a problem shows
+ * when a value is refused, and `secret: true` keeps a refused value out of the message.
+ */
+
+const string = (defaultValue: string | undefined, expected = 'a string', extra: Record<string, unknown> = {}) => ({
+  type: 'string',
+  ...(defaultValue === undefined ? {} : { default: defaultValue }),
+  expected,
+  ...extra,
+});
+const boolean = { type: 'boolean', default: false, expected: 'true or false' } as const;
+
+/** The JSON Schema (draft 7, for ajv) of a provisioner configuration after key folding. */
+export const PROVISIONER_CONFIG_SCHEMA = {
+  $id: 'rxfleet:provisioner-config',
+  type: 'object',
+  properties: {
+    workers: { type: 'integer', minimum: 0, default: 0, expected: 'a whole number >= 0 (0 means one per CPU)' },
+    interval: string('1m', 'a duration of at least 1m such as 5m or 1h'),
+    logfile: string('', 'a file name, or stdout, stderr or discard'),
+    loglevel: { type: 'string', enum: ['', 'debug', 'info', 'warn', 'error', 'fatal'], default: 'info', expected: 'one of debug, info, warn, error or fatal' },
+    helper: string('', 'the helper command line'),
+    token: string('', 'a string', { secret: true }),
+    lifecycle_component: string('provision_mode_server', 'a component name without ".", ">", "*" or spaces'),
+    choria_insecure: boolean,
+    site: string(''),
+    monitor_port: { type: 'integer', minimum: 0, maximum: 65535, default: 0, expected: 'a port number from 0 (off) to 65535' },
+    broker_port: { type: 'integer', expected: 'a whole number (the key is deprecated and ignored)' },
+    broker_provisioning_password: string('', 'a string', { secret: true }),
+    cert_deny_list: { type: 'array', items: string(undefined, 'a regular expression'), default: [], expected: 'a list of regular expressions' },
+    jwt_verify_cert: string('', 'a file name or a hex ed25519 public key'),
+    jwt_signing_key: string('', 'a file name'),
+    jwt_signing_token: string('', 'a file name'),
+    server_jwt_validity: string('1y', 'a duration such as 1y, 52w or 8760h'),
+    rego_policy: string(undefined, 'a string (the key is deprecated and ignored)'),
+    leader_election: boolean,
+    upgrades_repository: string('', 'an http:// or https:// URL', { anyOf: [{ const: '' }, { format: 'uri', pattern: '^https?://' }] }),
+    upgrades_optional: boolean,
+    features: {
+      type: 'object',
+      default: {},
+      expected: 'a mapping of pki, jwt, ed25519 and upgrades to true or false',
+      properties: { pki: boolean, jwt: boolean, ed25519: boolean, upgrades: boolean },
+    },
+    rxfleet: {
+      type: 'object',
+      default: {},
+      expected: "a mapping of rxfleet's own settings",
+      properties: {
+        nats_servers: {
+          type: 'array',
+          default: [],
+          expected: 'a list of NATS servers (host:port or nats://host:port)',
+          items: string(undefined, 'a NATS server (host:port, nats://host:port or tls://host:port)', {
+            pattern: '^((nats|tls|ws|wss)://)?[^\\s/:]+(:\\d{1,5})?$',
+          }),
+        },
+        nats_user: string(undefined),
+        nats_password: string(undefined, 'a string', { secret: true }),
+        nats_credentials: string(undefined, 'a NATS credentials (.creds) file name'),
+        queue_capacity: { type: 'integer', minimum: 1, default: 50_000, expected: 'a whole number >= 1' },
+        shutdown_grace: string('30s', 'a duration such as 30s or 2m'),
+        helper_timeout: string('10s', 'a duration such as 10s'),
+      },
+    },
+  },
+} as const;
+
+/** The keys a section accepts, for case-insensitive folding and unknown-key warnings. */
+export const SECTION_KEYS: Record<'' | 'features' | 'rxfleet', readonly string[]> = {
+  '': Object.keys(PROVISIONER_CONFIG_SCHEMA.properties),
+  features: Object.keys(PROVISIONER_CONFIG_SCHEMA.properties.features.properties),
+  rxfleet: Object.keys(PROVISIONER_CONFIG_SCHEMA.properties.rxfleet.properties),
+};
+
+/** Keys accepted for compatibility and ignored (DECISIONS P15), with what to do instead. */
+export const DEPRECATED_KEYS: Record<string, string> = {
+  broker_port: 'the embedded broker was removed upstream; the key is accepted and ignored',
+  rego_policy: 'OPA policies for admission were removed upstream; the key is accepted and ignored',
+};

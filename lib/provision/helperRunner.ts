@@ -1,0 +1,212 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { performance } from 'node:perf_hooks';
+import { PauseGate } from '../../operators/PauseGate';
+import { formatGoDuration } from '../choria/duration';
+import { Logger, silentLogger } from '../logger';
+import { HelperCommandError, splitHelperCommand } from './helperCommand';
+import { HelperInput, encodeHelperInput } from './helperInput';
+import { HelperOutputError, HelperResponse, decodeHelperResponse } from './helperResponse';
+
+/** Why a helper run failed. */
+export type HelperFailure =
+  /** The command line cannot be split (`cannot parse helper command: ...`). */
+  | 'command'
+  /** The pause gate was closed: the helper was not started. */
+  | 'paused'
+  /** The executable could not be started. */
+  | 'start'
+  /** It ran past the timeout; its process group was killed. */
+  | 'timeout'
+  /** It exited non-zero or was killed by a signal. */
+  | 'exit'
+  /** It exited 0 without writing anything. */
+  | 'empty'
+  /** Its output is not a helper response. */
+  | 'decode'
+  /** It wrote more than the output limit; its process group was killed. */
+  | 'oversize'
+  /** The caller's signal aborted the run; its process group was killed. */
+  | 'aborted';
+
+/**
+ * A failed helper run. The message is upstream's (`could not invoke configure helper: ...`),
+ * followed by the start of the helper's stderr when it wrote any (DECISIONS P11).
+ */
+export class HelperError extends Error {
+  constructor(
+    readonly kind: HelperFailure,
+    message: string,
+    /** The first `stderrLimitBytes` of stderr (UTF-8, possibly cut mid-line). */
+    readonly stderr = '',
+  ) {
+    const trimmed = stderr.trim();
+    super(`could not invoke configure helper: ${message}${trimmed === '' ? '' : `; stderr: ${JSON.stringify(trimmed)}`}`);
+    this.name = 'HelperError';
+  }
+}
+
+/** Where helper runs are counted: {@link ProvisionerMetrics} fits. */
+export interface HelperRunObserver {
+  /** Every run, refused and failed ones included, as upstream's `helper_time`. */
+  observeHelper(seconds: number): void;
+  /** Every failed run, as upstream's `helper_errors`. */
+  helperError(): void;
+}
+
+/** Options for {@link HelperRunner}. */
+export interface HelperRunnerOptions {
+  /** The `helper` setting: an executable and arguments, split shell-style, run without a shell. */
+  command: string;
+  /** Default 10 s (upstream's fixed value; `rxfleet.helper_timeout`). */
+  timeoutMs?: number;
+  /** While closed, runs are refused before the helper starts. */
+  gate?: PauseGate;
+  /** How much of stderr to keep for the error; default 4 KiB. */
+  stderrLimitBytes?: number;
+  /** The most stdout to accept; default 16 MiB. */
+  maxOutputBytes?: number;
+  metrics?: HelperRunObserver;
+  logger?: Logger;
+  /** The helper's environment; default this process's. */
+  env?: NodeJS.ProcessEnv;
+  /** The helper's working directory; default this process's. */
+  cwd?: string;
+}
+
+/**
+ * Runs the helper for one node at a time per call, as upstream's `runHelper` + `getConfig`, with
+ * DECISIONS P11:
+ * - the command is split like go-shellquote (arguments allowed, no expansion) and run directly,
+ *   without a shell, in its own process group;
+ * - the helper input JSON goes to stdin, which is then closed; stdout is decoded as the helper
+ *   response; the first few KiB of stderr are kept for the error;
+ * - past the timeout the whole process group is killed (SIGKILL), children included; when the
+ *   helper exits, anything it left behind in its group is killed too, so no run leaks a process;
+ * - a closed pause gate refuses the run before the helper starts;
+ * - `helper_time` is observed for every run and `helper_errors` counted for every failure.
+ *
+ * Rejects with {@link HelperError}, never anything else.
+ */
+export class HelperRunner {
+  private readonly argv: string[] | HelperCommandError;
+  private readonly timeoutMs: number;
+  private readonly stderrLimit: number;
+  private readonly maxOutput: number;
+  private readonly logger: Logger;
+
+  constructor(private readonly options: HelperRunnerOptions) {
+    try {
+      this.argv = splitHelperCommand(options.command);
+    } catch (error) {
+      if (!(error instanceof HelperCommandError)) throw error;
+      this.argv = error;
+    }
+    this.timeoutMs = options.timeoutMs ?? 10_000;
+    this.stderrLimit = options.stderrLimitBytes ?? 4096;
+    this.maxOutput = options.maxOutputBytes ?? 16 * 1024 * 1024;
+    this.logger = options.logger ?? silentLogger;
+  }
+
+  /** The helper for `input` (an object, or its JSON text); `signal` aborts it (shutdown). */
+  async run(input: HelperInput | string, signal?: AbortSignal): Promise<HelperResponse> {
+    const started = performance.now();
+    try {
+      const output = await this.execute(typeof input === 'string' ? input : encodeHelperInput(input), signal);
+      try {
+        return decodeHelperResponse(output);
+      } catch (error) {
+        if (!(error instanceof HelperOutputError)) throw error;
+        throw new HelperError('decode', `cannot decode output from ${this.options.command}: ${error.message}`);
+      }
+    } catch (error) {
+      this.options.metrics?.helperError();
+      throw error instanceof HelperError ? error : new HelperError('start', `cannot start ${this.options.command}: ${(error as Error).message}`);
+    } finally {
+      const seconds = (performance.now() - started) / 1000;
+      this.options.metrics?.observeHelper(seconds);
+      this.logger.debug({ seconds }, 'helper run finished');
+    }
+  }
+
+  private execute(input: string, signal: AbortSignal | undefined): Promise<string> {
+    const command = this.options.command;
+    if (this.argv instanceof HelperCommandError) return Promise.reject(new HelperError('command', this.argv.message));
+    if (this.options.gate?.paused === true) return Promise.reject(new HelperError('paused', `Provisioning is paused, cannot perform ${command}`));
+    if (signal?.aborted === true) return Promise.reject(new HelperError('aborted', `${command} was not started: aborted`));
+    const [executable, ...args] = this.argv;
+
+    return new Promise<string>((resolve, reject) => {
+      let child: ChildProcess;
+      try {
+        // detached: the helper leads a new process group, so the group can be killed as one.
+        child = spawn(executable, args, { detached: true, stdio: ['pipe', 'pipe', 'pipe'], env: this.options.env ?? process.env, cwd: this.options.cwd, windowsHide: true });
+      } catch (error) {
+        reject(new HelperError('start', `cannot start ${command}: ${(error as Error).message}`));
+        return;
+      }
+      const stdout: Buffer[] = [];
+      let stdoutBytes = 0;
+      const stderr: Buffer[] = [];
+      let stderrBytes = 0;
+      let ended: HelperFailure | undefined;
+      let spawnError: Error | undefined;
+
+      const killGroup = (): void => {
+        if (child.pid === undefined) return;
+        try {
+          process.kill(-child.pid, 'SIGKILL');
+        } catch {
+          // ESRCH: the group is already gone.
+        }
+      };
+      const stop = (why: HelperFailure): void => {
+        if (ended === undefined) ended = why;
+        killGroup();
+      };
+      const timer = setTimeout(() => stop('timeout'), this.timeoutMs);
+      const onAbort = (): void => stop('aborted');
+      signal?.addEventListener('abort', onAbort, { once: true });
+
+      child.stdout?.on('data', (chunk: Buffer) => {
+        stdoutBytes += chunk.length;
+        if (stdoutBytes > this.maxOutput) stop('oversize');
+        else stdout.push(chunk);
+      });
+      child.stderr?.on('data', (chunk: Buffer) => {
+        // Keep reading past the limit, so a chatty helper never blocks on a full pipe.
+        if (stderrBytes < this.stderrLimit) stderr.push(chunk.subarray(0, this.stderrLimit - stderrBytes));
+        stderrBytes += chunk.length;
+      });
+      // A helper that exits without reading its input closes the pipe under us: not an error.
+      child.stdin?.on('error', () => undefined);
+      child.stdin?.end(input);
+
+      let settled = false;
+      const finish = (): boolean => {
+        if (settled) return false;
+        settled = true;
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        return true;
+      };
+      child.on('error', (error) => {
+        spawnError = error;
+        // A helper that never started emits no 'close' on every Node version: settle here.
+        if (child.pid === undefined && finish()) reject(new HelperError('start', `cannot start ${command}: ${error.message}`));
+      });
+      child.on('exit', () => killGroup());
+      child.on('close', (code, exitSignal) => {
+        if (!finish()) return;
+        const errText = Buffer.concat(stderr).toString('utf8');
+        const fail = (kind: HelperFailure, message: string): void => reject(new HelperError(kind, message, errText));
+        if (spawnError !== undefined) return fail('start', `cannot start ${command}: ${spawnError.message}`);
+        if (ended === 'timeout') return fail('timeout', `${command} did not finish within ${formatGoDuration(this.timeoutMs)}: its process group was killed`);
+        if (ended === 'aborted') return fail('aborted', `${command} was aborted: its process group was killed`);
+        if (ended === 'oversize') return fail('oversize', `${command} wrote more than ${this.maxOutput} bytes: its process group was killed`);
+        if (code !== 0) return fail('exit', `could not wait for ${command}: ${code === null ? `signal: ${exitSignal ?? 'unknown'}` : `exit status ${code}`}`);
+        if (stdoutBytes === 0) return fail('empty', `cannot read ${command} output: zero bytes received`);
+        resolve(Buffer.concat(stdout).toString('utf8'));
+      });
+    });
+  }
+}

@@ -1,0 +1,214 @@
+import { Counter, Gauge, Registry, Summary } from 'prom-client';
+import { RefusalReason } from '../../operators/AdmissionLedger';
+
+/** Every `rpc` label value upstream uses, in the order of the provisioning cycle. */
+export const PROVISIONER_RPCS = [
+  'choria_provision#jwt',
+  'choria_provision#gen25519',
+  'rpcutil#inventory',
+  'choria_provision#gencsr',
+  'choria_provision#release_update',
+  'choria_provision#configure',
+  'choria_provision#restart',
+  'choria_provision#shutdown',
+] as const;
+
+/** One of {@link PROVISIONER_RPCS}. */
+export type ProvisionerRpc = (typeof PROVISIONER_RPCS)[number];
+
+/** Why a sighting was not admitted (DECISIONS P3): the admission ledger's reasons. */
+export const ADMISSION_REFUSAL_REASONS: readonly RefusalReason[] = ['held', 'full'];
+
+/** Where malformed input came from. */
+export const MALFORMED_INPUT_SOURCES = ['lifecycle_event', 'discovery_reply', 'rpc_reply'] as const;
+
+/** One of {@link MALFORMED_INPUT_SOURCES}. */
+export type MalformedInputSource = (typeof MALFORMED_INPUT_SOURCES)[number];
+
+/** Options for {@link ProvisionerMetrics}. */
+export interface ProvisionerMetricsOptions {
+  /** The daemon's registry (never prom-client's global one). */
+  registry: Registry;
+  /** The `site` label on every series (the config's `site`, possibly empty). */
+  site?: string;
+}
+
+/**
+ * The provisioner's Prometheus metrics: upstream's names, types, help and labels (reference §5),
+ * plus counters for what rxfleet adds (DECISIONS P3, P10, bad input). The `site` label is bound
+ * once, so callers name the event, not the label.
+ *
+ * Guarantees:
+ * - every series exists at zero before the first node (DECISIONS P2), including `rpc_time` and
+ *   `rpc_errors` for each label in {@link PROVISIONER_RPCS} and the refusal and malformed-input
+ *   counters for each reason and source;
+ * - summaries have no quantiles: only `_sum` and `_count`, as upstream's;
+ * - upstream's counters keep upstream's names without `_total` (dashboards query them); the
+ *   counters rxfleet adds end in `_total`, as Prometheus naming asks.
+ */
+export class ProvisionerMetrics {
+  readonly site: string;
+  private readonly labels: { site: string };
+
+  private readonly discoveredCounter: Counter<'site'>;
+  private readonly eventDiscoveredCounter: Counter<'site'>;
+  private readonly discoverCyclesCounter: Counter<'site'>;
+  private readonly discoveryErrorsCounter: Counter<'site'>;
+  private readonly provisionErrorsCounter: Counter<'site'>;
+  private readonly busyWorkersGauge: Gauge<'site'>;
+  private readonly provisionedCounter: Counter<'site'>;
+  private readonly workQueueEntriesGauge: Gauge<'site'>;
+  private readonly waitingNodesGauge: Gauge<'site'>;
+  private readonly pausedGauge: Gauge<'site'>;
+  private readonly rpcTimeSummary: Summary<'site' | 'rpc'>;
+  private readonly rpcErrorsCounter: Counter<'site' | 'rpc'>;
+  private readonly helperTimeSummary: Summary<'site'>;
+  private readonly helperErrorsCounter: Counter<'site'>;
+  private readonly helperShutdownRequestsCounter: Counter<'site'>;
+  private readonly admissionRefusedCounter: Counter<'site' | 'reason'>;
+  private readonly lockRefusalsCounter: Counter<'site'>;
+  private readonly malformedInputCounter: Counter<'site' | 'source'>;
+
+  constructor(options: ProvisionerMetricsOptions) {
+    const { registry } = options;
+    this.site = options.site ?? '';
+    this.labels = { site: this.site };
+    const registers = [registry];
+    const counter = <L extends string>(name: string, help: string, labelNames: L[]) => new Counter<L>({ name, help, labelNames, registers });
+    const gauge = (name: string, help: string) => new Gauge<'site'>({ name, help, labelNames: ['site'], registers });
+    const summary = <L extends string>(name: string, help: string, labelNames: L[]) => new Summary<L>({ name, help, labelNames, percentiles: [], registers });
+
+    // Help texts are upstream's (host/stats.go, hosts/stats.go, config/stats.go) where known.
+    this.discoveredCounter = counter('choria_provisioner_discovered', 'How many nodes were found through discovery', ['site']);
+    this.eventDiscoveredCounter = counter('choria_provisioner_event_discovered', 'How many nodes were found through receiving an event about them', ['site']);
+    this.discoverCyclesCounter = counter('choria_provisioner_discover_cycles', 'How many discovery cycles were ran', ['site']);
+    this.discoveryErrorsCounter = counter('choria_provisioner_discovery_errors', 'How many discovery related errors were encountered', ['site']);
+    this.provisionErrorsCounter = counter('choria_provisioner_provision_errors', 'How many provision related errors were encountered', ['site']);
+    this.busyWorkersGauge = gauge('choria_provisioner_busy_workers', 'How many workers are busy provisioning nodes');
+    this.provisionedCounter = counter('choria_provisioner_provisioned', 'How many nodes were successfully provisioned', ['site']);
+    this.workQueueEntriesGauge = gauge('choria_provisioner_work_queue_entries', 'Number of nodes on the work queue waiting to be provisioned');
+    this.waitingNodesGauge = gauge('choria_provisioner_waiting_nodes', 'The number of nodes currently waiting to be provisioned');
+    this.pausedGauge = gauge('choria_provisioner_paused', 'Indicates if the provisioner is paused');
+    this.rpcTimeSummary = summary('choria_provisioner_rpc_time', 'How long it took to perform RPC requests', ['site', 'rpc']);
+    this.rpcErrorsCounter = counter('choria_provisioner_rpc_errors', 'How many rpc related errors were encountered', ['site', 'rpc']);
+    this.helperTimeSummary = summary('choria_provisioner_helper_time', 'How long it took to run the helper', ['site']);
+    this.helperErrorsCounter = counter('choria_provisioner_helper_errors', 'How many helper related errors were encountered', ['site']);
+    this.helperShutdownRequestsCounter = counter('choria_provisioner_helper_shutdown_requests', 'How many times a helper requested a node be shut down', ['site']);
+
+    this.admissionRefusedCounter = counter('choria_provisioner_admission_refused_total', 'Sightings not admitted: held (already admitted within the interval) or full (work queue at capacity); not counted as discovered', ['site', 'reason']);
+    this.lockRefusalsCounter = counter('choria_provisioner_lock_refusals_total', 'Nodes whose provisioning lock is held by another provisioner; not retried, not a provision error', ['site']);
+    this.malformedInputCounter = counter('choria_provisioner_malformed_input_total', 'Messages dropped because they could not be decoded, by where they came from', ['site', 'source']);
+
+    this.zero();
+  }
+
+  /** Makes every series exist at zero (DECISIONS P2); the constructor already did. */
+  private zero(): void {
+    const site = this.site;
+    for (const c of [this.discoveredCounter, this.eventDiscoveredCounter, this.discoverCyclesCounter, this.discoveryErrorsCounter, this.provisionErrorsCounter, this.provisionedCounter, this.helperErrorsCounter, this.helperShutdownRequestsCounter, this.lockRefusalsCounter]) {
+      c.inc({ site }, 0);
+    }
+    for (const g of [this.busyWorkersGauge, this.workQueueEntriesGauge, this.waitingNodesGauge, this.pausedGauge]) g.set({ site }, 0);
+    for (const rpc of PROVISIONER_RPCS) {
+      this.rpcErrorsCounter.inc({ site, rpc }, 0);
+      this.rpcTimeSummary.observe({ site, rpc }, 0);
+    }
+    this.helperTimeSummary.observe({ site }, 0);
+    // prom-client has no way to create a summary series without an observation: observe once,
+    // then reset, which keeps the series at count 0 and sum 0.
+    this.rpcTimeSummary.reset();
+    this.helperTimeSummary.reset();
+    for (const reason of ADMISSION_REFUSAL_REASONS) this.admissionRefusedCounter.inc({ site, reason }, 0);
+    for (const source of MALFORMED_INPUT_SOURCES) this.malformedInputCounter.inc({ site, source }, 0);
+  }
+
+  /** An identity admitted from broadcast discovery. */
+  discovered(): void {
+    this.discoveredCounter.inc(this.labels);
+  }
+
+  /** An identity admitted from a lifecycle startup event. */
+  eventDiscovered(): void {
+    this.eventDiscoveredCounter.inc(this.labels);
+  }
+
+  /** A discovery actually performed (not skipped while paused). */
+  discoverCycle(): void {
+    this.discoverCyclesCounter.inc(this.labels);
+  }
+
+  /** A broadcast discovery that failed. */
+  discoveryError(): void {
+    this.discoveryErrorsCounter.inc(this.labels);
+  }
+
+  /** A provisioning cycle that ended in an error (defer and stale sightings included, as upstream). */
+  provisionError(): void {
+    this.provisionErrorsCounter.inc(this.labels);
+  }
+
+  /** A provisioning cycle that ended without error (helper shutdowns and upgrades included: P7). */
+  provisioned(): void {
+    this.provisionedCounter.inc(this.labels);
+  }
+
+  /** Workers inside a provisioning cycle now. */
+  setBusyWorkers(count: number): void {
+    this.busyWorkersGauge.set(this.labels, count);
+  }
+
+  /** Admitted tickets not yet started (DECISIONS P4). */
+  setWorkQueueEntries(count: number): void {
+    this.workQueueEntriesGauge.set(this.labels, count);
+  }
+
+  /** Identities held by the admission ledger (queued, running or in their release delay). */
+  setWaitingNodes(count: number): void {
+    this.waitingNodesGauge.set(this.labels, count);
+  }
+
+  /** The pause state (1 paused, 0 running). */
+  setPaused(paused: boolean): void {
+    this.pausedGauge.set(this.labels, paused ? 1 : 0);
+  }
+
+  /** One RPC attempt took `seconds`, whether it succeeded or not. */
+  observeRpc(rpc: ProvisionerRpc, seconds: number): void {
+    this.rpcTimeSummary.observe({ site: this.site, rpc }, seconds);
+  }
+
+  /** An RPC failed after all its attempts (counted once per call, not per attempt). */
+  rpcError(rpc: ProvisionerRpc): void {
+    this.rpcErrorsCounter.inc({ site: this.site, rpc });
+  }
+
+  /** One helper run took `seconds` (every run, including refused and failed ones). */
+  observeHelper(seconds: number): void {
+    this.helperTimeSummary.observe(this.labels, seconds);
+  }
+
+  /** The helper failed (could not start, timed out, exited non-zero, bad output). */
+  helperError(): void {
+    this.helperErrorsCounter.inc(this.labels);
+  }
+
+  /** A node acknowledged a shutdown the helper asked for. */
+  helperShutdownRequest(): void {
+    this.helperShutdownRequestsCounter.inc(this.labels);
+  }
+
+  /** A sighting not admitted, and why (DECISIONS P3). */
+  admissionRefused(reason: RefusalReason): void {
+    this.admissionRefusedCounter.inc({ site: this.site, reason });
+  }
+
+  /** A node whose provisioning lock another provisioner holds (DECISIONS P10). */
+  lockRefused(): void {
+    this.lockRefusalsCounter.inc(this.labels);
+  }
+
+  /** A message dropped as undecodable. */
+  malformedInput(source: MalformedInputSource): void {
+    this.malformedInputCounter.inc({ site: this.site, source });
+  }
+}

@@ -1,0 +1,114 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { defaultChoriaConfigPath, hostFqdn, loadChoriaClientConfig, parseChoriaClientConfig, parseMiddlewareHosts } from '../../lib/choria/clientConfig';
+
+describe('parseChoriaClientConfig', () => {
+  it('reads the keys the provisioner uses, ignoring comments, blank lines and other keys', () => {
+    const { config, problems } = parseChoriaClientConfig(
+      [
+        '# the provisioner identity',
+        'identity = prov1.example.net',
+        '',
+        '  plugin.choria.middleware_hosts = broker1:4222, nats://broker2:4223 ,tls://[::1]:4224',
+        'plugin.security.provider=file',
+        'plugin.security.file.certificate = /etc/choria/cert.pem',
+        'plugin.security.file.key = /etc/choria/key.pem',
+        'plugin.security.file.ca = /etc/choria/ca.pem',
+        'plugin.choria.some_other_plugin = whatever',
+        'discovery_timeout = 5',
+      ].join('\n'),
+      { file: 'client.cfg', defaultIdentity: 'unused' },
+    );
+    expect(problems).toEqual([]);
+    expect(config).toEqual({
+      file: 'client.cfg',
+      identity: 'prov1.example.net',
+      middlewareHosts: ['nats://broker1:4222', 'nats://broker2:4223', 'tls://[::1]:4224'],
+      securityProvider: 'file',
+      certificate: '/etc/choria/cert.pem',
+      key: '/etc/choria/key.pem',
+      ca: '/etc/choria/ca.pem',
+      seedFile: undefined,
+      tokenFile: undefined,
+      discoveryTimeoutSeconds: 5,
+      requestTtlSeconds: 60,
+    });
+  });
+
+  it('defaults: the given identity, no middleware, file security, discovery_timeout 2', () => {
+    const { config, problems } = parseChoriaClientConfig('', { defaultIdentity: 'host.example.net' });
+    expect(problems).toEqual([]);
+    expect(config).toMatchObject({ identity: 'host.example.net', middlewareHosts: [], securityProvider: 'file', discoveryTimeoutSeconds: 2, requestTtlSeconds: 60 });
+  });
+
+  it('the last of two lines for a key wins', () => {
+    expect(parseChoriaClientConfig('identity = a\nidentity = b\n').config.identity).toBe('b');
+  });
+
+  it('collects every problem with its file, line and key, keeping usable defaults', () => {
+    const { config, problems } = parseChoriaClientConfig(
+      ['identity = x', 'this line has no equals sign', 'discovery_timeout = soon', 'plugin.choria.middleware_hosts = good:4222, bad host, http://web:80, b:99999'].join('\n'),
+      { file: 'c.cfg' },
+    );
+    expect(problems).toEqual([
+      { path: 'c.cfg:2', message: 'expected "key = value", got "this line has no equals sign"; line ignored', severity: 'warning' },
+      { path: 'c.cfg:3 discovery_timeout', message: 'expected a whole number of seconds >= 1, got "soon"', severity: 'error' },
+      { path: 'c.cfg:4 plugin.choria.middleware_hosts', message: 'expected host:port or nats://host:port, got "bad host"', severity: 'error' },
+      { path: 'c.cfg:4 plugin.choria.middleware_hosts', message: 'expected host:port or nats://host:port, got "http://web:80"', severity: 'error' },
+      { path: 'c.cfg:4 plugin.choria.middleware_hosts', message: 'expected host:port or nats://host:port, got "b:99999"', severity: 'error' },
+    ]);
+    expect(config.discoveryTimeoutSeconds).toBe(2);
+    expect(config.middlewareHosts).toEqual(['nats://good:4222']);
+  });
+});
+
+describe('parseMiddlewareHosts', () => {
+  it('gives a host without a port NATS\'s 4222', () => {
+    expect(parseMiddlewareHosts('broker')).toEqual({ urls: ['nats://broker:4222'], invalid: [] });
+  });
+});
+
+describe('defaultChoriaConfigPath (go-choria UserConfig)', () => {
+  const order = ['/home/u/.choriarc', '/home/u/.mcollective', '/etc/choria/client.conf', '/usr/local/etc/choria/client.conf'];
+
+  it.each(order.map((path, i) => [path, order.slice(i)]))('picks %s when it is the first that exists', (expected, present) => {
+    expect(defaultChoriaConfigPath({ home: '/home/u', exists: (p) => (present as string[]).includes(p) })).toBe(expected);
+  });
+
+  it('falls back to the puppetlabs client.cfg even when it does not exist', () => {
+    expect(defaultChoriaConfigPath({ home: '/home/u', exists: () => false })).toBe('/etc/puppetlabs/mcollective/client.cfg');
+  });
+});
+
+describe('loadChoriaClientConfig', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'rxfleet-choria-'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('reads a file', async () => {
+    const file = join(dir, 'client.cfg');
+    writeFileSync(file, 'identity = from.file\n');
+    const { config, problems } = await loadChoriaClientConfig(file, { defaultIdentity: 'd' });
+    expect(problems).toEqual([]);
+    expect(config.identity).toBe('from.file');
+    expect(config.file).toBe(file);
+  });
+
+  it('a missing file is one error, not a throw', async () => {
+    const file = join(dir, 'absent.cfg');
+    const { config, problems } = await loadChoriaClientConfig(file, { defaultIdentity: 'd' });
+    expect(problems).toEqual([{ path: file, message: 'file not found', severity: 'error' }]);
+    expect(config.identity).toBe('d');
+  });
+
+  it('without an identity, defaults to the host FQDN', async () => {
+    const file = join(dir, 'noid.cfg');
+    writeFileSync(file, 'discovery_timeout = 3\n');
+    const { config } = await loadChoriaClientConfig(file);
+    expect(config.identity).toBe(await hostFqdn());
+    expect(config.identity.length).toBeGreaterThan(0);
+  });
+});

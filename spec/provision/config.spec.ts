@@ -1,0 +1,272 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { REDACTED_PATHS } from '../../lib/logger';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigurationError, loadProvisionerConfig, parseProvisionerConfig, requireValidConfig } from '../../lib/provision/config';
+import { DEFAULT_CERT_DENY_LIST } from '../../lib/provision/certDenyList';
+
+const parse = (text: string, exists: (p: string) => boolean = () => false) => parseProvisionerConfig(text, { cpus: 6, exists });
+const errors = (text: string) => parse(text).problems.filter((p) => p.severity === 'error');
+const warnings = (text: string) => parse(text).problems.filter((p) => p.severity === 'warning');
+const valid = (text: string) => requireValidConfig(parse(text));
+
+describe('parseProvisionerConfig: defaults', () => {
+  it('a file with only a helper gets upstream\'s defaults, P6 logging and rxfleet\'s own', () => {
+    const result = parse('helper: /usr/local/bin/helper\n');
+    expect(result.problems).toEqual([]);
+    expect(result.config).toEqual({
+      file: undefined,
+      workers: 6,
+      interval: '1m',
+      intervalMs: 60_000,
+      logDestination: 'stdout',
+      logLevel: 'info',
+      helper: '/usr/local/bin/helper',
+      token: '',
+      lifecycleComponent: 'provision_mode_server',
+      choriaInsecure: false,
+      site: '',
+      monitorPort: 0,
+      brokerProvisioningPassword: '',
+      certDenyList: [...DEFAULT_CERT_DENY_LIST],
+      jwtVerifyCert: '',
+      jwtSigningKey: '',
+      jwtSigningToken: '',
+      serverJwtValidity: '1y',
+      serverJwtValidityMs: 365 * 24 * 3_600_000,
+      leaderElection: false,
+      upgradesRepository: '',
+      upgradesOptional: false,
+      features: { pki: false, jwt: false, ed25519: false, upgrades: false },
+      rxfleet: { natsServers: [], natsUser: undefined, natsPassword: undefined, natsCredentials: undefined, queueCapacity: 50_000, shutdownGraceMs: 30_000, helperTimeoutMs: 10_000 },
+    });
+  });
+
+  it('reads the upstream RPM default configuration', () => {
+    const config = valid(
+      [
+        'workers: 4',
+        'interval: 5m',
+        'logfile: /var/log/choria-provisioner.log',
+        'loglevel: info',
+        'helper: /etc/choria-provisioner/helper',
+        'token: toomanysecrets',
+        'choria_insecure: true',
+        'site: TEST',
+        'monitor_port: 8080',
+        'jwt_verify_cert: /etc/choria-provisioner/jwt-verify.pem',
+        'features:',
+        '  pki: true',
+        '  jwt: true',
+      ].join('\n'),
+    );
+    expect(config).toMatchObject({ workers: 4, intervalMs: 300_000, logDestination: { file: '/var/log/choria-provisioner.log' }, token: 'toomanysecrets', choriaInsecure: true, site: 'TEST', monitorPort: 8080, features: { pki: true, jwt: true, ed25519: false, upgrades: false } });
+  });
+
+  it('ed25519 forces jwt on, as upstream', () => {
+    const config = valid('helper: h\njwt_verify_cert: abcd\njwt_signing_key: /k\nfeatures: {ed25519: true}\n');
+    expect(config.features).toEqual({ pki: false, jwt: true, ed25519: true, upgrades: false });
+  });
+
+  it('an empty lifecycle_component and an empty cert_deny_list take the defaults, as upstream', () => {
+    const config = valid('helper: h\nlifecycle_component: ""\ncert_deny_list: []\n');
+    expect(config.lifecycleComponent).toBe('provision_mode_server');
+    expect(config.certDenyList).toEqual([...DEFAULT_CERT_DENY_LIST]);
+  });
+
+  it('a key set to null keeps its default, as Go\'s json does', () => {
+    expect(valid('helper: h\nworkers: ~\ninterval:\n').intervalMs).toBe(60_000);
+  });
+
+  it.each([
+    ['stdout', 'stdout'],
+    ['stderr', 'stderr'],
+    ['discard', 'discard'],
+    ['""', 'stdout'],
+    ['/var/log/p.log', { file: '/var/log/p.log' }],
+  ])('logfile %s logs to %j (P6)', (value, destination) => {
+    expect(valid(`helper: h\nlogfile: ${value}\n`).logDestination).toEqual(destination);
+  });
+
+  it('durations use Choria\'s units', () => {
+    const config = valid('helper: h\ninterval: 1d\nserver_jwt_validity: 52w\nrxfleet: {shutdown_grace: 2m, helper_timeout: 1500ms}\n');
+    expect(config.intervalMs).toBe(86_400_000);
+    expect(config.serverJwtValidityMs).toBe(52 * 7 * 86_400_000);
+    expect(config.rxfleet.shutdownGraceMs).toBe(120_000);
+    expect(config.rxfleet.helperTimeoutMs).toBe(1500);
+  });
+
+  it('rxfleet.nats_servers takes a list or one comma-separated string', () => {
+    expect(valid('helper: h\nrxfleet: {nats_servers: [a:4222, "nats://b:4222"]}\n').rxfleet.natsServers).toEqual(['a:4222', 'nats://b:4222']);
+    expect(valid('helper: h\nrxfleet: {nats_servers: "a:4222, b:4223"}\n').rxfleet.natsServers).toEqual(['a:4222', 'b:4223']);
+  });
+});
+
+describe('parseProvisionerConfig: keys', () => {
+  it('matches keys case-insensitively, as Go\'s json, in every section', () => {
+    const config = valid('Helper: h\nWORKERS: 2\nFeatures: {PKI: true}\nRxFleet: {Queue_Capacity: 10}\n');
+    expect(config.workers).toBe(2);
+    expect(config.features.pki).toBe(true);
+    expect(config.rxfleet.queueCapacity).toBe(10);
+  });
+
+  it('reads YAML 1.1 booleans as go-yaml v2 does', () => {
+    expect(valid('helper: h\nleader_election: yes\nchoria_insecure: on\n')).toMatchObject({ leaderElection: true, choriaInsecure: true });
+  });
+
+  it('warns about each unknown key by its path, with a suggestion when one is close', () => {
+    expect(warnings('helper: h\nwrkers: 2\nmystery: 1\nfeatures: {pkl: true}\nrxfleet: {queue: 1}\n')).toEqual([
+      { path: 'wrkers', message: 'unknown key, ignored (did you mean workers?)', severity: 'warning' },
+      { path: 'mystery', message: 'unknown key, ignored', severity: 'warning' },
+      { path: 'features.pkl', message: 'unknown key, ignored (did you mean features.pki?)', severity: 'warning' },
+      { path: 'rxfleet.queue', message: 'unknown key, ignored', severity: 'warning' },
+    ]);
+  });
+
+  it('accepts broker_port and rego_policy with one deprecation warning each (P15)', () => {
+    const result = parse('helper: h\nbroker_port: 4222\nrego_policy: /etc/p.rego\n');
+    expect(result.config).toBeDefined();
+    expect(result.problems.map((p) => [p.path, p.severity])).toEqual([
+      ['broker_port', 'warning'],
+      ['rego_policy', 'warning'],
+    ]);
+    expect(result.problems[0].message).toMatch(/^deprecated: .*accepted and ignored/);
+  });
+
+  it('warns when a key is given twice in different cases; the last wins', () => {
+    const result = parse('helper: h\nworkers: 2\nWorkers: 3\n');
+    expect(result.config?.workers).toBe(3);
+    expect(result.problems).toEqual([{ path: 'workers', message: 'given twice (as workers and Workers); the last one wins', severity: 'warning' }]);
+  });
+});
+
+describe('parseProvisionerConfig: refusals', () => {
+  it('refuses type mismatches with the path and what was expected', () => {
+    expect(errors('helper: h\nworkers: "4"\nfeatures: {pki: 1}\nmonitor_port: 70000\ncert_deny_list: x\nsite: [a]\n')).toEqual([
+      { path: 'workers', message: 'expected a whole number >= 0 (0 means one per CPU), got "4" (a string)', severity: 'error' },
+      { path: 'site', message: 'expected a string, got a list', severity: 'error' },
+      { path: 'monitor_port', message: 'expected a port number from 0 (off) to 65535, got 70000', severity: 'error' },
+      { path: 'cert_deny_list', message: 'expected a list of regular expressions, got "x" (a string)', severity: 'error' },
+      { path: 'features.pki', message: 'expected true or false, got 1', severity: 'error' },
+    ]);
+  });
+
+  it('never echoes a secret it refuses', () => {
+    const problems = errors('helper: h\ntoken: 918273645\nbroker_provisioning_password: [hunter2]\nrxfleet: {nats_password: 5551234}\n');
+    expect(problems.map((p) => p.path)).toEqual(['token', 'broker_provisioning_password', 'rxfleet.nats_password']);
+    const text = JSON.stringify(problems);
+    for (const secret of ['918273645', 'hunter2', '5551234']) expect(text).not.toContain(secret);
+  });
+
+  it('collects every problem at once, schema and semantic alike', () => {
+    const problems = errors(
+      [
+        'workers: -1',
+        'interval: 30s',
+        'loglevel: verbose',
+        'lifecycle_component: "a.b"',
+        'cert_deny_list: ["ok$", "(unclosed"]',
+        'features: {pki: true, ed25519: true}',
+        'upgrades_repository: ftp://x',
+        'server_jwt_validity: 5H',
+        'rxfleet: {queue_capacity: 0, nats_servers: ["bad server"], helper_timeout: 0s}',
+      ].join('\n'),
+    );
+    expect(problems.map((p) => p.path)).toEqual([
+      'workers',
+      'loglevel',
+      'upgrades_repository',
+      'rxfleet.nats_servers[0]',
+      'rxfleet.queue_capacity',
+      'interval',
+      'server_jwt_validity',
+      'rxfleet.helper_timeout',
+      'lifecycle_component',
+      'helper',
+      'cert_deny_list[1]',
+      'features',
+      'jwt_verify_cert',
+      'jwt_signing_key',
+    ]);
+    const byPath = Object.fromEntries(problems.map((p) => [p.path, p.message]));
+    expect(byPath.interval).toMatch(/expected at least 1m .*got "30s"/);
+    expect(byPath.loglevel).toBe('expected one of debug, info, warn, error or fatal, got "verbose" (a string)');
+    expect(byPath.server_jwt_validity).toBe('invalid duration "5H" (time: unknown unit "H" in duration "5H"); valid examples are 10m, 1h, 1d');
+    expect(byPath.features).toBe('can only enable one of pki or ed25519 features');
+    expect(byPath.lifecycle_component).toMatch(/^invalid lifecycle component "a.b"/);
+    expect(byPath['cert_deny_list[1]']).toMatch(/^expected a regular expression: invalid pattern "\(unclosed"/);
+  });
+
+  it.each(['a>b', 'a*', 'with space'])('refuses lifecycle_component %j', (component) => {
+    expect(errors(`helper: h\nlifecycle_component: "${component}"\n`).map((p) => p.path)).toEqual(['lifecycle_component']);
+  });
+
+  it.each([
+    ["helper: \"/bin/h 'unterminated\"", "cannot parse helper command: Unterminated single-quoted string"],
+    ['helper: "   "', 'required: the command that returns each node its configuration'],
+  ])('refuses %s', (yaml, message) => {
+    expect(errors(yaml)).toEqual([{ path: 'helper', message, severity: 'error' }]);
+  });
+
+  it('refuses what would fail every node: jwt without jwt_verify_cert, upgrades without a repository unless optional', () => {
+    expect(errors('helper: h\nfeatures: {jwt: true}\n').map((p) => p.path)).toEqual(['jwt_verify_cert']);
+    expect(errors('helper: h\nfeatures: {upgrades: true}\n').map((p) => p.path)).toEqual(['upgrades_repository']);
+    expect(errors('helper: h\nfeatures: {upgrades: true}\nupgrades_optional: true\n')).toEqual([]);
+    expect(errors('helper: h\nfeatures: {upgrades: true}\nupgrades_repository: https://repo.example.net/choria\n')).toEqual([]);
+  });
+
+  it('warns about a jwt_verify_cert that is neither a file nor a hex key, and missing key files', () => {
+    expect(warnings('helper: h\njwt_verify_cert: /nope.pem\njwt_signing_key: /nope.seed\n').map((p) => p.path)).toEqual(['jwt_verify_cert', 'jwt_signing_key']);
+    expect(warnings(`helper: h\njwt_verify_cert: ${'ab'.repeat(32)}\n`)).toEqual([]);
+    expect(parse('helper: h\njwt_verify_cert: /exists.pem\n', (p) => p === '/exists.pem').problems).toEqual([]);
+  });
+
+  it('refuses YAML that does not parse, naming the line but not quoting it', () => {
+    const problems = errors('helper: h\ntoken: [s3cret\n');
+    expect(problems).toHaveLength(1);
+    expect(problems[0].message).toMatch(/^not valid YAML: .* at line \d+, column \d+$/);
+    expect(problems[0].message).not.toContain('s3cret');
+  });
+
+  it('refuses a top level that is not a mapping', () => {
+    expect(errors('- a\n- b\n')).toEqual([{ path: 'configuration', message: 'expected a mapping of keys to values at the top level, got a list', severity: 'error' }]);
+  });
+
+  it('requireValidConfig throws one error naming every refused key', () => {
+    expect(() => requireValidConfig(parse('workers: x\ninterval: 1s\n'))).toThrow(ConfigurationError);
+    expect(() => requireValidConfig(parse('workers: x\ninterval: 1s\n'))).toThrow(/^Provisioning could not be configured: workers: .*; interval: .*; helper: /);
+  });
+});
+
+describe('a parsed configuration in a log line', () => {
+  it('has its secrets redacted by the daemon logger\'s paths', () => {
+    const config = valid('helper: h\ntoken: tok-918273\nbroker_provisioning_password: pw-564738\nrxfleet: {nats_password: nats-192837}\n');
+    const lines: string[] = [];
+    const logger = pino({ redact: { paths: REDACTED_PATHS, censor: '[redacted]' } }, new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }));
+    logger.info({ config }, 'starting');
+    expect(lines).toHaveLength(1);
+    for (const secret of ['tok-918273', 'pw-564738', 'nats-192837']) expect(lines[0]).not.toContain(secret);
+    expect(lines[0]).toContain('"helper":"h"');
+  });
+});
+
+describe('loadProvisionerConfig', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'rxfleet-config-'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('reads the file and keeps its name', () => {
+    const file = join(dir, 'p.yaml');
+    writeFileSync(file, 'helper: /bin/h\n');
+    expect(requireValidConfig(loadProvisionerConfig(file)).file).toBe(file);
+  });
+
+  it('a missing file is one error', () => {
+    const file = join(dir, 'absent.yaml');
+    expect(loadProvisionerConfig(file)).toEqual({ config: undefined, problems: [{ path: file, message: `file ${file} not found`, severity: 'error' }] });
+  });
+});

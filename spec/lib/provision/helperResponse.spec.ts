@@ -1,4 +1,4 @@
-import { HelperOutputError, decodeHelperResponse } from '../../lib/provision/helperResponse';
+import { HelperOutputError, decodeHelperResponse } from '../../../lib/provision/helperResponse';
 
 const empty = { defer: false, shutdown: false, msg: '', configuration: {}, actionPolicies: {}, opaPolicies: {}, certificate: '', ca: '', key: '', ssldir: '', serverClaims: undefined, upgrade: '' };
 

@@ -1,4 +1,4 @@
-import { UpgradeInput, decideUpgrade, releaseUpdateError, upgradeFailed } from '../../lib/provision/upgradeDecision';
+import { UpgradeInput, decideUpgrade, releaseUpdateError, upgradeFailed } from '../../../lib/provision/upgradeDecision';
 
 const base: UpgradeInput = { enabled: true, target: '0.29.0', repository: 'https://repo.example.net/choria', optional: false, currentVersion: '0.28.0', upgradable: true };
 

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { Registry } from 'prom-client';
-import { ElectionMetrics } from '../../lib/choria/electionMetrics';
-import { PROVISIONER_RPCS, ProvisionerMetrics } from '../../lib/provision/metrics';
+import { ElectionMetrics } from '../../../lib/choria/electionMetrics';
+import { PROVISIONER_RPCS, ProvisionerMetrics } from '../../../lib/provision/metrics';
 
 /** Upstream's counters keep upstream's names, which promtool's linter would like to end in _total. */
 const UPSTREAM_COUNTERS = [

@@ -5,9 +5,9 @@ import { join } from 'node:path';
 import { SignJWT, decodeProtectedHeader, jwtVerify } from 'jose';
 import pino from 'pino';
 import { Writable } from 'node:stream';
-import { ed25519PrivateKeyFromSeed, ed25519PublicKeyFromRaw, ed25519Sign, ed25519Verify, rawEd25519PublicKey } from '../../lib/choria/ed25519Keys';
-import { ksuidTime } from '../../lib/choria/ksuid';
-import { ServerClaims, ServerJwtError, addChainIssuerData, buildServerClaims, readSigningKey, signServerJwt } from '../../lib/provision/serverJwt';
+import { ed25519PrivateKeyFromSeed, ed25519PublicKeyFromRaw, ed25519Sign, ed25519Verify, rawEd25519PublicKey } from '../../../lib/choria/ed25519Keys';
+import { ksuidTime } from '../../../lib/choria/ksuid';
+import { ServerClaims, ServerJwtError, addChainIssuerData, buildServerClaims, readSigningKey, signServerJwt } from '../../../lib/provision/serverJwt';
 
 const NOW = Date.UTC(2026, 0, 15, 12, 0, 0, 250);
 const now = (): number => NOW;

@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { JWTPayload, SignJWT } from 'jose';
 import { X509CertificateGenerator, cryptoProvider } from '@peculiar/x509';
-import { rawEd25519PublicKey } from '../../lib/choria/ed25519Keys';
-import { JwtValidationError, readJwtVerificationKey, validateProvisioningJwt, verifyProvisioningJwt } from '../../lib/provision/provisioningJwt';
+import { rawEd25519PublicKey } from '../../../lib/choria/ed25519Keys';
+import { JwtValidationError, readJwtVerificationKey, validateProvisioningJwt, verifyProvisioningJwt } from '../../../lib/provision/provisioningJwt';
 
 const NOW = Date.UTC(2026, 0, 15, 12, 0, 0);
 const now = (): number => NOW;

@@ -1,5 +1,5 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { HexDecodeError, decodeHex, ed25519PrivateKeyFromSeed, ed25519PublicKeyFromRaw, ed25519Sign, ed25519Verify, rawEd25519PublicKey } from '../../lib/choria/ed25519Keys';
+import { HexDecodeError, decodeHex, ed25519PrivateKeyFromSeed, ed25519PublicKeyFromRaw, ed25519Sign, ed25519Verify, rawEd25519PublicKey } from '../../../lib/choria/ed25519Keys';
 
 describe('decodeHex (hex.DecodeString)', () => {
   it('decodes either case', () => {

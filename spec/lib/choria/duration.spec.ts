@@ -1,4 +1,4 @@
-import { DurationSyntaxError, formatGoDuration, parseChoriaDuration, parseGoDuration } from '../../lib/choria/duration';
+import { DurationSyntaxError, formatGoDuration, parseChoriaDuration, parseGoDuration } from '../../../lib/choria/duration';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;

@@ -1,11 +1,11 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { PauseGate } from '../../operators/PauseGate';
-import { buildHelperInput } from '../../lib/provision/helperInput';
-import { HelperError, HelperFailure, HelperRunner } from '../../lib/provision/helperRunner';
+import { PauseGate } from '../../../operators/PauseGate';
+import { buildHelperInput } from '../../../lib/provision/helperInput';
+import { HelperError, HelperFailure, HelperRunner } from '../../../lib/provision/helperRunner';
 
-const SCRIPT = resolve(__dirname, '../fixtures/helpers/scripted-helper.mjs');
+const SCRIPT = resolve(__dirname, '../../fixtures/helpers/scripted-helper.mjs');
 const input = buildHelperInput({ identity: 'n1.example.net', inventory: { version: '0.29.0', agents: ['rpcutil'] } });
 
 let dir: string;

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { ksuidTime, newKsuid } from '../../lib/choria/ksuid';
+import { ksuidTime, newKsuid } from '../../../lib/choria/ksuid';
 
 describe('newKsuid / ksuidTime', () => {
   it('encodes segmentio/ksuid\'s reference value', () => {

@@ -4,6 +4,7 @@ import { Command } from 'commander';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { registerDemo } from './commands/demo';
+import { registerSimulate } from './commands/simulate';
 
 // Read at run time rather than imported, so the compiled bin does not carry its own copy.
 const { version } = JSON.parse(readFileSync(join(__dirname, '../../package.json'), 'utf8')) as { version: string };
@@ -15,6 +16,7 @@ const program = new Command('rxfleet')
 
 // One file per command under bin/commands/; each registers itself here.
 registerDemo(program);
+registerSimulate(program);
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   console.error(`rxfleet: ${error instanceof Error ? error.message : String(error)}`);

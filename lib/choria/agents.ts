@@ -1,4 +1,5 @@
 import Ajv, { ValidateFunction } from 'ajv';
+import { lazyValidator } from './protocol/schemas';
 
 /**
  * The RPCs the provisioner makes (§3.3, §3.4): agent, action, the number of tries of the Go
@@ -109,9 +110,9 @@ export interface MessageOutput {
 const ajv = new Ajv({ useDefaults: true, strict: true, strictTypes: false });
 const strings = (...names: string[]) => Object.fromEntries(names.map((n) => [n, { type: 'string' }]));
 
-const validJwt = ajv.compile<JwtOutput>({ type: 'object', required: ['jwt', 'ecdh_public'], properties: { jwt: { type: 'string', minLength: 1 }, ecdh_public: { type: 'string' } } });
-const validGen25519 = ajv.compile<Gen25519Output>({ type: 'object', required: ['public_key', 'directory', 'signature'], properties: strings('public_key', 'directory', 'signature') });
-const validInventory = ajv.compile<InventoryOutput>({
+const validJwt = lazyValidator<JwtOutput>(ajv, { type: 'object', required: ['jwt', 'ecdh_public'], properties: { jwt: { type: 'string', minLength: 1 }, ecdh_public: { type: 'string' } } });
+const validGen25519 = lazyValidator<Gen25519Output>(ajv, { type: 'object', required: ['public_key', 'directory', 'signature'], properties: strings('public_key', 'directory', 'signature') });
+const validInventory = lazyValidator<InventoryOutput>(ajv, {
   type: 'object',
   properties: {
     agents: { type: 'array', items: { type: 'string' }, default: [] },
@@ -125,8 +126,8 @@ const validInventory = ajv.compile<InventoryOutput>({
     upgradable: { type: 'boolean', default: false },
   },
 });
-const validGencsr = ajv.compile<GencsrOutput>({ type: 'object', required: ['csr', 'public_key', 'ssldir'], properties: strings('csr', 'public_key', 'ssldir') });
-const validMessage = ajv.compile<MessageOutput>({ type: 'object', properties: { message: { type: 'string', default: '' } } });
+const validGencsr = lazyValidator<GencsrOutput>(ajv, { type: 'object', required: ['csr', 'public_key', 'ssldir'], properties: strings('csr', 'public_key', 'ssldir') });
+const validMessage = lazyValidator<MessageOutput>(ajv, { type: 'object', properties: { message: { type: 'string', default: '' } } });
 
 function spec<I extends object, O>(agent: string, action: string, tries: number, validate: ValidateFunction<O>): ActionSpec<I, O> {
   return { agent, action, rpc: `${agent}#${action}`, tries, validate };

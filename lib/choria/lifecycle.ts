@@ -1,10 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { InvalidLifecycleComponentError, ProtocolError } from './errors';
+import { ProtocolError } from './errors';
+import { validateLifecycleComponent } from './lifecycleComponent';
 import { DEFAULT_MAX_BYTES } from './protocol/codec';
 import { utf8 } from './protocol/encoding';
 import { parsePlainJson, refuse } from './protocol/layers';
 import { compileSchema, schemaErrors } from './protocol/schemas';
 import { Decoded } from './protocol/types';
+
+export { validateLifecycleComponent };
 
 /** The lifecycle event types go-choria publishes. */
 export const LIFECYCLE_TYPES = ['startup', 'shutdown', 'provisioned', 'alive', 'governor', 'upgraded'] as const;
@@ -187,14 +190,6 @@ export function lifecycleEventJson(event: LifecycleEvent, format: LifecycleForma
     datacontenttype: 'application/json',
     data: legacy,
   });
-}
-
-/**
- * Refuses a component that would widen a subscription or name nothing (go-choria: "invalid
- * lifecycle component: X"). Called before subscribing, and by configuration validation.
- */
-export function validateLifecycleComponent(component: string): void {
-  if (component === '' || /[.>*\s]/.test(component)) throw new InvalidLifecycleComponentError(component);
 }
 
 /** `choria.lifecycle.event.<type>.<component>`; `*` as type listens to every type. */

@@ -227,9 +227,20 @@ export const agentReplySchema = {
 // `const` carries the type on its own; union types are how JSON Schema says "an object or null".
 const ajv = new Ajv({ allErrors: false, strict: true, strictTypes: false, allowUnionTypes: true });
 
-/** Compiles a schema with the protocol's shared ajv instance (no defaults applied, nothing coerced). */
+/**
+ * A validator compiled on first use, so loading the protocol costs nothing until a message arrives
+ * (ajv's first compile takes a few hundred ms, which every command would otherwise pay at start).
+ */
+export function lazyValidator<T>(compiler: Ajv, schema: object): ValidateFunction<T> {
+  let compiled: ValidateFunction<T> | undefined;
+  const validate = ((data: unknown) => (compiled ??= compiler.compile<T>(schema))(data)) as ValidateFunction<T>;
+  Object.defineProperty(validate, 'errors', { get: () => compiled?.errors ?? null });
+  return validate;
+}
+
+/** A validator with the protocol's shared ajv instance (no defaults applied, nothing coerced), compiled on first use. */
 export function compileSchema<T>(schema: object): ValidateFunction<T> {
-  return ajv.compile<T>(schema);
+  return lazyValidator<T>(ajv, schema);
 }
 
 /** One line describing why the last validation failed. */

@@ -98,7 +98,7 @@ export class MalformedReplyError extends Error {
     readonly identity: string,
     cause: unknown,
   ) {
-    super(`${rpc}: malformed reply from ${identity}: ${describe(cause)}`, { cause });
+    super(`${rpc}: malformed reply from ${identity}: ${errorMessage(cause)}`, { cause });
   }
 }
 
@@ -109,7 +109,7 @@ export class RpcAbortedError extends Error {
     readonly rpc: string,
     cause?: unknown,
   ) {
-    super(`${rpc} was aborted${cause === undefined ? '' : `: ${describe(cause)}`}`, { cause });
+    super(`${rpc} was aborted${cause === undefined ? '' : `: ${errorMessage(cause)}`}`, { cause });
   }
 }
 
@@ -132,7 +132,7 @@ export class RpcRetryError extends Error {
     readonly attempts: number,
     cause: unknown,
   ) {
-    super(`${rpc} failed after ${attempts} attempt${attempts === 1 ? '' : 's'}: ${describe(cause)}`, { cause });
+    super(`${rpc} failed after ${attempts} attempt${attempts === 1 ? '' : 's'}: ${errorMessage(cause)}`, { cause });
   }
 }
 
@@ -160,6 +160,6 @@ export function findCause<T>(error: unknown, test: (e: unknown) => e is T): T | 
 }
 
 /** One line for an unknown thrown value. */
-export function describe(error: unknown): string {
+export function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }

@@ -1,7 +1,7 @@
 import { Observable, SchedulerLike, Subscription, asyncScheduler } from 'rxjs';
 import { PauseGate, PausedError } from '../../operators/PauseGate';
 import { Logger, silentLogger } from '../logger';
-import { ProvisioningLockError, RpcAbortedError, RpcPausedError, RpcRetryError, describe, findCause } from './errors';
+import { ProvisioningLockError, RpcAbortedError, RpcPausedError, RpcRetryError, errorMessage, findCause } from './errors';
 
 /** go-choria's `backoff.FiveSec` steps, in ms. */
 export const FIVE_SEC_BACKOFF_MS: readonly number[] = [500, 750, 1000, 1500, 2000, 2500, 3000, 3500, 4000, 4500, 5000];
@@ -204,7 +204,7 @@ export function retryRpc<T>(attempt: (context: AttemptContext) => Observable<T>,
     };
 
     const failed = (n: number, error: unknown): void => {
-      logger.debug({ rpc, attempt: n, err: error }, `${rpc} attempt ${n} failed: ${describe(error)}`);
+      logger.debug({ rpc, attempt: n, err: error }, `${rpc} attempt ${n} failed: ${errorMessage(error)}`);
       if (error instanceof PausedError || error instanceof RpcAbortedError) return finish(error);
       if (n >= tries || !retryable(error)) return finish(new RpcRetryError(rpc, n, error));
       listen((interrupted) => finish(interrupted));

@@ -1,4 +1,4 @@
-import { PROVISIONING_LOCK_MESSAGE, StatusCode, describe } from '../choria/errors';
+import { PROVISIONING_LOCK_MESSAGE, StatusCode, errorMessage } from '../choria/errors';
 import { decryptPrivateKey, generateX25519KeyPair } from '../choria/keyTransport';
 import { LifecycleType } from '../choria/lifecycle';
 import { AgentReply, AgentRequest } from '../choria/protocol/mcorpc';
@@ -187,7 +187,7 @@ async function gencsr(node: SimulatedNode, data: Record<string, unknown>, contex
     node.csr = csr;
     return ok({ csr, public_key: publicKey, ssldir: `${context.configDir}/ssl` }, 'gencsr');
   } catch (error) {
-    return abort(`Could not create CSR: ${describe(error)}`, 'gencsr');
+    return abort(`Could not create CSR: ${errorMessage(error)}`, 'gencsr');
   }
 }
 
@@ -206,7 +206,7 @@ function configure(node: SimulatedNode, data: Record<string, unknown>, context: 
     if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed) || !Object.values(parsed).every((v) => typeof v === 'string')) throw new Error('expected a JSON object of strings');
     settings = parsed as Record<string, string>;
   } catch (error) {
-    return abort(`Could not decode configuration data: ${describe(error)}`, 'configure');
+    return abort(`Could not decode configuration data: ${errorMessage(error)}`, 'configure');
   }
   const actionPolicies = stringMap(data.action_policies);
   const opaPolicies = stringMap(data.opa_policies);
@@ -222,8 +222,8 @@ function configure(node: SimulatedNode, data: Record<string, unknown>, context: 
       if (node.ecdh === undefined) throw new Error('private key not set');
       decrypted = decryptPrivateKey(key, ecdhPublic, node.ecdh.privateKey);
     } catch (error) {
-      node.keyError = describe(error);
-      return abort(`Could not decrypt private key: ${describe(error)}`, 'configure');
+      node.keyError = errorMessage(error);
+      return abort(`Could not decrypt private key: ${errorMessage(error)}`, 'configure');
     }
   }
 

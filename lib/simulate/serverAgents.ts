@@ -1,6 +1,8 @@
+import { createPrivateKey } from 'node:crypto';
 import { PROVISIONING_LOCK_MESSAGE, StatusCode, errorMessage } from '../choria/errors';
 import { decryptPrivateKey, generateX25519KeyPair } from '../choria/keyTransport';
 import { LifecycleType } from '../choria/lifecycle';
+import { decodePem } from '../choria/pem';
 import { AgentReply, AgentRequest } from '../choria/protocol/mcorpc';
 import { ChoriaRequest, Filter } from '../choria/protocol/types';
 import { FleetKeys } from './fleetKeys';
@@ -59,6 +61,20 @@ export function leavesProvisioning(configuration: Record<string, string> | undef
 function enablesProvisioning(configuration: Record<string, string> | undefined): boolean {
   const value = configuration?.[PROVISION_KEY];
   return value !== undefined && TRUE_WORDS.has(value.trim().toLowerCase());
+}
+
+function isPrivateKey(pem: string): boolean {
+  const der = decodePem(pem)?.bytes;
+  if (der === undefined) return false;
+  for (const type of ['pkcs1', 'pkcs8', 'sec1'] as const) {
+    try {
+      createPrivateKey({ key: der, format: 'der', type });
+      return true;
+    } catch {
+      // try the next encoding
+    }
+  }
+  return false;
 }
 
 const text = (value: unknown): string => (typeof value === 'string' ? value : '');
@@ -221,6 +237,9 @@ function configure(node: SimulatedNode, data: Record<string, unknown>, context: 
     try {
       if (node.ecdh === undefined) throw new Error('private key not set');
       decrypted = decryptPrivateKey(key, ecdhPublic, node.ecdh.privateKey);
+      // A wrong secret gives valid padding about once in 256 tries, and Go would then write garbage;
+      // the simulation checks the bytes are a key so a test never mistakes garbage for a delivered key.
+      if (!isPrivateKey(decrypted)) throw new Error('the decrypted key is not a private key');
     } catch (error) {
       node.keyError = errorMessage(error);
       return abort(`Could not decrypt private key: ${errorMessage(error)}`, 'configure');

@@ -167,7 +167,7 @@ export class ChoriaRpcClient {
             return;
           }
           const error = new ProtocolError('payload', 'agent', `${spec.rpc} reply data: ${replyDataErrors(spec.validate)}`);
-          this.badMessages.report('reply', error, `${this.collective}.reply`);
+          this.badMessages.report('reply', error, this.inbox.subject(reply.requestId));
           subscriber.error(new MalformedReplyError(spec.rpc, identity, error));
         },
         error: (error: unknown) => subscriber.error(error),

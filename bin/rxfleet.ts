@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { registerDemo } from './commands/demo';
 import { registerValidate } from './commands/validate';
+import { registerSimulate } from './commands/simulate';
 
 // Read at run time rather than imported, so the compiled bin does not carry its own copy.
 const { version } = JSON.parse(readFileSync(join(__dirname, '../../package.json'), 'utf8')) as { version: string };
@@ -17,6 +18,7 @@ const program = new Command('rxfleet')
 // One file per command under bin/commands/; each registers itself here.
 registerDemo(program);
 registerValidate(program);
+registerSimulate(program);
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   console.error(`rxfleet: ${error instanceof Error ? error.message : String(error)}`);

@@ -1,0 +1,10 @@
+import { InvalidLifecycleComponentError } from './errors';
+
+/**
+ * Refuses a lifecycle component that would widen a subscription or name nothing (go-choria:
+ * "invalid lifecycle component: X"). Called before subscribing, and by configuration validation.
+ * Kept apart from the event parser so a command line can check it without loading the protocol.
+ */
+export function validateLifecycleComponent(component: string): void {
+  if (component === '' || /[.>*\s]/.test(component)) throw new InvalidLifecycleComponentError(component);
+}

@@ -1,0 +1,111 @@
+import { ProtocolError } from '../errors';
+import { utf8 } from './encoding';
+import { parsePlainJson, refuse } from './layers';
+import { schemaErrors } from './schemas';
+import { ChoriaReply, ChoriaRequest, Decoded, Filter, ProtocolVersion } from './types';
+import { TransportV1, V1, decodeReplyV1, decodeRequestV1, encodeReplyV1, encodeRequestV1, isTransportV1 } from './v1';
+import { TransportV2, V2, V2Security, decodeReplyV2, decodeRequestV2, encodeReplyV2, encodeRequestV2, isTransportV2 } from './v2';
+
+/** NATS's default `max_payload`: nothing larger can have come from a well-configured broker. */
+export const DEFAULT_MAX_BYTES = 1024 * 1024;
+
+/** Options for decoding untrusted bytes. */
+export interface DecodeOptions {
+  /** Larger messages are refused before parsing. Default 1 MiB. */
+  maxBytes?: number;
+}
+
+/** Options for decoding a request (what a server does). */
+export interface DecodeRequestOptions extends DecodeOptions {
+  /** The clock the TTL is checked against, in ms. Default `Date.now()`. */
+  now?: number;
+  /** Refuse requests whose `time` is not within ±ttl of `now`, as a server does. Default true. */
+  checkTtl?: boolean;
+}
+
+/** What an outgoing request is made of, whichever protocol carries it. */
+export interface OutgoingRequest {
+  requestId: string;
+  senderId: string;
+  callerId: string;
+  collective: string;
+  agent: string;
+  /** Seconds. */
+  ttl: number;
+  /** ms since the epoch. */
+  time: number;
+  filter: Filter;
+  /** The agent payload text (mcorpc JSON, or `ping` for discovery). */
+  payload: string;
+  /**
+   * v1 only: how the payload goes into `message`. Go RPC clients send the JSON raw; discovery sends
+   * base64. Servers accept both. Default `raw`.
+   */
+  payloadEncoding?: 'raw' | 'base64';
+  replyTo: string;
+}
+
+/** The protocol to speak, and for v2 the caller's credentials. */
+export type EncodeRequestOptions = { version: 'v1'; signature?: string; pubcert?: string } | { version: 'v2'; security: V2Security };
+
+type Transport = { version: 'v1'; transport: TransportV1 } | { version: 'v2'; transport: TransportV2 };
+
+function parseTransport(data: Uint8Array | string, maxBytes: number): Decoded<Transport> {
+  const size = typeof data === 'string' ? Buffer.byteLength(data) : data.byteLength;
+  if (size > maxBytes) return refuse('oversized', 'transport', `${size} bytes is more than ${maxBytes}`);
+  const parsed = parsePlainJson(typeof data === 'string' ? data : utf8(data), 'transport');
+  if (!parsed.ok) return parsed;
+  const value = parsed.value;
+  const protocol = value.protocol;
+  if (protocol === V1.transport) {
+    return isTransportV1(value) ? { ok: true, value: { version: 'v1', transport: value } } : refuse('schema', 'transport', schemaErrors(isTransportV1));
+  }
+  if (protocol === V2.transport) {
+    return isTransportV2(value) ? { ok: true, value: { version: 'v2', transport: value } } : refuse('schema', 'transport', schemaErrors(isTransportV2));
+  }
+  return refuse('protocol', 'transport', `unknown protocol ${JSON.stringify(protocol)?.slice(0, 80)}`);
+}
+
+/** Whether a request's `time` lies strictly within ±`ttl` seconds of `now` (ms), as go-choria's server checks. */
+export function withinTtl(request: Pick<ChoriaRequest, 'time' | 'ttl'>, now: number): boolean {
+  return request.time > now - request.ttl * 1000 && request.time < now + request.ttl * 1000;
+}
+
+/**
+ * Decodes a request as a server receives it, v1 or v2 by its transport's `protocol`: every layer
+ * parsed and validated against its schema, base64 strictly decoded, the TTL checked. Never throws:
+ * a bad message comes back as `{ ok: false, error }` with the reason and the layer that refused it.
+ */
+export function decodeRequest(data: Uint8Array | string, options: DecodeRequestOptions = {}): Decoded<ChoriaRequest> {
+  const { maxBytes = DEFAULT_MAX_BYTES, now = Date.now(), checkTtl = true } = options;
+  const parsed = parseTransport(data, maxBytes);
+  if (!parsed.ok) return parsed;
+  const decoded = parsed.value.version === 'v1' ? decodeRequestV1(parsed.value.transport) : decodeRequestV2(parsed.value.transport);
+  if (decoded.ok && checkTtl && !withinTtl(decoded.value, now)) {
+    const skew = Math.round((decoded.value.time - now) / 1000);
+    return { ok: false, error: new ProtocolError('stale', 'request', `time is ${skew} s from now, outside the ttl of ${decoded.value.ttl} s`) };
+  }
+  return decoded;
+}
+
+/**
+ * Decodes a reply as a client receives it, v1 or v2: every layer validated and the secure reply's
+ * hash checked against the reply it carries. Never throws.
+ */
+export function decodeReply(data: Uint8Array | string, options: DecodeOptions = {}): Decoded<ChoriaReply> {
+  const parsed = parseTransport(data, options.maxBytes ?? DEFAULT_MAX_BYTES);
+  if (!parsed.ok) return parsed;
+  return parsed.value.version === 'v1' ? decodeReplyV1(parsed.value.transport) : decodeReplyV2(parsed.value.transport);
+}
+
+/** The NATS payload of a request in the chosen protocol. */
+export function encodeRequest(request: OutgoingRequest, options: EncodeRequestOptions): string {
+  if (options.version === 'v2') return encodeRequestV2(request, options.security);
+  const message = request.payloadEncoding === 'base64' ? Buffer.from(request.payload).toString('base64') : request.payload;
+  return encodeRequestV1({ ...request, message, signature: options.signature, pubcert: options.pubcert });
+}
+
+/** The NATS payload of a reply in the chosen protocol (a server answers in the protocol it was asked in). */
+export function encodeReply(reply: Omit<ChoriaReply, 'version' | 'sender'>, version: ProtocolVersion): string {
+  return version === 'v1' ? encodeReplyV1(reply) : encodeReplyV2(reply);
+}

@@ -1,0 +1,40 @@
+import pino from 'pino';
+import { Registry } from 'prom-client';
+import { Writable } from 'node:stream';
+import { BAD_MESSAGES_METRIC, BadMessages } from '../../../lib/choria/badMessages';
+import { decodeRequest } from '../../../lib/choria/protocol/codec';
+
+function capture(): { logger: pino.Logger; lines: () => Record<string, unknown>[] } {
+  const chunks: string[] = [];
+  const stream = new Writable({ write: (chunk, _enc, done) => (chunks.push(String(chunk)), done()) });
+  return { logger: pino({ level: 'warn' }, stream), lines: () => chunks.join('').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)) };
+}
+
+describe('bad message accounting', () => {
+  it('counts by source and reason, in memory and in the registry it is given, once per registry', async () => {
+    const registry = new Registry();
+    const a = new BadMessages({ registry });
+    const b = new BadMessages({ registry });
+    const refused = decodeRequest('nope');
+    if (refused.ok) throw new Error('expected a refusal');
+    a.report('reply', refused.error, 'provisioning.reply.x.y');
+    a.report('reply', refused.error, 'provisioning.reply.x.z');
+    b.report('lifecycle', refused.error, 'choria.lifecycle.event.startup.x');
+    expect([a.count(), a.count('reply'), a.count('reply', 'not_json'), a.count('lifecycle'), b.count()]).toEqual([2, 2, 2, 0, 1]);
+    const text = await registry.metrics();
+    expect(text).toContain(`${BAD_MESSAGES_METRIC}{source="reply",reason="not_json"} 2`);
+    expect(text).toContain(`${BAD_MESSAGES_METRIC}{source="lifecycle",reason="not_json"} 1`);
+  });
+
+  it('logs each one once, at warn, with subject and reason but never the message body', () => {
+    const { logger, lines } = capture();
+    const bad = new BadMessages({ logger });
+    const refused = decodeRequest('{"token":"s3cret-value", oops}');
+    if (refused.ok) throw new Error('expected a refusal');
+    bad.report('request', refused.error, 'provisioning.node.n1');
+    const logged = lines();
+    expect(logged).toHaveLength(1);
+    expect(logged[0]).toMatchObject({ level: 40, source: 'request', subject: 'provisioning.node.n1', reason: 'not_json', layer: 'transport' });
+    expect(JSON.stringify(logged[0])).not.toContain('s3cret-value');
+  });
+});

@@ -1,0 +1,74 @@
+import { firstValueFrom, take, toArray } from 'rxjs';
+import { BadMessages } from '../../../lib/choria/badMessages';
+import { InvalidLifecycleComponentError } from '../../../lib/choria/errors';
+import { LifecycleEvent, lifecycleEventJson, newLifecycleEvent } from '../../../lib/choria/lifecycle';
+import { startSimulatedFleet } from '../../../lib/simulate/simulatedFleet';
+import { lifecycleEvents } from '../../../streams/choria/lifecycleListener';
+import { FleetConnection, openNatsConnection } from '../../../streams/natsConnection';
+import { useNatsServer } from '../../helpers/nats';
+
+describe('the lifecycle listener over a real nats-server', () => {
+  const server = useNatsServer({ jetstream: false });
+  let listener: FleetConnection;
+  let publisher: FleetConnection;
+
+  beforeAll(async () => {
+    listener = await openNatsConnection({ servers: [server().url] });
+    publisher = await openNatsConnection({ servers: [server().url] });
+  });
+  afterAll(async () => {
+    await listener.drain();
+    await publisher.drain();
+  });
+
+  for (const format of ['choria', 'cloudevents'] as const) {
+    it(`yields the startup events of booting servers in the ${format} format`, async () => {
+      const events = firstValueFrom(lifecycleEvents(listener.nc).pipe(take(3), toArray()));
+      await listener.nc.flush();
+      const fleet = await startSimulatedFleet({ nc: publisher.nc, nodes: 3, lifecycleFormat: format, identity: (i) => `${format}-${i}.example.net` });
+      const seen = await events;
+      await fleet.stop();
+      expect(seen.map((e) => [e.type, e.format, e.identity, e.component, e.version])).toEqual([1, 2, 3].map((i) => ['startup', format, `${format}-${i}.example.net`, 'provision_mode_server', '0.29.4']));
+    });
+  }
+
+  it('refuses a component that would widen the subscription, before subscribing', () => {
+    // It throws when called, so there is no Observable to subscribe to, let alone a NATS subscription.
+    expect(() => lifecycleEvents(listener.nc, { component: 'provision_mode_server.>' })).toThrow(InvalidLifecycleComponentError);
+    expect(() => lifecycleEvents(listener.nc, { component: '*' })).toThrow('invalid lifecycle component: *');
+  });
+
+  it('counts and skips malformed events and events of another type, and carries on', async () => {
+    const badMessages = new BadMessages();
+    const events = firstValueFrom(lifecycleEvents(listener.nc, { component: 'spec_component', badMessages }).pipe(take(1)));
+    await listener.nc.flush();
+    const subject = 'choria.lifecycle.event.startup.spec_component';
+    publisher.nc.publish(subject, 'not json at all');
+    publisher.nc.publish(subject, '{"specversion":"1.0","source":"somewhere.else","id":"1","type":"x"}');
+    publisher.nc.publish(subject, lifecycleEventJson(newLifecycleEvent('shutdown', { identity: 'wrong-type', component: 'spec_component' }), 'choria'));
+    publisher.nc.publish(subject, lifecycleEventJson(newLifecycleEvent('startup', { identity: 'good', component: 'spec_component' }), 'cloudevents'));
+    const event: LifecycleEvent = await events;
+    expect(event.identity).toBe('good');
+    expect(badMessages.count('lifecycle', 'not_json')).toBe(1);
+    expect(badMessages.count('lifecycle', 'protocol')).toBe(1);
+    expect(badMessages.count()).toBe(2);
+  });
+
+  it('listens to every type with `*`, and unsubscribing stops the NATS subscription', async () => {
+    const seen: string[] = [];
+    const subscription = lifecycleEvents(listener.nc, { type: '*', component: 'any_component' }).subscribe((e) => seen.push(e.type));
+    await listener.nc.flush();
+    for (const type of ['startup', 'shutdown', 'provisioned', 'upgraded'] as const) {
+      publisher.nc.publish(`choria.lifecycle.event.${type}.any_component`, lifecycleEventJson(newLifecycleEvent(type, { identity: 'n', component: 'any_component' }), 'choria'));
+    }
+    // Flushing the publisher, then the listener, means the server has delivered everything published so far.
+    await publisher.nc.flush();
+    await listener.nc.flush();
+    expect(seen.sort()).toEqual(['provisioned', 'shutdown', 'startup', 'upgraded']);
+    subscription.unsubscribe();
+    publisher.nc.publish('choria.lifecycle.event.alive.any_component', lifecycleEventJson(newLifecycleEvent('alive', { identity: 'n', component: 'any_component' }), 'choria'));
+    await publisher.nc.flush();
+    await listener.nc.flush();
+    expect(seen).toHaveLength(4);
+  });
+});

@@ -1,0 +1,222 @@
+import 'reflect-metadata';
+import * as x509 from '@peculiar/x509';
+import { createPublicKey, verify } from 'node:crypto';
+import { firstValueFrom, lastValueFrom } from 'rxjs';
+import { PROVISION_RPCS } from '../../../lib/choria/agents';
+import {
+  MalformedReplyError,
+  NoRespondersError,
+  ProvisioningLockError,
+  RpcAbortedError,
+  RpcRetryError,
+  RpcStatusError,
+  RpcTimeoutError,
+  isProvisioningLockError,
+} from '../../../lib/choria/errors';
+import { decodeRequest, encodeReply } from '../../../lib/choria/protocol/codec';
+import { encodeAgentReply } from '../../../lib/choria/protocol/mcorpc';
+import { newRequestId } from '../../../lib/choria/protocol/subjects';
+import { AttemptRecord, retryRpc } from '../../../lib/choria/retry';
+import { ChoriaRpcClient } from '../../../streams/choria/rpcClient';
+import { openNatsConnection } from '../../../streams/natsConnection';
+import { ChoriaWorld, startChoriaWorld } from '../../helpers/choria';
+import { useNatsServer } from '../../helpers/nats';
+
+const N1 = 'node-1.example.net';
+
+async function failureOf(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected a failure');
+}
+
+describe('the Choria RPC client over a real nats-server', () => {
+  const server = useNatsServer({ jetstream: false });
+  let world: ChoriaWorld;
+
+  beforeAll(async () => {
+    world = await startChoriaWorld(server().url, { nodes: 4, token: 's3cret', restartDelayMs: 10 });
+  });
+  afterAll(() => world.stop());
+
+  it('waits discovery_timeout + the DDL timeout per attempt: 22 s for choria_provision, 4 s for rpcutil', () => {
+    expect(world.client.timeoutMs('choria_provision')).toBe(22_000);
+    expect(world.client.timeoutMs('rpcutil')).toBe(4_000);
+  });
+
+  it('asks one node for its inventory, and the reply carries what rpcutil answers', async () => {
+    const reply = await firstValueFrom(world.client.call(PROVISION_RPCS.inventory, N1, {}));
+    expect(reply).toMatchObject({ sender: N1, statuscode: 0, statusmsg: 'OK', version: 'v1' });
+    expect(reply.data).toMatchObject({ main_collective: 'provisioning', collectives: ['provisioning'], version: '0.29.4', upgradable: false });
+    expect(reply.data.agents).toContain('choria_provision');
+    expect(world.fleet.node(N1)?.requests['rpcutil#inventory']).toBe(1);
+  });
+
+  it('speaks protocol v2 to the same servers, who answer in v2', async () => {
+    const v2 = world.newClient({ protocol: { version: 'v2', security: { callerJwt: 'caller.jwt.token' } } });
+    const reply = await firstValueFrom(v2.call(PROVISION_RPCS.inventory, 'node-2.example.net', {}));
+    expect(reply.version).toBe('v2');
+    expect(reply.sender).toBe('node-2.example.net');
+  });
+
+  it('turns a non-zero status into a typed error keeping the status message', async () => {
+    const error = await failureOf(firstValueFrom(world.client.call(PROVISION_RPCS.jwt, 'node-3.example.net', { token: 'wrong' })));
+    expect(error).toBeInstanceOf(RpcStatusError);
+    expect(error).not.toBeInstanceOf(ProvisioningLockError);
+    expect(error).toMatchObject({ statuscode: 1, statusmsg: 'Incorrect provision token supplied', sender: 'node-3.example.net', rpc: 'choria_provision#jwt' });
+    expect((error as Error).message).toBe('invalid response from node-3.example.net: Incorrect provision token supplied (1)');
+  });
+
+  it('recognises the provisioning-lock refusal of another caller, and the retry wrapper does not retry it (P10)', async () => {
+    const jwt = await firstValueFrom(world.client.call(PROVISION_RPCS.jwt, N1, { token: 's3cret' }));
+    expect(jwt.data.ecdh_public).toMatch(/^[0-9a-f]{64}$/);
+    const other = world.newClient({ identity: 'other-provisioner.example.net' });
+    const attempts: AttemptRecord[] = [];
+    const failures: Error[] = [];
+    const error = await failureOf(
+      lastValueFrom(
+        retryRpc(({ signal }) => other.call(PROVISION_RPCS.jwt, N1, { token: 's3cret' }, { signal }), {
+          rpc: 'choria_provision#jwt',
+          tries: 3,
+          onAttempt: (r) => attempts.push(r),
+          onFailed: (e) => failures.push(e),
+        }),
+      ),
+    );
+    expect(error).toBeInstanceOf(RpcRetryError);
+    expect((error as Error).cause).toBeInstanceOf(ProvisioningLockError);
+    expect(isProvisioningLockError(error)).toBe(true);
+    expect(attempts).toHaveLength(1);
+    expect(failures).toEqual([error]);
+    expect(world.fleet.node(N1)?.lockRefusals).toBe(1);
+    // The holder itself is not refused: each of its locked calls extends the lock.
+    await expect(firstValueFrom(world.client.call(PROVISION_RPCS.jwt, N1, { token: 's3cret' }))).resolves.toMatchObject({ statuscode: 0 });
+  });
+
+  it('times out an attempt against a silent node, and the retry wrapper gives up with the P5 error', async () => {
+    const [silent] = world.fleet.silence(['node-4.example.net']);
+    const attempts: AttemptRecord[] = [];
+    const failures: Error[] = [];
+    const error = await failureOf(
+      lastValueFrom(
+        retryRpc(({ signal }) => world.client.call(PROVISION_RPCS.inventory, silent, {}, { signal, timeoutMs: 100 }), {
+          rpc: 'rpcutil#inventory',
+          tries: 3,
+          backoffMs: [10, 10, 10, 10],
+          onAttempt: (r) => attempts.push(r),
+          onFailed: (e) => failures.push(e),
+        }),
+      ),
+    );
+    expect(error).toBeInstanceOf(RpcRetryError);
+    expect(error).toMatchObject({ rpc: 'rpcutil#inventory', attempts: 3 });
+    expect((error as Error).cause).toBeInstanceOf(RpcTimeoutError);
+    expect((error as Error).message).toBe(`rpcutil#inventory failed after 3 attempts: rpcutil#inventory: no reply from ${silent} within 100 ms`);
+    expect(attempts.map((a) => [a.attempt, a.error instanceof RpcTimeoutError])).toEqual([
+      [1, true],
+      [2, true],
+      [3, true],
+    ]);
+    expect(failures).toHaveLength(1);
+    expect(world.client.pending).toBe(0);
+    world.fleet.unsilence([silent]);
+  });
+
+  it('is cancelled by an AbortSignal, and by unsubscribing, leaving nothing waiting', async () => {
+    const [silent] = world.fleet.silence(['node-4.example.net']);
+    const controller = new AbortController();
+    const pending = failureOf(firstValueFrom(world.client.call(PROVISION_RPCS.inventory, silent, {}, { signal: controller.signal })));
+    expect(world.client.pending).toBe(1);
+    controller.abort(new Error('shutting down'));
+    const error = await pending;
+    expect(error).toBeInstanceOf(RpcAbortedError);
+    expect((error as Error).message).toBe('rpcutil#inventory was aborted: shutting down');
+    const subscription = world.client.call(PROVISION_RPCS.inventory, silent, {}).subscribe();
+    expect(world.client.pending).toBe(1);
+    subscription.unsubscribe();
+    expect(world.client.pending).toBe(0);
+    world.fleet.unsilence();
+  });
+
+  it('hears at once that nobody serves a subject (no responders), instead of waiting out the timeout', async () => {
+    const nowhere = world.newClient({ collective: 'nobody_listens_here' });
+    const error = await failureOf(firstValueFrom(nowhere.request(N1, 'rpcutil', 'inventory', {}, { timeoutMs: 60_000 })));
+    expect(error).toBeInstanceOf(NoRespondersError);
+  });
+
+  it('signs the nonce with the key gen25519 returns', async () => {
+    const nonce = newRequestId();
+    const reply = await firstValueFrom(world.client.call(PROVISION_RPCS.gen25519, 'node-2.example.net', { nonce, token: 's3cret' }));
+    const publicKey = createPublicKey({ key: Buffer.concat([Buffer.from('302a300506032b6570032100', 'hex'), Buffer.from(reply.data.public_key, 'hex')]), format: 'der', type: 'spki' });
+    expect(verify(null, Buffer.from(nonce), publicKey, Buffer.from(reply.data.signature, 'hex'))).toBe(true);
+    expect(reply.data.directory).toBe('/etc/choria');
+  });
+
+  it('gets a real CSR for the identity from gencsr', async () => {
+    const reply = await firstValueFrom(world.client.call(PROVISION_RPCS.gencsr, 'node-3.example.net', { token: 's3cret', cn: 'node-3.example.net' }));
+    const csr = new x509.Pkcs10CertificateRequest(reply.data.csr);
+    expect(csr.subject).toBe('CN=node-3.example.net');
+    expect(await csr.verify()).toBe(true);
+    expect(reply.data.public_key).toMatch(/^-----BEGIN PUBLIC KEY-----\n/);
+    expect(createPublicKey({ key: reply.data.public_key.replace(/PUBLIC KEY/g, 'RSA PUBLIC KEY'), format: 'pem' }).asymmetricKeyType).toBe('rsa');
+    expect(reply.data.ssldir).toBe('/etc/choria/ssl');
+  });
+
+  describe('against a node that answers badly', () => {
+    let rogue: Awaited<ReturnType<typeof openNatsConnection>>;
+    let client: ChoriaRpcClient;
+    const answers: ((replyTo: string, requestId: string) => string)[] = [];
+
+    beforeAll(async () => {
+      rogue = await openNatsConnection({ servers: [server().url] });
+      rogue.nc.subscribe('provisioning.node.rogue.example.net', {
+        callback: (_e, msg) => {
+          const request = decodeRequest(msg.data);
+          if (!request.ok) return;
+          const answer = answers.shift();
+          if (answer !== undefined) rogue.nc.publish(request.value.replyTo, answer(request.value.replyTo, request.value.requestId));
+        },
+      });
+      await rogue.nc.flush();
+      client = world.newClient({ identity: 'picky.example.net' });
+    });
+    afterAll(() => rogue.drain());
+
+    it('refuses a reply that is not JSON, counting it and failing the attempt', async () => {
+      answers.push(() => 'this is not json');
+      const error = await failureOf(firstValueFrom(client.call(PROVISION_RPCS.inventory, 'rogue.example.net', {})));
+      expect(error).toBeInstanceOf(MalformedReplyError);
+      expect(client.badMessages.count('reply', 'not_json')).toBe(1);
+    });
+
+    it('refuses a reply whose hash does not match its body', async () => {
+      answers.push((_to, id) => {
+        const good = JSON.parse(encodeReply({ requestId: id, senderId: 'rogue.example.net', agent: 'rpcutil', time: Date.now(), payload: encodeAgentReply({ statuscode: 0, statusmsg: 'OK', data: {} }) }, 'v1'));
+        const secure = JSON.parse(Buffer.from(good.data, 'base64').toString());
+        secure.message = secure.message.replace('rpcutil', 'rpcutiL');
+        return JSON.stringify({ ...good, data: Buffer.from(JSON.stringify(secure)).toString('base64') });
+      });
+      const error = await failureOf(firstValueFrom(client.call(PROVISION_RPCS.inventory, 'rogue.example.net', {})));
+      expect(error).toBeInstanceOf(MalformedReplyError);
+      expect(client.badMessages.count('reply', 'hash')).toBe(1);
+    });
+
+    it('refuses reply data that does not fit the action', async () => {
+      answers.push((_to, id) => encodeReply({ requestId: id, senderId: 'rogue.example.net', agent: 'choria_provision', time: Date.now(), payload: encodeAgentReply({ statuscode: 0, statusmsg: 'OK', data: { jwt: 42, ecdh_public: '' } }) }, 'v1'));
+      const error = await failureOf(firstValueFrom(client.call(PROVISION_RPCS.jwt, 'rogue.example.net', { token: 'x' })));
+      expect(error).toBeInstanceOf(MalformedReplyError);
+      expect((error as Error).message).toMatch(/^choria_provision#jwt: malformed reply from rogue\.example\.net: agent: choria_provision#jwt reply data: data\/jwt must be string/);
+      expect(client.badMessages.count('reply', 'payload')).toBe(1);
+    });
+
+    it('refuses a reply for another request id arriving on this request\'s subject', async () => {
+      answers.push(() => encodeReply({ requestId: newRequestId(), senderId: 'rogue.example.net', agent: 'rpcutil', time: Date.now(), payload: encodeAgentReply({ statuscode: 0, statusmsg: 'OK', data: {} }) }, 'v1'));
+      const error = await failureOf(firstValueFrom(client.call(PROVISION_RPCS.inventory, 'rogue.example.net', {})));
+      expect(error).toBeInstanceOf(MalformedReplyError);
+      expect(client.badMessages.count('reply', 'schema')).toBe(1);
+    });
+  });
+});

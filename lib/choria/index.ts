@@ -7,6 +7,7 @@ export type { DecodeOptions, DecodeRequestOptions, EncodeRequestOptions, Outgoin
 export type { V2Security } from './protocol/v2';
 export * from './protocol/mcorpc';
 export * from './lifecycle';
+export * from './backoff';
 export * from './retry';
 export * from './agents';
 export * from './keyTransport';

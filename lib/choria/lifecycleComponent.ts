@@ -6,5 +6,10 @@ import { InvalidLifecycleComponentError } from './errors';
  * Kept apart from the event parser so a command line can check it without loading the protocol.
  */
 export function validateLifecycleComponent(component: string): void {
-  if (component === '' || /[.>*\s]/.test(component)) throw new InvalidLifecycleComponentError(component);
+  if (!isValidLifecycleComponent(component)) throw new InvalidLifecycleComponentError(component);
+}
+
+/** The rule itself: a single NATS subject token, without wildcards or spaces. */
+export function isValidLifecycleComponent(component: string): boolean {
+  return component !== '' && !/[.>*\s]/.test(component);
 }

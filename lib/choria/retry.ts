@@ -1,20 +1,9 @@
 import { Observable, SchedulerLike, Subscription, asyncScheduler } from 'rxjs';
 import { PauseGate, PausedError } from '../../operators/PauseGate';
 import { Logger, silentLogger } from '../logger';
+import { FIVE_SEC_BACKOFF_MS, backoffDelay } from './backoff';
 import { ProvisioningLockError, RpcAbortedError, RpcPausedError, RpcRetryError, errorMessage, findCause } from './errors';
 
-/** go-choria's `backoff.FiveSec` steps, in ms. */
-export const FIVE_SEC_BACKOFF_MS: readonly number[] = [500, 750, 1000, 1500, 2000, 2500, 3000, 3500, 4000, 4500, 5000];
-
-/** go-choria's jitter: uniform in [0.5 m, 1.5 m). */
-export function jitter(ms: number, random: () => number = Math.random): number {
-  return ms / 2 + random() * ms;
-}
-
-/** The pause after failed attempt `attempt` (1-based): `table[min(attempt, last)]`, jittered, as go-choria's `For` loop. */
-export function backoffAfter(attempt: number, table: readonly number[] = FIVE_SEC_BACKOFF_MS, random: () => number = Math.random): number {
-  return jitter(table[Math.min(attempt, table.length - 1)], random);
-}
 
 /** One finished attempt, for `rpc_time{rpc}`. */
 export interface AttemptRecord {
@@ -211,7 +200,7 @@ export function retryRpc<T>(attempt: (context: AttemptContext) => Observable<T>,
       pause = scheduler.schedule(() => {
         stopListening?.();
         start();
-      }, backoffAfter(n, backoffMs, random));
+      }, backoffDelay(backoffMs, n, random));
     };
 
     start();

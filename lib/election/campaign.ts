@@ -1,7 +1,7 @@
 import { Observable, ObservableInput, SchedulerLike, Subscription, asyncScheduler, from, take } from 'rxjs';
 import { Logger, silentLogger } from '../logger';
 import { ElectionStore } from './ElectionStore';
-import { TWENTY_SEC_MS, backoffDelay } from './backoff';
+import { TWENTY_SEC_BACKOFF_MS, backoffDelay } from '../choria/backoff';
 
 /** What the election tells its owner. */
 export type ElectionEvent = 'won' | 'lost';
@@ -132,7 +132,7 @@ export function campaign(config: CampaignConfig): Observable<ElectionEvent> {
     };
 
     const scheduleTick = (): void => {
-      const jittered = backoffDelay(TWENTY_SEC_MS, tries, random);
+      const jittered = backoffDelay(TWENTY_SEC_BACKOFF_MS, tries, random);
       const delay = state === 'candidate' ? Math.min(jittered, candidateCap) : jittered;
       hooks.onInterval?.(delay);
       later(delay, tick);

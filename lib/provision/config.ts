@@ -7,6 +7,7 @@ import { DurationSyntaxError, parseChoriaDuration } from '../choria/duration';
 import { CertDenyList, DenyPatternError } from './certDenyList';
 import { DEPRECATED_KEYS, PROVISIONER_CONFIG_SCHEMA, SECTION_KEYS } from './configSchema';
 import { HelperCommandError, splitHelperCommand } from './helperCommand';
+import { isValidLifecycleComponent } from '../choria/lifecycleComponent';
 
 /** One problem found in a configuration: the key's path, what was wrong or expected, how bad. */
 export interface ConfigProblem {
@@ -191,7 +192,7 @@ export function parseProvisionerConfig(text: string, options: ParseConfigOptions
   const helperTimeoutMs = duration('rxfleet.helper_timeout', c.rxfleet.helper_timeout, 1, 'a duration greater than zero');
 
   const lifecycleComponent = c.lifecycle_component === '' ? 'provision_mode_server' : c.lifecycle_component;
-  if (usable('lifecycle_component') && /[.>*\s]/.test(lifecycleComponent)) {
+  if (usable('lifecycle_component') && !isValidLifecycleComponent(lifecycleComponent)) {
     error('lifecycle_component', `invalid lifecycle component ${JSON.stringify(lifecycleComponent)}: it becomes a NATS subject token and must not contain ".", ">", "*" or spaces`);
   }
 

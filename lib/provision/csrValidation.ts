@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { Pkcs10CertificateRequest, SubjectAlternativeNameExtension } from '@peculiar/x509';
 import { Logger, silentLogger } from '../logger';
 import { CertDenyList } from './certDenyList';
+import { decodePem } from '../choria/pem';
 
 /** The `gencsr` reply the helper receives as `csr` (`provision.CSRReply`). */
 export interface CsrReply {
@@ -39,14 +40,13 @@ const OID_SUBJECT_ALT_NAME = '2.5.29.17';
  */
 export function validateCsr(reply: CsrReply | null | undefined, identity: string, denyList: CertDenyList, logger: Logger = silentLogger): CsrNames {
   if (reply == null || typeof reply.csr !== 'string' || reply.csr === '') throw new CsrValidationError('no CSR received');
-  const block = /-----BEGIN ([A-Z0-9 ]+)-----\r?\n([\s\S]*?)-----END \1-----/.exec(reply.csr);
-  if (block === null) throw new CsrValidationError('could not parse CSR: no PEM block found');
-  const der = Buffer.from(block[2].replace(/\s+/g, ''), 'base64');
+  const block = decodePem(reply.csr);
+  if (block === undefined) throw new CsrValidationError('could not parse CSR: no PEM block found');
   let request: Pkcs10CertificateRequest;
   try {
-    request = new Pkcs10CertificateRequest(der);
+    request = new Pkcs10CertificateRequest(block.bytes);
   } catch (error) {
-    throw new CsrValidationError(`could not parse CSR: ${block[1] === 'CERTIFICATE REQUEST' ? '' : `a ${block[1]} PEM block, `}${(error as Error).message}`);
+    throw new CsrValidationError(`could not parse CSR: ${block.type === 'CERTIFICATE REQUEST' ? '' : `a ${block.type} PEM block, `}${(error as Error).message}`);
   }
   // Go keeps the last CN when a subject has several.
   const commonName = request.subjectName.getField('CN').at(-1) ?? '';

@@ -10,7 +10,8 @@ import {
   RpcTimeoutError,
   isProvisioningLockError,
 } from '../../../lib/choria/errors';
-import { AttemptRecord, FIVE_SEC_BACKOFF_MS, backoffAfter, jitter, retryRpc } from '../../../lib/choria/retry';
+import { FIVE_SEC_BACKOFF_MS, TWENTY_SEC_BACKOFF_MS, backoffDelay, jitter } from '../../../lib/choria/backoff';
+import { AttemptRecord, retryRpc } from '../../../lib/choria/retry';
 import { Cold, newScheduler } from '../../helpers/marbles';
 
 // random() = 0.5 makes every jittered pause exactly its nominal value, so diagrams can be exact:
@@ -27,8 +28,10 @@ describe('the retry wrapper', () => {
   it('jitters uniformly in [0.5 m, 1.5 m) and picks the step after the attempt, saturating at 5 s', () => {
     expect(jitter(1000, () => 0)).toBe(500);
     expect(jitter(1000, () => 0.999999)).toBeCloseTo(1499.999, 2);
-    expect([1, 2, 3, 4, 5].map((n) => backoffAfter(n, FIVE_SEC_BACKOFF_MS, exact))).toEqual([750, 1000, 1500, 2000, 2500]);
-    expect(backoffAfter(40, FIVE_SEC_BACKOFF_MS, exact)).toBe(5000);
+    expect([1, 2, 3, 4, 5].map((n) => backoffDelay(FIVE_SEC_BACKOFF_MS, n, exact))).toEqual([750, 1000, 1500, 2000, 2500]);
+    expect(backoffDelay(FIVE_SEC_BACKOFF_MS, 40, exact)).toBe(5000);
+    expect(backoffDelay(TWENTY_SEC_BACKOFF_MS, 43, exact)).toBe(20000);
+    expect(backoffDelay(TWENTY_SEC_BACKOFF_MS, 99, exact)).toBe(20000);
   });
 
   it('makes T attempts with a pause between them, none after the last, and fails with the P5 error', () => {

@@ -1,7 +1,7 @@
 import { Observable, defer, of, throwError } from 'rxjs';
 import { CampaignState, ElectionEvent, campaign } from '../../../lib/election/campaign';
 import { ElectionStore } from '../../../lib/election/ElectionStore';
-import { TWENTY_SEC_MS, backoffDelay } from '../../../lib/election/backoff';
+import { TWENTY_SEC_BACKOFF_MS, backoffDelay } from '../../../lib/choria/backoff';
 import { newScheduler } from '../../helpers/marbles';
 
 /**
@@ -93,7 +93,7 @@ describe('campaign (Choria Streams election)', () => {
         scheduler.schedule(() => sub.unsubscribe(), 60_000);
       });
       // After the n-th failed create the wait is the table's n-th value, capped.
-      const nominal = intervals.map((_, i) => Math.min(backoffDelay(TWENTY_SEC_MS, i + 1, half), expected));
+      const nominal = intervals.map((_, i) => Math.min(backoffDelay(TWENTY_SEC_BACKOFF_MS, i + 1, half), expected));
       expect(intervals).toEqual(nominal);
       expect(intervals.slice(0, 4)).toEqual([750, 1000, 1500, Math.min(2000, expected)]);
       expect(Math.max(...intervals)).toBe(expected);

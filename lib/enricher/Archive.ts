@@ -19,12 +19,20 @@ export class Archive {
     return `${project}/${name}`;
   }
 
-  /** Files `event` as the latest about its subject and says whether it differs from the one it replaces (the first is always new). */
+  /**
+   * Files `event` as the latest about its subject and says whether it differs from the one it
+   * replaces (the first is always new).
+   *
+   * An event from Incus is compared whole, action included: a stop is never absorbed by the update
+   * before it. An event the enricher invented (a round's name, a fan-out, a repair, a TTL re-read)
+   * is compared on its subject alone: its action is the enricher's own, so "instance-updated"
+   * after an Incus "instance-started" that found the same instance is not news.
+   */
   changed(event: EnrichedEvent): boolean {
     const key = Archive.key(event.project, event.name);
     const previous = this.last.get(key);
     this.last.set(key, event);
-    return !eventsEqual(event, previous);
+    return !eventsEqual(event, previous, { ignoreAction: event.origin !== 'incus' });
   }
 
   /** Files `event` without comparing (seeding from the cold store). */

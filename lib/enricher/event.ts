@@ -122,12 +122,15 @@ export function withProject(event: EnrichedEvent, config: Readonly<Record<string
  * fan-out that found what a live event already carried stay one event. Kept on purpose: the
  * action, so a stop is never absorbed by the update before it; and the enrichment bits, because
  * "no networks" and "nobody asked for networks" are different answers.
+ *
+ * `ignoreAction` compares the subject alone: for an event the enricher invented, whose action is
+ * its own and says nothing about what happened.
  */
-export function eventsEqual(a: EnrichedEvent | undefined, b: EnrichedEvent | undefined): boolean {
+export function eventsEqual(a: EnrichedEvent | undefined, b: EnrichedEvent | undefined, options: { ignoreAction?: boolean } = {}): boolean {
   if (a === b) return true;
   if (a === undefined || b === undefined) return false;
   return (
-    a.action === b.action &&
+    (options.ignoreAction === true || a.action === b.action) &&
     a.project === b.project &&
     a.name === b.name &&
     (a.oldName ?? '') === (b.oldName ?? '') &&

@@ -74,6 +74,12 @@ export interface FakeIncusOptions {
   hostNics?: string[];
   /** Keep every call in `log`. Default false (a bench makes millions). */
   record?: boolean;
+  /**
+   * When an answer is taken: `answer` (default) when it is sent back, after the latency; `call`
+   * when the call is made, as a server that answers a listing from what it held when the
+   * request arrived.
+   */
+  snapshotAt?: 'call' | 'answer';
 }
 
 /**
@@ -96,6 +102,7 @@ export class FakeIncus implements IncusReader {
   private readonly scheduler: SchedulerLike;
   private readonly record: boolean;
   private readonly hostNics: string[];
+  private readonly snapshotAt: 'call' | 'answer';
   private readonly counts = new Map<FakeCall['method'], number>();
   private readonly projects = new Map<string, Record<string, string>>([['default', {}]]);
   private readonly networks = new Map<string, Map<string, IncusNetwork>>();
@@ -108,6 +115,7 @@ export class FakeIncus implements IncusReader {
     this.latency = options.latency ?? 0;
     this.record = options.record ?? false;
     this.hostNics = options.hostNics ?? [];
+    this.snapshotAt = options.snapshotAt ?? 'answer';
   }
 
   /** Calls made of `method` (all methods when omitted). */
@@ -367,14 +375,25 @@ export class FakeIncus implements IncusReader {
       if (this.record) this.log.push(call);
       this.inFlight++;
       this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
+      const taken = this.snapshotAt === 'call' ? this.attempt(compute) : undefined;
       const result$ = defer(() => {
         const failure = this.failWhen?.(call);
         if (failure !== undefined) throw failure;
-        return of(compute());
+        const outcome = taken ?? this.attempt(compute);
+        if ('error' in outcome) throw outcome.error;
+        return of(outcome.value);
       });
       const ms = typeof this.latency === 'function' ? this.latency(call) : this.latency;
       return (ms > 0 ? timer(ms, this.scheduler).pipe(mergeMap(() => result$)) : result$).pipe(finalize(() => this.inFlight--));
     });
+  }
+
+  private attempt<T>(compute: () => T): { value: T } | { error: unknown } {
+    try {
+      return { value: compute() };
+    } catch (error) {
+      return { error };
+    }
   }
 
   instance$(project: string, name: string): Observable<IncusInstance> {

@@ -1,5 +1,6 @@
 import { Registry } from 'prom-client';
 import { map } from 'rxjs';
+import { IncusStreamItem } from '../../../lib/incus/api';
 import { FakeIncus } from '../../../lib/incus/FakeIncus';
 import { daemonWanted } from '../../../lib/enricher/wanted';
 import { harness, metric, newTs, smallWorld, storeOf, summary, warmStore } from './harness';
@@ -177,7 +178,8 @@ describe('enricher routing', () => {
     ts.run(({ hot, expectObservable }) => {
       const fake = fleet(smallWorld(ts));
       const nameless = fake.event('instance-updated', 'default', '');
-      const events = hot('m n u 97ms |', { m: { kind: 'malformed', reason: 'not JSON' }, n: nameless, u: fake.event('instance-updated', 'default', 'c1') });
+      const malformed: IncusStreamItem = { kind: 'malformed', reason: 'not JSON' };
+      const events = hot<IncusStreamItem>('m n u 97ms |', { m: malformed, n: nameless, u: fake.event('instance-updated', 'default', 'c1') });
       const h = harness(ts, fake, events, { initial: warmStore() });
       registry = h.registry;
       expectObservable(h.enricher.events$.pipe(map(summary))).toBe('6ms u 93ms |', { u: 'instance-updated default/c1 @10.0.0.5 +p' });

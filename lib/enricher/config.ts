@@ -3,7 +3,8 @@
  * parsed file (YAML or JSON) into settings, refusing bad values with their paths and warning about
  * keys it does not know.
  */
-import Ajv, { ErrorObject } from 'ajv';
+import Ajv2020 from 'ajv/dist/2020';
+import { ErrorObject } from 'ajv';
 import addFormats from 'ajv-formats';
 import { join } from 'node:path';
 import { COLD_STORE_FILE } from './coldStore';
@@ -118,11 +119,9 @@ export class EnricherConfigError extends Error {
   }
 }
 
-const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: true });
+const ajv = new Ajv2020({ allErrors: true, useDefaults: true, strict: true });
 addFormats(ajv);
-// draft 2020-12's meta-schema is not loaded by the default Ajv class; the keywords used here are common to both drafts.
-const { $schema: _dialect, ...schemaBody } = ENRICHER_CONFIG_SCHEMA;
-const validate = ajv.compile(schemaBody);
+const validate = ajv.compile(ENRICHER_CONFIG_SCHEMA);
 
 function describe(error: ErrorObject): string {
   const path = error.instancePath === '' ? '(top level)' : error.instancePath.slice(1).replace(/\//g, '.');

@@ -184,10 +184,11 @@ export const EVENT_PAYLOAD_SCHEMA = {
     network: networkSchema,
     project_config: stringMap,
   },
+  // A failed event carries no records; an enrichment it names is there.
   allOf: [
-    { if: { properties: { status: { const: 'failed' } } }, then: { required: ['error'], not: { anyOf: [{ required: ['instance'] }, { required: ['network'] }] } } },
-    { if: { properties: { enriched: { contains: { const: 'instance' } } } }, then: { required: ['instance'] } },
-    { if: { properties: { enriched: { contains: { const: 'network' } } } }, then: { required: ['network'] } },
-    { if: { properties: { enriched: { contains: { const: 'project' } } } }, then: { required: ['project_config'] } },
+    { if: { properties: { status: { const: 'failed' } } }, then: { properties: { error: true, instance: false, network: false }, required: ['error'] } },
+    { if: { properties: { enriched: { type: 'array', contains: { const: 'instance' } } } }, then: { properties: { instance: true }, required: ['instance'] } },
+    { if: { properties: { enriched: { type: 'array', contains: { const: 'network' } } } }, then: { properties: { network: true }, required: ['network'] } },
+    { if: { properties: { enriched: { type: 'array', contains: { const: 'project' } } } }, then: { properties: { project_config: true }, required: ['project_config'] } },
   ],
 } as const;

@@ -344,6 +344,10 @@ export class FakeIncus implements IncusReader {
     const instance = this.get(project, name);
     const code = STATUS_CODE[instance.status];
     if (instance.status !== 'Running') return { status: instance.status, status_code: code, network: null, processes: 0 };
+    // A virtual machine reports nothing from inside until its agent runs.
+    if (instance.type === 'virtual-machine' && this.expanded(instance).config['volatile.last_state.agent'] !== 'STARTED') {
+      return { status: instance.status, status_code: code, network: null, processes: -1 };
+    }
     const network: Record<string, IncusInterfaceState> = {
       lo: { type: 'loopback', state: 'up', addresses: [{ family: 'inet', address: '127.0.0.1', netmask: '8', scope: 'local' }] },
     };

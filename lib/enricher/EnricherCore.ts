@@ -89,7 +89,13 @@ export class EnricherCore implements RoundHost {
   private readonly parked = new Map<string, InstanceRead[]>();
   /** Projects with a read in flight. */
   private readonly projectReads = new Set<string>();
-  private readonly generations = new Map<string, number>();
+  /**
+   * The `seq` at which each key was last deleted (E7): a read asked for before it is stale. Only
+   * needed until the inbox next runs dry: by then every read of the key asked for before the
+   * delete has been cancelled or has landed, so the map is emptied there rather than growing with
+   * every name ever deleted.
+   */
+  private readonly deletedAt = new Map<string, number>();
   /** Projects known not to be served (E6). */
   private readonly unserved = new Set<string>();
   private seq = 0;
@@ -106,6 +112,7 @@ export class EnricherCore implements RoundHost {
     this.mailbox = new Mailbox(
       () => this.afterEach(),
       (error) => options.logger.error({ err: error }, 'enricher task failed (a bug): carrying on'),
+      () => this.deletedAt.clear(),
     );
     this.ttlTimers = new KeyedTimers(options.scheduler, (key) => this.post(() => this.reRead(key, 'ttl')));
     this.model = new FleetModel();
@@ -460,7 +467,7 @@ export class EnricherCore implements RoundHost {
   // becomes stale (E7), so an answer that lands after the delete cannot put it back.
   private forgetInstance(project: string, name: string): void {
     const key = instanceKey(project, name);
-    this.generations.set(key, (this.generations.get(key) ?? 0) + 1);
+    this.deletedAt.set(key, this.seq++);
     this.cancels.next(key);
     const held = this.held.get(key);
     if (held !== undefined) {
@@ -470,10 +477,9 @@ export class EnricherCore implements RoundHost {
     const parked = this.parked.get(project);
     if (parked !== undefined) {
       this.settleBare(parked.filter((read) => read.key === key));
-      this.parked.set(
-        project,
-        parked.filter((read) => read.key !== key),
-      );
+      const rest = parked.filter((read) => read.key !== key);
+      if (rest.length > 0) this.parked.set(project, rest);
+      else this.parked.delete(project);
     }
     this.reports.next({ key, ok: true });
     this.ttlTimers.cancel(key);
@@ -535,7 +541,6 @@ export class EnricherCore implements RoundHost {
       project,
       name,
       event,
-      generation: this.generations.get(key) ?? 0,
       waitForRunning: how.waitForRunning,
       wantInterfaces: how.wantInterfaces,
       ...(how.place !== undefined ? { place: how.place } : {}),
@@ -613,11 +618,11 @@ export class EnricherCore implements RoundHost {
   private landInstance(result: ReadResult<InstanceRead, string, InstanceAnswer>): void {
     const reads = [...result.requests].sort((a, b) => a.seq - b.seq);
     const { project, name } = reads[0];
-    const generation = this.generations.get(result.key) ?? 0;
-    const current = reads.filter((read) => read.generation === generation);
+    const deletedAt = this.deletedAt.get(result.key) ?? -1;
+    const current = reads.filter((read) => read.seq > deletedAt);
     // Asked for before a delete of the key (E7): they happened, but what was read is not theirs
     // to keep. They go out as they arrived; nothing is stored.
-    this.settleBare(reads.filter((read) => read.generation !== generation));
+    this.settleBare(reads.filter((read) => read.seq < deletedAt));
     if (result.status === 'cancelled' || current.length === 0) {
       this.settleBare(current);
       return;

@@ -18,10 +18,12 @@ export class Mailbox {
    * @param afterEach Runs after every task (the enricher releases its line there).
    * @param onError A task that throws is a bug, not bad input: it is reported here and the
    * tasks behind it still run.
+   * @param onIdle Runs each time the last waiting task has run.
    */
   constructor(
     private readonly afterEach: () => void,
     private readonly onError: (error: unknown) => void,
+    private readonly onIdle: () => void = () => undefined,
   ) {}
 
   /** Runs `task` now if nothing is running, else after everything posted before it. */
@@ -41,6 +43,7 @@ export class Mailbox {
     } finally {
       this.running = false;
     }
+    this.onIdle();
   }
 
   /** Tasks waiting. */

@@ -13,7 +13,10 @@ import type { RoundContext } from './round';
 interface Common {
   /** `ins/<project>/<name>`, `net/<owner>/<name>` or `prj/<name>/`. */
   readonly key: string;
-  /** Arrival order, so the events of one read are settled in the order they came. */
+  /**
+   * When it was asked for, in the enricher's own order: the events of one read are settled in this
+   * order, and an instance read asked for before a delete of its key is stale (E7).
+   */
   readonly seq: number;
 }
 
@@ -24,8 +27,6 @@ export interface InstanceRead extends Common {
   readonly name: string;
   readonly waitForRunning: boolean;
   readonly wantInterfaces: boolean;
-  /** The key's generation when the read was asked for: a delete moves it on, making this read stale (E7). */
-  readonly generation: number;
   /** The event to enrich: the one in `place`, or a fan-out's invented `instance-updated`. */
   readonly event: EnrichedEvent;
   readonly place?: Place<EnrichedEvent>;

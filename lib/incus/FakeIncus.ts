@@ -380,7 +380,16 @@ export class FakeIncus implements IncusReader {
       this.inFlight++;
       this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
       const taken = this.snapshotAt === 'call' ? this.attempt(compute) : undefined;
+      // A call stops counting as in flight when it answers (or is abandoned), not after whoever
+      // received the answer has made the next call.
+      let open = true;
+      const close = (): void => {
+        if (!open) return;
+        open = false;
+        this.inFlight--;
+      };
       const result$ = defer(() => {
+        close();
         const failure = this.failWhen?.(call);
         if (failure !== undefined) throw failure;
         const outcome = taken ?? this.attempt(compute);
@@ -388,7 +397,7 @@ export class FakeIncus implements IncusReader {
         return of(outcome.value);
       });
       const ms = typeof this.latency === 'function' ? this.latency(call) : this.latency;
-      return (ms > 0 ? timer(ms, this.scheduler).pipe(mergeMap(() => result$)) : result$).pipe(finalize(() => this.inFlight--));
+      return (ms > 0 ? timer(ms, this.scheduler).pipe(mergeMap(() => result$)) : result$).pipe(finalize(close));
     });
   }
 

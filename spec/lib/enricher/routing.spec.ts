@@ -2,6 +2,7 @@ import { Registry } from 'prom-client';
 import { map } from 'rxjs';
 import { IncusStreamItem } from '../../../lib/incus/api';
 import { FakeIncus } from '../../../lib/incus/FakeIncus';
+import { EnrichedEvent } from '../../../lib/enricher/event';
 import { daemonWanted } from '../../../lib/enricher/wanted';
 import { harness, metric, newTs, smallWorld, storeOf, summary, warmStore } from './harness';
 
@@ -247,6 +248,77 @@ describe('enricher routing', () => {
           a: 'instance-deleted p2/w1 +p (prune)',
           b: 'instance-deleted p2/w2 +p (prune)',
         });
+      });
+    });
+  });
+
+  it('keeps at most Workers reads in flight against the server; the rest wait their turn in arrival order', () => {
+    const ts = newTs();
+    ts.run(({ hot, expectObservable }) => {
+      const fake = smallWorld(ts, 10);
+      const names = Array.from({ length: 7 }, (_, i) => `c${i}`);
+      for (const [i, name] of names.entries()) fake.createInstance('default', name, { network: 'br0' }).start('default', name, `10.0.0.${i + 10}`);
+      const values = Object.fromEntries(names.map((name, i) => [String.fromCharCode(97 + i), fake.event('instance-updated', 'default', name)]));
+      const events = hot('(abcdefg) 991ms |', values);
+      const { enricher } = harness(ts, fake, events, { initial: warmStore(), config: { workers: 3 } });
+      // Three reads at a time, 20 ms each: 3 land at 20, 3 at 40, the last at 60; each leaves
+      // once everything ahead of it has.
+      expectObservable(enricher.events$.pipe(map((e) => e.name))).toBe('20ms (abc) 15ms (def) 15ms g 939ms |', {
+        a: 'c0', b: 'c1', c: 'c2', d: 'c3', e: 'c4', f: 'c5', g: 'c6',
+      });
+      ts.schedule(() => expect(fake.maxInFlight).toBe(3), 100);
+    });
+  });
+
+  it('fails the event of a read the server does not answer within the read timeout, and moves the line on', () => {
+    const ts = newTs();
+    ts.run(({ hot, expectObservable }) => {
+      const fake = fleet(smallWorld(ts));
+      fake.latency = (call) => (call.name === 'c1' ? 60_000 : 2);
+      const events = hot('a b 99998ms |', { a: fake.event('instance-updated', 'default', 'c1'), b: fake.event('instance-updated', 'default', 'c2') });
+      const { enricher } = harness(ts, fake, events, { initial: warmStore(), config: { readTimeout: 10_000 } });
+      expectObservable(enricher.events$.pipe(map(summary))).toBe('10000ms (ab) 89996ms |', {
+        a: 'instance-updated default/c1 [failed] +p',
+        b: 'instance-updated default/c2 @10.0.0.6 +p',
+      });
+    });
+  });
+
+  it('a deleted network re-reads the instances that were on it', () => {
+    const ts = newTs();
+    ts.run(({ hot, expectObservable }) => {
+      const fake = fleet(smallWorld(ts));
+      const initial = storeOf(fake);
+      ts.schedule(() => {
+        fake.deleteInstance('default', 'c3');
+        fake.deleteNetwork('default', 'br1');
+      }, 0);
+      const events = hot('n 99ms |', { n: fake.event('network-deleted', 'default', 'br1') });
+      const { enricher } = harness(ts, fake, events, { initial });
+      // c3 (gone too) answers 404: nothing is sent for it but the network event.
+      expectObservable(enricher.events$.pipe(map(summary))).toBe('n 99ms |', { n: 'network-deleted default/br1' });
+      ts.schedule(() => {
+        expect(fake.count('getInstance')).toBe(1);
+        expect(enricher.status().networks).toBe(1);
+      }, 50);
+    });
+  });
+
+  it('a project update re-reads the project and, when its labels changed, each of its instances says so again', () => {
+    const ts = newTs();
+    ts.run(({ hot, expectObservable }) => {
+      const fake = fleet(smallWorld(ts));
+      fake.setProject('p2', { 'user.team': 'blue' });
+      fake.createInstance('p2', 'w1', { network: 'br0' }).start('p2', 'w1', '10.0.0.20');
+      const initial = storeOf(fake);
+      ts.schedule(() => fake.setProject('p2', { 'user.team': 'red' }), 0);
+      const events = hot('u 9ms u 89ms |', { u: fake.event('project-updated', 'p2', 'p2') });
+      const labels = map((e: EnrichedEvent) => `${summary(e)} ${e.projectConfig?.['user.team'] ?? ''}`);
+      const { enricher } = harness(ts, fake, events, { initial });
+      // The second update finds the labels as they were: nothing to say again.
+      expectObservable(enricher.events$.pipe(labels)).toBe('u 5ms w 3ms u 89ms |', {
+        u: 'project-updated p2/p2 ',
+        w: 'instance-updated p2/w1 @10.0.0.20 +p (fan-out) red',
       });
     });
   });

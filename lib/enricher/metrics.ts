@@ -45,6 +45,8 @@ export class EnricherMetrics {
   readonly warm: Gauge;
   /** Cold store writes, by `result` (`ok`, `failed`). */
   readonly storeWrites: Counter<'result'>;
+  // Label children looked up once: a read's outcome is counted on the hot path.
+  private readonly readChildren = new Map<string, { count: Counter.Internal; seconds: Histogram.Internal<'kind'> }>();
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -72,8 +74,12 @@ export class EnricherMetrics {
 
     for (const result of ['success', 'failed']) this.sweeps.labels(result).inc(0);
     for (const kind of READ_KINDS) {
-      this.readSeconds.labels(kind);
-      for (const result of READ_OUTCOMES) this.reads.labels(kind, result).inc(0);
+      const seconds = this.readSeconds.labels(kind);
+      for (const result of READ_OUTCOMES) {
+        const count = this.reads.labels(kind, result);
+        count.inc(0);
+        this.readChildren.set(`${kind}/${result}`, { count, seconds });
+      }
     }
     for (const reason of DROP_REASONS) this.eventsDropped.labels(reason).inc(0);
     for (const status of ['ok', 'failed']) this.eventsEmitted.labels(status).inc(0);
@@ -82,7 +88,9 @@ export class EnricherMetrics {
 
   /** Counts one REST call. */
   read(kind: ReadKind, outcome: ReadOutcome, ms: number): void {
-    this.reads.labels(kind, outcome).inc();
-    if (outcome !== 'aborted') this.readSeconds.labels(kind).observe(ms / 1000);
+    const child = this.readChildren.get(`${kind}/${outcome}`);
+    if (child === undefined) return;
+    child.count.inc();
+    if (outcome !== 'aborted') child.seconds.observe(ms / 1000);
   }
 }

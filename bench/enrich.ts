@@ -246,7 +246,9 @@ async function main(): Promise<void> {
   });
 
   // Coalescing: 1,000 updates over 100 instances, as fast as they come, with the debounce window
-  // and without it (then only the per-key read joins them).
+  // and without it (then only the per-key read joins them). The windows the last phase opened
+  // are let close first, so each burst starts with its leading edge.
+  await new Promise((r) => setTimeout(r, 400));
   for (const window of [250, 0]) {
     const coalescing = window === 250 ? rig : new Rig(fake, 0);
     if (coalescing !== rig) await coalescing.warm();

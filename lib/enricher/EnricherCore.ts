@@ -549,7 +549,9 @@ export class EnricherCore implements RoundHost {
       // Cold: joined like a read in flight on the key, never submitted until the wires are known.
       const held = this.held.get(key);
       if (held === undefined) this.held.set(key, [read]);
-      else held.push(read);
+      // A repair or fan-out adds nothing to a key already held: the held read answers it, and
+      // while the daemon stays unreachable the repairs would otherwise pile up behind it.
+      else if (read.place !== undefined || held.every((other) => other.place !== undefined)) held.push(read);
       return;
     }
     this.route(read);

@@ -1,0 +1,21 @@
+// The enricher's public surface: the pipeline, its configuration, the event and its payload.
+export { createEnricher } from './createEnricher';
+export type { Enricher, EnricherDeps, EnricherStatus } from './createEnricher';
+export { ENRICHER_CONFIG_SCHEMA, ENRICHER_DEFAULTS, EnricherConfigError, defaultEnricherSettings, parseEnricherConfig } from './config';
+export type { EnricherSettings } from './config';
+export { COLD_STORE_FILE, fileColdStore, memoryColdStore } from './coldStore';
+export type { ColdStore } from './coldStore';
+export { COLD_STORE_SCHEMA } from './coldStoreDocument';
+export type { ColdStoreDocument } from './coldStoreDocument';
+export { eventsEqual, kindOf } from './event';
+export type { EnrichedEvent, EventKind, EventOrigin, EventStatus } from './event';
+export { EVENT_PAYLOAD_SCHEMA, PAYLOAD_VERSION, toPayload } from './payload';
+export type { EventPayload, InstancePayload, InterfacePayload, NetworkPayload } from './payload';
+export { subjectFor, subjectToken } from './subject';
+export { EnricherMetrics } from './metrics';
+export { observableReader } from './observableReader';
+export type { ObservableIncusReader } from './observableReader';
+export { DEFAULT_DAEMON_WANTS, ENRICHER_OWN_WANTS, Enrichment, daemonWanted, unionWants } from './wanted';
+export type { Want, WantedTable } from './wanted';
+export type { InstanceRecord, InterfaceRecord, NetworkRecord } from './records';
+export { parseDuration, formatDuration } from './duration';

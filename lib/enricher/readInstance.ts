@@ -1,0 +1,94 @@
+/**
+ * One instance read, the worker side: the instance, its state, and, when the event is worth
+ * waiting for, its state again until it runs and has an address.
+ */
+import { Observable, SchedulerLike, catchError, concatMap, EMPTY, exhaustMap, map, of, race, switchMap, take, timer } from 'rxjs';
+import { IncusInstance, IncusInstanceState } from '../incus/api';
+import { hasGlobalIpv4, hasNic, isVmWithoutAgent } from './distillInstance';
+import { ObservableIncusReader } from './observableReader';
+
+/** What a read found. */
+export interface InstanceAnswer {
+  readonly instance: IncusInstance;
+  readonly state: IncusInstanceState;
+}
+
+/** What a read is asked to wait for. */
+export interface InstanceReadRequest {
+  readonly project: string;
+  readonly name: string;
+  /** The event is a start: read once it runs and (with a NIC) has an address. */
+  readonly waitForRunning: boolean;
+  /** Somebody wants interfaces: a running instance without an address is worth waiting on. */
+  readonly wantInterfaces: boolean;
+}
+
+/** Options for {@link readInstance}. */
+export interface ReadInstanceOptions {
+  /** Ms to keep polling for running and an address before answering with what there is. Default 10 s. */
+  ipTimeout?: number;
+  /** Ms between polls of the state. Default 150. */
+  pollInterval?: number;
+  scheduler: SchedulerLike;
+}
+
+const RUNNING = 103;
+// Still on its way up: worth another poll. Anything else (Stopped, Error, Frozen) will not get
+// an address by waiting.
+const COMING_UP = new Set(['Running', 'Starting', 'Started']);
+
+function settled(request: InstanceReadRequest, answer: InstanceAnswer): boolean {
+  const { instance, state } = answer;
+  const running = state.status_code === RUNNING;
+  const addressed = !hasNic(instance) || hasGlobalIpv4(state) || isVmWithoutAgent(instance, state);
+  if (request.waitForRunning) return (running && addressed) || !COMING_UP.has(state.status);
+  return !running || addressed;
+}
+
+function worthWaiting(request: InstanceReadRequest, answer: InstanceAnswer): boolean {
+  if (request.waitForRunning) return !settled(request, answer);
+  return request.wantInterfaces && answer.instance.status_code === RUNNING && !settled(request, answer);
+}
+
+/**
+ * Reads `request`'s instance and state and emits one {@link InstanceAnswer}.
+ *
+ * - Without waiting it answers at once. It waits when the request is a start that is not yet
+ *   running with an address (`waitForRunning`), or when interfaces are wanted and a running
+ *   instance with a NIC reports no global IPv4 (a lease a moment late). A virtual machine without
+ *   its agent is never waited on: it will not report an address.
+ * - Waiting polls the state every `pollInterval` ms (a poll never overlaps the previous one) and
+ *   answers when the instance runs with an address, or stops coming up (a start), or leaves
+ *   running (otherwise); the instance itself is read again if it was not running when first read.
+ *   Poll errors are ignored. After `ipTimeout` it answers with the last state it saw: an event is
+ *   never failed for a lease that is late, the key is simply read again soon.
+ * - The first instance or state call failing errors the read.
+ */
+export function readInstance(reader: ObservableIncusReader, request: InstanceReadRequest, options: ReadInstanceOptions): Observable<InstanceAnswer> {
+  const { ipTimeout = 10_000, pollInterval = 150, scheduler } = options;
+  const { project, name } = request;
+  const first$ = reader.instance$(project, name).pipe(
+    switchMap((instance) => reader.instanceState$(project, name).pipe(map((state): InstanceAnswer => ({ instance, state })))),
+  );
+  return first$.pipe(
+    switchMap((first) => {
+      if (!worthWaiting(request, first)) return of(first);
+      let last = first;
+      const polled$ = timer(pollInterval, pollInterval, scheduler).pipe(
+        exhaustMap(() => reader.instanceState$(project, name).pipe(catchError(() => EMPTY))),
+        map((state): InstanceAnswer => (last = { instance: last.instance, state })),
+        concatMap((answer) => {
+          if (!settled(request, answer)) return EMPTY;
+          if (answer.instance.status_code === RUNNING || answer.state.status_code !== RUNNING) return of(answer);
+          // The instance was read before it ran: its status and expanded devices may be stale.
+          return reader.instance$(project, name).pipe(
+            map((instance): InstanceAnswer => ({ instance, state: answer.state })),
+            catchError(() => of(answer)),
+          );
+        }),
+      );
+      const givenUp$ = timer(ipTimeout, scheduler).pipe(map(() => last));
+      return race(polled$, givenUp$).pipe(take(1));
+    }),
+  );
+}

@@ -1,0 +1,132 @@
+import Ajv2020 from 'ajv/dist/2020';
+import addFormats from 'ajv-formats';
+import { parse } from 'yaml';
+import { ENRICHER_CONFIG_SCHEMA, EnricherConfigError, parseEnricherConfig } from '../../../lib/enricher/config';
+import { formatDuration, parseDuration } from '../../../lib/enricher/duration';
+import { parseProjectsServed, servedByConfig, servedByName } from '../../../lib/enricher/servedProjects';
+import { Enrichment } from '../../../lib/enricher/wanted';
+
+function problemsOf(raw: unknown): string[] {
+  try {
+    parseEnricherConfig(raw);
+    return [];
+  } catch (error) {
+    if (error instanceof EnricherConfigError) return error.problems;
+    throw error;
+  }
+}
+
+describe('enricher configuration', () => {
+  it('defaults to the upstream values: 16 workers, 10 s reads, 5 s read delay, 6 h rounds, 250 ms debounce, no store, no ttl', () => {
+    const { settings, warnings } = parseEnricherConfig({});
+    expect(settings).toMatchObject({
+      projects: { mode: 'all' },
+      workers: 16,
+      readTimeout: 10_000,
+      ipTimeout: 10_000,
+      readDelay: 5_000,
+      sweepInterval: 6 * 3_600_000,
+      storeInterval: 5_000,
+      debounceWindow: 250,
+      ttl: 0,
+      storeFile: undefined,
+      outputs: { stdout: false },
+    });
+    expect(settings.wants.find((w) => w.action === 'network-updated')).toEqual({ action: 'network-updated', enrich: Enrichment.network, debounce: true });
+    expect(warnings).toEqual([]);
+  });
+
+  it('reads a YAML file\'s values: durations with units, a projects list or marker, a data directory, outputs, wants', () => {
+    const raw = parse(`
+projects: [default, web]
+workers: 4
+read_timeout: 2s
+read_delay: 1m30s
+sweep_interval: 1h
+debounce_window: 0
+data_dir: /var/lib/rxfleet
+ttl: 10m
+outputs:
+  stdout: true
+  nats: { url: nats://127.0.0.1:4222, subject_prefix: fleet.incus }
+wants:
+  - { action: instance-started, enrich: [instance, interfaces] }
+  - { action: instance-updated, enrich: [instance], debounce: true }
+`);
+    const { settings } = parseEnricherConfig(raw);
+    expect(settings).toMatchObject({
+      projects: { mode: 'list', names: ['default', 'web'] },
+      workers: 4,
+      readTimeout: 2_000,
+      readDelay: 90_000,
+      sweepInterval: 3_600_000,
+      debounceWindow: 0,
+      ttl: 600_000,
+      storeFile: '/var/lib/rxfleet/enricher-cold-store.json',
+      outputs: { stdout: true, nats: { url: 'nats://127.0.0.1:4222', subjectPrefix: 'fleet.incus' } },
+      wants: [
+        { action: 'instance-started', enrich: Enrichment.instance | Enrichment.interfaces, debounce: false },
+        { action: 'instance-updated', enrich: Enrichment.instance, debounce: true },
+      ],
+    });
+    expect(parseEnricherConfig({ projects: 'user.label.dns.scope=global,local' }).settings.projects).toEqual({
+      mode: 'marker',
+      key: 'user.label.dns.scope',
+      values: ['global', 'local'],
+    });
+  });
+
+  it('warns about each unknown key and carries on', () => {
+    expect(parseEnricherConfig({ workers: 2, sweep_project_delay: '30s', pprof: true }).warnings).toEqual([
+      'unknown configuration key "sweep_project_delay" ignored',
+      'unknown configuration key "pprof" ignored',
+    ]);
+  });
+
+  it('refuses wrong types and values, every problem with its path and what was expected', () => {
+    expect(problemsOf({ workers: 'many', read_timeout: 10, projects: 5, outputs: { nats: { subject_prefix: 'a..b' } }, wants: [{ action: 'x', enrich: ['dns'] }] })).toEqual([
+      'projects: expected a list of project names or a "key=value" marker',
+      'workers: must be integer',
+      'read_timeout: expected a duration such as 250ms, 10s, 5m or 6h (or 0)',
+      'wants.0.action: must match pattern "^[a-z]+(-[a-z]+)+$"',
+      'wants.0.enrich.0: must be equal to one of the allowed values',
+      'outputs.nats.subject_prefix: must match pattern "^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*$"',
+    ]);
+    expect(problemsOf({ workers: 0 })).toEqual(['workers: must be >= 1']);
+    expect(problemsOf({ sweep_interval: '0' })).toEqual(['sweep_interval: must be at least 1 ms']);
+    expect(problemsOf([])).toEqual(['(top level): expected a mapping of keys']);
+    expect(problemsOf({ outputs: { stdout: true, kafka: {} } })).toEqual(['outputs: unknown key "kafka"']);
+  });
+
+  it('the schema itself is valid draft 2020-12 and accepts its own defaults', () => {
+    const ajv = new Ajv2020({ strict: true });
+    addFormats(ajv);
+    const validate = ajv.compile(ENRICHER_CONFIG_SCHEMA);
+    expect(validate({ workers: 16, read_timeout: '10s', projects: 'user.x' })).toBe(true);
+  });
+});
+
+describe('durations', () => {
+  it('parses units and sums parts; refuses a bare number but 0', () => {
+    expect(['250ms', '10s', '5m', '6h', '1h30m', '1.5s', '0', 0].map((v) => parseDuration(v))).toEqual([250, 10_000, 300_000, 21_600_000, 5_400_000, 1_500, 0, 0]);
+    expect(() => parseDuration('10')).toThrow(/expected a duration/);
+    expect(() => parseDuration(10)).toThrow(/expected a duration/);
+    expect(() => parseDuration('10 s')).toThrow(/expected a duration/);
+    expect([21_600_000, 90_000, 250, 0].map(formatDuration)).toEqual(['6h', '1m30s', '250ms', '0']);
+  });
+});
+
+describe('projects served', () => {
+  it('all, a list, or a marker (a bare key means "is true")', () => {
+    const all = parseProjectsServed(undefined);
+    const list = parseProjectsServed(['a']);
+    const bare = parseProjectsServed('user.enrich');
+    const valued = parseProjectsServed('user.scope=global');
+    expect([servedByName(all, 'x'), servedByName(list, 'a'), servedByName(list, 'b'), servedByName(bare, 'x')]).toEqual([true, true, false, undefined]);
+    expect(servedByConfig(bare, 'x', { 'user.enrich': 'Yes' })).toBe(true);
+    expect(servedByConfig(bare, 'x', { 'user.enrich': 'no' })).toBe(false);
+    expect(servedByConfig(valued, 'x', { 'user.scope': 'global' })).toBe(true);
+    expect(servedByConfig(valued, 'x', { 'user.scope': 'local' })).toBe(false);
+    expect(servedByConfig(valued, 'x', {})).toBe(false);
+  });
+});

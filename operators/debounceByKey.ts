@@ -80,6 +80,12 @@ export function debounceByKey<T, K>(config: DebounceByKeyConfig<T, K>): MonoType
       // Insertion order is window-opening order: a closed window is deleted, so a key that opens a
       // new window goes to the back. Completion flushes in this order.
       const windows = new Map<K, KeyWindow<T>>();
+      // Timers live only in the windows map, not in the subscriber: RxJS removes a finished child
+      // from its parent with indexOf + splice, which made 10k open windows quadratic.
+      subscriber.add(() => {
+        for (const open of windows.values()) open.timer.unsubscribe();
+        windows.clear();
+      });
 
       const close = (k: K, open: KeyWindow<T>): void => {
         windows.delete(k);
@@ -100,7 +106,6 @@ export function debounceByKey<T, K>(config: DebounceByKeyConfig<T, K>): MonoType
           if (remaining > 0) arm(k, open, remaining);
           else close(k, open);
         }, delay);
-        subscriber.add(open.timer);
       };
 
       const accept = (value: T): void => {

@@ -93,8 +93,9 @@ export function retryLadder<K>(config: RetryLadderConfig = {}): OperatorFunction
           count(-1);
           subscriber.next(key);
         }, delay);
+        // Kept in the ladder, not added to the subscriber (teardown below cancels it): RxJS removes
+        // a finished child with indexOf + splice, quadratic with thousands of keys pending.
         ladder.pending = retry;
-        subscriber.add(retry);
         count(+1);
       };
 
@@ -119,8 +120,9 @@ export function retryLadder<K>(config: RetryLadderConfig = {}): OperatorFunction
         }),
       );
 
-      // Runs after every pending retry was cancelled along with the subscriber.
+      // Cancels every pending retry, and reports the count back to zero.
       return () => {
+        for (const ladder of ladders.values()) ladder.pending?.unsubscribe();
         ladders.clear();
         if (pending !== 0) {
           pending = 0;

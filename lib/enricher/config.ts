@@ -8,10 +8,13 @@ import { ErrorObject } from 'ajv';
 import addFormats from 'ajv-formats';
 import { join } from 'node:path';
 import { COLD_STORE_FILE } from './coldStore';
-import { DURATION_PATTERN, parseDuration } from './duration';
+import { parseGoDuration } from '../duration';
 import { ProjectsServed, parseProjectsServed } from './servedProjects';
 import { ENRICHMENT_NAMES, EnrichmentName, Want, DEFAULT_DAEMON_WANTS, enrichmentBits } from './wanted';
 
+// A unit is required (a bare `10` would be ten milliseconds to someone who meant seconds); Go's
+// syntax otherwise, parsed by the same function as the provisioner's durations.
+const DURATION_PATTERN = '^(0|([0-9]+(\\.[0-9]+)?(ms|s|m|h))+)$';
 const duration = { anyOf: [{ type: 'string', pattern: DURATION_PATTERN }, { const: 0 }] } as const;
 
 /** Configuration keys and their defaults, as written in a file. */
@@ -179,7 +182,7 @@ export function parseEnricherConfig(raw: unknown = {}): { settings: EnricherSett
   };
   const problems: string[] = [];
   const ms = (key: 'read_timeout' | 'ip_timeout' | 'read_delay' | 'sweep_interval' | 'store_interval' | 'debounce_window' | 'ttl', min = 0): number => {
-    const value = parseDuration(c[key]);
+    const value = c[key] === 0 ? 0 : Math.round(parseGoDuration(String(c[key])));
     if (value < min) problems.push(`${key}: must be at least ${min} ms`);
     return value;
   };

@@ -18,4 +18,3 @@ export type { ObservableIncusReader } from './observableReader';
 export { DEFAULT_DAEMON_WANTS, ENRICHER_OWN_WANTS, Enrichment, daemonWanted, unionWants } from './wanted';
 export type { Want, WantedTable } from './wanted';
 export type { InstanceRecord, InterfaceRecord, NetworkRecord } from './records';
-export { parseDuration, formatDuration } from './duration';

@@ -62,7 +62,7 @@ wants:
       debounceWindow: 0,
       ttl: 600_000,
       storeFile: '/var/lib/rxfleet/enricher-cold-store.json',
-      outputs: { stdout: true, nats: { url: 'nats://127.0.0.1:4222', subjectPrefix: 'fleet.incus' } },
+      outputs: { stdout: true, nats: { servers: ['nats://127.0.0.1:4222'], subjectPrefix: 'fleet.incus', name: 'rxfleet-enrich', maxHeld: 10_000 } },
       wants: [
         { action: 'instance-started', enrich: Enrichment.instance | Enrichment.interfaces, debounce: false },
         { action: 'instance-updated', enrich: Enrichment.instance, debounce: true },

@@ -117,6 +117,8 @@ function readConfigFile(file: string): { raw: Record<string, unknown>; problems:
  */
 export function loadEnrichSettings(flags: EnrichFlags): { settings: EnricherSettings; warnings: string[] } {
   const { raw, problems } = flags.config === undefined ? { raw: {}, problems: [] as string[] } : readConfigFile(flags.config);
+  // Whether the file says anything about the server, before the flags are laid over it.
+  const fileNamesIncus = isMapping(raw.incus) && Object.keys(raw.incus).length > 0;
   const fromFlag = new Map<string, string>();
   const set = (path: string, flag: string, value: unknown): void => {
     setPath(raw, path, value);
@@ -172,7 +174,7 @@ export function loadEnrichSettings(flags: EnrichFlags): { settings: EnricherSett
         const key = option.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
         return `${key} (${dashed(option)})`;
       });
-      problems.push(attribute(`incus: ${message}`));
+      problems.push(fileNamesIncus ? attribute(`incus: ${message}`) : `incus: ${message}`);
     }
   }
   if (problems.length > 0 || parsed === undefined) throw new EnricherConfigError(problems);

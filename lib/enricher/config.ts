@@ -273,7 +273,19 @@ export function parseEnricherConfig(raw: unknown = {}): { settings: EnricherSett
     else warnings.push(`unknown configuration key "${key}" ignored`);
   }
   const copy = structuredClone(input);
-  if (!validate(copy)) throw new EnricherConfigError(problemsOf(validate.errors ?? []));
+  if (!validate(copy)) {
+    const problems = problemsOf(validate.errors ?? []);
+    // Checked here too, so that one run reports every problem, not the schema's first.
+    const http = (copy as { http?: unknown }).http;
+    if (typeof http === 'string') {
+      try {
+        parseListenAddress(http);
+      } catch (error) {
+        problems.push(`http: ${(error as Error).message}`);
+      }
+    }
+    throw new EnricherConfigError(problems);
+  }
   const c = copy as {
     projects?: string[] | string;
     workers: number;

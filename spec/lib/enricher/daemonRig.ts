@@ -25,27 +25,25 @@ export interface Received {
 
 /** Everything published under a subject, as a subscriber on a real nats-server receives it. */
 export class NatsRecorder {
-  readonly messages: Received[] = [];
   private constructor(
+    /** Every message so far, in the order received. */
+    readonly messages: Received[],
     private readonly connection: FleetConnection,
     private readonly subscription: Subscription,
   ) {}
 
   static async start(url: string, subject = 'incus.events.>'): Promise<NatsRecorder> {
     const connection = await openNatsConnection({ servers: [url], name: 'spec-recorder' });
-    let recorder: NatsRecorder | undefined;
-    const pending: Received[] = [];
+    const messages: Received[] = [];
     const subscription = connection.nc.subscribe(subject, {
       callback: (_error, msg) => {
         const text = msg.string();
-        const received = { subject: msg.subject, text, payload: JSON.parse(text) as EventPayload };
-        (recorder?.messages ?? pending).push(received);
+        messages.push({ subject: msg.subject, text, payload: JSON.parse(text) as EventPayload });
       },
     });
+    // The server has the subscription once the flush returns: nothing published after is missed.
     await connection.nc.flush();
-    recorder = new NatsRecorder(connection, subscription);
-    recorder.messages.push(...pending);
-    return recorder;
+    return new NatsRecorder(messages, connection, subscription);
   }
 
   /** The first message at or after `from` that matches, waiting for it. */

@@ -21,6 +21,12 @@ export interface NatsConnectionConfig {
   inboxPrefix?: string;
   /** Client ping interval. Default 10 s, so a dead server is noticed in ~30 s, not 4 minutes. */
   pingIntervalMs?: number;
+  /**
+   * Gives up waiting for the first connection: {@link openNatsConnection} rejects at its next
+   * attempt (within about `reconnectTimeWait`) instead of retrying for ever, so a daemon stopped
+   * before NATS was ever reachable leaves no dial loop behind.
+   */
+  signal?: AbortSignal;
 }
 
 /** The state a daemon reports (and `/ready` reads). */
@@ -61,6 +67,14 @@ export function daemonConnectionOptions(config: NatsConnectionConfig): Connectio
   if (config.password !== undefined) options.pass = config.password;
   if (config.token !== undefined) options.token = config.token;
   if (config.inboxPrefix !== undefined) options.inboxPrefix = config.inboxPrefix;
+  const { signal } = config;
+  if (signal !== undefined) {
+    // nats.js asks this before every attempt; throwing ends its dial loop (null keeps its own pick).
+    options.reconnectToServer = () => {
+      if (signal.aborted) throw new Error('connecting to NATS was abandoned');
+      return null;
+    };
+  }
   if (config.tls !== undefined) {
     const { ca, cert, key } = config.tls;
     options.tls = {

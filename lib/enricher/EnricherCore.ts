@@ -98,6 +98,12 @@ export class EnricherCore implements RoundHost {
   private readonly deletedAt = new Map<string, number>();
   /** Projects known not to be served (E6). */
   private readonly unserved = new Set<string>();
+  /**
+   * For each key with a read running, the `seq` the enricher had reached when that read went to
+   * the server: a request asked for at or after it joined a read that could not have seen what
+   * the request is about.
+   */
+  private readonly readStartedAt = new Map<string, number>();
   private seq = 0;
   private warmed = false;
   private networksReady = false;
@@ -129,13 +135,21 @@ export class EnricherCore implements RoundHost {
         .pipe(
           readPerKey<ReadRequest, string, ReadAnswer>({
             key: (request) => request.key,
-            read: (request) => performRead(reader, request, { ipTimeout, scheduler }),
+            read: (request) => {
+              this.readStartedAt.set(request.key, this.seq);
+              return performRead(reader, request, { ipTimeout, scheduler });
+            },
             supersedes,
             cancel: this.cancels,
             concurrency: workers,
           }),
         )
-        .subscribe((result) => this.post(() => this.land(result))),
+        .subscribe((result) => {
+          // Taken now: once the inbox runs the landing, another read of the key may have started.
+          const startedAt = this.readStartedAt.get(result.key);
+          this.readStartedAt.delete(result.key);
+          this.post(() => this.land(result, startedAt));
+        }),
     );
     const repair = this.options.repair ?? { fast: 1000, fastAttempts: 3, slow: 5000 };
     this.subscription.add(
@@ -600,12 +614,33 @@ export class EnricherCore implements RoundHost {
 
   // ---- reads landing -----------------------------------------------------------------------
 
-  private land(result: ReadResult<ReadRequest, string, ReadAnswer>): void {
+  private land(landed: ReadResult<ReadRequest, string, ReadAnswer>, startedAt: number | undefined): void {
+    const result = this.answerOnlyEarlier(landed, startedAt);
     const lead = result.requests[0];
     if (lead === undefined) return;
     if (lead.kind === 'instance') this.landInstance(result as ReadResult<InstanceRead, string, InstanceAnswer>);
     else if (lead.kind === 'network') this.landNetwork(result as ReadResult<NetworkRead, string, IncusNetwork>);
     else this.landProject(result as ReadResult<ProjectRead, string, IncusProject>);
+  }
+
+  /**
+   * Coalescing must not answer a request with what was read before it was asked: an
+   * `instance-updated` that joined a start's read (which polls for an address for seconds) would
+   * go out with the configuration from before the update, be found unchanged, and the update
+   * would be lost until the next round. So an answer is kept for the requests asked before its
+   * read went out; those asked later are asked again, together, in arrival order, and get a read
+   * of their own once this one has landed. The read is still shared by everything that arrives
+   * while it waits for a worker, and a burst costs at most one follow-up read.
+   *
+   * Project reads are left joined: their rounds count each request once, and the window is one
+   * short call.
+   */
+  private answerOnlyEarlier(result: ReadResult<ReadRequest, string, ReadAnswer>, startedAt: number | undefined): ReadResult<ReadRequest, string, ReadAnswer> {
+    if (result.status !== 'answered' || startedAt === undefined || result.requests[0]?.kind === 'project') return result;
+    const late = result.requests.filter((read) => read.seq >= startedAt);
+    if (late.length === 0) return result;
+    for (const read of late) this.requests.next(read);
+    return { ...result, requests: result.requests.filter((read) => read.seq < startedAt) };
   }
 
   private settleBare(reads: readonly InstanceRead[]): void {

@@ -30,7 +30,10 @@ export const ENRICHER_DEFAULTS = {
   data_dir: '',
   config_exclude: ['cloud-init.', 'user.user-data', 'user.vendor-data', 'user.network-config', 'user.meta-data', 'environment.'],
   subject_prefix: 'incus.events',
+  http: ':9153',
 } as const;
+
+const pemOrPath = { type: 'string', minLength: 1 } as const;
 
 /** JSON Schema (draft 2020-12) of the enricher's configuration. */
 export const ENRICHER_CONFIG_SCHEMA = {
@@ -72,6 +75,23 @@ export const ENRICHER_CONFIG_SCHEMA = {
         },
       },
     },
+    incus: {
+      description: 'The Incus or LXD server: its unix socket, or https with a client certificate and the server certificate pinned.',
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        url: { description: 'A unix socket path (or unix:///path) or https://host[:port]. Absent: the local socket ($INCUS_SOCKET, $INCUS_DIR, $LXD_DIR, then the usual paths).', type: 'string', minLength: 1 },
+        client_cert: { description: 'https: the client certificate (a PEM file path or the PEM text).', ...pemOrPath },
+        client_key: { description: 'https: its private key (a PEM file path or the PEM text). Never logged.', ...pemOrPath },
+        server_cert: { description: 'https: the server certificate to pin (a PEM file path or the PEM text).', ...pemOrPath },
+        server_fingerprint: { description: 'https: the SHA-256 fingerprint of the server certificate to pin (hex, colons allowed).', type: 'string', minLength: 1 },
+      },
+    },
+    http: {
+      description: 'Where /metrics, /health and /ready listen: "[host]:port" (":9153", "127.0.0.1:9153"); "" serves none.',
+      type: 'string',
+      default: ENRICHER_DEFAULTS.http,
+    },
     outputs: {
       type: 'object',
       additionalProperties: false,
@@ -88,12 +108,97 @@ export const ENRICHER_CONFIG_SCHEMA = {
               pattern: '^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*$',
               default: ENRICHER_DEFAULTS.subject_prefix,
             },
+            name: { description: 'The connection name the server shows.', type: 'string', minLength: 1, default: 'rxfleet-enrich' },
+            user: { type: 'string', minLength: 1 },
+            password: { description: 'Never logged.', type: 'string' },
+            token: { description: 'Never logged.', type: 'string', minLength: 1 },
+            tls: {
+              type: 'object',
+              additionalProperties: false,
+              properties: {
+                ca: { description: 'CA file to verify the server with.', type: 'string', minLength: 1 },
+                cert: { description: 'Client certificate file.', type: 'string', minLength: 1 },
+                key: { description: 'Client key file.', type: 'string', minLength: 1 },
+              },
+            },
+            max_held: {
+              description: 'Events held while NATS is unreachable, sent in order on reconnect; beyond it the oldest are dropped and counted.',
+              type: 'integer',
+              minimum: 0,
+              default: 10000,
+            },
           },
         },
       },
     },
   },
 } as const;
+
+/** Where the Incus or LXD server is (the options of `incusEndpoint`). */
+export interface IncusSettings {
+  url?: string;
+  clientCert?: string;
+  clientKey?: string;
+  serverCert?: string;
+  serverFingerprint?: string;
+}
+
+/** Where and how enriched events are published to NATS. */
+export interface NatsOutputSettings {
+  /** Server URLs; absent only when the configuration names no server (refused by the daemon). */
+  servers: string[];
+  subjectPrefix: string;
+  name: string;
+  user?: string;
+  password?: string;
+  token?: string;
+  tls?: { ca?: string; cert?: string; key?: string };
+  /** Messages held while disconnected. */
+  maxHeld: number;
+}
+
+/** A listen address: `host` absent means every interface. */
+export interface ListenAddress {
+  host?: string;
+  port: number;
+}
+
+/**
+ * A listen address as `[host]:port`, `host:port`, `:port` or `port` (0 picks a free port), or
+ * `undefined` for `""` (serve nothing). Throws a one-line `Error` for anything else.
+ */
+export function parseListenAddress(text: string): ListenAddress | undefined {
+  const trimmed = text.trim();
+  if (trimmed === '') return undefined;
+  const match = /^(?:\[([^\]]+)\]|([^:\s]*)):?(\d+)$/.exec(trimmed.includes(':') ? trimmed : `:${trimmed}`);
+  const port = match === null ? NaN : Number(match[3]);
+  if (match === null || !Number.isInteger(port) || port > 65535) throw new Error(`expected [host]:port such as :9153 or 127.0.0.1:9153 ("" for none), got "${text}"`);
+  const host = match[1] ?? match[2];
+  return host === undefined || host === '' ? { port } : { host, port };
+}
+
+/**
+ * NATS server URLs from a comma-separated list, with any `user:password@` taken out of the URLs
+ * (into `credentials`) so that what is logged about a server never carries a secret.
+ */
+export function splitNatsUrls(text: string): { servers: string[]; credentials?: { user?: string; password?: string } } {
+  let credentials: { user?: string; password?: string } | undefined;
+  const servers = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '')
+    .map((server) => {
+      const at = server.lastIndexOf('@');
+      if (at < 0) return server;
+      const scheme = /^[a-z]+:\/\//i.exec(server)?.[0] ?? '';
+      const userinfo = server.slice(scheme.length, at);
+      const colon = userinfo.indexOf(':');
+      const user = decodeURIComponent(colon < 0 ? userinfo : userinfo.slice(0, colon));
+      credentials = colon < 0 ? { user } : { user, password: decodeURIComponent(userinfo.slice(colon + 1)) };
+      return `${scheme}${server.slice(at + 1)}`;
+    });
+  return credentials === undefined ? { servers } : { servers, credentials };
+}
 
 /** The settings the pipeline runs with: durations in milliseconds, the projects rule parsed. */
 export interface EnricherSettings {
@@ -111,7 +216,11 @@ export interface EnricherSettings {
   configExclude: string[];
   /** The consumer's wants (the enricher's own are added to them). */
   wants: Want[];
-  outputs: { stdout: boolean; nats?: { url?: string; subjectPrefix: string } };
+  outputs: { stdout: boolean; nats?: NatsOutputSettings };
+  /** The daemon's server: the local socket unless configured. */
+  incus: IncusSettings;
+  /** Where the daemon serves /metrics, /health and /ready; `undefined` for nowhere. */
+  http: ListenAddress | undefined;
 }
 
 /** A configuration that cannot be used: every problem, one line each, with its path. */
@@ -164,7 +273,19 @@ export function parseEnricherConfig(raw: unknown = {}): { settings: EnricherSett
     else warnings.push(`unknown configuration key "${key}" ignored`);
   }
   const copy = structuredClone(input);
-  if (!validate(copy)) throw new EnricherConfigError(problemsOf(validate.errors ?? []));
+  if (!validate(copy)) {
+    const problems = problemsOf(validate.errors ?? []);
+    // Checked here too, so that one run reports every problem, not the schema's first.
+    const http = (copy as { http?: unknown }).http;
+    if (typeof http === 'string') {
+      try {
+        parseListenAddress(http);
+      } catch (error) {
+        problems.push(`http: ${(error as Error).message}`);
+      }
+    }
+    throw new EnricherConfigError(problems);
+  }
   const c = copy as {
     projects?: string[] | string;
     workers: number;
@@ -178,7 +299,9 @@ export function parseEnricherConfig(raw: unknown = {}): { settings: EnricherSett
     data_dir: string;
     config_exclude: string[];
     wants?: Array<{ action: string; enrich: EnrichmentName[]; debounce: boolean }>;
-    outputs?: { stdout?: boolean; nats?: { url?: string; subject_prefix?: string } };
+    outputs?: { stdout?: boolean; nats?: RawNats };
+    incus?: { url?: string; client_cert?: string; client_key?: string; server_cert?: string; server_fingerprint?: string };
+    http: string;
   };
   const problems: string[] = [];
   const ms = (key: 'read_timeout' | 'ip_timeout' | 'read_delay' | 'sweep_interval' | 'store_interval' | 'debounce_window' | 'ttl', min = 0): number => {
@@ -186,6 +309,12 @@ export function parseEnricherConfig(raw: unknown = {}): { settings: EnricherSett
     if (value < min) problems.push(`${key}: must be at least ${min} ms`);
     return value;
   };
+  let http: ListenAddress | undefined;
+  try {
+    http = parseListenAddress(c.http);
+  } catch (error) {
+    problems.push(`http: ${(error as Error).message}`);
+  }
   const settings: EnricherSettings = {
     projects: parseProjectsServed(c.projects),
     workers: c.workers,
@@ -201,11 +330,51 @@ export function parseEnricherConfig(raw: unknown = {}): { settings: EnricherSett
     wants: c.wants === undefined ? DEFAULT_DAEMON_WANTS.map((w) => ({ ...w })) : c.wants.map((w) => ({ action: w.action, enrich: enrichmentBits(w.enrich), debounce: w.debounce })),
     outputs: {
       stdout: c.outputs?.stdout ?? false,
-      ...(c.outputs?.nats !== undefined ? { nats: { url: c.outputs.nats.url, subjectPrefix: c.outputs.nats.subject_prefix ?? ENRICHER_DEFAULTS.subject_prefix } } : {}),
+      ...(c.outputs?.nats !== undefined ? { nats: natsSettings(c.outputs.nats) } : {}),
     },
+    incus: incusSettings(c.incus ?? {}),
+    http,
   };
   if (problems.length > 0) throw new EnricherConfigError(problems);
   return { settings, warnings };
+}
+
+interface RawNats {
+  url?: string;
+  subject_prefix?: string;
+  name?: string;
+  user?: string;
+  password?: string;
+  token?: string;
+  tls?: { ca?: string; cert?: string; key?: string };
+  max_held?: number;
+}
+
+function natsSettings(raw: RawNats): NatsOutputSettings {
+  const { servers, credentials } = splitNatsUrls(raw.url ?? '');
+  // Credentials written as keys win over credentials written into a URL.
+  const user = raw.user ?? credentials?.user;
+  const password = raw.password ?? credentials?.password;
+  return {
+    servers,
+    subjectPrefix: raw.subject_prefix ?? ENRICHER_DEFAULTS.subject_prefix,
+    name: raw.name ?? 'rxfleet-enrich',
+    maxHeld: raw.max_held ?? 10_000,
+    ...(user !== undefined ? { user } : {}),
+    ...(password !== undefined ? { password } : {}),
+    ...(raw.token !== undefined ? { token: raw.token } : {}),
+    ...(raw.tls !== undefined ? { tls: { ...raw.tls } } : {}),
+  };
+}
+
+function incusSettings(raw: { url?: string; client_cert?: string; client_key?: string; server_cert?: string; server_fingerprint?: string }): IncusSettings {
+  const out: IncusSettings = {};
+  if (raw.url !== undefined) out.url = raw.url;
+  if (raw.client_cert !== undefined) out.clientCert = raw.client_cert;
+  if (raw.client_key !== undefined) out.clientKey = raw.client_key;
+  if (raw.server_cert !== undefined) out.serverCert = raw.server_cert;
+  if (raw.server_fingerprint !== undefined) out.serverFingerprint = raw.server_fingerprint;
+  return out;
 }
 
 /** The settings with every default (for specs and embedding). */

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { firstValueFrom, filter, toArray, take } from 'rxjs';
 import { daemonConnectionOptions, normaliseServer, openNatsConnection } from '../../streams/natsConnection';
-import { startNatsServer } from '../../streams/natsServerProcess';
+import { freePort, startNatsServer } from '../../streams/natsServerProcess';
 import { useNatsServer } from '../helpers/nats';
 
 describe('the daemon NATS connection', () => {
@@ -56,5 +56,20 @@ describe('the daemon NATS connection', () => {
       await own.stop();
     }
     expect(existsSync(own.dir)).toBe(false);
+  });
+
+  it('waits for a first connection until its signal aborts, then rejects and leaves no dial loop', async () => {
+    const port = await freePort(); // nothing listens there
+    const controller = new AbortController();
+    const opening = openNatsConnection({ servers: [`127.0.0.1:${port}`], signal: controller.signal });
+    let settled = false;
+    opening.then(
+      () => (settled = true),
+      () => (settled = true),
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    expect(settled).toBe(false);
+    controller.abort();
+    await expect(opening).rejects.toThrow(/abandoned/);
   });
 });

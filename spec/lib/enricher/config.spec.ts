@@ -1,7 +1,7 @@
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { parse } from 'yaml';
-import { ENRICHER_CONFIG_SCHEMA, EnricherConfigError, parseEnricherConfig } from '../../../lib/enricher/config';
+import { ENRICHER_CONFIG_SCHEMA, EnricherConfigError, parseEnricherConfig, parseListenAddress, splitNatsUrls } from '../../../lib/enricher/config';
 import { parseProjectsServed, servedByConfig, servedByName } from '../../../lib/enricher/servedProjects';
 import { Enrichment } from '../../../lib/enricher/wanted';
 
@@ -62,7 +62,7 @@ wants:
       debounceWindow: 0,
       ttl: 600_000,
       storeFile: '/var/lib/rxfleet/enricher-cold-store.json',
-      outputs: { stdout: true, nats: { url: 'nats://127.0.0.1:4222', subjectPrefix: 'fleet.incus' } },
+      outputs: { stdout: true, nats: { servers: ['nats://127.0.0.1:4222'], subjectPrefix: 'fleet.incus', name: 'rxfleet-enrich', maxHeld: 10_000 } },
       wants: [
         { action: 'instance-started', enrich: Enrichment.instance | Enrichment.interfaces, debounce: false },
         { action: 'instance-updated', enrich: Enrichment.instance, debounce: true },
@@ -125,5 +125,38 @@ describe('projects served', () => {
     expect(servedByConfig(valued, 'x', { 'user.scope': 'global' })).toBe(true);
     expect(servedByConfig(valued, 'x', { 'user.scope': 'local' })).toBe(false);
     expect(servedByConfig(valued, 'x', {})).toBe(false);
+  });
+});
+
+describe('daemon keys: the server, the monitor address, NATS credentials', () => {
+  it('reads the Incus server, the listen address and NATS credentials; defaults to the local socket and :9153', () => {
+    expect(parseEnricherConfig({}).settings).toMatchObject({ incus: {}, http: { port: 9153 } });
+    const { settings } = parseEnricherConfig({
+      incus: { url: 'https://incus.example.net:8443', client_cert: '/c.crt', client_key: '/c.key', server_fingerprint: 'ab'.repeat(32) },
+      http: '127.0.0.1:9100',
+      outputs: { nats: { url: 'nats://a:4222, nats://b:4222', user: 'enricher', password: 'pw', tls: { ca: '/ca.pem' }, max_held: 5 } },
+    });
+    expect(settings.incus).toEqual({ url: 'https://incus.example.net:8443', clientCert: '/c.crt', clientKey: '/c.key', serverFingerprint: 'ab'.repeat(32) });
+    expect(settings.http).toEqual({ host: '127.0.0.1', port: 9100 });
+    expect(settings.outputs.nats).toEqual({ servers: ['nats://a:4222', 'nats://b:4222'], subjectPrefix: 'incus.events', name: 'rxfleet-enrich', user: 'enricher', password: 'pw', tls: { ca: '/ca.pem' }, maxHeld: 5 });
+    expect(parseEnricherConfig({ http: '' }).settings.http).toBeUndefined();
+  });
+
+  it('takes credentials out of a NATS URL, so the servers it logs carry none; keys win over the URL', () => {
+    expect(splitNatsUrls('nats://u:p%40ss@h:4222,h2:4222')).toEqual({ servers: ['nats://h:4222', 'h2:4222'], credentials: { user: 'u', password: 'p@ss' } });
+    expect(parseEnricherConfig({ outputs: { nats: { url: 'nats://u:secret@h:4222', password: 'other' } } }).settings.outputs.nats).toMatchObject({ servers: ['nats://h:4222'], user: 'u', password: 'other' });
+  });
+
+  it('parses listen addresses, refusing what is not one, alongside every other problem', () => {
+    expect(['9153', ':9153', '0.0.0.0:80', '[::1]:9153', 'localhost:0'].map(parseListenAddress)).toEqual([
+      { port: 9153 },
+      { port: 9153 },
+      { host: '0.0.0.0', port: 80 },
+      { host: '::1', port: 9153 },
+      { host: 'localhost', port: 0 },
+    ]);
+    for (const bad of ['nowhere', 'h:', ':70000', 'a b:1']) expect(() => parseListenAddress(bad)).toThrow(/expected \[host\]:port/);
+    expect(problemsOf({ http: 'x', workers: 0 })).toEqual(['workers: must be >= 1', 'http: expected [host]:port such as :9153 or 127.0.0.1:9153 ("" for none), got "x"']);
+    expect(problemsOf({ incus: { url: 5, pin: 'x' } })).toEqual(['incus: unknown key "pin"', 'incus.url: must be string']);
   });
 });

@@ -1,9 +1,16 @@
-import { map } from 'rxjs';
+import { filter, map } from 'rxjs';
 import { FakeIncus } from '../../../lib/incus/FakeIncus';
 import { EnrichedEvent } from '../../../lib/enricher/event';
 import { harness, newTs, smallWorld, storeOf, summary } from './harness';
 
 /** c1, c2, c3 running on br0. */
+/** A world that answers as a server does: with what it held when the call came in. */
+function answeringAtCall(ts: ReturnType<typeof newTs>, latency: number): FakeIncus {
+  const fake = new FakeIncus({ scheduler: ts, latency, snapshotAt: 'call' });
+  fake.setNetwork('default', 'br0', { config: { 'ipv4.address': '10.0.0.1/24', 'ipv6.address': 'none' } });
+  return fake;
+}
+
 function fleet(fake: FakeIncus): FakeIncus {
   fake.createInstance('default', 'c1', { network: 'br0' }).start('default', 'c1', '10.0.0.5');
   fake.createInstance('default', 'c2', { network: 'br0' }).start('default', 'c2', '10.0.0.6');
@@ -37,25 +44,68 @@ describe('enricher ordering, coalescing and superseding', () => {
     });
   });
 
-  it('coalesces events on one key into the read in flight: one read, every event answered, in order', () => {
+  it('coalesces events on one key that arrive while its read waits for a worker: one read, every event answered, in order', () => {
     const ts = newTs();
     ts.run(({ hot, expectObservable }) => {
       const fake = fleet(smallWorld(ts));
       const initial = storeOf(fake);
       fake.latency = 5;
       ts.schedule(() => fake.configure('default', 'c1', { 'user.v': '2' }), 0);
-      const events = hot('u p s 97ms |', {
+      // One worker, busy with c2 until 10: c1's read waits for it, and everything on c1 joins.
+      const events = hot('w u p s 95ms |', {
+        w: fake.event('instance-updated', 'default', 'c2'),
+        u: fake.event('instance-updated', 'default', 'c1'),
+        p: fake.event('instance-paused', 'default', 'c1'),
+        s: fake.event('instance-stopped', 'default', 'c1'),
+      });
+      const { enricher } = harness(ts, fake, events, { initial, config: { workers: 1 } });
+      expectObservable(enricher.events$.pipe(map(summary))).toBe('20ms (ups) 74ms |', {
+        u: 'instance-updated default/c1 @10.0.0.5 +p',
+        p: 'instance-paused default/c1 @10.0.0.5 +p',
+        s: 'instance-stopped default/c1 @10.0.0.5 +p',
+      });
+      ts.schedule(() => expect(fake.count('getInstance')).toBe(2), 50);
+    });
+  });
+
+  it('answers events that arrive while their key is being read with one follow-up read, never with what was read before they came', () => {
+    const ts = newTs();
+    ts.run(({ hot, expectObservable }) => {
+      const fake = fleet(answeringAtCall(ts, 5));
+      const initial = storeOf(fake);
+      fake.configure('default', 'c1', { 'user.v': '2' });
+      ts.schedule(() => fake.configure('default', 'c1', { 'user.v': '3' }), 3);
+      const events = hot('u 2ms p s 95ms |', {
         u: fake.event('instance-updated', 'default', 'c1'),
         p: fake.event('instance-paused', 'default', 'c1'),
         s: fake.event('instance-stopped', 'default', 'c1'),
       });
       const { enricher } = harness(ts, fake, events, { initial });
-      expectObservable(enricher.events$.pipe(map(summary))).toBe('10ms (ups) 85ms |', {
-        u: 'instance-updated default/c1 @10.0.0.5 +p',
-        p: 'instance-paused default/c1 @10.0.0.5 +p',
-        s: 'instance-stopped default/c1 @10.0.0.5 +p',
+      // u's read runs 0-10 and found v=2; p and s came during it and share the next read, 10-20 (v=3).
+      expectObservable(enricher.events$.pipe(map((e) => `${summary(e)} v=${e.instance?.config['user.v']}`))).toBe('10ms u 9ms (ps) 76ms |', {
+        u: 'instance-updated default/c1 @10.0.0.5 +p v=2',
+        p: 'instance-paused default/c1 @10.0.0.5 +p v=3',
+        s: 'instance-stopped default/c1 @10.0.0.5 +p v=3',
       });
-      ts.schedule(() => expect(fake.count('getInstance')).toBe(1), 50);
+      ts.schedule(() => expect(fake.count('getInstance')).toBe(2), 50);
+    });
+  });
+
+  it('reads a network again for a network-updated that came while it was being read', () => {
+    const ts = newTs();
+    ts.run(({ hot, expectObservable }) => {
+      const fake = fleet(answeringAtCall(ts, 5));
+      const initial = storeOf(fake);
+      ts.schedule(() => fake.setNetwork('default', 'br0', { config: { 'ipv4.address': '10.0.9.1/24', 'ipv6.address': 'none' } }), 2);
+      const events = hot('a 2ms b 96ms |', {
+        a: fake.event('network-updated', 'default', 'br0'),
+        b: fake.event('network-updated', 'default', 'br0'),
+      });
+      const { enricher } = harness(ts, fake, events, { initial });
+      expectObservable(enricher.events$.pipe(filter((e) => e.kind === 'network'), map(summary))).toBe('5ms a 4ms b 89ms |', {
+        a: 'network-updated default/br0 {10.0.0.1/24}',
+        b: 'network-updated default/br0 {10.0.9.1/24}',
+      });
     });
   });
 
@@ -109,24 +159,27 @@ describe('enricher ordering, coalescing and superseding', () => {
     });
   });
 
-  it('a plain event joins an instance-started read in flight rather than superseding it', () => {
+  it('a plain event neither supersedes an instance-started read in flight nor takes its answer: it is read once the start has landed', () => {
     const ts = newTs();
     ts.run(({ hot, expectObservable }) => {
-      const fake = fleet(smallWorld(ts));
+      const fake = fleet(answeringAtCall(ts, 10));
       fake.createInstance('default', 'n1', { network: 'br0' });
       const initial = storeOf(fake);
-      fake.latency = 10;
-      ts.schedule(() => fake.start('default', 'n1', '10.0.0.9'), 0);
+      fake.start('default', 'n1', '10.0.0.9');
+      ts.schedule(() => fake.configure('default', 'n1', { 'user.role': 'db' }), 4);
       const events = hot('s 4ms u 94ms |', {
         s: fake.event('instance-started', 'default', 'n1'),
         u: fake.event('instance-updated', 'default', 'n1'),
       });
       const { enricher } = harness(ts, fake, events, { initial });
-      expectObservable(enricher.events$.pipe(map(summary))).toBe('20ms (su) 76ms |', {
-        s: 'instance-started default/n1 @10.0.0.9 +p',
-        u: 'instance-updated default/n1 @10.0.0.9 +p',
+      // The start's read (0-20) fetched the instance before the update; the update's own read
+      // (20-40) shows it. Joining would have sent the update with the old configuration, found
+      // it unchanged, and lost it.
+      expectObservable(enricher.events$.pipe(map((e) => `${summary(e)} ${e.instance?.config['user.role'] ?? '-'}`))).toBe('20ms s 19ms u 59ms |', {
+        s: 'instance-started default/n1 @10.0.0.9 +p -',
+        u: 'instance-updated default/n1 @10.0.0.9 +p db',
       });
-      ts.schedule(() => expect(fake.count('getInstance')).toBe(1), 50);
+      ts.schedule(() => expect(fake.count('getInstance')).toBe(2), 50);
     });
   });
 

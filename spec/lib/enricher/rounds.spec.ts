@@ -27,13 +27,14 @@ describe('enricher rounds', () => {
       const { enricher } = harness(ts, fake, events);
       enricher.ready$.subscribe((r) => ready.push(`${ts.now()}:${r}`));
       // The start asks for its project at 1 (the round's read at 2 joins it: 1-3), networks land
-      // at 7 (warm), so c2's start, held from 1, is read 7-11; the round's c2 (from 9) joins that
-      // read and, having found the same instance, says nothing; c1 is new to the model (9-13).
+      // at 7 (warm), so c2's start, held from 1, is read 7-11; the round's c2 (from 9) came during
+      // that read and is read again after it (11-15), finds the same instance and says nothing;
+      // c1 is new to the model (9-13).
       expectObservable(enricher.events$.pipe(map(summary))).toBe('11ms s 1ms a 86ms |', {
         s: 'instance-started default/c2 @10.0.0.6 +p',
         a: 'instance-updated default/c1 @10.0.0.5 +p (round)',
       });
-      ts.schedule(() => expect(fake.count('getInstance')).toBe(2), 50);
+      ts.schedule(() => expect(fake.count('getInstance')).toBe(3), 50);
     });
     expect(ready).toEqual(['0:false', '7:true', '100:false']);
   });
@@ -242,7 +243,7 @@ describe('enricher debounce in the pipeline', () => {
       ts.schedule(() => (reads = fake.count('getInstance')), 99);
     });
     expect(await metric(registry!, 'enricher_events_dropped_total', { reason: 'debounce' })).toBe(0);
-    // The round's two names, and one read the three updates shared.
-    expect(reads).toBe(3);
+    // The round's two names, the first update's read, and one the two during it shared.
+    expect(reads).toBe(4);
   });
 });

@@ -1,0 +1,99 @@
+import { Command, Option } from 'commander';
+import type { EnrichFlags } from '../../lib/enricher/commandLine';
+
+const repeated = (value: string, previous: string[] = []): string[] => [...previous, value];
+
+/** The flags commander parses, with the two that only steer the log. */
+interface EnrichOptions extends EnrichFlags {
+  debug?: boolean;
+  pretty?: boolean;
+}
+
+/**
+ * Runs `rxfleet enrich` until a signal: settings from the file and flags (every problem on its own
+ * line on stderr, exit 1), the daemon, and the graceful stop of DECISIONS P9 (first SIGINT/SIGTERM:
+ * drain and exit 0; a second: exit at once). Returns the exit code when it ends by itself.
+ */
+async function runEnrich(options: EnrichOptions): Promise<number> {
+  // Loaded when the command runs, so other commands and --help do not pay for the daemon's modules.
+  const { loadEnrichSettings } = await import('../../lib/enricher/commandLine.js');
+  const { EnricherConfigError } = await import('../../lib/enricher/config.js');
+  const { startEnrichDaemon } = await import('../../lib/enricher/daemon.js');
+  const { createLogger } = await import('../../lib/logger.js');
+  const { handleShutdownSignals } = await import('../../lib/shutdown.js');
+
+  let loaded;
+  try {
+    loaded = loadEnrichSettings(options);
+  } catch (error) {
+    if (!(error instanceof EnricherConfigError)) throw error;
+    for (const problem of error.problems) console.error(`rxfleet enrich: ${problem}`);
+    return 1;
+  }
+  const { settings, warnings } = loaded;
+  // Event lines own stdout when they are asked for; the log moves to stderr then.
+  const logger = createLogger({
+    level: options.debug === true ? 'debug' : 'info',
+    ...(options.pretty === true ? { pretty: true } : {}),
+    stream: settings.outputs.stdout ? 'stderr' : 'stdout',
+    name: 'rxfleet-enrich',
+  });
+  for (const warning of warnings) logger.warn(warning);
+
+  let daemon;
+  try {
+    daemon = await startEnrichDaemon(settings, { logger });
+  } catch (error) {
+    console.error(`rxfleet enrich: ${error instanceof Error ? error.message : String(error)}`);
+    return 1;
+  }
+  const exit = (code: number): void => {
+    // The log is asynchronous: let its last lines out before the process goes.
+    const fallback = setTimeout(() => process.exit(code), 1000);
+    fallback.unref();
+    logger.flush(() => process.exit(code));
+  };
+  const removeSignals = handleShutdownSignals({ graceful: () => daemon.stop(), logger, graceMs: 30_000, exit: (code) => (code === 0 ? exit(0) : process.exit(code)) });
+  const end = await daemon.done;
+  removeSignals();
+  return end === 'stopped' ? 0 : 1;
+}
+
+/** `rxfleet enrich`: the Incus event enricher daemon. */
+export function registerEnrich(program: Command): void {
+  program
+    .command('enrich')
+    .description('enrich an Incus or LXD server\'s lifecycle events and publish them to NATS subjects and/or JSON lines on stdout')
+    .option('--config <file>', 'configuration file (YAML or JSON); flags override it')
+    .option('--incus <url>', 'the server: a unix socket path, or https://host[:port] (default: the local socket)')
+    .option('--client-cert <file>', 'https: the client certificate the server trusts (PEM)')
+    .option('--client-key <file>', 'https: its private key (PEM; never logged)')
+    .option('--server-cert <file>', 'https: the server certificate to pin (PEM)')
+    .option('--server-fingerprint <sha256>', 'https: the SHA-256 fingerprint of the server certificate to pin')
+    .option('--nats <url>', 'publish to these NATS servers (comma separated)')
+    .option('--nats-user <user>', 'NATS user')
+    .addOption(new Option('--nats-password <password>', 'NATS password (prefer the environment variable)').env('RXFLEET_NATS_PASSWORD'))
+    .addOption(new Option('--nats-token <token>', 'NATS token (prefer the environment variable)').env('RXFLEET_NATS_TOKEN'))
+    .option('--nats-ca <file>', 'CA to verify the NATS server with')
+    .option('--nats-cert <file>', 'client certificate for NATS')
+    .option('--nats-key <file>', 'client key for NATS')
+    .option('--subject-prefix <prefix>', 'subjects are <prefix>.<project>.<kind>.<action>.<name> (default incus.events)')
+    .option('--stdout', 'write each event as a JSON line on stdout (the log goes to stderr)')
+    .option('--http <address>', '/metrics, /health and /ready on [host]:port (default :9153; "" for none)')
+    .option('--data-dir <dir>', 'keep the cold store here (created 0700 if missing)')
+    .option('--project <name>', 'serve this project (repeatable; default every project)', repeated)
+    .option('--project-marker <key=value>', 'serve projects whose configuration has key=value (a bare key: is true)')
+    .option('--workers <n>', 'reads in flight at once (default 16)')
+    .option('--read-timeout <duration>', 'one REST call (default 10s)')
+    .option('--ip-timeout <duration>', 'how long a read waits for a started instance\'s address (default 10s)')
+    .option('--read-delay <duration>', 'between the reads of a paced round (default 5s)')
+    .option('--sweep-interval <duration>', 'between rounds (default 6h)')
+    .option('--store-interval <duration>', 'between cold store writes (default 5s)')
+    .option('--debounce-window <duration>', 'quiet that closes a burst (default 250ms; 0 off)')
+    .option('--ttl <duration>', 're-read an instance this long after its last read (default 0: off)')
+    .option('--debug', 'log at debug level')
+    .option('--pretty', 'human-readable log lines (default when the log goes to a terminal)')
+    .action(async (options: EnrichOptions) => {
+      process.exitCode = await runEnrich(options);
+    });
+}

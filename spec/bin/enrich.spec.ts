@@ -1,0 +1,166 @@
+import { ChildProcess, execFile, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { promisify } from 'node:util';
+import { freePort } from '../../streams/natsServerProcess';
+import { selfSignedCertificate } from '../helpers/certs';
+import { useLxdDaemon, uniqueName } from '../helpers/lxd';
+import { useNatsServer } from '../helpers/nats';
+import { waitFor } from '../helpers/waitFor';
+import { NatsRecorder, httpGet, payloadProblems } from '../lib/enricher/daemonRig';
+
+// The built `rxfleet enrich` (`npm test` builds first) as a user runs it: refused configurations,
+// then a real run against a private LXD daemon over https with a pinned certificate, publishing
+// to a real nats-server and to stdout, stopped by SIGTERM.
+
+const bin = join(resolve(__dirname, '../..'), 'dist/bin/rxfleet.js');
+const run = promisify(execFile);
+const WAIT = 60_000;
+
+async function rxfleet(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [bin, ...args], { timeout: 30_000 });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+describe('rxfleet enrich: configuration problems', () => {
+  let dir: string;
+  beforeAll(() => (dir = mkdtempSync(join(tmpdir(), 'rxfleet-enrich-cli-'))));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('prints every problem of the file and the flags, one line each, naming where it came from, and exits 1', async () => {
+    const file = join(dir, 'bad.yaml');
+    writeFileSync(file, 'workers: many\nsweep_interval: 6\noutputs: { nats: { subject_prefix: "a..b" } }\npprof: true\n');
+    const { code, stdout, stderr } = await rxfleet('enrich', '--config', file, '--read-timeout', '10', '--project', 'a', '--project-marker', 'user.x=1', '--http', 'nowhere', '--incus', 'http://h');
+    expect(code).toBe(1);
+    expect(stdout).toBe('');
+    expect(stderr.trim().split('\n')).toEqual([
+      'rxfleet enrich: --project and --project-marker: give a list of projects or a marker, not both',
+      `rxfleet enrich: ${file}: workers: must be integer`,
+      'rxfleet enrich: --read-timeout: expected a duration such as 250ms, 10s, 5m or 6h (or 0)',
+      `rxfleet enrich: ${file}: sweep_interval: expected a duration such as 250ms, 10s, 5m or 6h (or 0)`,
+      `rxfleet enrich: ${file}: outputs.nats.subject_prefix: must match pattern "^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*$"`,
+      'rxfleet enrich: --http: expected [host]:port such as :9153 or 127.0.0.1:9153 ("" for none), got "nowhere"',
+      'rxfleet enrich: incus: http:// is not served by Incus or LXD: use https:// or a unix socket path',
+    ]);
+  });
+
+  it('refuses to run with no output, and an https server without its pin, without ever printing the key', async () => {
+    const client = await selfSignedCertificate('cli-spec');
+    const certFile = join(dir, 'c.crt');
+    const keyFile = join(dir, 'c.key');
+    writeFileSync(certFile, client.cert);
+    writeFileSync(keyFile, client.key, { mode: 0o600 });
+    const { code, stderr } = await rxfleet('enrich', '--incus', 'https://127.0.0.1:8443', '--client-cert', certFile, '--client-key', keyFile, '--workers', '0');
+    expect(code).toBe(1);
+    expect(stderr.trim().split('\n')).toEqual([
+      'rxfleet enrich: --workers: must be >= 1',
+      'rxfleet enrich: no output: publish to NATS (--nats URL, outputs.nats.url) or write JSON lines (--stdout, outputs.stdout: true)',
+      'rxfleet enrich: incus: https://127.0.0.1:8443: https needs the server certificate pinned (server_cert (--server-cert) or server_fingerprint (--server-fingerprint))',
+    ]);
+    expect(stderr).not.toContain(client.key.split('\n')[1]);
+  });
+});
+
+describe('rxfleet enrich against a real LXD daemon over https', () => {
+  const lxd = useLxdDaemon();
+  const nats = useNatsServer({ jetstream: false });
+  let dir: string;
+  let key: string;
+  let args: string[];
+  let child: ChildProcess | undefined;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'rxfleet-enrich-run-'));
+    const port = await freePort();
+    await lxd().lxc('config', 'set', 'core.https_address', `127.0.0.1:${port}`);
+    const client = await selfSignedCertificate('rxfleet-enrich-spec');
+    key = client.key;
+    writeFileSync(join(dir, 'client.crt'), client.cert);
+    writeFileSync(join(dir, 'client.key'), client.key, { mode: 0o600 });
+    await lxd().lxc('config', 'trust', 'add', join(dir, 'client.crt'), '--name', 'rxfleet-enrich-spec');
+    const { X509Certificate } = await import('node:crypto');
+    const fingerprint = new X509Certificate(readFileSync(join(lxd().dir, 'server.crt'))).fingerprint256;
+    // The file sets what the flags do not; the flags name the server, the broker and the outputs.
+    writeFileSync(join(dir, 'enrich.yaml'), 'projects: [default]\nworkers: 4\noutputs:\n  nats:\n    subject_prefix: fleet.incus\n');
+    args = [
+      'enrich',
+      '--config', join(dir, 'enrich.yaml'),
+      '--incus', `https://127.0.0.1:${port}`,
+      '--client-cert', join(dir, 'client.crt'),
+      '--client-key', join(dir, 'client.key'),
+      '--server-fingerprint', fingerprint,
+      '--nats', nats().url,
+      '--stdout',
+      '--http', '127.0.0.1:0',
+      '--data-dir', join(dir, 'data'),
+      '--debug',
+    ];
+  }, WAIT);
+
+  afterAll(async () => {
+    if (child !== undefined && child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGKILL');
+      await new Promise((r) => child?.once('exit', r));
+    }
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('publishes instance-started with its IPv4 to NATS and stdout alike, serves /ready, and on SIGTERM drains, writes its cold store and exits 0', async () => {
+    const recorder = await NatsRecorder.start(nats().url, 'fleet.incus.>');
+    try {
+      const running = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+      child = running;
+      const stdoutLines: string[] = [];
+      const logLines: Array<Record<string, unknown>> = [];
+      let stderrText = '';
+      let stdoutText = '';
+      createInterface({ input: running.stdout! }).on('line', (line) => {
+        stdoutText += `${line}\n`;
+        stdoutLines.push(line);
+      });
+      createInterface({ input: running.stderr! }).on('line', (line) => {
+        stderrText += `${line}\n`;
+        try {
+          logLines.push(JSON.parse(line) as Record<string, unknown>);
+        } catch {
+          // not a log line
+        }
+      });
+      const exited = new Promise<number | null>((done) => running.once('exit', (code) => done(code)));
+
+      await waitFor(() => logLines.some((l) => typeof l.port === 'number'), 'the monitor endpoint to listen', WAIT);
+      const port = logLines.find((l) => typeof l.port === 'number')?.port as number;
+      await waitFor(async () => (await httpGet(port, '/ready')).status === 200, '/ready 200', WAIT);
+
+      const name = uniqueName('cli');
+      await lxd().launch(name);
+      const started = await recorder.next((p) => p.action === 'instance-started' && p.name === name, `instance-started ${name}`);
+      const ip = await lxd().waitForIPv4(name);
+      expect(started.subject).toBe(`fleet.incus.default.instance.instance-started.${name}`);
+      expect(started.payload.instance?.interfaces[0].ipv4).toEqual([ip]);
+      expect(payloadProblems(started.payload)).toEqual([]);
+      await waitFor(() => stdoutLines.includes(started.text), 'the same JSON line on stdout', WAIT);
+      for (const line of stdoutLines) expect(payloadProblems(JSON.parse(line))).toEqual([]);
+
+      running.kill('SIGTERM');
+      expect(await exited).toBe(0);
+      expect(logLines.map((l) => l.msg)).toEqual(expect.arrayContaining(['stopping: handing on what the enricher holds', 'rxfleet enrich stopped']));
+      expect(statSync(join(dir, 'data', 'enricher-cold-store.json')).mode & 0o777).toBe(0o600);
+      const stored = JSON.parse(readFileSync(join(dir, 'data', 'enricher-cold-store.json'), 'utf8')) as { projects: Record<string, { instances?: Record<string, unknown> }> };
+      expect(Object.keys(stored.projects.default.instances ?? {})).toContain(name);
+      // The key's body never reaches the log or the outputs, even at debug level.
+      const keyBody = key.split('\n')[1];
+      expect(stderrText).not.toContain(keyBody);
+      expect(stdoutText).not.toContain(keyBody);
+    } finally {
+      await recorder.stop();
+    }
+  }, 3 * WAIT);
+});

@@ -43,8 +43,11 @@ export interface Admitted<V, K> {
 
 export type Admission<V, K> = Admitted<V, K> | Refusal<V, K>;
 
-/** Where a ticket is in its life. Only a `queued` or `started` ticket can be current. */
-export type TicketState = 'queued' | 'started' | 'stale' | 'released';
+/**
+ * Where a ticket is in its life. `queued`, `started` and `holding` (the work is done, the key is
+ * kept a while longer) are current; `stale` and `released` are not.
+ */
+export type TicketState = 'queued' | 'started' | 'holding' | 'stale' | 'released';
 
 /**
  * The ledger's receipt for one admitted sighting. A worker holds it while it works, asks it
@@ -68,7 +71,7 @@ export class Ticket<V, K> {
 
   /** True while the ledger still holds this ticket for its key (not superseded, reset or released). */
   isCurrent(): boolean {
-    return this.state_ === 'queued' || this.state_ === 'started';
+    return this.state_ === 'queued' || this.state_ === 'started' || this.state_ === 'holding';
   }
 
   /**
@@ -80,6 +83,16 @@ export class Ticket<V, K> {
     this.state_ = 'started';
     this.ledger._started();
     return true;
+  }
+
+  /**
+   * Says the work is done but the key stays held until `release()` (a node restarting after it was
+   * configured must not be caught by the next discovery halfway). A holding ticket is never
+   * superseded by age: the window exists to unstick work that may never finish, and this work has.
+   * Only a started ticket can hold; otherwise nothing changes.
+   */
+  hold(): void {
+    if (this.state_ === 'started') this.state_ = 'holding';
   }
 
   /**
@@ -102,11 +115,13 @@ export class Ticket<V, K> {
  * the admission and deduplication half of a work queue.
  *
  * The rules, in order, for an offered value:
- * 1. Its key is held by a sighting younger than `window`: refused, reason `held`.
- * 2. Its key is held by an older sighting: that ticket goes stale (a worker that has not started
- *    it will skip it) and the new sighting goes on. A duplicate costs less than a dropped node.
+ * 1. Its key is held by a sighting younger than `window`, or by a ticket whose work is done and
+ *    whose key is kept a while longer (`hold()`): refused, reason `held`.
+ * 2. Its key is held by an older sighting whose work has not finished (queued or running): that
+ *    ticket goes stale (a worker that has not started it will skip it) and the new sighting goes
+ *    on. A duplicate costs less than a dropped node.
  * 3. `capacity` tickets are already queued: refused, reason `full`, and the key is forgotten, so
- *    the ledger only ever holds keys that are queued or being worked on.
+ *    the ledger only ever holds keys that are queued, being worked on, or held after the work.
  * 4. Otherwise admitted: the key is held by a new `queued` ticket.
  *
  * Guarantees:
@@ -175,7 +190,7 @@ export class AdmissionLedger<V, K> {
     const now = this.scheduler.now();
     const held = this.holders.get(key);
     if (held !== undefined) {
-      if (now - held.admittedAt < this.window) {
+      if (held.state === 'holding' || now - held.admittedAt < this.window) {
         refuse?.({ admitted: false, value, key, reason: 'held', holder: held });
         return undefined;
       }

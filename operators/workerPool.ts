@@ -7,6 +7,8 @@ export interface PoolTicket {
   start(): boolean;
   /** Frees the ticket's key. */
   release(): void;
+  /** Told that the work is done and the key will be released later (`releaseAfter`). */
+  hold?(): void;
 }
 
 /** The work finished; release the key now, or `releaseAfter` milliseconds from now. */
@@ -113,6 +115,7 @@ export function workerPool<T extends PoolTicket, R>(config: WorkerPoolConfig<T, 
           ticket.release();
           return;
         }
+        ticket.hold?.();
         const timer = scheduler.schedule(() => {
           delayed.delete(ticket);
           ticket.release();

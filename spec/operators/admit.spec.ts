@@ -72,6 +72,38 @@ describe('admit', () => {
     });
   });
 
+  it('a ticket holding its key after its work is not superseded by age; a running one is', () => {
+    const scheduler = newScheduler();
+    scheduler.run(() => {
+      const ledger = ledgerFor(scheduler, 5, 100);
+      const done = ledger.offer('a:1');
+      const running = ledger.offer('b:1');
+      if (!done.admitted || !running.admitted) throw new Error('first offers refused');
+      done.ticket.start();
+      done.ticket.hold();
+      running.ticket.start();
+      expect(done.ticket.state).toBe('holding');
+      expect(done.ticket.isCurrent()).toBe(true);
+      scheduler.schedule(() => {
+        const again = ledger.offer('a:2');
+        expect(again.admitted === false && again.reason).toBe('held');
+        const next = ledger.offer('b:2');
+        expect(next.admitted && next.superseded).toBe(running.ticket);
+        done.ticket.release();
+        expect(ledger.offer('a:3').admitted).toBe(true);
+      }, 50);
+    });
+  });
+
+  it('hold() changes only a started ticket', () => {
+    const scheduler = newScheduler();
+    const ledger = ledgerFor(scheduler, 5, 100);
+    const offer = ledger.offer('a');
+    if (!offer.admitted) throw new Error('refused');
+    offer.ticket.hold();
+    expect(offer.ticket.state).toBe('queued');
+  });
+
   it('a full queue refuses and forgets the key; starting a ticket makes room', () => {
     const scheduler = newScheduler();
     const refusals: Array<[string, RefusalReason]> = [];

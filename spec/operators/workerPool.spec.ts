@@ -222,6 +222,26 @@ describe('workerPool', () => {
     expect(busy.at(-1)).toBe(0);
   });
 
+  it('tells a ticket released later that it is holding, and one released now nothing', () => {
+    const scheduler = newScheduler();
+    const events: string[] = [];
+    const ticket = (name: string) => ({
+      name,
+      start: () => true,
+      hold: () => events.push(`${name}:hold@${scheduler.now()}`),
+      release: () => events.push(`${name}:release@${scheduler.now()}`),
+    });
+    scheduler.run(({ cold, expectObservable }) => {
+      const source = cold('ab', { a: ticket('a'), b: ticket('b') });
+      const result = source.pipe(
+        workerPool({ concurrency: 2, work: (t) => cold('-d', { d: done(t.name, t.name === 'a' ? { releaseAfter: 3 } : {}) }) }),
+        map((r) => r.ticket.name),
+      );
+      expectObservable(result).toBe('-ab');
+    });
+    expect(events).toEqual(['a:hold@1', 'b:release@2', 'a:release@4']);
+  });
+
   it('works with any ticket that can start and release, and no delayed release fires after teardown', () => {
     const scheduler = newScheduler();
     const releases: Array<[string, number]> = [];

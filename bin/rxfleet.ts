@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { registerDemo } from './commands/demo';
 import { registerValidate } from './commands/validate';
 import { registerSimulate } from './commands/simulate';
+import { registerProvision } from './commands/provision';
 
 // Read at run time rather than imported, so the compiled bin does not carry its own copy.
 const { version } = JSON.parse(readFileSync(join(__dirname, '../../package.json'), 'utf8')) as { version: string };
@@ -19,6 +20,7 @@ const program = new Command('rxfleet')
 registerDemo(program);
 registerValidate(program);
 registerSimulate(program);
+registerProvision(program);
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   console.error(`rxfleet: ${error instanceof Error ? error.message : String(error)}`);

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { Registry } from 'prom-client';
 import { Observable, SchedulerLike, Subject, asyncScheduler, filter, map, share, tap } from 'rxjs';
 import { AdmissionLedger, PauseGate, PoolResult } from '../../operators';
@@ -350,6 +351,8 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
 
   const stop$ = new Subject<void>();
   const hardStop = new AbortController();
+  // Every cycle in flight listens to it: as many listeners as workers, by design.
+  setMaxListeners(0, hardStop.signal);
   const results = new Subject<PoolResult<HostTicket, CycleResult>>();
   const discoveryOptions = {
     scheduler,

@@ -1,5 +1,5 @@
 import { NatsConnection, connect } from '@nats-io/transport-node';
-import { from, lastValueFrom } from 'rxjs';
+import { ObservableInput, from, lastValueFrom } from 'rxjs';
 import { ElectionStore } from '../../../lib/election/ElectionStore';
 import { MemoryElectionBucket } from '../../../lib/election/memoryElectionStore';
 import { createElectionBucket } from '../../../streams/election/electionBucket';
@@ -7,7 +7,7 @@ import { natsElectionStore } from '../../../streams/election/natsElectionStore';
 import { NatsServerProcess, startNatsServer } from '../../../streams/natsServerProcess';
 
 const TTL_MS = 1000;
-const value = <T>(input: Parameters<typeof from<T>>[0]): Promise<T> => lastValueFrom(from(input));
+const value = (input: ObservableInput<number>): Promise<number> => lastValueFrom(from(input));
 
 /** Makes a store for a key no other test uses. */
 interface Buckets {

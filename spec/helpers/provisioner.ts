@@ -1,8 +1,10 @@
 import { spawn } from 'node:child_process';
+import { Writable } from 'node:stream';
+import pino from 'pino';
 import { join, resolve } from 'node:path';
 import { parseChoriaClientConfig } from '../../lib/choria/clientConfig';
 import { ElectionStore } from '../../lib/election/ElectionStore';
-import { silentLogger } from '../../lib/logger';
+import { Logger, silentLogger } from '../../lib/logger';
 import { parseProvisionerConfig, requireValidConfig } from '../../lib/provision/config';
 import { DaemonTuning, ProvisionerDaemon, startProvisioner } from '../../lib/provision/daemon';
 import { FleetKeys, createFleetKeys } from '../../lib/simulate/fleetKeys';
@@ -34,6 +36,8 @@ export interface WorldOptions {
   helperEnv?: Record<string, string>;
   identity?: string;
   electionStore?: ElectionStore;
+  /** The daemon's logger. Default silent. */
+  logger?: Logger;
 }
 
 /** A daemon and a fleet on one nats-server, each on its own connection. */
@@ -72,7 +76,7 @@ export async function startProvisionerWorld(url: string, options: WorldOptions =
   const daemon = await startProvisioner({
     config,
     choria,
-    logger: silentLogger,
+    logger: options.logger ?? silentLogger,
     ...(options.electionStore !== undefined ? { electionStore: options.electionStore } : {}),
     tuning: { ...FAST, helperEnv: { ...process.env, RXFLEET_HELPER_BROKERS: url, ...options.helperEnv }, ...options.tuning },
   });
@@ -135,3 +139,15 @@ export const UPSTREAM_COUNTERS = [
   'choria_provisioner_helper_errors',
   'choria_provisioner_helper_shutdown_requests',
 ];
+
+/** A logger that keeps every line's message, for specs that wait on what the daemon says. */
+export function capturingLogger(): { logger: Logger; messages: () => string[] } {
+  const lines: string[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString().split('\n')) if (line !== '') lines.push(line);
+      done();
+    },
+  });
+  return { logger: pino({ level: 'debug' }, stream), messages: () => lines.map((l) => String((JSON.parse(l) as { msg?: string }).msg ?? '')) };
+}

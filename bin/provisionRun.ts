@@ -87,6 +87,8 @@ export async function runProvision(options: ProvisionOptions): Promise<number> {
       removePid();
     },
     exit: (code) => {
+      // Exiting at once (a second signal, or the backstop): no helper may outlive the process.
+      if (code !== 0) daemon?.abort('exiting at once');
       removePid();
       resolveExit(code);
     },

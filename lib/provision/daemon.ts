@@ -124,6 +124,11 @@ export interface ProvisionerDaemon {
    * what is left, closes the endpoint and drains its own connection. Idempotent.
    */
   stop(options?: { graceMs?: number }): Promise<StopReport>;
+  /**
+   * Aborts every cycle in flight at once, synchronously: RPC waits end and helpers' process groups
+   * are killed. For a process about to exit on a second signal, so no helper outlives it.
+   */
+  abort(reason?: string): void;
   /** Resolves once stopped. */
   readonly stopped: Promise<StopReport>;
 }
@@ -441,6 +446,9 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
     status,
     ready,
     stop,
+    abort: (reason = 'aborted') => {
+      if (!hardStop.signal.aborted) hardStop.abort(new Error(reason));
+    },
     stopped,
   };
 }

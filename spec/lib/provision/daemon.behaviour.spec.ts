@@ -117,7 +117,10 @@ describe('the provisioner daemon, end to end', () => {
 
   it('a sighting that waited more than twice the interval is refused before any RPC, as a provision error', async () => {
     const clock = jumpingClock();
+    // Booted first, so the daemon's first discovery is their one sighting: nothing re-sights them
+    // once the clock has jumped.
     const world = await startProvisionerWorld(server().url, {
+      fleetFirst: true,
       helper: byIdentity,
       workers: 1,
       yaml: ['rxfleet: {helper_timeout: 1s}'],
@@ -133,6 +136,7 @@ describe('the provisioner daemon, end to end', () => {
       await waitFor(() => world.daemon.status().queued === 1, 'ok-2 to wait for a worker');
       clock.jump(3 * 60_000);
       await waitFor(() => failures.length === 2, 'both cycles to end');
+      expect(failures[0]).toMatch(/^slow-1 helper /);
       expect(failures[1]).toMatch(/^ok-2 stale skipping node that's been waiting 3m\d+\.\d+s$/);
       expect(world.fleet().node('ok-2')?.requests).toEqual({});
       expect(await world.metric('choria_provisioner_provision_errors')).toBe(2);

@@ -90,6 +90,8 @@ export async function runProvision(options: ProvisionOptions): Promise<number> {
       // Exiting at once (a second signal, or the backstop): no helper may outlive the process.
       if (code !== 0) daemon?.abort('exiting at once');
       removePid();
+      // A signal while still connecting: nothing runs yet, and the connect would wait for ever.
+      if (daemon === undefined) process.exit(code);
       resolveExit(code);
     },
   });

@@ -66,7 +66,7 @@ export interface ProvisionCycleOptions {
 }
 
 /** Which step of §3.2 a cycle failed in. */
-export type CycleStep = 'stale' | 'jwt' | 'gen25519' | 'inventory' | 'gencsr' | 'helper' | 'defer' | 'shutdown' | 'server_jwt' | 'private_key' | 'upgrade' | 'configure' | 'restart' | 'aborted';
+export type CycleStep = 'stale' | 'jwt' | 'gen25519' | 'inventory' | 'gencsr' | 'helper' | 'defer' | 'shutdown' | 'server_jwt' | 'private_key' | 'upgrade' | 'configure' | 'restart' | 'aborted' | 'internal';
 
 /** A cycle that did not provision its node; the message is upstream's for the step. */
 export class CycleError extends Error {
@@ -150,7 +150,8 @@ export class ProvisionCycle {
         return 'locked';
       }
       if (error instanceof CycleError) throw error;
-      throw new CycleError(identity, signal?.aborted ? 'aborted' : 'configure', errorMessage(error), { cause: error });
+      // Every step wraps its own failures; anything else is a bug, still confined to this node.
+      throw new CycleError(identity, signal?.aborted ? 'aborted' : 'internal', errorMessage(error), { cause: error });
     }
   }
 

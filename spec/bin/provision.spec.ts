@@ -116,6 +116,16 @@ describe('rxfleet provision', () => {
     expect(provisioner.stdout()).not.toContain('tok-5647382910');
   });
 
+  it('a signal while it is still connecting to an unreachable broker ends it at once, exit 0', async () => {
+    const port = await freePort();
+    const config = file('unreachable.yaml', [`helper: ${MINIMAL_HELPER}`, 'choria_insecure: true', `rxfleet: {nats_servers: ["127.0.0.1:${port}"]}`].join('\n'));
+    const provisioner = start(['provision', '--config', config, '--choria-config', choriaConfig()]);
+    running.push(provisioner);
+    await waitFor(() => provisioner.stdout().includes('connecting to NATS'), 'the connection attempt');
+    provisioner.child.kill('SIGTERM');
+    expect(await provisioner.exited).toEqual({ code: 0, signal: null });
+  });
+
   it('a second signal exits at once, killing the helper in flight', async () => {
     const marker = `marker-${randomUUID()}`;
     const port = await freePort();

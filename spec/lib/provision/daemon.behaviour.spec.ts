@@ -29,6 +29,20 @@ describe('the provisioner daemon, end to end', () => {
     await raw.close();
   });
 
+  it('announces itself with a startup event in the legacy format, component provisioner', async () => {
+    const events: Array<Record<string, unknown>> = [];
+    raw.subscribe('choria.lifecycle.event.startup.provisioner', { callback: (_, msg) => void events.push(msg.json()) });
+    await raw.flush();
+    const world = await startProvisionerWorld(server().url, { noFleet: true, identity: 'announcer.example.net' });
+    try {
+      await waitFor(() => events.length === 1, 'the startup event');
+      expect(events[0]).toMatchObject({ protocol: 'io.choria.lifecycle.v1.startup', identity: 'announcer.example.net', component: 'provisioner', version: '0.0.0' });
+      expect(events[0]).not.toHaveProperty('specversion');
+    } finally {
+      await world.stop();
+    }
+  });
+
   it('helper outcomes: ok, defer, shutdown, failure, bad JSON and timeout each end as upstream says, and the metrics move as §5 says', async () => {
     const identities = ['ok-1', 'ok-2', 'defer-1', 'shutdown-1', 'fail-1', 'badjson-1', 'slow-1'];
     const world = await startProvisionerWorld(server().url, {

@@ -83,6 +83,10 @@ describe('leader_election: true', () => {
     expect(await leader.metric('choria_provisioner_discovered')).toBe(6);
     expect(await leader.metric('choria_election_leader', { identity: leader.daemon.identity })).toBe(1);
     expect(await leader.metric('choria_election_campaigns', { state: 'leader' })).toBeGreaterThanOrEqual(1);
+    // The leader refreshes on the first step of the TwentySec table, jittered: 0.25 to 0.75 s.
+    const interval = await leader.metric('choria_election_interval_seconds', { election: 'provisioner', identity: leader.daemon.identity });
+    expect(interval).toBeGreaterThanOrEqual(0.25);
+    expect(interval).toBeLessThan(0.75);
 
     expect(standby.daemon.status()).toMatchObject({ paused: true, leader: false });
     expect(await standby.metric('choria_provisioner_paused')).toBe(1);

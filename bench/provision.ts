@@ -120,7 +120,19 @@ async function provisionRun(url: string, dir: string, latency: number, workers: 
   const choria = join(dir, 'choria.cfg');
   writeFileSync(choria, `identity = bench-provisioner.example.net\nplugin.choria.middleware_hosts = ${url}\n`);
   const daemon = start(['provision', '--config', config, '--choria-config', choria]);
-  daemon.child.stdout?.resume();
+  // Its error lines (loglevel error) say why nodes failed: counted by the cycle's step.
+  const failedSteps: Record<string, number> = {};
+  void (async () => {
+    for await (const line of daemon.lines) {
+      try {
+        const entry = JSON.parse(line) as { step?: string; msg?: string };
+        const step = entry.step ?? (entry.msg ?? '').slice(0, 40);
+        failedSteps[step] = (failedSteps[step] ?? 0) + 1;
+      } catch {
+        // not a log line
+      }
+    }
+  })();
   try {
     while ((await fetch(`http://127.0.0.1:${port}/ready`).then((r) => r.status, () => 0)) !== 200) await sleep(50);
     const pid = daemon.child.pid as number;
@@ -149,6 +161,7 @@ async function provisionRun(url: string, dir: string, latency: number, workers: 
       cpu_seconds_per_node: provisioned > 0 ? Math.round(((after.cpuSeconds - before.cpuSeconds) / provisioned) * 1e5) / 1e5 : null,
       provision_errors: errors,
       helper_errors: helperErrors,
+      failures_by_step: failedSteps,
       baseline_helper_runs_per_second_16_at_once: baseline.helper_runs_per_second_16_at_once,
       baseline_request_reply_per_second_64_in_flight: baseline.request_reply_per_second_64_in_flight,
     });

@@ -7,6 +7,7 @@ import { registerDemo } from './commands/demo';
 import { registerValidate } from './commands/validate';
 import { registerSimulate } from './commands/simulate';
 import { registerEnrich } from './commands/enrich';
+import { registerProvision } from './commands/provision';
 
 // Read at run time rather than imported, so the compiled bin does not carry its own copy.
 const { version } = JSON.parse(readFileSync(join(__dirname, '../../package.json'), 'utf8')) as { version: string };
@@ -21,6 +22,7 @@ registerDemo(program);
 registerValidate(program);
 registerSimulate(program);
 registerEnrich(program);
+registerProvision(program);
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   console.error(`rxfleet: ${error instanceof Error ? error.message : String(error)}`);

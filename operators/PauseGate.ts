@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { BehaviorSubject, Observable, distinctUntilChanged } from 'rxjs';
 
 /** The reason carried by a {@link PauseGate.signal} that aborted because the gate paused. */
@@ -54,7 +55,11 @@ export class PauseGate {
   /** A signal that aborts at the next pause; already aborted while paused. */
   signal(): AbortSignal {
     if (this.state.value) return AbortSignal.abort(new PausedError());
-    this.controller ??= new AbortController();
+    if (this.controller === undefined) {
+      this.controller = new AbortController();
+      // One signal is shared by every attempt in flight: hundreds of listeners are the design, not a leak.
+      setMaxListeners(0, this.controller.signal);
+    }
     return this.controller.signal;
   }
 }

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { NatsConnection, NodeConnectionOptions as ConnectionOptions, connect } from '@nats-io/transport-node';
+import { NatsConnection, NodeConnectionOptions as ConnectionOptions, connect, credsAuthenticator } from '@nats-io/transport-node';
 import { BehaviorSubject, Observable, distinctUntilChanged } from 'rxjs';
 import { Logger, silentLogger } from '../lib/logger';
 
@@ -12,6 +12,8 @@ export interface NatsConnectionConfig {
   user?: string;
   password?: string;
   token?: string;
+  /** A NATS `.creds` file (user JWT and nkey seed), read when connecting. */
+  credentials?: string;
   /** TLS client material (file paths). With only `ca`, the server is verified but no client cert is sent. */
   tls?: { ca?: string; cert?: string; key?: string };
   /**
@@ -67,6 +69,7 @@ export function daemonConnectionOptions(config: NatsConnectionConfig): Connectio
   if (config.password !== undefined) options.pass = config.password;
   if (config.token !== undefined) options.token = config.token;
   if (config.inboxPrefix !== undefined) options.inboxPrefix = config.inboxPrefix;
+  if (config.credentials !== undefined) options.authenticator = credsAuthenticator(readFileSync(config.credentials));
   const { signal } = config;
   if (signal !== undefined) {
     // nats.js asks this before every attempt; throwing ends its dial loop (null keeps its own pick).

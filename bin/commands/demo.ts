@@ -1,16 +1,22 @@
-import { Command } from 'commander';
-import { runOperatorTour } from '../operatorTour';
-import { positiveInt } from '../options';
+import { Command, Option } from 'commander';
+import { nonNegativeInt, positiveInt } from '../options';
+import type { DemoOptions } from '../demoRun';
 
 /** `rxfleet demo`: the embedded default. */
 export function registerDemo(program: Command): void {
   program
     .command('demo')
-    .description('the embedded default: for now, a tour of the operator kit on a simulated fleet, all in one process')
+    .description('the embedded default: a private nats-server, a simulated Choria fleet, two provisioners electing a leader, a sample helper; a progress bar, then a summary')
     .option('--nodes <n>', 'simulated nodes', positiveInt, 500)
-    .option('--workers <n>', 'worker pool size', positiveInt, 16)
-    .action(async (options: { nodes: number; workers: number }) => {
-      const summary = await runOperatorTour({ nodes: options.nodes, workers: options.workers, out: process.stdout });
-      process.exitCode = summary.provisioned === options.nodes ? 0 : 1;
+    .option('--workers <n>', 'workers per provisioner', positiveInt, 16)
+    .option('--boot-seconds <s>', 'the fleet boots over this many seconds (0: all at once)', nonNegativeInt, 3)
+    .addOption(new Option('--transport <kind>', 'nats: a private nats-server; memory: in-process; auto: nats when nats-server is on PATH').choices(['auto', 'nats', 'memory']).default('auto'))
+    .option('--timeout <s>', 'give up after this many seconds', positiveInt, 600)
+    .addOption(new Option('--log-level <level>', 'provisioner logs, to stderr').choices(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('silent'))
+    .action(async (options: Omit<DemoOptions, 'out'>) => {
+      // Loaded when the command runs, so --help and other commands do not pay for NATS and the fleet.
+      const { runDemo } = await import('../demoRun.js');
+      const summary = await runDemo({ ...options, out: process.stdout });
+      process.exitCode = summary.provisioned === summary.nodes ? 0 : 1;
     });
 }

@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { ChoriaClientConfig, defaultChoriaConfigPath, loadChoriaClientConfig } from '../../lib/choria/clientConfig';
 import { ConfigProblem, ProvisionerConfig, loadProvisionerConfig } from '../../lib/provision/config';
 import { splitHelperCommand } from '../../lib/provision/helperCommand';
+import { connectionPlan } from '../../lib/provision/connectionPlan';
 
 /** What `rxfleet validate` prints and how it exits. */
 export interface ValidationReport {
@@ -39,9 +40,8 @@ export async function validateConfiguration(options: ValidateOptions): Promise<V
     problems.push({ path: choriaFile, message: 'no Choria client configuration found at the default locations; pass --choria-config', severity: 'warning' });
   }
 
-  if (provisioner.config !== undefined && provisioner.config.rxfleet.natsServers.length === 0 && choria !== undefined && choria.middlewareHosts.length === 0) {
-    problems.push({ path: choriaFile, message: 'no NATS servers: set plugin.choria.middleware_hosts here or rxfleet.nats_servers in the provisioner configuration', severity: 'warning' });
-  }
+  // What `rxfleet provision` checks before connecting: brokers, TLS material, the v2 security files.
+  if (provisioner.config !== undefined && choria !== undefined) problems.push(...connectionPlan(provisioner.config, choria).problems);
 
   const lines = problems.map((p) => `${p.severity}: ${p.path}: ${p.message}`);
   const errors = problems.filter((p) => p.severity === 'error').length;

@@ -5,14 +5,19 @@ import { ProtocolError, ProtocolErrorReason } from './errors';
 /** The metric every bad inbound message increments, labelled by where it came from and why it was refused. */
 export const BAD_MESSAGES_METRIC = 'rxfleet_bad_messages_total';
 
-/** Where a bad message arrived: a reply, a lifecycle event, or (in a simulated server) a request. */
-export type BadMessageSource = 'reply' | 'lifecycle' | 'request';
+/**
+ * Where a bad message arrived: a reply to a direct request, a reply to a broadcast (discovery), a
+ * lifecycle event, or (in a simulated server) a request.
+ */
+export type BadMessageSource = 'reply' | 'broadcast_reply' | 'lifecycle' | 'request';
 
 /** Options for {@link BadMessages}. */
 export interface BadMessagesOptions {
   logger?: Logger;
   /** The metric is registered here (once per registry) when given. */
   registry?: Registry;
+  /** Told about every refused message too (a daemon maps it onto its own metric). */
+  onReport?: (source: BadMessageSource, error: ProtocolError, subject: string) => void;
 }
 
 /**
@@ -26,9 +31,11 @@ export class BadMessages {
   private readonly counter: Counter<'source' | 'reason'> | undefined;
   private readonly counts = new Map<string, number>();
   private all = 0;
+  private readonly onReport: BadMessagesOptions['onReport'];
 
   constructor(options: BadMessagesOptions = {}) {
     this.logger = options.logger ?? silentLogger;
+    this.onReport = options.onReport;
     const registry = options.registry;
     if (registry !== undefined) {
       const existing = registry.getSingleMetric(BAD_MESSAGES_METRIC) as Counter<'source' | 'reason'> | undefined;
@@ -49,6 +56,7 @@ export class BadMessages {
     const key = `${source}:${error.reason}`;
     this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
     this.counter?.inc({ source, reason: error.reason });
+    this.onReport?.(source, error, subject);
     this.logger.warn({ source, subject, reason: error.reason, layer: error.layer }, `refused a malformed ${source}: ${error.message}`);
   }
 

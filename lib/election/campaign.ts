@@ -19,6 +19,8 @@ export interface CampaignHooks {
   onInterval?(ms: number): void;
   /** Reading the bucket failed; it will be tried again (P8). */
   onSetupFailure?(error: unknown, attempt: number): void;
+  /** Set-up succeeded: the bucket's TTL was read and campaigning starts (a daemon is ready then). */
+  onSetup?(ttlMs: number): void;
 }
 
 /** Options for {@link campaign}. */
@@ -199,6 +201,7 @@ export function campaign(config: CampaignConfig): Observable<ElectionEvent> {
             return;
           }
           candidateCap = config.maxCandidateIntervalMs ?? ttl / 4;
+          hooks.onSetup?.(ttl);
           logger.info({ identity, ttlMs: ttl, maxCandidateIntervalMs: candidateCap }, 'campaigning for leadership');
           later(random() * startSplayMs, tick);
         },

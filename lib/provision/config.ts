@@ -73,6 +73,13 @@ export interface RxfleetSettings {
   shutdownGraceMs: number;
   /** The helper's hard timeout; default 10 s (upstream's fixed value). */
   helperTimeoutMs: number;
+  /**
+   * Where the election's JetStream API is: `choria.streams` (default) through a Choria broker's
+   * account imports, `$JS.API` on a plain JetStream server.
+   */
+  electionApiPrefix: string;
+  /** The longest a candidate waits between attempts (DECISIONS P14); undefined: a quarter of the bucket TTL. */
+  electionCandidateIntervalMs: number | undefined;
 }
 
 /** The outcome of reading a configuration: the config when there is no error, and every problem. */
@@ -190,6 +197,7 @@ export function parseProvisionerConfig(text: string, options: ParseConfigOptions
   }
   const shutdownGraceMs = duration('rxfleet.shutdown_grace', c.rxfleet.shutdown_grace, 0, 'a duration >= 0');
   const helperTimeoutMs = duration('rxfleet.helper_timeout', c.rxfleet.helper_timeout, 1, 'a duration greater than zero');
+  const electionCandidateIntervalMs = c.rxfleet.election_candidate_interval === '' ? undefined : duration('rxfleet.election_candidate_interval', c.rxfleet.election_candidate_interval, 100, 'a duration of at least 100ms');
 
   const lifecycleComponent = c.lifecycle_component === '' ? 'provision_mode_server' : c.lifecycle_component;
   if (usable('lifecycle_component') && !isValidLifecycleComponent(lifecycleComponent)) {
@@ -264,6 +272,8 @@ export function parseProvisionerConfig(text: string, options: ParseConfigOptions
       queueCapacity: c.rxfleet.queue_capacity,
       shutdownGraceMs,
       helperTimeoutMs,
+      electionApiPrefix: c.rxfleet.election_api_prefix,
+      electionCandidateIntervalMs,
     },
   };
   return { config, problems };
@@ -328,6 +338,8 @@ interface RawConfig {
     queue_capacity: number;
     shutdown_grace: string;
     helper_timeout: string;
+    election_api_prefix: string;
+    election_candidate_interval: string;
   };
 }
 

@@ -64,6 +64,8 @@ export const PROVISIONER_CONFIG_SCHEMA = {
         queue_capacity: { type: 'integer', minimum: 1, default: 50_000, expected: 'a whole number >= 1' },
         shutdown_grace: string('30s', 'a duration such as 30s or 2m'),
         helper_timeout: string('10s', 'a duration such as 10s'),
+        election_api_prefix: string('choria.streams', 'a JetStream API prefix such as choria.streams or $JS.API', { pattern: '^[^\\s*>]+$' }),
+        election_candidate_interval: string('', 'a duration such as 15s (empty: a quarter of the bucket TTL)'),
       },
     },
   },

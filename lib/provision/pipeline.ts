@@ -16,8 +16,11 @@ export type HostTicket = Ticket<Sighting, string>;
 /** What one provisioning cycle ended with, as the worker pool sees it. */
 export type CycleOutcome = Outcome<CycleResult>;
 
-/** How a cycle that did not fail ended (choria-provisioner.md §3.11). */
-export type CycleResult = 'provisioned' | 'shutdown' | 'upgraded';
+/**
+ * How a cycle that did not fail ended (choria-provisioner.md §3.11), plus `locked`: the node's
+ * provisioning lock is held by another provisioner (DECISIONS P10).
+ */
+export type CycleResult = 'provisioned' | 'shutdown' | 'upgraded' | 'locked';
 
 /** What the pipeline reports as it goes: the daemon turns these into metrics and log lines. */
 export interface PipelineHooks {
@@ -54,6 +57,13 @@ export interface ProvisionPipelineConfig {
   queueCapacity?: number;
   /** How long a provisioned (or shut down) node keeps its key while it restarts. Default 60 s. */
   settleMs?: number;
+  /**
+   * How long a node whose provisioning lock another provisioner holds keeps its key. Default 2
+   * minutes, the lock's own lifetime: by then the other provisioner has configured the node (it
+   * leaves provisioning mode and is not seen again) or has gone away (the lock expired and this
+   * instance may take the node on).
+   */
+  lockHoldMs?: number;
   hooks?: PipelineHooks;
   scheduler?: SchedulerLike;
   /** Supplied by the caller when it wants to read sizes (gauges); otherwise made here. */
@@ -67,8 +77,9 @@ export interface ProvisionPipelineConfig {
  * start) and election-won triggers start discovery rounds, which with lifecycle startup messages
  * pass `pauseWhen`; each sighting goes through admission (a ledger keyed by identity, window
  * `interval`, bounded queue); the worker pool runs the provisioning cycle for each current ticket;
- * the outcome releases the identity now (failure, upgrade) or after `settleMs` (provisioned,
- * shutdown); a lost election resets the ledger.
+ * the outcome releases the identity now (failure, upgrade), after `settleMs` (provisioned,
+ * shutdown) or after `lockHoldMs` (another provisioner holds the node's lock); a lost election
+ * resets the ledger.
  *
  * Guarantees:
  * - No discovery round starts while paused, and one round runs at a time (a tick during a round is
@@ -82,6 +93,10 @@ export interface ProvisionPipelineConfig {
 export function provisionPipeline(config: ProvisionPipelineConfig): Observable<PoolResult<HostTicket, CycleResult>> {
   const { discover, startupEvents, won = EMPTY, lost = EMPTY, gate, provision, interval, workers, hooks = {}, scheduler = asyncScheduler } = config;
   const settleMs = config.settleMs ?? 60_000;
+  const lockHoldMs = config.lockHoldMs ?? 120_000;
+  // An upgraded node restarts still in provisioning mode and must be provisioned again at once; a
+  // configured or shut-down node keeps its key while it goes away; a locked one while its lock lasts.
+  const holdFor: Record<CycleResult, number> = { provisioned: settleMs, shutdown: settleMs, upgraded: 0, locked: lockHoldMs };
   const ledger =
     config.ledger ?? new AdmissionLedger<Sighting, string>({ key: (s) => s.identity, window: interval, capacity: config.queueCapacity ?? 50_000, scheduler });
 
@@ -116,9 +131,8 @@ export function provisionPipeline(config: ProvisionPipelineConfig): Observable<P
         return outcome$.pipe(
           map((outcome): CycleOutcome => {
             if (outcome.status !== 'done') return outcome;
-            // An upgraded node restarts still in provisioning mode and must be provisioned again at
-            // once; a configured or shut-down node keeps its key while it goes away.
-            return outcome.value === 'upgraded' ? { status: 'done', value: outcome.value } : { status: 'done', value: outcome.value, releaseAfter: settleMs };
+            const hold = holdFor[outcome.value];
+            return hold > 0 ? { status: 'done', value: outcome.value, releaseAfter: hold } : { status: 'done', value: outcome.value };
           }),
         );
       },

@@ -21,13 +21,6 @@ async function rxfleet(...args: string[]): Promise<{ code: number; stdout: strin
 }
 
 describe('the rxfleet command', () => {
-  it('demo provisions every simulated node and prints a summary', async () => {
-    const { code, stdout } = await rxfleet('demo', '--nodes', '60', '--workers', '4');
-    expect(code).toBe(0);
-    expect(stdout).toMatch(/nodes provisioned: +60 of 60/);
-    expect(stdout).toMatch(/nodes\/s/);
-  });
-
   it('refuses a bad option value with one clear line and a non-zero exit', async () => {
     const { code, stderr } = await rxfleet('demo', '--nodes', 'lots');
     expect(code).toBe(1);
@@ -42,7 +35,8 @@ describe('the rxfleet command', () => {
 
   it('prints its version and help', async () => {
     expect((await rxfleet('--version')).stdout.trim()).toBe(version);
-    expect((await rxfleet('--help')).stdout).toMatch(/demo/);
+    const help = (await rxfleet('--help')).stdout;
+    for (const command of ['demo', 'provision|run', 'simulate', 'validate']) expect(help).toContain(command);
   });
 });
 

@@ -32,7 +32,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('rxfleet validate', () => {
   it('prints a one-line summary and exits 0 for a good configuration', async () => {
-    const config = file('good.yaml', 'workers: 4\ninterval: 5m\nhelper: /usr/local/bin/helper --token s3cret\nsite: TEST\nmonitor_port: 8080\nfeatures: {pki: true}\n');
+    const config = file('good.yaml', 'workers: 4\ninterval: 5m\nhelper: /usr/local/bin/helper --token s3cret\nsite: TEST\nmonitor_port: 8080\nfeatures: {pki: true}\nchoria_insecure: true\n');
     const choria = file('client.cfg', 'identity = prov1.example.net\nplugin.choria.middleware_hosts = broker:4222\n');
     const { code, stdout } = await rxfleet('validate', '--config', config, '--choria-config', choria);
     expect(code).toBe(0);
@@ -60,7 +60,7 @@ describe('rxfleet validate', () => {
   });
 
   it('passes with warnings, and fails on them with --strict', async () => {
-    const config = file('warn.yaml', 'helper: /bin/h\nbroker_port: 4222\n');
+    const config = file('warn.yaml', 'helper: /bin/h\nbroker_port: 4222\nchoria_insecure: true\n');
     const choria = file('ok.cfg', 'identity = a\nplugin.choria.middleware_hosts = b:4222\n');
     const lenient = await rxfleet('validate', '--config', config, '--choria-config', choria);
     expect(lenient.code).toBe(0);
@@ -68,6 +68,20 @@ describe('rxfleet validate', () => {
     expect(lenient.stdout).toMatch(/OK with 1 warning/);
     const strict = await rxfleet('validate', '--config', config, '--choria-config', choria, '--strict');
     expect(strict.code).toBe(1);
+  });
+
+  it('checks what rxfleet provision needs to connect: a broker, and TLS material unless choria_insecure', async () => {
+    const config = file('tls.yaml', 'helper: /bin/h\n');
+    const choria = file('tls.cfg', 'identity = a\nplugin.security.file.certificate = /nowhere/cert.pem\n');
+    const { code, stdout } = await rxfleet('validate', '--config', config, '--choria-config', choria);
+    expect(code).toBe(1);
+    expect(stdout.trim().split('\n')).toEqual([
+      `error: ${choria}: no NATS servers: set plugin.choria.middleware_hosts here or rxfleet.nats_servers in the provisioner configuration`,
+      `error: ${choria}: plugin.security.file.certificate: file "/nowhere/cert.pem" does not exist`,
+      `error: ${choria}: plugin.security.file.key is required for TLS to the broker (or set choria_insecure: true)`,
+      `error: ${choria}: plugin.security.file.ca is required for TLS to the broker (or set choria_insecure: true)`,
+      '4 errors, 0 warnings',
+    ]);
   });
 
   it('says so when the configuration file is missing', async () => {

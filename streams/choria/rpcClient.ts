@@ -193,11 +193,11 @@ export class ChoriaRpcClient {
           }
           const decoded = decodeReply(msg.data, { maxBytes: this.maxBytes });
           if (!decoded.ok) {
-            this.badMessages.report('reply', decoded.error, msg.subject);
+            this.badMessages.report('broadcast_reply', decoded.error, msg.subject);
             return;
           }
           if (decoded.value.requestId !== requestId) {
-            this.badMessages.report('reply', new ProtocolError('schema', 'reply', 'request id does not match the reply subject'), msg.subject);
+            this.badMessages.report('broadcast_reply', new ProtocolError('schema', 'reply', 'request id does not match the reply subject'), msg.subject);
             return;
           }
           subscriber.next(decoded.value);

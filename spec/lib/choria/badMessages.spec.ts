@@ -37,4 +37,15 @@ describe('bad message accounting', () => {
     expect(logged[0]).toMatchObject({ level: 40, source: 'request', subject: 'provisioning.node.n1', reason: 'not_json', layer: 'transport' });
     expect(JSON.stringify(logged[0])).not.toContain('s3cret-value');
   });
+
+  it('tells onReport about each one, with its source, so a daemon can count it on its own metric', () => {
+    const seen: string[] = [];
+    const bad = new BadMessages({ onReport: (source, error, subject) => seen.push(`${source} ${error.reason} ${subject}`) });
+    const refused = decodeRequest('nope');
+    if (refused.ok) throw new Error('expected a refusal');
+    bad.report('broadcast_reply', refused.error, 'provisioning.reply.x.1');
+    bad.report('reply', refused.error, 'provisioning.reply.x.2');
+    expect(seen).toEqual(['broadcast_reply not_json provisioning.reply.x.1', 'reply not_json provisioning.reply.x.2']);
+    expect([bad.count('broadcast_reply'), bad.count('reply')]).toEqual([1, 1]);
+  });
 });

@@ -40,7 +40,7 @@ describe('parseProvisionerConfig: defaults', () => {
       upgradesRepository: '',
       upgradesOptional: false,
       features: { pki: false, jwt: false, ed25519: false, upgrades: false },
-      rxfleet: { natsServers: [], natsUser: undefined, natsPassword: undefined, natsCredentials: undefined, queueCapacity: 50_000, shutdownGraceMs: 30_000, helperTimeoutMs: 10_000 },
+      rxfleet: { natsServers: [], natsUser: undefined, natsPassword: undefined, natsCredentials: undefined, queueCapacity: 50_000, shutdownGraceMs: 30_000, helperTimeoutMs: 10_000, electionApiPrefix: 'choria.streams', electionCandidateIntervalMs: undefined },
     });
   });
 
@@ -96,6 +96,13 @@ describe('parseProvisionerConfig: defaults', () => {
     expect(config.serverJwtValidityMs).toBe(52 * 7 * 86_400_000);
     expect(config.rxfleet.shutdownGraceMs).toBe(120_000);
     expect(config.rxfleet.helperTimeoutMs).toBe(1500);
+  });
+
+  it('the election settings: the JetStream API prefix and the candidate interval (P14)', () => {
+    const config = valid('helper: h\nleader_election: true\nrxfleet: {election_api_prefix: $JS.API, election_candidate_interval: 15s}\n');
+    expect(config.rxfleet.electionApiPrefix).toBe('$JS.API');
+    expect(config.rxfleet.electionCandidateIntervalMs).toBe(15_000);
+    expect(errors('helper: h\nrxfleet: {election_api_prefix: "a.>", election_candidate_interval: 10ms}\n').map((p) => p.path)).toEqual(['rxfleet.election_api_prefix', 'rxfleet.election_candidate_interval']);
   });
 
   it('rxfleet.nats_servers takes a list or one comma-separated string', () => {

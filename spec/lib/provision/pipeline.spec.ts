@@ -165,6 +165,28 @@ describe('provisionPipeline', () => {
     ]);
   });
 
+  it('a node whose lock another provisioner holds keeps its key for the lock hold time, then is admitted again (P10)', () => {
+    const scheduler = newScheduler();
+    const { hooks, log } = recorder(scheduler);
+    scheduler.run(({ cold, hot }) => {
+      const sub = provisionPipeline({
+        discover: () => of([]),
+        startupEvents: hot('e-----e-------e', { e: 'owned' }),
+        gate: new PauseGate(),
+        provision: () => cold('d', { d: done('locked') as CycleOutcome }),
+        interval: 100,
+        workers: 1,
+        settleMs: 3,
+        lockHoldMs: 10,
+        hooks,
+        scheduler,
+      }).subscribe();
+      scheduler.schedule(() => sub.unsubscribe(), 20);
+    });
+    // Refused while held at 6 (held for 10, not the 3 of a provisioned node); free again at 14.
+    expect(log.filter((l) => !l.endsWith('discover'))).toEqual(['0 admit owned via event', '6 refuse owned held', '14 admit owned via event']);
+  });
+
   it('re-admits a node whose sighting is older than the interval while its cycle still runs (DECISIONS P1)', () => {
     const scheduler = newScheduler();
     const starts: string[] = [];

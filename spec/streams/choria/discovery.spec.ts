@@ -86,11 +86,11 @@ describe('broadcast discovery over a real nats-server', () => {
       });
       await rogue.nc.flush();
       try {
-        const before = world.client.badMessages.count('reply', 'base64');
+        const before = world.client.badMessages.count('broadcast_reply', 'base64');
         const found = await firstValueFrom(broadcastDiscovery(world.client));
         expect(found).toContain('honest-rogue.example.net');
         expect(found).not.toContain('rogue');
-        expect(world.client.badMessages.count('reply', 'base64')).toBe(before + 1);
+        expect(world.client.badMessages.count('broadcast_reply', 'base64')).toBe(before + 1);
       } finally {
         await rogue.drain();
       }

@@ -1,0 +1,190 @@
+/**
+ * `npm run bench:provision`: `rxfleet provision` (the built command, as a user runs it) provisioning
+ * a fleet run by `rxfleet simulate` (another process, as a real fleet would be) over a private
+ * nats-server, with the minimal sample helper. One JSON line per figure.
+ *
+ * - For each RPC latency (0 and 50 ms) and worker count (16 and 256): nodes provisioned per second
+ *   (from the daemon's first /ready to its `provisioned` counter reaching the fleet size), the
+ *   daemon's peak RSS (VmHWM) and CPU seconds per node (utime + stime over the run, helpers not
+ *   included: they are other processes).
+ * - Beside them, the two physical limits measured in the same run: request/reply round trips per
+ *   second over the same nats-server (raw nats.js, 1 and 64 in flight), and helper runs per second
+ *   with the minimal helper (1 and 16 at once).
+ *
+ * NODES (default 10000), LATENCIES (0,50), WORKERS (16,256), LIMIT_SECONDS (3) and
+ * RUN_TIMEOUT_MINUTES (60) change the run.
+ */
+import { ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { HelperRunner } from '../lib/provision/helperRunner';
+import { buildHelperInput } from '../lib/provision/helperInput';
+import { sampleHelperPath } from '../lib/provision/sampleHelpers';
+import { openNatsConnection } from '../streams/natsConnection';
+import { freePort, startNatsServer } from '../streams/natsServerProcess';
+
+const NODES = Number(process.env.NODES ?? 10_000);
+const LATENCIES = (process.env.LATENCIES ?? '0,50').split(',').map(Number);
+const WORKERS = (process.env.WORKERS ?? '16,256').split(',').map(Number);
+const LIMIT_SECONDS = Number(process.env.LIMIT_SECONDS ?? 3);
+const RUN_TIMEOUT_MS = Number(process.env.RUN_TIMEOUT_MINUTES ?? 60) * 60_000;
+const TOKEN = 'bench-token';
+const BIN = join(__dirname, '../dist/bin/rxfleet.js');
+const CLOCK_TICKS = 100; // Linux USER_HZ: /proc times are in hundredths of a second.
+
+const now = (): number => Number(process.hrtime.bigint()) / 1e6;
+const print = (figure: Record<string, unknown>): void => console.log(JSON.stringify(figure));
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Runs `call` with `inFlight` always outstanding for `seconds`; completed calls per second. */
+async function perSecond(inFlight: number, seconds: number, call: () => Promise<unknown>): Promise<number> {
+  let done = 0;
+  const start = now();
+  const stopAt = start + seconds * 1000;
+  const lane = async (): Promise<void> => {
+    while (now() < stopAt) {
+      await call();
+      done++;
+    }
+  };
+  await Promise.all(Array.from({ length: inFlight }, lane));
+  return Math.round((done / (now() - start)) * 10_000) / 10;
+}
+
+/** CPU seconds (user + system) and peak RSS (MiB) of a process, from /proc. */
+function processUsage(pid: number): { cpuSeconds: number; peakRssMiB: number } {
+  // Fields after the command name (which may hold spaces) start at field 3; utime and stime are 14 and 15.
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const cpuSeconds = (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return { cpuSeconds, peakRssMiB: Math.round(Number(hwm?.[1] ?? 0) / 102.4) / 10 };
+}
+
+function start(args: string[]): { child: ChildProcess; exited: Promise<number | null>; lines: AsyncIterable<string> } {
+  const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stderr?.resume();
+  const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
+  return { child, exited, lines: createInterface({ input: child.stdout! }) };
+}
+
+async function stop(process: { child: ChildProcess; exited: Promise<number | null> }): Promise<void> {
+  if (process.child.exitCode === null) process.child.kill('SIGTERM');
+  const killer = setTimeout(() => process.child.kill('SIGKILL'), 30_000);
+  await process.exited;
+  clearTimeout(killer);
+}
+
+/** A sample's value from /metrics; NaN when the scrape failed (a daemon under full load may reset it). */
+async function metric(port: number, name: string): Promise<number> {
+  try {
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const line = text.split('\n').find((l) => l.startsWith(`${name}{`));
+    return line === undefined ? Number.NaN : Number(line.split(' ').at(-1));
+  } catch {
+    return Number.NaN;
+  }
+}
+
+async function limits(url: string): Promise<Record<string, number>> {
+  const a = await openNatsConnection({ servers: [url], name: 'bench-requester' });
+  const b = await openNatsConnection({ servers: [url], name: 'bench-responder' });
+  // A payload the size of a Choria RPC request.
+  const payload = new Uint8Array(900).fill(120);
+  b.nc.subscribe('bench.echo', { callback: (_, msg) => void msg.respond(msg.data) });
+  await b.nc.flush();
+  const request = () => a.nc.request('bench.echo', payload, { timeout: 5000 });
+  const rr1 = await perSecond(1, LIMIT_SECONDS, request);
+  const rr64 = await perSecond(64, LIMIT_SECONDS, request);
+  await a.drain();
+  await b.drain();
+
+  const runner = new HelperRunner({ command: sampleHelperPath('minimal-helper') });
+  const input = buildHelperInput({ identity: 'node-1.example.net', inventory: { version: '0.29.4' } });
+  const helpers1 = await perSecond(1, LIMIT_SECONDS, () => runner.run(input));
+  const helpers16 = await perSecond(16, LIMIT_SECONDS, () => runner.run(input));
+  const figures = { request_reply_per_second_1_in_flight: rr1, request_reply_per_second_64_in_flight: rr64, helper_runs_per_second_1_at_once: helpers1, helper_runs_per_second_16_at_once: helpers16 };
+  print({ figure: 'physical limits', ...figures });
+  return figures;
+}
+
+async function provisionRun(url: string, dir: string, latency: number, workers: number, baseline: Record<string, number>): Promise<void> {
+  const fleet = start(['simulate', '--nats', url, '--nodes', String(NODES), '--token', TOKEN, '--latency', String(latency), '--restart-delay', '0', '--json', '--report-every', '0', '--log-level', 'error']);
+  for await (const line of fleet.lines) if ((JSON.parse(line) as { type: string }).type === 'ready') break;
+
+  const port = await freePort();
+  const config = join(dir, `provision-${latency}-${workers}.yaml`);
+  writeFileSync(config, [`helper: ${sampleHelperPath('minimal-helper')}`, `token: ${TOKEN}`, 'choria_insecure: true', `workers: ${workers}`, `monitor_port: ${port}`, 'loglevel: error', 'interval: 1m'].join('\n'));
+  const choria = join(dir, 'choria.cfg');
+  writeFileSync(choria, `identity = bench-provisioner.example.net\nplugin.choria.middleware_hosts = ${url}\n`);
+  const daemon = start(['provision', '--config', config, '--choria-config', choria]);
+  // Its error lines (loglevel error) say why nodes failed: counted by the cycle's step.
+  const failedSteps: Record<string, number> = {};
+  void (async () => {
+    for await (const line of daemon.lines) {
+      try {
+        const entry = JSON.parse(line) as { step?: string; msg?: string };
+        const step = entry.step ?? (entry.msg ?? '').slice(0, 40);
+        failedSteps[step] = (failedSteps[step] ?? 0) + 1;
+      } catch {
+        // not a log line
+      }
+    }
+  })();
+  try {
+    while ((await fetch(`http://127.0.0.1:${port}/ready`).then((r) => r.status, () => 0)) !== 200) await sleep(50);
+    const pid = daemon.child.pid as number;
+    const before = processUsage(pid);
+    const started = now();
+    let provisioned = 0;
+    while (provisioned < NODES && now() - started < RUN_TIMEOUT_MS) {
+      await sleep(250);
+      const value = await metric(port, 'choria_provisioner_provisioned');
+      if (!Number.isNaN(value)) provisioned = value;
+    }
+    const seconds = (now() - started) / 1000;
+    const after = processUsage(pid);
+    const errors = await metric(port, 'choria_provisioner_provision_errors');
+    const helperErrors = await metric(port, 'choria_provisioner_helper_errors');
+    print({
+      figure: 'nodes provisioned per second',
+      nodes: NODES,
+      rpc_latency_ms: latency,
+      workers,
+      provisioned,
+      finished: provisioned >= NODES,
+      seconds: Math.round(seconds * 10) / 10,
+      nodes_per_second: Math.round((provisioned / seconds) * 10) / 10,
+      peak_rss_mib: after.peakRssMiB,
+      cpu_seconds_per_node: provisioned > 0 ? Math.round(((after.cpuSeconds - before.cpuSeconds) / provisioned) * 1e5) / 1e5 : null,
+      provision_errors: errors,
+      helper_errors: helperErrors,
+      failures_by_step: failedSteps,
+      baseline_helper_runs_per_second_16_at_once: baseline.helper_runs_per_second_16_at_once,
+      baseline_request_reply_per_second_64_in_flight: baseline.request_reply_per_second_64_in_flight,
+    });
+  } finally {
+    await stop(daemon);
+    await stop(fleet);
+  }
+}
+
+async function main(): Promise<void> {
+  print({ node: process.version, cpus: cpus().length, nodes: NODES, latencies_ms: LATENCIES, workers: WORKERS });
+  const server = await startNatsServer({ jetstream: false });
+  const dir = mkdtempSync(join(tmpdir(), 'rxfleet-bench-provision-'));
+  try {
+    const baseline = await limits(server.url);
+    for (const latency of LATENCIES) for (const workers of WORKERS) await provisionRun(server.url, dir, latency, workers, baseline);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+    await server.stop();
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exitCode = 1;
+});

@@ -1,0 +1,221 @@
+import pino from 'pino';
+import { Subscription } from 'rxjs';
+import { parseChoriaClientConfig } from '../lib/choria/clientConfig';
+import { ElectionStore } from '../lib/election/ElectionStore';
+import { MemoryElectionBucket } from '../lib/election/memoryElectionStore';
+import { LogLevel, Logger, REDACTED_PATHS, silentLogger } from '../lib/logger';
+import { parseProvisionerConfig, requireValidConfig } from '../lib/provision/config';
+import { ProvisionerDaemon, startProvisioner } from '../lib/provision/daemon';
+import { sampleHelperPath } from '../lib/provision/sampleHelpers';
+import { SimulatedFleet, startSimulatedFleet } from '../lib/simulate/simulatedFleet';
+import { createElectionBucket } from '../streams/election/electionBucket';
+import { MemoryNatsServer, memoryFleetConnection } from '../streams/memoryNats';
+import { FleetConnection, openNatsConnection } from '../streams/natsConnection';
+import { NatsServerProcess, natsServerAvailable, startNatsServer } from '../streams/natsServerProcess';
+
+/** How the demo's parts talk: a private nats-server, or the in-process transport. */
+export type DemoTransport = 'auto' | 'nats' | 'memory';
+
+/** Options of `rxfleet demo`. */
+export interface DemoOptions {
+  nodes: number;
+  workers: number;
+  /** The fleet boots over this many seconds. */
+  bootSeconds: number;
+  transport: DemoTransport;
+  /** Give up after this many seconds. */
+  timeout: number;
+  logLevel: LogLevel;
+  /** Where the progress bar and the summary go. */
+  out: NodeJS.WriteStream | NodeJS.WritableStream;
+  /** Draw the progress bar (a terminal); otherwise only the summary. Default: `out` is a TTY. */
+  progress?: boolean;
+}
+
+/** What the demo did. */
+export interface DemoSummary {
+  transport: 'nats' | 'memory';
+  nodes: number;
+  provisioned: number;
+  errors: number;
+  duplicates: number;
+  elapsedMs: number;
+  nodesPerSecond: number;
+  /** Who won the election, in order (a failover shows as two). */
+  leaders: string[];
+}
+
+const BUCKET_TTL_MS = 10_000;
+const IDENTITIES = ['demo-provisioner-a.example.net', 'demo-provisioner-b.example.net'];
+
+/** The transport the demo runs on, with what it must stop. */
+interface Transport {
+  kind: 'nats' | 'memory';
+  url: string;
+  connect(name: string): Promise<FleetConnection>;
+  electionStore(): ElectionStore | undefined;
+  stop(): Promise<void>;
+}
+
+async function natsTransport(logger: Logger): Promise<Transport> {
+  const server: NatsServerProcess = await startNatsServer({ jetstream: true });
+  try {
+    const admin = await openNatsConnection({ servers: [server.url], name: 'rxfleet-demo-broker' }, logger);
+    // What a Choria broker with Streams does at start: the election bucket.
+    await createElectionBucket(admin.nc, { ttlMs: BUCKET_TTL_MS });
+    await admin.drain();
+  } catch (error) {
+    await server.stop();
+    throw error;
+  }
+  return {
+    kind: 'nats',
+    url: server.url,
+    connect: (name) => openNatsConnection({ servers: [server.url], name, inboxPrefix: 'provisioning.reply' }, logger),
+    electionStore: () => undefined,
+    stop: () => server.stop(),
+  };
+}
+
+function memoryTransport(): Transport {
+  const server = new MemoryNatsServer();
+  const bucket = new MemoryElectionBucket({ ttlMs: BUCKET_TTL_MS });
+  return {
+    kind: 'memory',
+    url: 'memory://',
+    connect: async (name) => memoryFleetConnection(server.connect({ name, inboxPrefix: 'provisioning.reply' })),
+    electionStore: () => bucket.store(),
+    stop: async () => undefined,
+  };
+}
+
+function bar(done: number, total: number, width = 30): string {
+  const filled = total === 0 ? width : Math.round((done / total) * width);
+  return `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}]`;
+}
+
+/**
+ * `rxfleet demo`: a private nats-server (JetStream on, the election bucket made as a Choria broker
+ * makes it) or, without `nats-server`, an in-process transport; a simulated fleet of Choria servers
+ * in provisioning mode booting over a few seconds; two provisioners that elect a leader through the
+ * bucket and run the minimal sample helper; a progress bar on a terminal; a summary. Everything it
+ * started is stopped before it resolves.
+ */
+export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
+  const { nodes, workers, out } = options;
+  const print = (text: string): void => void out.write(`${text}\n`);
+  const logger: Logger = options.logLevel === 'silent' ? silentLogger : pino({ level: options.logLevel, name: 'rxfleet-demo', redact: { paths: REDACTED_PATHS, censor: '[redacted]' } }, pino.destination({ dest: 2, sync: true }));
+  const showProgress = options.progress ?? (out as NodeJS.WriteStream).isTTY === true;
+
+  let kind: 'nats' | 'memory' = options.transport === 'memory' ? 'memory' : 'nats';
+  if (options.transport === 'auto' && !natsServerAvailable()) {
+    print('nats-server is not on PATH (install it with `apt-get install nats-server`): running on an in-process transport instead');
+    kind = 'memory';
+  }
+  const transport = kind === 'nats' ? await natsTransport(logger) : memoryTransport();
+
+  const connections: FleetConnection[] = [];
+  const daemons: ProvisionerDaemon[] = [];
+  const watches: Subscription[] = [];
+  let fleet: SimulatedFleet | undefined;
+  let progressTimer: NodeJS.Timeout | undefined;
+  const leaders: string[] = [];
+  let errors = 0;
+  try {
+    const token = 'demo-token';
+    const fleetConnection = await transport.connect('rxfleet-demo-fleet');
+    connections.push(fleetConnection);
+    const config = requireValidConfig(
+      parseProvisionerConfig(
+        [
+          `workers: ${workers}`,
+          'interval: 1m',
+          `helper: ${JSON.stringify(sampleHelperPath('minimal-helper'))}`,
+          `token: ${token}`,
+          'choria_insecure: true',
+          'site: demo',
+          'leader_election: true',
+          'rxfleet:',
+          // A plain JetStream server: no Choria account imports.
+          '  election_api_prefix: $JS.API',
+          '  shutdown_grace: 5s',
+        ].join('\n'),
+      ),
+    );
+
+    for (const identity of IDENTITIES) {
+      const connection = await transport.connect(identity);
+      connections.push(connection);
+      const store = transport.electionStore();
+      const daemon = await startProvisioner({
+        config,
+        choria: parseChoriaClientConfig(`identity = ${identity}\nplugin.choria.middleware_hosts = ${transport.url}\n`).config,
+        connection,
+        ...(store !== undefined ? { electionStore: store } : {}),
+        logger: logger.child({ provisioner: identity }),
+        tuning: { electionStartSplayMs: 300, helperEnv: { ...process.env, RXFLEET_HELPER_BROKERS: transport.url } },
+      });
+      daemons.push(daemon);
+      watches.push(daemon.election$.subscribe((event) => event === 'won' && leaders.push(identity)));
+      watches.push(daemon.results$.subscribe(({ outcome }) => outcome.status === 'failed' && errors++));
+    }
+
+    print(`rxfleet demo: ${nodes} simulated Choria servers booting over ${options.bootSeconds} s, 2 provisioners electing a leader, over ${kind === 'nats' ? `a private nats-server (${transport.url})` : 'the in-process transport'}`);
+    const started = Date.now();
+    fleet = await startSimulatedFleet({
+      nc: fleetConnection.nc,
+      nodes,
+      token,
+      bootRate: options.bootSeconds > 0 ? Math.max(1, Math.ceil(nodes / options.bootSeconds)) : 0,
+      restartDelayMs: 200,
+      logger,
+    });
+    const running = fleet;
+
+    const finished = new Promise<boolean>((resolve) => {
+      const check = (): void => {
+        const stats = running.stats();
+        if (showProgress) {
+          const leader = leaders.at(-1) ?? 'electing...';
+          out.write(`\r${bar(stats.provisioned, nodes)} ${stats.provisioned}/${nodes} provisioned  leader: ${leader}   `);
+        }
+        if (stats.provisioned >= nodes) resolve(true);
+        else if (Date.now() - started > options.timeout * 1000) resolve(false);
+      };
+      progressTimer = setInterval(check, 100);
+      check();
+    });
+    const complete = await finished;
+    const elapsedMs = Date.now() - started;
+    if (showProgress) out.write('\n');
+    clearInterval(progressTimer);
+    progressTimer = undefined;
+
+    const stats = running.stats();
+    const summary: DemoSummary = {
+      transport: kind,
+      nodes,
+      provisioned: stats.provisioned,
+      errors,
+      duplicates: stats.duplicates,
+      elapsedMs,
+      nodesPerSecond: stats.provisioned / (elapsedMs / 1000),
+      leaders,
+    };
+    const standby = IDENTITIES.filter((id) => !leaders.includes(id));
+    print(`nodes provisioned: ${summary.provisioned} of ${nodes}${complete ? '' : ` (gave up after ${options.timeout} s)`}`);
+    print(`errors:            ${summary.errors}`);
+    print(`duplicates:        ${summary.duplicates}`);
+    print(`time:              ${(elapsedMs / 1000).toFixed(1)} s`);
+    print(`nodes/s:           ${summary.nodesPerSecond.toFixed(1)}`);
+    print(`leader:            ${leaders.length === 0 ? 'nobody won the election' : leaders.join(', then ')}${standby.length > 0 ? ` (${standby.join(', ')} stood by)` : ''}`);
+    return summary;
+  } finally {
+    if (progressTimer !== undefined) clearInterval(progressTimer);
+    for (const watch of watches) watch.unsubscribe();
+    await Promise.all(daemons.map((d) => d.stop({ graceMs: 5000 })));
+    await fleet?.stop();
+    for (const connection of connections) await connection.drain();
+    await transport.stop();
+  }
+}

@@ -1,0 +1,149 @@
+import { ChildProcess, execFile, spawn, spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { freePort } from '../../streams/natsServerProcess';
+import { useNatsServer } from '../helpers/nats';
+import { MINIMAL_HELPER, SCRIPTED_HELPER, sampleValue } from '../helpers/provisioner';
+import { waitFor } from '../helpers/waitFor';
+
+// `rxfleet provision` and `rxfleet simulate` as real processes, from the build (`npm test` builds first).
+const root = resolve(__dirname, '../..');
+const bin = join(root, 'dist/bin/rxfleet.js');
+const run = promisify(execFile);
+
+/** A running child with its output gathered as it comes. */
+interface Running {
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+function start(args: string[]): Running {
+  const child = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) => child.once('exit', (code, signal) => done({ code, signal })));
+  return { child, stdout: () => out, stderr: () => err, exited };
+}
+
+describe('rxfleet provision', () => {
+  const server = useNatsServer();
+  let dir: string;
+  const running: Running[] = [];
+
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'rxfleet-provision-'));
+  });
+  afterEach(async () => {
+    for (const r of running.splice(0)) {
+      if (r.child.exitCode === null && r.child.signalCode === null) r.child.kill('SIGKILL');
+      await r.exited;
+    }
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  const file = (name: string, text: string): string => {
+    const path = join(dir, name);
+    writeFileSync(path, text);
+    return path;
+  };
+  const choriaConfig = (): string => file('choria.cfg', `identity = prov.example.net\nplugin.choria.middleware_hosts = ${server().url}\n`);
+
+  const refuse = async (command: string, config: string, choria: string): Promise<string[]> => {
+    const result = await run(process.execPath, [bin, command, '--config', config, '--choria-config', choria]).then(
+      () => ({ code: 0, stderr: '' }),
+      (e: { code: number; stderr: string }) => e,
+    );
+    expect(result.code).toBe(1);
+    return result.stderr.trim().split('\n');
+  };
+  /** `error: FILE: key: message` as `error key`. */
+  const keys = (lines: string[]): string[] => lines.slice(0, -1).map((l) => l.replace(/^(error|warning): [^:]+: /, '$1 ').split(':')[0]);
+
+  it('refuses a bad configuration with every problem on its own line, and exits 1 (run is an alias)', async () => {
+    const config = file('bad.yaml', ['workers: -1', 'interval: 30s', 'token: [918273645]', 'features: {pki: true, ed25519: true}', 'monitor_port: http'].join('\n'));
+    for (const command of ['provision', 'run']) {
+      const lines = await refuse(command, config, choriaConfig());
+      expect(keys(lines)).toEqual(['error workers', 'error token', 'error monitor_port', 'error interval', 'error helper', 'error features', 'error jwt_verify_cert', 'error jwt_signing_key']);
+      expect(lines.at(-1)).toBe('rxfleet provision: not started: 8 configuration errors');
+      expect(lines.join('\n')).not.toContain('918273645');
+    }
+  });
+
+  it('with a valid provisioner file, refuses a Choria configuration that names no broker and no TLS material', async () => {
+    const config = file('tls.yaml', `helper: ${MINIMAL_HELPER}\n`);
+    const lines = await refuse('provision', config, file('empty.cfg', 'identity = prov.example.net\n'));
+    expect(keys(lines)).toEqual([
+      'error no NATS servers',
+      'error plugin.security.file.certificate is required for TLS to the broker (or set choria_insecure',
+      'error plugin.security.file.key is required for TLS to the broker (or set choria_insecure',
+      'error plugin.security.file.ca is required for TLS to the broker (or set choria_insecure',
+    ]);
+    expect(lines.at(-1)).toBe('rxfleet provision: not started: 4 configuration errors');
+  });
+
+  it('provisions a fleet run by rxfleet simulate, serves /metrics, writes and removes its pid file, and exits 0 on SIGTERM', async () => {
+    const port = await freePort();
+    const pid = join(dir, 'provisioner.pid');
+    const config = file('good.yaml', [`helper: ${MINIMAL_HELPER}`, 'token: tok-5647382910', 'choria_insecure: true', 'workers: 8', `monitor_port: ${port}`, 'site: proc', 'rxfleet: {shutdown_grace: 10s}'].join('\n'));
+    const provisioner = start(['provision', '--config', config, '--choria-config', choriaConfig(), '--pid', pid]);
+    running.push(provisioner);
+    await waitFor(() => existsSync(pid), 'the pid file', 20_000);
+    expect(readFileSync(pid, 'utf8').trim()).toBe(String(provisioner.child.pid));
+    await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/ready`).then((r) => r.status, () => 0)) === 200, '/ready');
+
+    const simulate = start(['simulate', '--nats', server().url, '--nodes', '12', '--token', 'tok-5647382910', '--restart-delay', '100', '--exit-when-provisioned', '--json', '--report-every', '0']);
+    running.push(simulate);
+    expect((await simulate.exited).code).toBe(0);
+    const summary = simulate.stdout().trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.type === 'summary');
+    expect(summary).toMatchObject({ nodes: 12, provisioned: 12, duplicates: 0 });
+
+    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    expect(sampleValue(metrics, 'choria_provisioner_provisioned', { site: 'proc' })).toBe(12);
+    provisioner.child.kill('SIGTERM');
+    expect(await provisioner.exited).toEqual({ code: 0, signal: null });
+    expect(existsSync(pid)).toBe(false);
+    // JSON log lines (stdout is not a terminal), and the token never in them.
+    const logs = provisioner.stdout().trim().split('\n').map((l) => JSON.parse(l) as { msg: string });
+    expect(logs.some((l) => l.msg === 'Provisioned node-1.example.net')).toBe(true);
+    expect(logs.at(-1)?.msg).toBe('stopped');
+    expect(provisioner.stdout()).not.toContain('tok-5647382910');
+  });
+
+  it('a signal while it is still connecting to an unreachable broker ends it at once, exit 0', async () => {
+    const port = await freePort();
+    const config = file('unreachable.yaml', [`helper: ${MINIMAL_HELPER}`, 'choria_insecure: true', `rxfleet: {nats_servers: ["127.0.0.1:${port}"]}`].join('\n'));
+    const provisioner = start(['provision', '--config', config, '--choria-config', choriaConfig()]);
+    running.push(provisioner);
+    await waitFor(() => provisioner.stdout().includes('connecting to NATS'), 'the connection attempt');
+    provisioner.child.kill('SIGTERM');
+    expect(await provisioner.exited).toEqual({ code: 0, signal: null });
+  });
+
+  it('a second signal exits at once, killing the helper in flight', async () => {
+    const marker = `marker-${randomUUID()}`;
+    const port = await freePort();
+    const config = file('slow.yaml', [`helper: ${SCRIPTED_HELPER} by-identity ${marker}`, 'choria_insecure: true', `monitor_port: ${port}`, 'rxfleet: {shutdown_grace: 60s, helper_timeout: 60s}'].join('\n'));
+    const provisioner = start(['provision', '--config', config, '--choria-config', choriaConfig()]);
+    running.push(provisioner);
+    await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/ready`).then((r) => r.status, () => 0)) === 200, '/ready');
+    const simulate = start(['simulate', '--nats', server().url, '--nodes', '1', '--name-prefix', 'slow', '--report-every', '0']);
+    running.push(simulate);
+    const helpers = (): string[] => spawnSync('ps', ['-eo', 'pid,args'], { encoding: 'utf8' }).stdout.split('\n').filter((l) => l.includes(marker) && !l.includes(' ps '));
+    await waitFor(() => helpers().length === 1, 'the helper to run');
+
+    provisioner.child.kill('SIGTERM');
+    await waitFor(() => provisioner.stdout().includes('stopping'), 'the graceful stop to begin');
+    provisioner.child.kill('SIGTERM');
+    expect((await provisioner.exited).code).toBe(1);
+    await waitFor(() => helpers().length === 0, 'the helper to be gone', 5000);
+    simulate.child.kill('SIGTERM');
+    expect((await simulate.exited).code).toBe(0);
+  });
+});

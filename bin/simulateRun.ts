@@ -4,9 +4,9 @@ import type { LifecycleFormat } from '../lib/choria/lifecycle';
 import { LogLevel, REDACTED_PATHS } from '../lib/logger';
 import { handleShutdownSignals } from '../lib/shutdown';
 import type { JwtKeyType } from '../lib/simulate/fleetKeys';
-import { ReportFormat, eventLine, progressLine, readyLine, summaryLines } from '../lib/simulate/fleetReport';
+import { ReportFormat, eventLine, progressLine, readyLine, requestLine, summaryLines } from '../lib/simulate/fleetReport';
 import { seededRandom } from '../lib/simulate/seededRandom';
-import { startSimulatedFleet } from '../lib/simulate/simulatedFleet';
+import { RequestRecord, startSimulatedFleet } from '../lib/simulate/simulatedFleet';
 import { openNatsConnection } from '../streams/natsConnection';
 
 /** The options of `rxfleet simulate`, as commander parses them. */
@@ -41,6 +41,8 @@ export interface SimulateOptions {
   reportEvery: number;
   json: boolean;
   seed?: number;
+  lockWindow?: number;
+  trace: boolean;
   logLevel: LogLevel;
 }
 
@@ -77,6 +79,8 @@ export async function runSimulate(options: SimulateOptions): Promise<void> {
     ...(options.shutdownDelay !== undefined ? { shutdownDelayMs: options.shutdownDelay } : {}),
     jwt: { jwtKeyType: options.jwtKeyType, perNodeKeys: options.perNodeKeys, urls: options.nats, ...(jwtSigningKey !== undefined ? { jwtSigningKey } : {}) },
     ...(options.seed !== undefined ? { random: seededRandom(options.seed) } : {}),
+    ...(options.lockWindow !== undefined ? { lockWindowMs: options.lockWindow } : {}),
+    ...(options.trace ? { onRequest: (request: RequestRecord) => print(requestLine(format, request)) } : {}),
     logger,
   });
   if (options.jwtPublicKeyOut !== undefined) writeFileSync(options.jwtPublicKeyOut, fleet.jwtVerifyKey.endsWith('\n') ? fleet.jwtVerifyKey : `${fleet.jwtVerifyKey}\n`);

@@ -55,6 +55,8 @@ export function registerSimulate(program: Command): void {
     .option('--report-every <ms>', 'progress line interval (0: none)', nonNegativeInt, 1000)
     .option('--json', 'report as JSON lines', false)
     .option('--seed <n>', 'seed the randomness (failures, splays) to repeat a run', wholeNumber)
+    .option('--lock-window <ms>', 'how long a provisioning lock lasts (go-choria: 2 minutes)', positiveInt)
+    .option('--trace', 'report every request a node receives: who asked (callerid), what, when', false)
     .addOption(new Option('--log-level <level>', 'log level (logs go to stderr)').choices(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('warn'))
     .action(async (options: SimulateOptions) => {
       // Loaded when the command runs, so other commands and --help do not pay for the fleet's crypto and NATS modules.

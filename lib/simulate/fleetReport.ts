@@ -1,4 +1,4 @@
-import { FleetEvent, FleetStats } from './simulatedFleet';
+import { FleetEvent, FleetStats, RequestRecord } from './simulatedFleet';
 
 /** How a fleet reports: JSON lines (one object per line) or text for people. */
 export type ReportFormat = 'json' | 'text';
@@ -23,6 +23,12 @@ export function progressLine(format: ReportFormat, stats: FleetStats, elapsedMs:
 export function eventLine(format: ReportFormat, event: FleetEvent): string {
   if (format === 'json') return JSON.stringify({ type: event.type, identity: event.identity });
   return `${event.type}: ${event.identity}`;
+}
+
+/** A line per request a node received (`--trace`), `at` in ms since the epoch. */
+export function requestLine(format: ReportFormat, request: RequestRecord): string {
+  if (format === 'json') return JSON.stringify({ type: 'request', ...request });
+  return `request: ${request.identity} from ${request.caller}: ${request.agent}#${request.action} at ${new Date(request.at).toISOString()}`;
 }
 
 /** The summary printed on exit. */

@@ -57,6 +57,11 @@ export interface SimulatedFleetOptions {
   collective?: string;
   /** Where a server keeps its configuration. Default `/etc/choria`. */
   configDir?: string;
+  /**
+   * Told of every request that reaches a node (discovery included), before it is answered, so a
+   * test or benchmark can say who asked what and when (several provisioners on one fleet).
+   */
+  onRequest?: (request: RequestRecord) => void;
   /** Where malformed requests are counted and logged. */
   badMessages?: BadMessages;
   logger?: Logger;
@@ -91,6 +96,16 @@ export interface FleetStats {
   badRequests: number;
   /** Requests outside their TTL (dropped silently, as a server does). */
   staleRequests: number;
+}
+
+/** One request a node received: from whom (`callerid`), for what, and when (`now()`, ms). */
+export interface RequestRecord {
+  identity: string;
+  caller: string;
+  agent: string;
+  /** The action, or `ping` for discovery. */
+  action: string;
+  at: number;
 }
 
 /** Something that happened to a node. */
@@ -322,6 +337,7 @@ export async function startSimulatedFleet(options: SimulatedFleetOptions): Promi
   const answer = (node: SimulatedNode, request: ChoriaRequest, subject: string): void => {
     counters.requests++;
     if (request.agent === 'discovery') {
+      options.onRequest?.({ identity: node.identity, caller: request.callerId, agent: request.agent, action: 'ping', at: now() });
       const pong = discoveryReply(request.payload);
       if (pong === undefined) return;
       counters.discoveryReplies++;
@@ -335,6 +351,7 @@ export async function startSimulatedFleet(options: SimulatedFleetOptions): Promi
       badMessages.report('request', rpc.error, subject);
       return;
     }
+    options.onRequest?.({ identity: node.identity, caller: request.callerId, agent: rpc.value.agent, action: rpc.value.action, at: now() });
     answerRpc(node, request, rpc.value);
   };
 

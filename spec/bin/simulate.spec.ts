@@ -106,6 +106,32 @@ describe('rxfleet simulate', () => {
     expect(fleet.lines.at(-1)).toMatchObject({ type: 'summary', duplicates: 1 });
   });
 
+  it('with --trace, reports each request with its caller, action and time; --lock-window shortens the provisioning lock', async () => {
+    const fleet = simulate(['--nats', server().url, '--nodes', '1', '--name-prefix', 'trace', '--report-every', '0', '--trace', '--lock-window', '300']);
+    await fleet.next('ready');
+    const id = 'trace-1.example.net';
+    const before = Date.now();
+    await firstValueFrom(client.call(PROVISION_RPCS.jwt, id, { token: '' }));
+    const other = new ChoriaRpcClient({ nc: connection.nc, identity: 'other-provisioner.example.net' });
+    try {
+      await expect(firstValueFrom(other.call(PROVISION_RPCS.jwt, id, { token: '' }))).rejects.toMatchObject({ name: 'ProvisioningLockError' });
+      await new Promise((r) => setTimeout(r, 400));
+      await expect(firstValueFrom(other.call(PROVISION_RPCS.jwt, id, { token: '' }))).resolves.toBeDefined();
+    } finally {
+      other.close();
+    }
+    fleet.child.kill('SIGINT');
+    expect(await fleet.exited).toBe(0);
+    const requests = fleet.lines.filter((l) => l.type === 'request');
+    expect(requests.map((r) => [r.identity, r.caller, r.agent, r.action])).toEqual([
+      [id, client.callerId, 'choria_provision', 'jwt'],
+      [id, other.callerId, 'choria_provision', 'jwt'],
+      [id, other.callerId, 'choria_provision', 'jwt'],
+    ]);
+    expect(requests.every((r) => typeof r.at === 'number' && r.at >= before && r.at <= Date.now())).toBe(true);
+    expect(fleet.lines.at(-1)).toMatchObject({ type: 'summary', lockRefusals: 1 });
+  });
+
   it('refuses bad arguments with one clear line and a non-zero exit', async () => {
     const cases: [string[], string][] = [
       [['--nodes', '3'], `error: required option '--nats <url>' not specified`],

@@ -1,41 +1,21 @@
-import { ChildProcess, execFile, spawn, spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from '../../streams/natsServerProcess';
 import { useNatsServer } from '../helpers/nats';
 import { MINIMAL_HELPER, SCRIPTED_HELPER, sampleValue } from '../helpers/provisioner';
 import { waitFor } from '../helpers/waitFor';
+import { RXFLEET_BIN as bin, RxfleetProcess, startRxfleet } from '../helpers/rxfleetProcess';
 
 // `rxfleet provision` and `rxfleet simulate` as real processes, from the build (`npm test` builds first).
-const root = resolve(__dirname, '../..');
-const bin = join(root, 'dist/bin/rxfleet.js');
 const run = promisify(execFile);
-
-/** A running child with its output gathered as it comes. */
-interface Running {
-  child: ChildProcess;
-  stdout: () => string;
-  stderr: () => string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-function start(args: string[]): Running {
-  const child = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) => child.once('exit', (code, signal) => done({ code, signal })));
-  return { child, stdout: () => out, stderr: () => err, exited };
-}
-
 describe('rxfleet provision', () => {
   const server = useNatsServer();
   let dir: string;
-  const running: Running[] = [];
+  const running: RxfleetProcess[] = [];
 
   beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), 'rxfleet-provision-'));
@@ -92,13 +72,13 @@ describe('rxfleet provision', () => {
     const port = await freePort();
     const pid = join(dir, 'provisioner.pid');
     const config = file('good.yaml', [`helper: ${MINIMAL_HELPER}`, 'token: tok-5647382910', 'choria_insecure: true', 'workers: 8', `monitor_port: ${port}`, 'site: proc', 'rxfleet: {shutdown_grace: 10s}'].join('\n'));
-    const provisioner = start(['provision', '--config', config, '--choria-config', choriaConfig(), '--pid', pid]);
+    const provisioner = startRxfleet(['provision', '--config', config, '--choria-config', choriaConfig(), '--pid', pid]);
     running.push(provisioner);
     await waitFor(() => existsSync(pid), 'the pid file', 20_000);
     expect(readFileSync(pid, 'utf8').trim()).toBe(String(provisioner.child.pid));
     await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/ready`).then((r) => r.status, () => 0)) === 200, '/ready');
 
-    const simulate = start(['simulate', '--nats', server().url, '--nodes', '12', '--token', 'tok-5647382910', '--restart-delay', '100', '--exit-when-provisioned', '--json', '--report-every', '0']);
+    const simulate = startRxfleet(['simulate', '--nats', server().url, '--nodes', '12', '--token', 'tok-5647382910', '--restart-delay', '100', '--exit-when-provisioned', '--json', '--report-every', '0']);
     running.push(simulate);
     expect((await simulate.exited).code).toBe(0);
     const summary = simulate.stdout().trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.type === 'summary');
@@ -119,7 +99,7 @@ describe('rxfleet provision', () => {
   it('a signal while it is still connecting to an unreachable broker ends it at once, exit 0', async () => {
     const port = await freePort();
     const config = file('unreachable.yaml', [`helper: ${MINIMAL_HELPER}`, 'choria_insecure: true', `rxfleet: {nats_servers: ["127.0.0.1:${port}"]}`].join('\n'));
-    const provisioner = start(['provision', '--config', config, '--choria-config', choriaConfig()]);
+    const provisioner = startRxfleet(['provision', '--config', config, '--choria-config', choriaConfig()]);
     running.push(provisioner);
     await waitFor(() => provisioner.stdout().includes('connecting to NATS'), 'the connection attempt');
     provisioner.child.kill('SIGTERM');
@@ -130,10 +110,10 @@ describe('rxfleet provision', () => {
     const marker = `marker-${randomUUID()}`;
     const port = await freePort();
     const config = file('slow.yaml', [`helper: ${SCRIPTED_HELPER} by-identity ${marker}`, 'choria_insecure: true', `monitor_port: ${port}`, 'rxfleet: {shutdown_grace: 60s, helper_timeout: 60s}'].join('\n'));
-    const provisioner = start(['provision', '--config', config, '--choria-config', choriaConfig()]);
+    const provisioner = startRxfleet(['provision', '--config', config, '--choria-config', choriaConfig()]);
     running.push(provisioner);
     await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/ready`).then((r) => r.status, () => 0)) === 200, '/ready');
-    const simulate = start(['simulate', '--nats', server().url, '--nodes', '1', '--name-prefix', 'slow', '--report-every', '0']);
+    const simulate = startRxfleet(['simulate', '--nats', server().url, '--nodes', '1', '--name-prefix', 'slow', '--report-every', '0']);
     running.push(simulate);
     const helpers = (): string[] => spawnSync('ps', ['-eo', 'pid,args'], { encoding: 'utf8' }).stdout.split('\n').filter((l) => l.includes(marker) && !l.includes(' ps '));
     await waitFor(() => helpers().length === 1, 'the helper to run');

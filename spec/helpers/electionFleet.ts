@@ -1,0 +1,157 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Kvm, KV } from '@nats-io/kv';
+import { NatsConnection, connect } from '@nats-io/transport-node';
+import { callerIdFor } from '../../lib/choria/protocol/subjects';
+import { createElectionBucket } from '../../streams/election/electionBucket';
+import { NatsServerProcess, freePort, startNatsServer } from '../../streams/natsServerProcess';
+import { CHORIA_ADMIN, PROVISIONER, PROVISIONING_SERVER, choriaAccountsConfig } from './choriaBroker';
+import { MINIMAL_HELPER, sampleValue } from './provisioner';
+import { RxfleetProcess, killAll, startRxfleet } from './rxfleetProcess';
+
+/**
+ * Several real `rxfleet provision` processes with `leader_election: true` and a fleet from
+ * `rxfleet simulate --trace`, on a private nats-server laid out as a Choria broker (the election
+ * bucket in the `choria` account, provisioners and servers in the restricted `provisioning`
+ * account). For the HA specs and `bench:failover`; no test-framework globals, so both can use it.
+ */
+
+export const ELECTION_TOKEN = 'ha-token-3141';
+
+/** One provisioner process. */
+export interface ProvisionerProcess {
+  readonly name: string;
+  /** Its Choria identity, the value it writes to the election key. */
+  readonly identity: string;
+  /** What the simulated servers see as its `callerid`. */
+  readonly callerId: string;
+  readonly monitorPort: number;
+  readonly process: RxfleetProcess;
+  metrics(): Promise<string>;
+  /** Whether its `choria_election_leader` gauge says it leads; false if it cannot be asked. */
+  leads(): Promise<boolean>;
+  /** Epoch ms of its first log line with this message, once it has logged it. */
+  logged(message: string): Promise<number>;
+}
+
+/** One request a simulated server received, from `--trace`. */
+export interface TracedRequest {
+  identity: string;
+  caller: string;
+  agent: string;
+  action: string;
+  at: number;
+}
+
+export interface ProvisionerSettings {
+  helper?: string;
+  workers?: number;
+  /** Run with `--debug` (the election's create and refresh steps are debug lines). */
+  debug?: boolean;
+}
+
+/** A broker, its election bucket, and the processes started on it; `stop()` ends them all. */
+export class ElectionFleet {
+  private readonly processes: RxfleetProcess[] = [];
+  private readonly dir = mkdtempSync(join(tmpdir(), 'rxfleet-ha-'));
+
+  private constructor(
+    readonly server: NatsServerProcess,
+    private readonly admin: NatsConnection,
+    readonly ttlMs: number,
+  ) {}
+
+  /** Starts the broker and creates the election bucket with this TTL, as a Choria broker does. */
+  static async start(ttlMs: number): Promise<ElectionFleet> {
+    const server = await startNatsServer({ config: choriaAccountsConfig });
+    try {
+      const admin = await connect({ servers: server.url, user: CHORIA_ADMIN.user, pass: CHORIA_ADMIN.password });
+      await createElectionBucket(admin, { ttlMs });
+      return new ElectionFleet(server, admin, ttlMs);
+    } catch (error) {
+      await server.stop();
+      throw error;
+    }
+  }
+
+  /** The election bucket, as the broker's administrator (who may write what a Go provisioner would). */
+  bucket(): Promise<KV> {
+    return new Kvm(this.admin).open('CHORIA_LEADER_ELECTION');
+  }
+
+  /** Starts `rxfleet provision` as `<name>.example.net`, in the provisioning account. */
+  async provisioner(name: string, settings: ProvisionerSettings = {}): Promise<ProvisionerProcess> {
+    const identity = `${name}.example.net`;
+    const monitorPort = await freePort();
+    const config = this.file(`${name}.yaml`, [
+      `helper: ${settings.helper ?? MINIMAL_HELPER}`,
+      `token: ${ELECTION_TOKEN}`,
+      'choria_insecure: true',
+      `workers: ${settings.workers ?? 4}`,
+      `monitor_port: ${monitorPort}`,
+      `site: ${name}`,
+      'leader_election: true',
+      `rxfleet: {nats_user: ${PROVISIONER.user}, nats_password: ${PROVISIONER.password}, shutdown_grace: 2s}`,
+    ].join('\n'));
+    const choria = this.file(`${name}.cfg`, `identity = ${identity}\nplugin.choria.middleware_hosts = ${this.server.url}\n`);
+    const process = this.track(startRxfleet(['provision', '--config', config, '--choria-config', choria, ...(settings.debug === true ? ['--debug'] : [])]));
+    const metrics = async (): Promise<string> => (await fetch(`http://127.0.0.1:${monitorPort}/metrics`)).text();
+    return {
+      name,
+      identity,
+      callerId: callerIdFor(identity),
+      monitorPort,
+      process,
+      metrics,
+      leads: async () => {
+        if (!process.running()) return false;
+        const text = await metrics().catch(() => '');
+        return sampleValue(text, 'choria_election_leader', { identity }) === 1;
+      },
+      logged: async (message) => Number((await process.next((l) => l.msg === message)).time),
+    };
+  }
+
+  /** Starts `rxfleet simulate --json --trace` with these extra arguments, in the provisioning account. */
+  simulate(args: string[]): RxfleetProcess {
+    return this.track(
+      startRxfleet(['simulate', '--nats', this.server.url, '--user', PROVISIONING_SERVER.user, '--password', PROVISIONING_SERVER.password, '--token', ELECTION_TOKEN, '--json', '--trace', '--report-every', '0', ...args]),
+    );
+  }
+
+  /** Kills every process and the broker, and removes the files. */
+  async stop(): Promise<void> {
+    await killAll(this.processes);
+    await this.admin.close().catch(() => undefined);
+    await this.server.stop();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  private track(process: RxfleetProcess): RxfleetProcess {
+    this.processes.push(process);
+    return process;
+  }
+
+  private file(name: string, text: string): string {
+    const path = join(this.dir, name);
+    writeFileSync(path, text);
+    return path;
+  }
+}
+
+/** The `request` lines of a `--trace` run. */
+export function tracedRequests(fleet: RxfleetProcess): TracedRequest[] {
+  return fleet.lines.filter((l) => l.type === 'request') as unknown as TracedRequest[];
+}
+
+/** Waits until exactly one of these leads, and returns it. */
+export async function leaderOf(provisioners: ProvisionerProcess[], timeoutMs: number): Promise<ProvisionerProcess> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const leading = (await Promise.all(provisioners.map(async (p) => ((await p.leads()) ? p : undefined)))).filter((p) => p !== undefined);
+    if (leading.length === 1) return leading[0];
+    if (Date.now() > deadline) throw new Error(`no single leader within ${timeoutMs} ms (${leading.length} lead)`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

@@ -19,8 +19,8 @@ import {
   headers as makeHeaders,
   nuid,
 } from '@nats-io/transport-node';
-import { BehaviorSubject, distinctUntilChanged } from 'rxjs';
-import { FleetConnection } from './natsConnection';
+import { BehaviorSubject } from 'rxjs';
+import { ConnectionState, FleetConnection, fleetConnectionOf } from './natsConnection';
 
 /**
  * A NATS server in this process's memory, for the demo when no `nats-server` is installed and for
@@ -446,21 +446,10 @@ class MemoryNatsConnection {
 
 /** An in-memory connection as the daemon's {@link FleetConnection}: always connected until drained. */
 export function memoryFleetConnection(nc: NatsConnection): FleetConnection {
-  const state = new BehaviorSubject<'connected' | 'closed'>('connected');
+  const state = new BehaviorSubject<ConnectionState>('connected');
   void nc.closed().then(() => {
     state.next('closed');
     state.complete();
   });
-  let draining: Promise<void> | undefined;
-  return {
-    nc,
-    state$: state.pipe(distinctUntilChanged()),
-    get state() {
-      return state.value;
-    },
-    drain() {
-      if (draining === undefined) draining = nc.isClosed() ? Promise.resolve() : nc.drain().catch(() => nc.close());
-      return draining;
-    },
-  };
+  return fleetConnectionOf(nc, state);
 }

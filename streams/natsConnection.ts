@@ -120,6 +120,14 @@ export async function openNatsConnection(config: NatsConnectionConfig, logger: L
     state.complete();
   });
 
+  return fleetConnectionOf(nc, state);
+}
+
+/**
+ * A {@link FleetConnection} over a connection whose state `state` follows: `state$` without
+ * repeats, and a `drain()` that drains once (closing if the drain fails) however often it is called.
+ */
+export function fleetConnectionOf(nc: NatsConnection, state: BehaviorSubject<ConnectionState>): FleetConnection {
   let draining: Promise<void> | undefined;
   return {
     nc,

@@ -11,6 +11,10 @@
  *   second over the same nats-server (raw nats.js, 1 and 64 in flight), and helper runs per second
  *   with the minimal helper (1 and 16 at once).
  *
+ * HELPER chooses the helper: `sh` (default, `bench/helpers/sh-helper.sh`: the minimal helper's
+ * answer in POSIX sh, so the figure is the provisioner's) or `sample` (the Node.js sample helper,
+ * `examples/helpers/minimal-helper.mjs`: then the figure is the helper's start-up).
+ *
  * NODES (default 10000), LATENCIES (0,50), WORKERS (16,256), LIMIT_SECONDS (3) and
  * RUN_TIMEOUT_MINUTES (60) change the run.
  */
@@ -32,6 +36,7 @@ const LIMIT_SECONDS = Number(process.env.LIMIT_SECONDS ?? 3);
 const RUN_TIMEOUT_MS = Number(process.env.RUN_TIMEOUT_MINUTES ?? 60) * 60_000;
 const TOKEN = 'bench-token';
 const BIN = join(__dirname, '../dist/bin/rxfleet.js');
+const HELPER = process.env.HELPER === 'sample' ? sampleHelperPath('minimal-helper') : join(__dirname, 'helpers/sh-helper.sh');
 const CLOCK_TICKS = 100; // Linux USER_HZ: /proc times are in hundredths of a second.
 
 const now = (): number => Number(process.hrtime.bigint()) / 1e6;
@@ -63,8 +68,20 @@ function processUsage(pid: number): { cpuSeconds: number; peakRssMiB: number } {
   return { cpuSeconds, peakRssMiB: Math.round(Number(hwm?.[1] ?? 0) / 102.4) / 10 };
 }
 
+// Every child, so an interrupted run (Ctrl-C) leaves no daemon, fleet or nats-server behind.
+const children = new Set<ChildProcess>();
+let cleanUp: () => Promise<void> = async () => undefined;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    for (const child of children) child.kill('SIGKILL');
+    void cleanUp().finally(() => process.exit(130));
+  });
+}
+
 function start(args: string[]): { child: ChildProcess; exited: Promise<number | null>; lines: AsyncIterable<string> } {
   const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  children.add(child);
+  child.once('exit', () => children.delete(child));
   child.stderr?.resume();
   const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
   return { child, exited, lines: createInterface({ input: child.stdout! }) };
@@ -101,7 +118,7 @@ async function limits(url: string): Promise<Record<string, number>> {
   await a.drain();
   await b.drain();
 
-  const runner = new HelperRunner({ command: sampleHelperPath('minimal-helper') });
+  const runner = new HelperRunner({ command: HELPER });
   const input = buildHelperInput({ identity: 'node-1.example.net', inventory: { version: '0.29.4' } });
   const helpers1 = await perSecond(1, LIMIT_SECONDS, () => runner.run(input));
   const helpers16 = await perSecond(16, LIMIT_SECONDS, () => runner.run(input));
@@ -116,7 +133,7 @@ async function provisionRun(url: string, dir: string, latency: number, workers: 
 
   const port = await freePort();
   const config = join(dir, `provision-${latency}-${workers}.yaml`);
-  writeFileSync(config, [`helper: ${sampleHelperPath('minimal-helper')}`, `token: ${TOKEN}`, 'choria_insecure: true', `workers: ${workers}`, `monitor_port: ${port}`, 'loglevel: error', 'interval: 1m'].join('\n'));
+  writeFileSync(config, [`helper: ${HELPER}`, `token: ${TOKEN}`, 'choria_insecure: true', `workers: ${workers}`, `monitor_port: ${port}`, 'loglevel: error', 'interval: 1m'].join('\n'));
   const choria = join(dir, 'choria.cfg');
   writeFileSync(choria, `identity = bench-provisioner.example.net\nplugin.choria.middleware_hosts = ${url}\n`);
   const daemon = start(['provision', '--config', config, '--choria-config', choria]);
@@ -172,9 +189,13 @@ async function provisionRun(url: string, dir: string, latency: number, workers: 
 }
 
 async function main(): Promise<void> {
-  print({ node: process.version, cpus: cpus().length, nodes: NODES, latencies_ms: LATENCIES, workers: WORKERS });
+  print({ node: process.version, cpus: cpus().length, nodes: NODES, latencies_ms: LATENCIES, workers: WORKERS, helper: HELPER });
   const server = await startNatsServer({ jetstream: false });
   const dir = mkdtempSync(join(tmpdir(), 'rxfleet-bench-provision-'));
+  cleanUp = async () => {
+    rmSync(dir, { recursive: true, force: true });
+    await server.stop();
+  };
   try {
     const baseline = await limits(server.url);
     for (const latency of LATENCIES) for (const workers of WORKERS) await provisionRun(server.url, dir, latency, workers, baseline);

@@ -11,6 +11,7 @@
  * summary line per TTL.
  */
 import { ElectionFleet, leaderOf, tracedRequests } from '../spec/helpers/electionFleet';
+import { waitFor } from '../spec/helpers/waitFor';
 
 const TTLS = (process.env.TTLS ?? '5,30').split(',').map((s) => Number(s) * 1000);
 const RUNS = Number(process.env.RUNS ?? 5);
@@ -18,14 +19,6 @@ const UPSTREAM_MAX_CANDIDATE_WAIT_MS = 30_000;
 
 const print = (figure: Record<string, unknown>): void => console.log(JSON.stringify(figure));
 const seconds = (ms: number): number => Math.round(ms) / 1000;
-
-async function waitUntil(condition: () => boolean, what: string, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 /** One failover: the kill-to-first-RPC and kill-to-win times, ms. */
 async function failover(ttlMs: number): Promise<{ firstRpcMs: number; wonMs: number }> {
@@ -37,13 +30,13 @@ async function failover(ttlMs: number): Promise<{ firstRpcMs: number; wonMs: num
     // Enough slow nodes that plenty are still waiting in provisioning mode when the new leader wins.
     const fleet = ha.simulate(['--nodes', '300', '--latency', '100', '--restart-delay', '100', '--lock-window', '1000']);
     const rpcs = () => tracedRequests(fleet).filter((r) => r.agent !== 'discovery');
-    await waitUntil(() => rpcs().filter((r) => r.caller === leader.callerId && r.action === 'restart').length >= 5, 'the leader to provision 5 nodes', 60_000);
+    await waitFor(() => rpcs().filter((r) => r.caller === leader.callerId && r.action === 'restart').length >= 5, 'the leader to provision 5 nodes', 60_000);
     const killedAt = Date.now();
     leader.process.child.kill('SIGKILL');
     await leader.process.exited;
     const successor = await leaderOf(provisioners.filter((p) => p !== leader), ttlMs + UPSTREAM_MAX_CANDIDATE_WAIT_MS + 10_000);
     const createdAt = await successor.logged('election key created; confirming leadership');
-    await waitUntil(() => rpcs().some((r) => r.caller === successor.callerId), 'the new leader\'s first RPC', 30_000);
+    await waitFor(() => rpcs().some((r) => r.caller === successor.callerId), 'the new leader\'s first RPC', 30_000);
     const firstRpcAt = Math.min(...rpcs().filter((r) => r.caller === successor.callerId).map((r) => r.at));
     return { firstRpcMs: firstRpcAt - killedAt, wonMs: createdAt - killedAt };
   } finally {

@@ -18,16 +18,17 @@
  * NODES (default 10000), LATENCIES (0,50), WORKERS (16,256), LIMIT_SECONDS (3) and
  * RUN_TIMEOUT_MINUTES (60) change the run.
  */
-import { ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { HelperRunner } from '../lib/provision/helperRunner';
 import { buildHelperInput } from '../lib/provision/helperInput';
 import { sampleHelperPath } from '../lib/provision/sampleHelpers';
 import { openNatsConnection } from '../streams/natsConnection';
 import { freePort, startNatsServer } from '../streams/natsServerProcess';
+import { sampleValue } from '../spec/helpers/provisioner';
+import { RxfleetProcess, startRxfleet } from '../spec/helpers/rxfleetProcess';
+import { waitFor } from '../spec/helpers/waitFor';
 
 const NODES = Number(process.env.NODES ?? 10_000);
 const LATENCIES = (process.env.LATENCIES ?? '0,50').split(',').map(Number);
@@ -35,7 +36,6 @@ const WORKERS = (process.env.WORKERS ?? '16,256').split(',').map(Number);
 const LIMIT_SECONDS = Number(process.env.LIMIT_SECONDS ?? 3);
 const RUN_TIMEOUT_MS = Number(process.env.RUN_TIMEOUT_MINUTES ?? 60) * 60_000;
 const TOKEN = 'bench-token';
-const BIN = join(__dirname, '../dist/bin/rxfleet.js');
 const HELPER = process.env.HELPER === 'sample' ? sampleHelperPath('minimal-helper') : join(__dirname, 'helpers/sh-helper.sh');
 const CLOCK_TICKS = 100; // Linux USER_HZ: /proc times are in hundredths of a second.
 
@@ -69,40 +69,34 @@ function processUsage(pid: number): { cpuSeconds: number; peakRssMiB: number } {
 }
 
 // Every child, so an interrupted run (Ctrl-C) leaves no daemon, fleet or nats-server behind.
-const children = new Set<ChildProcess>();
+const children = new Set<RxfleetProcess>();
 let cleanUp: () => Promise<void> = async () => undefined;
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
-    for (const child of children) child.kill('SIGKILL');
+    for (const child of children) child.child.kill('SIGKILL');
     void cleanUp().finally(() => process.exit(130));
   });
 }
 
-function start(args: string[]): { child: ChildProcess; exited: Promise<number | null>; lines: AsyncIterable<string> } {
-  const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+/** `rxfleet ...args`, its stdout always read (a paused pipe would stall the process measured). */
+function start(args: string[]): RxfleetProcess {
+  const child = startRxfleet(args);
   children.add(child);
-  child.once('exit', () => children.delete(child));
-  child.stderr?.resume();
-  const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
-  return { child, exited, lines: createInterface({ input: child.stdout! }) };
+  void child.exited.then(() => children.delete(child));
+  return child;
 }
 
-async function stop(process: { child: ChildProcess; exited: Promise<number | null> }): Promise<void> {
-  if (process.child.exitCode === null) process.child.kill('SIGTERM');
-  const killer = setTimeout(() => process.child.kill('SIGKILL'), 30_000);
-  await process.exited;
+async function stop(child: RxfleetProcess): Promise<void> {
+  if (child.running()) child.child.kill('SIGTERM');
+  const killer = setTimeout(() => child.child.kill('SIGKILL'), 30_000);
+  await child.exited;
   clearTimeout(killer);
 }
 
 /** A sample's value from /metrics; NaN when the scrape failed (a daemon under full load may reset it). */
 async function metric(port: number, name: string): Promise<number> {
-  try {
-    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    const line = text.split('\n').find((l) => l.startsWith(`${name}{`));
-    return line === undefined ? Number.NaN : Number(line.split(' ').at(-1));
-  } catch {
-    return Number.NaN;
-  }
+  const text = await fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text(), () => '');
+  return sampleValue(text, name);
 }
 
 async function limits(url: string): Promise<Record<string, number>> {
@@ -129,7 +123,7 @@ async function limits(url: string): Promise<Record<string, number>> {
 
 async function provisionRun(url: string, dir: string, latency: number, workers: number, baseline: Record<string, number>): Promise<void> {
   const fleet = start(['simulate', '--nats', url, '--nodes', String(NODES), '--token', TOKEN, '--latency', String(latency), '--restart-delay', '0', '--json', '--report-every', '0', '--log-level', 'error']);
-  for await (const line of fleet.lines) if ((JSON.parse(line) as { type: string }).type === 'ready') break;
+  await fleet.next((l) => l.type === 'ready');
 
   const port = await freePort();
   const config = join(dir, `provision-${latency}-${workers}.yaml`);
@@ -137,21 +131,11 @@ async function provisionRun(url: string, dir: string, latency: number, workers: 
   const choria = join(dir, 'choria.cfg');
   writeFileSync(choria, `identity = bench-provisioner.example.net\nplugin.choria.middleware_hosts = ${url}\n`);
   const daemon = start(['provision', '--config', config, '--choria-config', choria]);
-  // Its error lines (loglevel error) say why nodes failed: counted by the cycle's step.
-  const failedSteps: Record<string, number> = {};
-  void (async () => {
-    for await (const line of daemon.lines) {
-      try {
-        const entry = JSON.parse(line) as { step?: string; msg?: string };
-        const step = entry.step ?? (entry.msg ?? '').slice(0, 40);
-        failedSteps[step] = (failedSteps[step] ?? 0) + 1;
-      } catch {
-        // not a log line
-      }
-    }
-  })();
   try {
-    while ((await fetch(`http://127.0.0.1:${port}/ready`).then((r) => r.status, () => 0)) !== 200) await sleep(50);
+    await waitFor(async () => {
+      if (!daemon.running()) throw new Error(`the daemon exited before it was ready: ${daemon.stderr().slice(-500)}`);
+      return (await fetch(`http://127.0.0.1:${port}/ready`).then((r) => r.status, () => 0)) === 200;
+    }, 'the daemon to be ready', 60_000);
     const pid = daemon.child.pid as number;
     const before = processUsage(pid);
     const started = now();
@@ -178,7 +162,9 @@ async function provisionRun(url: string, dir: string, latency: number, workers: 
       cpu_seconds_per_node: provisioned > 0 ? Math.round(((after.cpuSeconds - before.cpuSeconds) / provisioned) * 1e5) / 1e5 : null,
       provision_errors: errors,
       helper_errors: helperErrors,
-      failures_by_step: failedSteps,
+      // Its error lines (loglevel error) say why nodes failed: counted by the cycle's step.
+      failures_by_step: failuresByStep(daemon.lines),
+      failure_examples: failureExamples(daemon.lines),
       baseline_helper_runs_per_second_16_at_once: baseline.helper_runs_per_second_16_at_once,
       baseline_request_reply_per_second_64_in_flight: baseline.request_reply_per_second_64_in_flight,
     });
@@ -186,6 +172,22 @@ async function provisionRun(url: string, dir: string, latency: number, workers: 
     await stop(daemon);
     await stop(fleet);
   }
+}
+
+function failuresByStep(lines: Record<string, unknown>[]): Record<string, number> {
+  const steps: Record<string, number> = {};
+  for (const entry of lines) {
+    const step = typeof entry.step === 'string' ? entry.step : String(entry.msg ?? '').slice(0, 40);
+    steps[step] = (steps[step] ?? 0) + 1;
+  }
+  return steps;
+}
+
+/** The first error message of each step, so a figure says why its failures happened. */
+function failureExamples(lines: Record<string, unknown>[]): Record<string, string> {
+  const examples: Record<string, string> = {};
+  for (const entry of lines) if (typeof entry.step === 'string' && examples[entry.step] === undefined) examples[entry.step] = String(entry.msg ?? '');
+  return examples;
 }
 
 async function main(): Promise<void> {

@@ -59,12 +59,15 @@ interface Transport {
 
 async function natsTransport(logger: Logger): Promise<Transport> {
   const server: NatsServerProcess = await startNatsServer({ jetstream: true });
+  let admin: FleetConnection | undefined;
   try {
-    const admin = await openNatsConnection({ servers: [server.url], name: 'rxfleet-demo-broker' }, logger);
+    admin = await openNatsConnection({ servers: [server.url], name: 'rxfleet-demo-broker' }, logger);
     // What a Choria broker with Streams does at start: the election bucket.
     await createElectionBucket(admin.nc, { ttlMs: BUCKET_TTL_MS });
     await admin.drain();
   } catch (error) {
+    // Closed before the server goes, or its reconnect loop would keep the demo alive.
+    await admin?.nc.close();
     await server.stop();
     throw error;
   }

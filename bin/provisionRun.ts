@@ -1,5 +1,4 @@
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import pino from 'pino';
 import { ChoriaConfigProblem, ChoriaConfigResult, defaultChoriaConfigPath, hostFqdn, loadChoriaClientConfig, parseChoriaClientConfig } from '../lib/choria/clientConfig';
 import { Logger, REDACTED_PATHS, createLogger } from '../lib/logger';
@@ -11,19 +10,12 @@ import { handleShutdownSignals } from '../lib/shutdown';
 /** The options of `rxfleet provision`, as commander parses them. */
 export interface ProvisionOptions {
   config: string;
+  /** rxfleet's version, for the startup event (the command's own, read once by the bin). */
+  version: string;
   choriaConfig?: string;
   pid?: string;
   debug: boolean;
   pretty?: boolean;
-}
-
-/** The nearest package.json above this module's directory: its version goes into the startup event. */
-function packageVersion(): string {
-  for (let dir = __dirname; ; dir = dirname(dir)) {
-    const file = join(dir, 'package.json');
-    if (existsSync(file)) return (JSON.parse(readFileSync(file, 'utf8')) as { version?: string }).version ?? '0.0.0';
-    if (dirname(dir) === dir) return '0.0.0';
-  }
 }
 
 /** One line per problem, as `rxfleet validate` prints them. */
@@ -97,7 +89,7 @@ export async function runProvision(options: ProvisionOptions): Promise<number> {
   });
 
   try {
-    daemon = await startProvisioner({ config, choria: choria.config, logger, version: packageVersion() });
+    daemon = await startProvisioner({ config, choria: choria.config, logger, version: options.version });
   } catch (error) {
     removeHandlers();
     logger.fatal({ err: error }, `Provisioning could not start: ${(error as Error).message}`);
@@ -105,6 +97,11 @@ export async function runProvision(options: ProvisionOptions): Promise<number> {
     return 1;
   }
   if (options.pid !== undefined) writeFileSync(options.pid, `${process.pid}\n`, { mode: 0o644 });
+  void daemon.stopped.then((report) => {
+    if (report.failed === undefined) return;
+    removePid();
+    resolveExit(1);
+  });
   const code = await exited;
   removeHandlers();
   logger.flush?.();

@@ -12,9 +12,9 @@ export function registerProvision(program: Command): void {
     .option('--pid <file>', 'write the process id here once running; removed on exit')
     .option('--debug', 'log at debug level', false)
     .option('--pretty', 'human-readable log lines (default when stdout is a terminal)')
-    .action(async (options: ProvisionOptions) => {
+    .action(async (options: Omit<ProvisionOptions, 'version'>) => {
       // Loaded when the command runs, so --help and other commands do not pay for NATS, crypto and ajv.
       const { runProvision } = await import('../provisionRun.js');
-      process.exitCode = await runProvision(options);
+      process.exitCode = await runProvision({ ...options, version: program.version() ?? '0.0.0' });
     });
 }

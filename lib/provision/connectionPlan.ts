@@ -71,9 +71,20 @@ export function connectionPlan(config: ProvisionerConfig, choria: ChoriaClientCo
       else if (!exists(seedFile)) error(choriaFile, `plugin.security.choria.seed_file: file ${JSON.stringify(seedFile)} does not exist`);
     }
     if (!problems.some((p) => p.severity === 'error') && tokenFile !== undefined) {
-      const callerJwt = readFileSync(tokenFile, 'utf8').trim();
-      const seed = !config.choriaInsecure && seedFile !== undefined ? ed25519PrivateKeyFromSeed(Buffer.from(readFileSync(seedFile, 'utf8').trim(), 'hex')) : undefined;
-      protocol = { version: 'v2', security: { callerJwt, ...(seed !== undefined ? { sign: (json: Buffer) => ed25519Sign(seed, json) } : {}) } };
+      // A file that exists may still be unreadable or hold no usable seed: a problem like the rest.
+      const read = <T>(key: string, file: string, use: (text: string) => T): T | undefined => {
+        try {
+          return use(readFileSync(file, 'utf8').trim());
+        } catch (e) {
+          error(choriaFile, `plugin.security.choria.${key}: ${JSON.stringify(file)}: ${e instanceof Error ? e.message : String(e)}`);
+          return undefined;
+        }
+      };
+      const callerJwt = read('token_file', tokenFile, (text) => text);
+      const seed = !config.choriaInsecure && seedFile !== undefined ? read('seed_file', seedFile, (text) => ed25519PrivateKeyFromSeed(Buffer.from(text, 'hex'))) : undefined;
+      if (callerJwt !== undefined && (seed !== undefined || config.choriaInsecure)) {
+        protocol = { version: 'v2', security: { callerJwt, ...(seed !== undefined ? { sign: (json: Buffer) => ed25519Sign(seed, json) } : {}) } };
+      }
     }
   } else if (choria.securityProvider !== 'file') {
     error(choriaFile, `plugin.security.provider ${JSON.stringify(choria.securityProvider)} is not supported: use file or choria`);

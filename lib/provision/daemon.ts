@@ -99,6 +99,8 @@ export interface DaemonStatus {
 export interface StopReport {
   /** Cycles still running when the grace period ended, aborted. */
   abandoned: number;
+  /** Set when the daemon stopped itself because its pipeline failed (a bug): the reason. */
+  failed?: string;
 }
 
 /** A running provisioner. */
@@ -384,12 +386,18 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
     ledger,
     stop: stop$,
   });
+  let failure: string | undefined;
   const running = pipeline.subscribe({
     next: (result) => results.next(result),
     error: (error: unknown) => {
       // The pipeline turns every cycle and discovery failure into a value; reaching here is a bug.
-      logger.fatal({ err: error }, `the provisioning pipeline failed: ${errorMessage(error)}`);
+      // A daemon that no longer provisions must not stay ready: it stops, and its process exits 1
+      // so a supervisor restarts it.
+      failure = errorMessage(error);
+      logger.fatal({ err: error }, `the provisioning pipeline failed: ${failure}`);
       resolvePipelineDone();
+      // Later, not here: the pipeline may fail while it is being subscribed, before `stop` exists.
+      queueMicrotask(() => void stop({ graceMs: 0 }));
     },
     complete: () => resolvePipelineDone(),
   });
@@ -427,7 +435,7 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
       if (ownConnection) await connection?.drain();
       state = 'stopped';
       logger.info({ abandoned }, 'stopped');
-      const report = { abandoned };
+      const report: StopReport = failure === undefined ? { abandoned } : { abandoned, failed: failure };
       resolveStopped(report);
       return report;
     })();

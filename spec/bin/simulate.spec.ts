@@ -1,8 +1,7 @@
-import { ChildProcess, execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { createInterface } from 'node:readline';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { firstValueFrom } from 'rxjs';
 import { PROVISION_RPCS } from '../../lib/choria/agents';
@@ -11,10 +10,12 @@ import { ChoriaRpcClient } from '../../streams/choria/rpcClient';
 import { FleetConnection, openNatsConnection } from '../../streams/natsConnection';
 import { PROVISIONED_CONFIG, configureInput } from '../helpers/choria';
 import { useNatsServer } from '../helpers/nats';
+import { RXFLEET_BIN, RxfleetProcess, startRxfleet } from '../helpers/rxfleetProcess';
+import { waitFor } from '../helpers/waitFor';
 
 // These run the built command (`npm test` builds first), as a user would.
-const bin = join(resolve(__dirname, '../..'), 'dist/bin/rxfleet.js');
 const run = promisify(execFile);
+const bin = RXFLEET_BIN;
 
 async function rxfleet(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
@@ -26,29 +27,10 @@ async function rxfleet(...args: string[]): Promise<{ code: number; stdout: strin
   }
 }
 
-/** A running `rxfleet simulate --json`, its JSON lines as they come, and its exit. */
-function simulate(args: string[]): { child: ChildProcess; lines: Record<string, unknown>[]; next(type: string): Promise<Record<string, unknown>>; exited: Promise<number | null> } {
-  const child = spawn(process.execPath, [bin, 'simulate', '--json', ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const lines: Record<string, unknown>[] = [];
-  const waiting: { type: string; resolve: (line: Record<string, unknown>) => void }[] = [];
-  createInterface({ input: child.stdout! }).on('line', (text) => {
-    const line = JSON.parse(text) as Record<string, unknown>;
-    lines.push(line);
-    for (const w of waiting.filter((w) => w.type === line.type)) {
-      waiting.splice(waiting.indexOf(w), 1);
-      w.resolve(line);
-    }
-  });
-  const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
-  return {
-    child,
-    lines,
-    next: (type) => {
-      const seen = lines.find((l) => l.type === type);
-      return seen !== undefined ? Promise.resolve(seen) : new Promise((resolveLine) => waiting.push({ type, resolve: resolveLine }));
-    },
-    exited,
-  };
+/** A running `rxfleet simulate --json`: its report lines as they come, one of a type awaited, its exit code. */
+function simulate(args: string[]): { child: RxfleetProcess['child']; lines: Record<string, unknown>[]; next(type: string): Promise<Record<string, unknown>>; exited: Promise<number | null> } {
+  const fleet = startRxfleet(['simulate', '--json', ...args]);
+  return { child: fleet.child, lines: fleet.lines, next: (type) => fleet.next((l) => l.type === type), exited: fleet.exited.then((e) => e.code) };
 }
 
 describe('rxfleet simulate', () => {
@@ -107,29 +89,39 @@ describe('rxfleet simulate', () => {
   });
 
   it('with --trace, reports each request with its caller, action and time; --lock-window shortens the provisioning lock', async () => {
-    const fleet = simulate(['--nats', server().url, '--nodes', '1', '--name-prefix', 'trace', '--report-every', '0', '--trace', '--lock-window', '300']);
+    const fleet = simulate(['--nats', server().url, '--nodes', '1', '--name-prefix', 'trace', '--report-every', '0', '--trace', '--lock-window', '2000']);
     await fleet.next('ready');
     const id = 'trace-1.example.net';
     const before = Date.now();
     await firstValueFrom(client.call(PROVISION_RPCS.jwt, id, { token: '' }));
     const other = new ChoriaRpcClient({ nc: connection.nc, identity: 'other-provisioner.example.net' });
+    let acceptedAt = 0;
     try {
       await expect(firstValueFrom(other.call(PROVISION_RPCS.jwt, id, { token: '' }))).rejects.toMatchObject({ name: 'ProvisioningLockError' });
-      await new Promise((r) => setTimeout(r, 400));
-      await expect(firstValueFrom(other.call(PROVISION_RPCS.jwt, id, { token: '' }))).resolves.toBeDefined();
+      // The other caller asks until the first caller's lock lapses (its refusals do not extend it).
+      await waitFor(
+        () =>
+          firstValueFrom(other.call(PROVISION_RPCS.jwt, id, { token: '' })).then(
+            () => ((acceptedAt = Date.now()), true),
+            () => false,
+          ),
+        'the other caller to get the lock',
+        10_000,
+      );
     } finally {
       other.close();
     }
     fleet.child.kill('SIGINT');
     expect(await fleet.exited).toBe(0);
     const requests = fleet.lines.filter((l) => l.type === 'request');
-    expect(requests.map((r) => [r.identity, r.caller, r.agent, r.action])).toEqual([
-      [id, client.callerId, 'choria_provision', 'jwt'],
-      [id, other.callerId, 'choria_provision', 'jwt'],
-      [id, other.callerId, 'choria_provision', 'jwt'],
-    ]);
+    expect(requests.map((r) => [r.identity, r.agent, r.action])).toEqual(requests.map(() => [id, 'choria_provision', 'jwt']));
+    expect(requests.map((r) => r.caller)).toEqual([client.callerId, ...requests.slice(1).map(() => other.callerId)]);
     expect(requests.every((r) => typeof r.at === 'number' && r.at >= before && r.at <= Date.now())).toBe(true);
-    expect(fleet.lines.at(-1)).toMatchObject({ type: 'summary', lockRefusals: 1 });
+    // Refused until the window had passed since the first caller's call, then taken.
+    expect(acceptedAt - Number(requests[0].at)).toBeGreaterThanOrEqual(2000);
+    const summary = fleet.lines.at(-1);
+    expect(summary).toMatchObject({ type: 'summary' });
+    expect(summary?.lockRefusals).toBe(requests.length - 2);
   });
 
   it('refuses bad arguments with one clear line and a non-zero exit', async () => {

@@ -4,11 +4,13 @@ import { join } from 'node:path';
 import { Kvm, KV } from '@nats-io/kv';
 import { NatsConnection, connect } from '@nats-io/transport-node';
 import { callerIdFor } from '../../lib/choria/protocol/subjects';
+import type { RequestRecord } from '../../lib/simulate/simulatedFleet';
 import { createElectionBucket } from '../../streams/election/electionBucket';
 import { NatsServerProcess, freePort, startNatsServer } from '../../streams/natsServerProcess';
 import { CHORIA_ADMIN, PROVISIONER, PROVISIONING_SERVER, choriaAccountsConfig } from './choriaBroker';
 import { MINIMAL_HELPER, sampleValue } from './provisioner';
 import { RxfleetProcess, killAll, startRxfleet } from './rxfleetProcess';
+import { waitFor } from './waitFor';
 
 /**
  * Several real `rxfleet provision` processes with `leader_election: true` and a fleet from
@@ -26,22 +28,12 @@ export interface ProvisionerProcess {
   readonly identity: string;
   /** What the simulated servers see as its `callerid`. */
   readonly callerId: string;
-  readonly monitorPort: number;
   readonly process: RxfleetProcess;
   metrics(): Promise<string>;
   /** Whether its `choria_election_leader` gauge says it leads; false if it cannot be asked. */
   leads(): Promise<boolean>;
   /** Epoch ms of its first log line with this message, once it has logged it. */
   logged(message: string): Promise<number>;
-}
-
-/** One request a simulated server received, from `--trace`. */
-export interface TracedRequest {
-  identity: string;
-  caller: string;
-  agent: string;
-  action: string;
-  at: number;
 }
 
 export interface ProvisionerSettings {
@@ -59,17 +51,18 @@ export class ElectionFleet {
   private constructor(
     readonly server: NatsServerProcess,
     private readonly admin: NatsConnection,
-    readonly ttlMs: number,
   ) {}
 
   /** Starts the broker and creates the election bucket with this TTL, as a Choria broker does. */
   static async start(ttlMs: number): Promise<ElectionFleet> {
     const server = await startNatsServer({ config: choriaAccountsConfig });
+    let admin: NatsConnection | undefined;
     try {
-      const admin = await connect({ servers: server.url, user: CHORIA_ADMIN.user, pass: CHORIA_ADMIN.password });
+      admin = await connect({ servers: server.url, user: CHORIA_ADMIN.user, pass: CHORIA_ADMIN.password });
       await createElectionBucket(admin, { ttlMs });
-      return new ElectionFleet(server, admin, ttlMs);
+      return new ElectionFleet(server, admin);
     } catch (error) {
+      await admin?.close();
       await server.stop();
       throw error;
     }
@@ -101,7 +94,6 @@ export class ElectionFleet {
       name,
       identity,
       callerId: callerIdFor(identity),
-      monitorPort,
       process,
       metrics,
       leads: async () => {
@@ -122,10 +114,13 @@ export class ElectionFleet {
 
   /** Kills every process and the broker, and removes the files. */
   async stop(): Promise<void> {
-    await killAll(this.processes);
-    await this.admin.close().catch(() => undefined);
-    await this.server.stop();
-    rmSync(this.dir, { recursive: true, force: true });
+    try {
+      await killAll(this.processes);
+      await this.admin.close().catch(() => undefined);
+      await this.server.stop();
+    } finally {
+      rmSync(this.dir, { recursive: true, force: true });
+    }
   }
 
   private track(process: RxfleetProcess): RxfleetProcess {
@@ -141,17 +136,16 @@ export class ElectionFleet {
 }
 
 /** The `request` lines of a `--trace` run. */
-export function tracedRequests(fleet: RxfleetProcess): TracedRequest[] {
-  return fleet.lines.filter((l) => l.type === 'request') as unknown as TracedRequest[];
+export function tracedRequests(fleet: RxfleetProcess): RequestRecord[] {
+  return fleet.lines.filter((l) => l.type === 'request') as unknown as RequestRecord[];
 }
 
 /** Waits until exactly one of these leads, and returns it. */
 export async function leaderOf(provisioners: ProvisionerProcess[], timeoutMs: number): Promise<ProvisionerProcess> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const leading = (await Promise.all(provisioners.map(async (p) => ((await p.leads()) ? p : undefined)))).filter((p) => p !== undefined);
-    if (leading.length === 1) return leading[0];
-    if (Date.now() > deadline) throw new Error(`no single leader within ${timeoutMs} ms (${leading.length} lead)`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  let leading: ProvisionerProcess[] = [];
+  await waitFor(async () => {
+    leading = (await Promise.all(provisioners.map(async (p) => ((await p.leads()) ? p : undefined)))).filter((p) => p !== undefined);
+    return leading.length === 1;
+  }, 'a single leader', timeoutMs);
+  return leading[0];
 }

@@ -18,8 +18,12 @@ export interface RxfleetProcess {
   stderr(): string;
   /** Every stdout line that parsed as a JSON object, in order (pino logs, simulate's reports). */
   readonly lines: Record<string, unknown>[];
-  /** The first JSON line for which `match` holds, now or when it comes. */
+  /**
+   * The first JSON line for which `match` holds, now or when it comes; rejects, with the end of
+   * stderr, if the process ends without printing one.
+   */
   next(match: (line: Record<string, unknown>) => boolean): Promise<Record<string, unknown>>;
+  /** Resolves once it has exited and its output is all read (`close`, not `exit`). */
   readonly exited: Promise<Exit>;
   /** True until it has exited. */
   running(): boolean;
@@ -31,7 +35,7 @@ export function startRxfleet(args: string[]): RxfleetProcess {
   let out = '';
   let err = '';
   const lines: Record<string, unknown>[] = [];
-  const waiting: { match: (line: Record<string, unknown>) => boolean; resolve: (line: Record<string, unknown>) => void }[] = [];
+  const waiting: { match: (line: Record<string, unknown>) => boolean; resolve: (line: Record<string, unknown>) => void; reject: (error: Error) => void }[] = [];
   child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
   createInterface({ input: child.stdout! }).on('line', (text) => {
     out += `${text}\n`;
@@ -49,11 +53,14 @@ export function startRxfleet(args: string[]): RxfleetProcess {
       w.resolve(record);
     }
   });
-  let ended = false;
+  let ended: Exit | undefined;
+  const endedWithout = (): Error => new Error(`rxfleet ${args[0]} exited (${ended?.code ?? ended?.signal}) without the line waited for; stderr: ${err.slice(-500)}`);
+  // 'close' comes after stdout and stderr have ended, so every line is in `lines` by then.
   const exited = new Promise<Exit>((done) =>
-    child.once('exit', (code, signal) => {
-      ended = true;
-      done({ code, signal });
+    child.once('close', (code, signal) => {
+      ended = { code, signal };
+      for (const w of waiting.splice(0)) w.reject(endedWithout());
+      done(ended);
     }),
   );
   return {
@@ -63,14 +70,19 @@ export function startRxfleet(args: string[]): RxfleetProcess {
     lines,
     next: (match) => {
       const seen = lines.find(match);
-      return seen !== undefined ? Promise.resolve(seen) : new Promise((resolveLine) => waiting.push({ match, resolve: resolveLine }));
+      if (seen !== undefined) return Promise.resolve(seen);
+      if (ended !== undefined) return Promise.reject(endedWithout());
+      return new Promise((resolve, reject) => waiting.push({ match, resolve, reject }));
     },
     exited,
-    running: () => !ended,
+    running: () => ended === undefined && child.exitCode === null && child.signalCode === null,
   };
 }
 
-/** SIGKILLs whatever of these still runs and waits for each to be gone. */
+/**
+ * SIGKILLs whatever of these still runs and waits for each to be gone. A provisioner's helpers run
+ * in their own process group and may outlive it by their own run time (the spec helpers' seconds).
+ */
 export async function killAll(processes: RxfleetProcess[]): Promise<void> {
   for (const p of processes) if (p.running()) p.child.kill('SIGKILL');
   await Promise.all(processes.map((p) => p.exited));

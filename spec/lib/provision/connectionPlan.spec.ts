@@ -75,4 +75,22 @@ describe('connectionPlan', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+  it('a seed file that exists but holds no usable seed is a problem on its line, not an exception', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rxfleet-plan-'));
+    try {
+      writeFileSync(join(dir, 'client.jwt'), 'header.claims.signature\n');
+      writeFileSync(join(dir, 'client.seed'), '');
+      const plan = connectionPlan(
+        provisioner(),
+        choria('plugin.choria.middleware_hosts = b:4222', 'plugin.security.provider = choria', `plugin.security.choria.token_file = ${join(dir, 'client.jwt')}`, `plugin.security.choria.seed_file = ${join(dir, 'client.seed')}`),
+      );
+      expect(plan.problems).toHaveLength(1);
+      expect(plan.problems[0]).toMatchObject({ severity: 'error' });
+      expect(JSON.stringify(plan.problems[0])).toContain('plugin.security.choria.seed_file');
+      expect(JSON.stringify(plan.problems[0])).toContain('client.seed');
+      expect(plan.protocol.version).toBe('v1');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

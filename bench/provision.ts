@@ -149,6 +149,9 @@ async function provisionRun(url: string, dir: string, latency: number, workers: 
     const after = processUsage(pid);
     const errors = await metric(port, 'choria_provisioner_provision_errors');
     const helperErrors = await metric(port, 'choria_provisioner_helper_errors');
+    // The fleet's own count: a node configured twice is a duplicate, whatever the daemon believes.
+    await stop(fleet);
+    const fleetSummary = await fleet.next((l) => l.type === 'summary').catch(() => ({}) as Record<string, unknown>);
     print({
       figure: 'nodes provisioned per second',
       nodes: NODES,
@@ -162,6 +165,8 @@ async function provisionRun(url: string, dir: string, latency: number, workers: 
       cpu_seconds_per_node: provisioned > 0 ? Math.round(((after.cpuSeconds - before.cpuSeconds) / provisioned) * 1e5) / 1e5 : null,
       provision_errors: errors,
       helper_errors: helperErrors,
+      fleet_provisioned: fleetSummary.provisioned,
+      fleet_duplicates: fleetSummary.duplicates,
       // Its error lines (loglevel error) say why nodes failed: counted by the cycle's step.
       failures_by_step: failuresByStep(daemon.lines),
       failure_examples: failureExamples(daemon.lines),

@@ -55,6 +55,7 @@ export type TicketState = 'queued' | 'started' | 'holding' | 'stale' | 'released
  */
 export class Ticket<V, K> {
   private state_: TicketState = 'queued';
+  private startedAt_: number | undefined;
 
   /** @internal Tickets are made by {@link AdmissionLedger.offer}. */
   constructor(
@@ -69,6 +70,11 @@ export class Ticket<V, K> {
     return this.state_;
   }
 
+  /** When a worker started it, by the ledger's clock; `undefined` until then. */
+  get startedAt(): number | undefined {
+    return this.startedAt_;
+  }
+
   /** True while the ledger still holds this ticket for its key (not superseded, reset or released). */
   isCurrent(): boolean {
     return this.state_ === 'queued' || this.state_ === 'started' || this.state_ === 'holding';
@@ -81,7 +87,7 @@ export class Ticket<V, K> {
   start(): boolean {
     if (this.state_ !== 'queued') return this.state_ === 'started';
     this.state_ = 'started';
-    this.ledger._started();
+    this.startedAt_ = this.ledger._started();
     return true;
   }
 
@@ -115,11 +121,14 @@ export class Ticket<V, K> {
  * the admission and deduplication half of a work queue.
  *
  * The rules, in order, for an offered value:
- * 1. Its key is held by a sighting younger than `window`, or by a ticket whose work is done and
- *    whose key is kept a while longer (`hold()`): refused, reason `held`.
- * 2. Its key is held by an older sighting whose work has not finished (queued or running): that
+ * 1. Its key is held by a sighting younger than `window`, by a ticket started less than `window`
+ *    ago, or by a ticket whose work is done and whose key is kept a while longer (`hold()`):
+ *    refused, reason `held`.
+ * 2. Its key is held by a ticket whose work has not finished and has not moved for `window`
+ *    (queued for that long since its admission, or running for that long since its start): that
  *    ticket goes stale (a worker that has not started it will skip it) and the new sighting goes
- *    on. A duplicate costs less than a dropped node.
+ *    on. A duplicate costs less than a dropped node; a running ticket is judged from its start,
+ *    so a backlog that kept it queued does not make its fresh work look stuck.
  * 3. `capacity` tickets are already queued: refused, reason `full`, and the key is forgotten, so
  *    the ledger only ever holds keys that are queued, being worked on, or held after the work.
  * 4. Otherwise admitted: the key is held by a new `queued` ticket.
@@ -190,7 +199,8 @@ export class AdmissionLedger<V, K> {
     const now = this.scheduler.now();
     const held = this.holders.get(key);
     if (held !== undefined) {
-      if (held.state === 'holding' || now - held.admittedAt < this.window) {
+      // Work in hand is judged by how long it has run, not how long it queued first.
+      if (held.state === 'holding' || now - (held.startedAt ?? held.admittedAt) < this.window) {
         refuse?.({ admitted: false, value, key, reason: 'held', holder: held });
         return undefined;
       }
@@ -216,10 +226,11 @@ export class AdmissionLedger<V, K> {
     this.publish();
   }
 
-  /** @internal Called by a ticket a worker started. */
-  _started(): void {
+  /** @internal Called by a ticket a worker started; returns the time it started. */
+  _started(): number {
     this.queuedCount--;
     this.publish();
+    return this.scheduler.now();
   }
 
   /** @internal Called by a current ticket that is done with its key. */

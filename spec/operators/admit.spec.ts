@@ -95,6 +95,30 @@ describe('admit', () => {
     });
   });
 
+  it('a running ticket is judged by how long it has run: a long wait in the queue does not make it superseded', () => {
+    const scheduler = newScheduler();
+    scheduler.run(() => {
+      const ledger = ledgerFor(scheduler, 5, 100);
+      const first = ledger.offer('a:1');
+      if (!first.admitted) throw new Error('first offer refused');
+      // Queued for 20 frames (a backlog), then started: re-sighted 3 frames into its work, it is held.
+      scheduler.schedule(() => {
+        first.ticket.start();
+        expect(first.ticket.startedAt).toBe(20);
+      }, 20);
+      scheduler.schedule(() => {
+        const again = ledger.offer('a:2');
+        expect(again.admitted === false && again.reason).toBe('held');
+      }, 23);
+      // Running for a whole window since its start, it may be stuck: the next sighting supersedes it.
+      scheduler.schedule(() => {
+        const next = ledger.offer('a:3');
+        expect(next.admitted && next.superseded).toBe(first.ticket);
+        expect(first.ticket.isCurrent()).toBe(false);
+      }, 25);
+    });
+  });
+
   it('hold() changes only a started ticket', () => {
     const scheduler = newScheduler();
     const ledger = ledgerFor(scheduler, 5, 100);

@@ -2,12 +2,13 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { RXFLEET_BIN } from '../helpers/rxfleetProcess';
 import { promisify } from 'node:util';
 import { version } from '../../package.json';
 
 // These run the built package (`npm test` builds first), as a user or a shell would.
 const root = resolve(__dirname, '../..');
-const bin = join(root, 'dist/bin/rxfleet.js');
+const bin = RXFLEET_BIN;
 const run = promisify(execFile);
 
 async function rxfleet(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {

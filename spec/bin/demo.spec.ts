@@ -2,12 +2,12 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
+import { RXFLEET_BIN } from '../helpers/rxfleetProcess';
 import { promisify } from 'node:util';
 
 // The built command, as a user runs it (`npm test` builds first).
-const root = resolve(__dirname, '../..');
-const bin = join(root, 'dist/bin/rxfleet.js');
+const bin = RXFLEET_BIN;
 const run = promisify(execFile);
 
 async function demo(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<{ code: number; stdout: string; stderr: string }> {

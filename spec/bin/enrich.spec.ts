@@ -1,7 +1,8 @@
 import { ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
+import { RXFLEET_BIN } from '../helpers/rxfleetProcess';
 import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
 import { freePort } from '../../streams/natsServerProcess';
@@ -15,7 +16,7 @@ import { NatsRecorder, httpGet, payloadProblems } from '../lib/enricher/daemonRi
 // then a real run against a private LXD daemon over https with a pinned certificate, publishing
 // to a real nats-server and to stdout, stopped by SIGTERM.
 
-const bin = join(resolve(__dirname, '../..'), 'dist/bin/rxfleet.js');
+const bin = RXFLEET_BIN;
 const run = promisify(execFile);
 const WAIT = 60_000;
 

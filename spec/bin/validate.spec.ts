@@ -1,11 +1,12 @@
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
+import { RXFLEET_BIN } from '../helpers/rxfleetProcess';
 import { promisify } from 'node:util';
 
 // Runs the built command (`npm test` builds first), as a user would.
-const bin = join(resolve(__dirname, '../..'), 'dist/bin/rxfleet.js');
+const bin = RXFLEET_BIN;
 const run = promisify(execFile);
 
 async function rxfleet(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {

@@ -1,4 +1,5 @@
 import { Observable, firstValueFrom, filter } from 'rxjs';
+import type { ConfigureInput } from '../../lib/choria/agents';
 import { FleetEvent, SimulatedFleet, SimulatedFleetOptions, startSimulatedFleet } from '../../lib/simulate/simulatedFleet';
 import { ChoriaRpcClient, ChoriaRpcClientOptions } from '../../streams/choria/rpcClient';
 import { FleetConnection, openNatsConnection } from '../../streams/natsConnection';
@@ -48,18 +49,7 @@ export function nextEvent(events$: Observable<FleetEvent>, type: FleetEvent['typ
 }
 
 /** Everything `configure` takes, empty (the provisioner always sends every key). */
-export function configureInput(config: Record<string, string>, token = ''): {
-  config: string;
-  token: string;
-  ca: string;
-  certificate: string;
-  ssldir: string;
-  key: string;
-  ecdh_public: string;
-  action_policies: Record<string, string>;
-  opa_policies: Record<string, string>;
-  server_jwt: string;
-} {
+export function configureInput(config: Record<string, string>, token = ''): ConfigureInput {
   return { config: JSON.stringify(config), token, ca: '', certificate: '', ssldir: '', key: '', ecdh_public: '', action_policies: {}, opa_policies: {}, server_jwt: '' };
 }
 

@@ -73,20 +73,12 @@ export interface V2Security {
   signerJwt?: string;
 }
 
-/** What a v2 request is made from. The payload is carried as bytes (base64 on the wire). */
-export interface RequestV2Fields {
-  requestId: string;
-  senderId: string;
-  callerId: string;
-  collective: string;
-  agent: string;
-  ttl: number;
-  /** ms since the epoch; sent as nanoseconds. */
-  time: number;
-  filter: Filter;
-  payload: string;
-  replyTo: string;
-}
+/**
+ * What a v2 request is made from: a request's fields without its version and security, which the
+ * encoder supplies. The payload is carried as bytes (base64 on the wire); `time` is sent as
+ * nanoseconds.
+ */
+export type RequestV2Fields = Omit<ChoriaRequest, 'version' | 'security'>;
 
 const INSECURE_BYTES = Buffer.from('insecure');
 

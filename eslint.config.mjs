@@ -3,7 +3,7 @@ import tseslint from 'typescript-eslint';
 import jest from 'eslint-plugin-jest';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'jest.config.js'] },
+  { ignores: ['dist/**', '*/dist/**', 'node_modules/**', 'coverage/**', 'jest.config.js'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -1,4 +1,3 @@
-import { setMaxListeners } from 'node:events';
 import { BehaviorSubject, Observable, distinctUntilChanged } from 'rxjs';
 
 /** The reason carried by a {@link PauseGate.signal} that aborted because the gate paused. */
@@ -55,11 +54,9 @@ export class PauseGate {
   /** A signal that aborts at the next pause; already aborted while paused. */
   signal(): AbortSignal {
     if (this.state.value) return AbortSignal.abort(new PausedError());
-    if (this.controller === undefined) {
-      this.controller = new AbortController();
-      // One signal is shared by every attempt in flight: hundreds of listeners are the design, not a leak.
-      setMaxListeners(0, this.controller.signal);
-    }
+    // One signal is shared by every attempt in flight; a caller adding hundreds of listeners raises
+    // Node's listener limit on it (`events.setMaxListeners`), which the kit, free of I/O, leaves to it.
+    this.controller ??= new AbortController();
     return this.controller.signal;
   }
 }

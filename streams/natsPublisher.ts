@@ -1,5 +1,5 @@
 import { BehaviorSubject, Observable, Subscription, distinctUntilChanged } from 'rxjs';
-import { RingQueue } from '../operators/RingQueue';
+import { RingQueue } from '@rxfleet/operators';
 import { Logger, silentLogger } from '../lib/logger';
 import { ConnectionState, FleetConnection } from './natsConnection';
 

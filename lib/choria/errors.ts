@@ -1,4 +1,4 @@
-import { PausedError } from '../../operators/PauseGate';
+import { PausedError } from '@rxfleet/operators';
 
 /**
  * The typed failures of the Choria wire layer, one class per failure, each keeping what a caller

@@ -1,5 +1,6 @@
+import { setMaxListeners } from 'node:events';
 import { Observable, SchedulerLike, Subscription, asyncScheduler } from 'rxjs';
-import { PauseGate, PausedError } from '../../operators/PauseGate';
+import { PauseGate, PausedError } from '@rxfleet/operators';
 import { Logger, silentLogger } from '../logger';
 import { FIVE_SEC_BACKOFF_MS, backoffDelay } from './backoff';
 import { ProvisioningLockError, RpcAbortedError, RpcPausedError, RpcRetryError, errorMessage, findCause } from './errors';
@@ -135,6 +136,8 @@ export function retryRpc<T>(attempt: (context: AttemptContext) => Observable<T>,
     const listen = (onInterrupt: (error: Error) => void): AbortSignal => {
       const controller = new AbortController();
       const gateSignal = gate?.signal();
+      // One gate signal is shared by every attempt in flight: hundreds of listeners are the design, not a leak.
+      if (gateSignal !== undefined) setMaxListeners(0, gateSignal);
       // Which signal fired says why: the gate aborts its signals just before it reads as paused.
       const interrupt = (error: Error): void => {
         stopListening?.();

@@ -3,10 +3,10 @@
  * repair schedule all live here, and change only inside its inbox's tasks.
  */
 import { Subject, SchedulerLike, Subscription, Subscriber } from 'rxjs';
-import { OrderedLine } from '../../operators/OrderedLine';
-import { pacedSweep, SweepEvent } from '../../operators/pacedSweep';
-import { ReadResult, readPerKey } from '../../operators/readPerKey';
-import { RepairReport, retryLadder } from '../../operators/retryLadder';
+import { OrderedLine } from '@rxfleet/operators';
+import { pacedSweep, SweepEvent } from '@rxfleet/operators';
+import { ReadResult, readPerKey } from '@rxfleet/operators';
+import { RepairReport, retryLadder } from '@rxfleet/operators';
 import { Logger } from '../logger';
 import { IncusNetwork, IncusProject } from '../incus/api';
 import { Archive } from './Archive';

@@ -1,4 +1,4 @@
-import { RingQueue } from '../../operators/RingQueue';
+import { RingQueue } from '@rxfleet/operators';
 
 /**
  * One owner's inbox: tasks posted from anywhere run one at a time, in the order they were

@@ -5,7 +5,7 @@
  */
 import { BehaviorSubject, EMPTY, Observable, SchedulerLike, Subject, asyncScheduler, distinctUntilChanged, interval, mergeMap, of, takeUntil } from 'rxjs';
 import { Registry } from 'prom-client';
-import { debounceByKey } from '../../operators/debounceByKey';
+import { debounceByKey } from '@rxfleet/operators';
 import { IncusReader, IncusStreamItem } from '../incus/api';
 import { Logger, silentLogger } from '../logger';
 import { ColdStore, fileColdStore } from './coldStore';

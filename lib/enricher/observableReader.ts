@@ -3,7 +3,7 @@
  * out on the enricher's scheduler, and counted.
  */
 import { Observable, SchedulerLike, finalize, tap, throwError, timeout } from 'rxjs';
-import { fromAbortable } from '../../operators/fromAbortable';
+import { fromAbortable } from '@rxfleet/operators';
 import { IncusApiError, IncusInstance, IncusInstanceState, IncusNetwork, IncusProject, IncusReader } from '../incus/api';
 
 /**

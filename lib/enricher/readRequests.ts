@@ -3,7 +3,7 @@
  * one reads.
  */
 import { Observable, SchedulerLike } from 'rxjs';
-import { Place } from '../../operators/OrderedLine';
+import { Place } from '@rxfleet/operators';
 import { IncusNetwork, IncusProject } from '../incus/api';
 import { EnrichedEvent } from './event';
 import { ObservableIncusReader } from './observableReader';

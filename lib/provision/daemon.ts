@@ -1,7 +1,7 @@
 import { setMaxListeners } from 'node:events';
 import { Registry } from 'prom-client';
 import { Observable, SchedulerLike, Subject, asyncScheduler, filter, map, share, tap } from 'rxjs';
-import { AdmissionLedger, PauseGate, PoolResult } from '../../operators';
+import { AdmissionLedger, PauseGate, PoolResult } from '@rxfleet/operators';
 import { BadMessageSource, BadMessages } from '../choria/badMessages';
 import { ChoriaClientConfig } from '../choria/clientConfig';
 import { ElectionMetrics } from '../choria/electionMetrics';

@@ -1,6 +1,6 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
-import { PauseGate } from '../../operators/PauseGate';
+import { PauseGate } from '@rxfleet/operators';
 import { formatGoDuration } from '../choria/duration';
 import { Logger, silentLogger } from '../logger';
 import { HelperCommandError, splitHelperCommand } from './helperCommand';

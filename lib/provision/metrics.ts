@@ -1,5 +1,5 @@
 import { Counter, Gauge, Registry, Summary } from 'prom-client';
-import { RefusalReason } from '../../operators/AdmissionLedger';
+import { RefusalReason } from '@rxfleet/operators';
 
 /** Every `rpc` label value upstream uses, in the order of the provisioning cycle. */
 export const PROVISIONER_RPCS = [

@@ -1,5 +1,5 @@
 import { EMPTY, NEVER, Observable, ObservableInput, SchedulerLike, asyncScheduler, catchError, exhaustMap, from, map, merge, mergeMap, takeUntil, tap, timer } from 'rxjs';
-import { AdmissionLedger, Outcome, PauseGate, PoolResult, Refusal, Ticket, admit, pauseWhen, workerPool } from '../../operators';
+import { AdmissionLedger, Outcome, PauseGate, PoolResult, Refusal, Ticket, admit, pauseWhen, workerPool } from '@rxfleet/operators';
 
 /** Where a sighting of a node came from; the two sources are counted apart. */
 export type SightingSource = 'discovery' | 'event';

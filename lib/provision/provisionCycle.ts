@@ -1,6 +1,6 @@
 import { Observable, SchedulerLike, asyncScheduler, lastValueFrom, map } from 'rxjs';
-import { PauseGate } from '../../operators/PauseGate';
-import { fromAbortable } from '../../operators/fromAbortable';
+import { PauseGate } from '@rxfleet/operators';
+import { fromAbortable } from '@rxfleet/operators';
 import { ActionSpec, Gen25519Output, InventoryOutput, JwtOutput, PROVISION_RPCS } from '../choria/agents';
 import { RpcStatusError, errorMessage, isProvisioningLockError } from '../choria/errors';
 import { encryptPrivateKey } from '../choria/keyTransport';

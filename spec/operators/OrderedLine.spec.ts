@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { OrderedLine, Place, PlaceState } from '../../operators/OrderedLine';
+import { OrderedLine, Place, PlaceState } from '@rxfleet/operators';
 
 describe('OrderedLine', () => {
   it('releases in arrival order though places settle out of order', () => {

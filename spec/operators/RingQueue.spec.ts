@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { RingQueue } from '../../operators/RingQueue';
+import { RingQueue } from '@rxfleet/operators';
 
 describe('RingQueue', () => {
   it('allocates nothing until the first push, then two slots', () => {

@@ -1,6 +1,6 @@
 import { map } from 'rxjs';
-import { AdmissionLedger, LedgerSizes, RefusalReason, Ticket } from '../../operators/AdmissionLedger';
-import { admit } from '../../operators/admit';
+import { AdmissionLedger, LedgerSizes, RefusalReason, Ticket } from '@rxfleet/operators';
+import { admit } from '@rxfleet/operators';
 import { newScheduler } from '../helpers/marbles';
 
 

@@ -1,6 +1,6 @@
 import { finalize } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
-import { collectUntilIdle } from '../../operators/collectUntilIdle';
+import { collectUntilIdle } from '@rxfleet/operators';
 import { tracking } from '../helpers/marbles';
 
 

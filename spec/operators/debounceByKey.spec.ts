@@ -1,5 +1,5 @@
 import { TestScheduler } from 'rxjs/testing';
-import { debounceByKey } from '../../operators/debounceByKey';
+import { debounceByKey } from '@rxfleet/operators';
 import { tracking } from '../helpers/marbles';
 
 

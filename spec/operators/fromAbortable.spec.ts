@@ -1,5 +1,5 @@
 import { firstValueFrom, lastValueFrom, toArray } from 'rxjs';
-import { fromAbortable } from '../../operators/fromAbortable';
+import { fromAbortable } from '@rxfleet/operators';
 
 describe('fromAbortable', () => {
   it('calls the work once per subscription, not at creation, and emits what it resolves', async () => {

@@ -1,6 +1,6 @@
 import { Observable, Subject, map, startWith, tap } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
-import { SweepEvent, pacedSweep } from '../../operators/pacedSweep';
+import { SweepEvent, pacedSweep } from '@rxfleet/operators';
 import { tracking } from '../helpers/marbles';
 
 

@@ -1,6 +1,6 @@
 import { of } from 'rxjs';
-import { pauseWhen } from '../../operators/pauseWhen';
-import { PauseGate, PausedError } from '../../operators/PauseGate';
+import { pauseWhen } from '@rxfleet/operators';
+import { PauseGate, PausedError } from '@rxfleet/operators';
 import { newScheduler } from '../helpers/marbles';
 
 const states = { t: true, f: false };

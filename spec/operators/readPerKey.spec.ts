@@ -1,5 +1,5 @@
 import { map } from 'rxjs';
-import { ReadResult, readPerKey } from '../../operators/readPerKey';
+import { ReadResult, readPerKey } from '@rxfleet/operators';
 import { Cold, newScheduler } from '../helpers/marbles';
 
 

@@ -1,6 +1,6 @@
 import { Observable, of, Subject, throwError } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
-import { releaseInOrder, TRASH } from '../../operators/releaseInOrder';
+import { releaseInOrder, TRASH } from '@rxfleet/operators';
 
 /** What a settle observable emits: an answer, or TRASH (marble `T`). */
 type S = string | typeof TRASH;

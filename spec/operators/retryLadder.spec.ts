@@ -1,6 +1,6 @@
 import { Subject, merge, tap } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
-import { RepairReport, retryLadder } from '../../operators/retryLadder';
+import { RepairReport, retryLadder } from '@rxfleet/operators';
 import { tracking } from '../helpers/marbles';
 
 

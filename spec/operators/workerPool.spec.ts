@@ -1,7 +1,7 @@
 import { Observable, distinctUntilChanged, map } from 'rxjs';
-import { AdmissionLedger, Ticket } from '../../operators/AdmissionLedger';
-import { admit } from '../../operators/admit';
-import { Outcome, PoolResult, done, failed, workerPool } from '../../operators/workerPool';
+import { AdmissionLedger, Ticket } from '@rxfleet/operators';
+import { admit } from '@rxfleet/operators';
+import { Outcome, PoolResult, done, failed, workerPool } from '@rxfleet/operators';
 import { Cold, newScheduler } from '../helpers/marbles';
 
 

@@ -1,5 +1,5 @@
 import { Observable, SchedulerLike, map } from 'rxjs';
-import { collectUntilIdle } from '../../operators/collectUntilIdle';
+import { collectUntilIdle } from '@rxfleet/operators';
 import { newFilter } from '../../lib/choria/protocol/types';
 import { ChoriaRpcClient } from './rpcClient';
 

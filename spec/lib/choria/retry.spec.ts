@@ -1,6 +1,6 @@
 import { Observable } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
-import { PauseGate } from '../../../operators/PauseGate';
+import { PauseGate } from '@rxfleet/operators';
 import {
   ProvisioningLockError,
   RpcAbortedError,

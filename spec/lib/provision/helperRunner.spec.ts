@@ -1,7 +1,7 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { PauseGate } from '../../../operators/PauseGate';
+import { PauseGate } from '@rxfleet/operators';
 import { buildHelperInput } from '../../../lib/provision/helperInput';
 import { HelperError, HelperFailure, HelperRunner } from '../../../lib/provision/helperRunner';
 

@@ -1,5 +1,5 @@
 import { Observable, Subject, map, of } from 'rxjs';
-import { done, failed, PauseGate } from '../../../operators';
+import { done, failed, PauseGate } from '@rxfleet/operators';
 import { CycleOutcome, HostTicket, PipelineHooks, provisionPipeline } from '../../../lib/provision/pipeline';
 import { newScheduler } from '../../helpers/marbles';
 

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Observable } from 'rxjs';
-import { PauseGate } from '../../../operators';
+import { PauseGate } from '@rxfleet/operators';
 import { ActionSpec } from '../../../lib/choria/agents';
 import { ProvisioningLockError, RpcStatusError, RpcTimeoutError } from '../../../lib/choria/errors';
 import { decryptPrivateKey, generateX25519KeyPair } from '../../../lib/choria/keyTransport';

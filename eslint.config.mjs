@@ -2,6 +2,10 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import jest from 'eslint-plugin-jest';
 
+/** Node's modules that reach outside the process: files, sockets, processes, name lookups. */
+const IO_MODULES = ['fs', 'fs/promises', 'child_process', 'net', 'http', 'https', 'http2', 'dgram', 'dns', 'dns/promises', 'tls', 'worker_threads', 'cluster']
+  .flatMap((name) => [name, `node:${name}`]);
+
 export default tseslint.config(
   { ignores: ['dist/**', '*/dist/**', 'node_modules/**', 'coverage/**', 'jest.config.js'] },
   js.configs.recommended,
@@ -23,6 +27,32 @@ export default tseslint.config(
       // Property tests and table-driven specs assert inside loops and branches on purpose.
       'jest/no-conditional-expect': 'off',
       'jest/expect-expect': ['error', { assertFunctionNames: ['expect', 'expect*', '*.expect*', 'assert*'] }],
+    },
+  },
+  // The layers (README, "Layers"): lib/ is the domain and does no I/O of its own; streams/ owns every
+  // socket, file and process; bin/ wires them. A ban must name what the code really writes, so both
+  // the `node:` and the bare names are listed.
+  {
+    files: ['lib/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', {
+        patterns: [
+          { group: ['**/streams/**', '**/streams', '**/bin/**', '**/bin'], message: 'lib/ is the domain: I/O and wiring live in streams/ and bin/' },
+          { group: ['rxjs/internal/*'], message: 'not public API in RxJS 7' },
+        ],
+        paths: [...IO_MODULES, '@nats-io/transport-node', '@nats-io/jetstream', '@nats-io/kv', 'ws'].map((name) => ({ name, message: 'lib/ does no I/O: this belongs in streams/' })),
+      }],
+    },
+  },
+  {
+    files: ['streams/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', {
+        patterns: [
+          { group: ['**/bin/**', '**/bin'], message: 'streams/ is below bin/: bin wires streams, not the other way' },
+          { group: ['rxjs/internal/*'], message: 'not public API in RxJS 7' },
+        ],
+      }],
     },
   },
   {

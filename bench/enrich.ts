@@ -18,10 +18,10 @@ import { cpus } from 'node:os';
 import { Registry } from 'prom-client';
 import { Subject, Subscription, from, lastValueFrom, mergeMap, toArray } from 'rxjs';
 import { IncusReader, IncusStreamItem } from '../lib/incus/api';
-import { FakeIncus } from '../lib/incus/FakeIncus';
+import { FakeIncus } from '../spec/helpers/FakeIncus';
 import { createEnricher } from '../lib/enricher/createEnricher';
 import { defaultEnricherSettings } from '../lib/enricher/config';
-import { memoryColdStore } from '../lib/enricher/coldStore';
+import { memoryColdStore } from '../spec/helpers/memoryColdStore';
 import { EnrichedEvent } from '../lib/enricher/event';
 
 const LATENCY_MS = Number(process.env.LATENCY_MS ?? 1);
@@ -93,7 +93,7 @@ class Rig {
       reader: timedPromiseReader(fake, this.reads),
       config: defaultEnricherSettings({ storeFile: undefined, workers: WORKERS, debounceWindow, ipTimeout: 2_000 }),
       registry: new Registry(),
-      store: memoryColdStore(),
+      store: () => memoryColdStore(),
     });
     this.subscription = this.enricher.events$.subscribe((event) => {
       this.onEvent(event, now());

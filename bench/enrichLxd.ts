@@ -17,7 +17,7 @@
 import { Registry } from 'prom-client';
 import { IncusApiError } from '../lib/incus/api';
 import { defaultEnricherSettings } from '../lib/enricher/config';
-import { startEnrichDaemon } from '../lib/enricher/daemon';
+import { startEnrichDaemon } from '../bin/enrich/daemon';
 import { EventPayload } from '../lib/enricher/payload';
 import { IncusRestClient } from '../streams/incus/incusRestClient';
 import { openNatsConnection } from '../streams/natsConnection';

@@ -8,7 +8,7 @@
  */
 import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
-import { HelperRunner } from '../lib/provision/helperRunner';
+import { HelperRunner } from '../streams/helper/helperRunner';
 import { buildHelperInput } from '../lib/provision/helperInput';
 
 const RUNS = Number(process.env.RUNS ?? 200);

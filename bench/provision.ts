@@ -21,9 +21,9 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { HelperRunner } from '../lib/provision/helperRunner';
+import { HelperRunner } from '../streams/helper/helperRunner';
 import { buildHelperInput } from '../lib/provision/helperInput';
-import { sampleHelperPath } from '../lib/provision/sampleHelpers';
+import { sampleHelperPath } from '../bin/sampleHelpers';
 import { openNatsConnection } from '../streams/natsConnection';
 import { freePort, startNatsServer } from '../streams/natsServerProcess';
 import { sampleValue } from '../spec/helpers/provisioner';

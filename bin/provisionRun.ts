@@ -1,11 +1,13 @@
 import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import pino from 'pino';
-import { ChoriaConfigProblem, ChoriaConfigResult, defaultChoriaConfigPath, hostFqdn, loadChoriaClientConfig, parseChoriaClientConfig } from '../lib/choria/clientConfig';
+import { ChoriaConfigProblem, ChoriaConfigResult, parseChoriaClientConfig } from '../lib/choria/clientConfig';
+import { defaultChoriaConfigPath, hostFqdn, loadChoriaClientConfig } from '../streams/choria/clientConfigFile';
 import { Logger, REDACTED_PATHS, createLogger } from '../lib/logger';
-import { ConfigProblem, ProvisionerConfig, loadProvisionerConfig } from '../lib/provision/config';
-import { connectionPlan } from '../lib/provision/connectionPlan';
-import { ProvisionerDaemon, startProvisioner } from '../lib/provision/daemon';
-import { handleShutdownSignals } from '../lib/shutdown';
+import { ConfigProblem, ProvisionerConfig } from '../lib/provision/config';
+import { loadProvisionerConfig } from '../streams/provisionerConfigFile';
+import { connectionPlan } from '../streams/choria/connectionPlan';
+import { ProvisionerDaemon, startProvisioner } from './provision/daemon';
+import { handleShutdownSignals } from './shutdown';
 
 /** The options of `rxfleet provision`, as commander parses them. */
 export interface ProvisionOptions {

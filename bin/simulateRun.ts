@@ -2,11 +2,11 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import pino from 'pino';
 import type { LifecycleFormat } from '../lib/choria/lifecycle';
 import { LogLevel, REDACTED_PATHS } from '../lib/logger';
-import { handleShutdownSignals } from '../lib/shutdown';
+import { handleShutdownSignals } from './shutdown';
 import type { JwtKeyType } from '../lib/simulate/fleetKeys';
-import { ReportFormat, eventLine, progressLine, readyLine, requestLine, summaryLines } from '../lib/simulate/fleetReport';
+import { ReportFormat, eventLine, progressLine, readyLine, requestLine, summaryLines } from './fleetReport';
 import { seededRandom } from '../lib/simulate/seededRandom';
-import { RequestRecord, startSimulatedFleet } from '../lib/simulate/simulatedFleet';
+import { RequestRecord, startSimulatedFleet } from '../streams/simulatedFleet';
 import { openNatsConnection } from '../streams/natsConnection';
 
 /** The options of `rxfleet simulate`, as commander parses them. */

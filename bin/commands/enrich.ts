@@ -1,5 +1,5 @@
 import { Command, Option } from 'commander';
-import type { EnrichFlags } from '../../lib/enricher/commandLine';
+import type { EnrichFlags } from '../enrich/commandLine';
 
 const repeated = (value: string, previous: string[] = []): string[] => [...previous, value];
 
@@ -16,11 +16,11 @@ interface EnrichOptions extends EnrichFlags {
  */
 async function runEnrich(options: EnrichOptions): Promise<number> {
   // Loaded when the command runs, so other commands and --help do not pay for the daemon's modules.
-  const { loadEnrichSettings } = await import('../../lib/enricher/commandLine.js');
+  const { loadEnrichSettings } = await import('../enrich/commandLine.js');
   const { EnricherConfigError } = await import('../../lib/enricher/config.js');
-  const { startEnrichDaemon } = await import('../../lib/enricher/daemon.js');
+  const { startEnrichDaemon } = await import('../enrich/daemon.js');
   const { createLogger } = await import('../../lib/logger.js');
-  const { handleShutdownSignals } = await import('../../lib/shutdown.js');
+  const { handleShutdownSignals } = await import('../shutdown.js');
 
   let loaded;
   try {

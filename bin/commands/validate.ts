@@ -1,9 +1,11 @@
 import { Command } from 'commander';
 import { existsSync } from 'node:fs';
-import { ChoriaClientConfig, defaultChoriaConfigPath, loadChoriaClientConfig } from '../../lib/choria/clientConfig';
-import { ConfigProblem, ProvisionerConfig, loadProvisionerConfig } from '../../lib/provision/config';
+import { ChoriaClientConfig } from '../../lib/choria/clientConfig';
+import { defaultChoriaConfigPath, loadChoriaClientConfig } from '../../streams/choria/clientConfigFile';
+import { ConfigProblem, ProvisionerConfig } from '../../lib/provision/config';
+import { loadProvisionerConfig } from '../../streams/provisionerConfigFile';
 import { splitHelperCommand } from '../../lib/provision/helperCommand';
-import { connectionPlan } from '../../lib/provision/connectionPlan';
+import { connectionPlan } from '../../streams/choria/connectionPlan';
 
 /** What `rxfleet validate` prints and how it exits. */
 export interface ValidationReport {

@@ -1,11 +1,9 @@
 /**
- * Where the cold store lives: a file written atomically (a temporary file, then a rename) with
- * mode 0600, or, in specs, memory.
+ * What the enricher asks of a cold store. The file behind it is in streams/coldStoreFile.ts, where
+ * file I/O lives.
  */
-import { readFileSync } from 'node:fs';
-import { chmod, rename, unlink, writeFile } from 'node:fs/promises';
-import { Logger, silentLogger } from '../logger';
-import { ColdStoreDocument, coldStoreProblem } from './coldStoreDocument';
+import { Logger } from '../logger';
+import { ColdStoreDocument } from './coldStoreDocument';
 
 /** The cold store file's name inside the data directory (the upstream name). */
 export const COLD_STORE_FILE = 'enricher-cold-store.json';
@@ -23,94 +21,12 @@ export interface ColdStore {
   save(document: ColdStoreDocument): Promise<void>;
 }
 
-/** Options for {@link fileColdStore}. */
-export interface FileColdStoreOptions {
-  logger?: Logger;
-  /** Told the outcome of every write (for a counter). */
-  onWrite?: (ok: boolean) => void;
+/** What the enricher gives the cold store it opens: its logger, and a counter of writes. */
+export interface ColdStoreHooks {
+  logger: Logger;
+  /** Told the outcome of every write. */
+  onWrite: (ok: boolean) => void;
 }
 
-/**
- * A cold store in the file at `path`. Loading reads it synchronously (once, at start, before
- * anything is served); writing goes to `path + ".tmp"` created with mode 0600, then renames it over
- * `path`, so a crash mid-write leaves the previous file whole and nobody but the owner can read
- * what the fleet looks like.
- */
-export function fileColdStore(path: string, options: FileColdStoreOptions = {}): ColdStore {
-  const { logger = silentLogger, onWrite } = options;
-  let writing: Promise<void> | undefined;
-  let next: { document: ColdStoreDocument; waiters: Array<() => void> } | undefined;
-
-  const writeOnce = async (document: ColdStoreDocument): Promise<void> => {
-    const tmp = `${path}.tmp`;
-    try {
-      await writeFile(tmp, JSON.stringify(document), { mode: 0o600 });
-      // The mode given to writeFile only applies when the file is created: a leftover tmp file
-      // from an older run keeps whatever it had.
-      await chmod(tmp, 0o600);
-      await rename(tmp, path);
-      onWrite?.(true);
-    } catch (error) {
-      onWrite?.(false);
-      logger.warn({ err: error, path }, 'writing the cold store failed');
-      await unlink(tmp).catch(() => undefined);
-    }
-  };
-
-  const pump = (): void => {
-    if (writing !== undefined || next === undefined) return;
-    const { document, waiters } = next;
-    next = undefined;
-    writing = writeOnce(document).finally(() => {
-      writing = undefined;
-      for (const resolve of waiters) resolve();
-      pump();
-    });
-  };
-
-  return {
-    load() {
-      let text: string;
-      try {
-        text = readFileSync(path, 'utf8');
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') logger.warn({ err: error, path }, 'reading the cold store failed: starting cold');
-        return undefined;
-      }
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(text);
-      } catch (error) {
-        logger.warn({ path, reason: (error as Error).message }, 'the cold store is not JSON: starting cold');
-        return undefined;
-      }
-      const problem = coldStoreProblem(parsed);
-      if (problem !== undefined) {
-        logger.warn({ path, problem }, 'the cold store does not match its schema: starting cold');
-        return undefined;
-      }
-      return parsed as ColdStoreDocument;
-    },
-    save(document) {
-      return new Promise<void>((resolve) => {
-        const waiters = next?.waiters ?? [];
-        waiters.push(resolve);
-        next = { document, waiters };
-        pump();
-      });
-    },
-  };
-}
-
-/** A cold store in memory, for specs: `saved` is every document written, in order. */
-export function memoryColdStore(initial?: ColdStoreDocument): ColdStore & { readonly saved: ColdStoreDocument[] } {
-  const saved: ColdStoreDocument[] = [];
-  return {
-    saved,
-    load: () => initial,
-    save(document) {
-      saved.push(document);
-      return Promise.resolve();
-    },
-  };
-}
+/** Opens a cold store with the enricher's hooks (the daemon passes the file store's). */
+export type OpenColdStore = (hooks: ColdStoreHooks) => ColdStore;

@@ -8,7 +8,7 @@ import { Registry } from 'prom-client';
 import { debounceByKey } from '@rxfleet/operators';
 import { IncusReader, IncusStreamItem } from '../incus/api';
 import { Logger, silentLogger } from '../logger';
-import { ColdStore, fileColdStore } from './coldStore';
+import { OpenColdStore } from './coldStore';
 import { EnricherSettings } from './config';
 import { decodeEvent, isRefusal } from './decodeEvent';
 import { EnrichedEvent, withDropped } from './event';
@@ -30,8 +30,8 @@ export interface EnricherDeps {
   registry: Registry;
   /** Where every delay, timeout, window and round is timed. Default `asyncScheduler`. */
   scheduler?: SchedulerLike;
-  /** Default: the file `config.storeFile` names, or none. */
-  store?: ColdStore;
+  /** Opens the cold store (the daemon: the file `config.storeFile` names). Default none. */
+  store?: OpenColdStore;
   /** Default: the consumer's wants from `config.wants` plus the enricher's own. */
   wanted?: WantedTable;
 }
@@ -81,11 +81,7 @@ export function createEnricher(deps: EnricherDeps): Enricher {
   const scheduler = deps.scheduler ?? asyncScheduler;
   const metrics = new EnricherMetrics(registry);
   const wanted = deps.wanted ?? daemonWanted(config.wants);
-  const store =
-    deps.store ??
-    (config.storeFile !== undefined
-      ? fileColdStore(config.storeFile, { logger, onWrite: (ok) => metrics.storeWrites.labels(ok ? 'ok' : 'failed').inc() })
-      : undefined);
+  const store = deps.store?.({ logger, onWrite: (ok) => metrics.storeWrites.labels(ok ? 'ok' : 'failed').inc() });
 
   const drain$ = new Subject<void>();
   const ready$ = new BehaviorSubject(false);

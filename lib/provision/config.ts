@@ -1,6 +1,5 @@
 import Ajv, { ErrorObject } from 'ajv';
 import addFormats from 'ajv-formats';
-import { existsSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { parseDocument } from 'yaml';
 import { DurationSyntaxError, parseChoriaDuration } from '../choria/duration';
@@ -97,13 +96,13 @@ export class ConfigurationError extends Error {
   }
 }
 
-/** Options for {@link parseProvisionerConfig} and {@link loadProvisionerConfig}. */
+/** Options for {@link parseProvisionerConfig}. */
 export interface ParseConfigOptions {
   /** Named in file-level problems and kept in the result. */
   file?: string;
   /** What `workers: 0` means; default `os.availableParallelism()`. */
   cpus?: number;
-  /** How file names are checked for the warnings about missing files; default `fs.existsSync`. */
+  /** How file names are checked for the warnings about missing files; default: not checked (the file loader passes `fs.existsSync`). */
   exists?: (path: string) => boolean;
 }
 
@@ -134,7 +133,7 @@ const validateSchema = ajv.compile(PROVISIONER_CONFIG_SCHEMA);
  * `config` is present exactly when no problem is an error.
  */
 export function parseProvisionerConfig(text: string, options: ParseConfigOptions = {}): ProvisionerConfigResult {
-  const { file, cpus = availableParallelism(), exists = existsSync } = options;
+  const { file, cpus = availableParallelism(), exists = () => true } = options;
   const problems: ConfigProblem[] = [];
   const error = (path: string, message: string): void => void problems.push({ path, message, severity: 'error' });
   const warn = (path: string, message: string): void => void problems.push({ path, message, severity: 'warning' });
@@ -277,19 +276,6 @@ export function parseProvisionerConfig(text: string, options: ParseConfigOptions
     },
   };
   return { config, problems };
-}
-
-/** Reads `file` and parses it with {@link parseProvisionerConfig}; an unreadable file is one error. */
-export function loadProvisionerConfig(file: string, options: Omit<ParseConfigOptions, 'file'> = {}): ProvisionerConfigResult {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    const message = code === 'ENOENT' ? `file ${file} not found` : code === 'EISDIR' ? `${file} is a directory` : `config file could not be read: ${(e as Error).message}`;
-    return { config: undefined, problems: [{ path: file, message, severity: 'error' }] };
-  }
-  return parseProvisionerConfig(text, { ...options, file });
 }
 
 /** The config of a result without errors; otherwise throws {@link ConfigurationError} naming every error. */

@@ -16,6 +16,7 @@ import { ProvisionerRpc } from './metrics';
 import { CycleOutcome, CycleResult, HostTicket } from './pipeline';
 import { ProvisioningClaims, validateProvisioningJwt } from './provisioningJwt';
 import { signServerJwt } from './serverJwt';
+import { SiteFiles } from '../siteFiles';
 import { staleSightingError } from './staleSighting';
 import { decideUpgrade, releaseUpdateError, upgradeFailed } from './upgradeDecision';
 
@@ -48,6 +49,8 @@ export interface ProvisionCycleOptions {
   config: CycleSettings;
   client: CycleRpcClient;
   helper: CycleHelper;
+  /** Where `jwt_verify_cert`, `jwt_signing_key` and `jwt_signing_token` are read from, on every cycle. */
+  files: SiteFiles;
   /** Read before and inside every RPC attempt (and by the helper runner, which holds the same gate). */
   gate?: PauseGate;
   metrics?: CycleMetrics;
@@ -179,7 +182,7 @@ export class ProvisionCycle {
         return fail('jwt', `could not fetch and validate JWT: ${identity}: ${errorMessage(error)}`, error);
       }
       try {
-        claims = await validateProvisioningJwt(reply.jwt, config.jwtVerifyCert, { now: this.wallClock });
+        claims = await validateProvisioningJwt(reply.jwt, config.jwtVerifyCert, this.options.files, { now: this.wallClock });
       } catch (error) {
         return fail('jwt', `could not validate JWT: ${identity}: ${errorMessage(error)}`, error);
       }
@@ -248,6 +251,7 @@ export class ProvisionCycle {
           jwtSigningToken: config.jwtSigningToken,
           now: this.wallClock,
           logger: this.logger,
+          files: this.options.files,
         });
       } catch (error) {
         return fail('server_jwt', `could not sign a server JWT for ${identity}: ${errorMessage(error)}`, error);

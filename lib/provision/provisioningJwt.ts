@@ -1,5 +1,5 @@
 import { KeyObject, X509Certificate, createPublicKey } from 'node:crypto';
-import { readFileSync, statSync } from 'node:fs';
+import { SiteFiles } from '../siteFiles';
 import { decodeProtectedHeader, errors as joseErrors, jwtVerify } from 'jose';
 import { HexDecodeError, decodeHex, ed25519PublicKeyFromRaw, ED25519_PUBLIC_KEY_SIZE } from '../choria/ed25519Keys';
 
@@ -64,19 +64,13 @@ const RSA_ALGORITHMS = ['RS256', 'RS384', 'RS512'];
  * validation certificate: ...`, `could not parse ed25519 public data: ...`, `invalid ed25519 public
  * key size`.
  */
-export function readJwtVerificationKey(jwtVerifyCert: string): JwtVerificationKey {
+export function readJwtVerificationKey(jwtVerifyCert: string, files: SiteFiles): JwtVerificationKey {
   if (jwtVerifyCert === '') throw new JwtValidationError('no JWT verification certificate configured, cannot validate JWT');
-  let isPath = true;
-  try {
-    statSync(jwtVerifyCert);
-  } catch (error) {
-    isPath = (error as NodeJS.ErrnoException).code !== 'ENOENT' && (error as NodeJS.ErrnoException).code !== 'ENAMETOOLONG';
-  }
-  if (!isPath) return ed25519Key(jwtVerifyCert);
+  if (!files.exists(jwtVerifyCert)) return ed25519Key(jwtVerifyCert);
 
   let data: string;
   try {
-    data = readFileSync(jwtVerifyCert, 'utf8');
+    data = files.read(jwtVerifyCert).toString('utf8');
   } catch (error) {
     throw new JwtValidationError(`could not read validation certificate: ${(error as Error).message}`);
   }
@@ -172,9 +166,9 @@ export async function verifyProvisioningJwt(token: string, key: JwtVerificationK
  * {@link readJwtVerificationKey} then {@link verifyProvisioningJwt}: the file is read on every call,
  * as upstream does, so a rotated key is picked up without a restart.
  */
-export async function validateProvisioningJwt(token: string, jwtVerifyCert: string, options: VerifyJwtOptions = {}): Promise<ProvisioningClaims> {
+export async function validateProvisioningJwt(token: string, jwtVerifyCert: string, files: SiteFiles, options: VerifyJwtOptions = {}): Promise<ProvisioningClaims> {
   if (token === '') throw new JwtValidationError('no JWT received');
-  return verifyProvisioningJwt(token, readJwtVerificationKey(jwtVerifyCert), options);
+  return verifyProvisioningJwt(token, readJwtVerificationKey(jwtVerifyCert, files), options);
 }
 
 function joseReason(error: unknown, keyType: JwtVerificationKey['type']): string {

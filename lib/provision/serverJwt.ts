@@ -1,5 +1,5 @@
 import { KeyObject, createPrivateKey } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { SiteFiles } from '../siteFiles';
 import { SignJWT, decodeJwt } from 'jose';
 import { HexDecodeError, decodeHex, ed25519PrivateKeyFromSeed, ed25519Sign, ED25519_SEED_SIZE } from '../choria/ed25519Keys';
 import { formatGoDuration } from '../choria/duration';
@@ -73,6 +73,8 @@ export interface SignServerJwtRequest extends ServerJwtRequest {
   jwtSigningKey: string;
   /** `jwt_signing_token`: the provisioner's chain-issuer client JWT; empty for none. */
   jwtSigningToken?: string;
+  /** Where both are read from, afresh on every call. */
+  files: SiteFiles;
 }
 
 const HOUR_MS = 3_600_000;
@@ -201,10 +203,10 @@ export interface SigningKey {
  * RS256; otherwise a file of exactly 64 bytes is a hex ed25519 seed for EdDSA (so a trailing
  * newline makes it unusable, as upstream); anything else is `unsupported key in <file>`.
  */
-export function readSigningKey(file: string): SigningKey {
+export function readSigningKey(file: string, files: SiteFiles): SigningKey {
   let data: Buffer;
   try {
-    data = readFileSync(file);
+    data = files.read(file);
   } catch (error) {
     throw new ServerJwtError(`could not read signing key: ${(error as Error).message}`);
   }
@@ -233,10 +235,10 @@ export function readSigningKey(file: string): SigningKey {
  * Reads an ed25519 seed file as upstream's `Ed25519KeyPairFromSeedFile`: the whole file is hex
  * (whitespace included, so a trailing newline fails) of a 32-byte seed.
  */
-export function readSeedFile(file: string): KeyObject {
+export function readSeedFile(file: string, files: SiteFiles): KeyObject {
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = files.read(file).toString('utf8');
   } catch (error) {
     throw new ServerJwtError(`could not read seed file: ${(error as Error).message}`);
   }
@@ -266,13 +268,13 @@ export async function signServerJwt(request: SignServerJwtRequest): Promise<stri
   if (request.jwtSigningToken !== undefined && request.jwtSigningToken !== '') {
     let token: string;
     try {
-      token = readFileSync(request.jwtSigningToken, 'utf8');
+      token = request.files.read(request.jwtSigningToken).toString('utf8');
     } catch (error) {
       throw new ServerJwtError(`could not read jwt_signing_token: ${(error as Error).message}`);
     }
-    claims = addChainIssuerData(claims, token, readSeedFile(request.jwtSigningKey));
+    claims = addChainIssuerData(claims, token, readSeedFile(request.jwtSigningKey, request.files));
   }
-  const signing = readSigningKey(request.jwtSigningKey);
+  const signing = readSigningKey(request.jwtSigningKey, request.files);
   return new SignJWT(claims as unknown as Record<string, unknown>).setProtectedHeader({ alg: signing.alg, typ: 'JWT' }).sign(signing.key);
 }
 

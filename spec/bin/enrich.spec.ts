@@ -10,7 +10,7 @@ import { selfSignedCertificate } from '../helpers/certs';
 import { useLxdDaemon, uniqueName } from '../helpers/lxd';
 import { useNatsServer } from '../helpers/nats';
 import { waitFor } from '../helpers/waitFor';
-import { NatsRecorder, httpGet, payloadProblems } from '../lib/enricher/daemonRig';
+import { NatsRecorder, httpGet, payloadProblems } from './enrich/daemonRig';
 
 // The built `rxfleet enrich` (`npm test` builds first) as a user runs it: refused configurations,
 // then a real run against a private LXD daemon over https with a pinned certificate, publishing

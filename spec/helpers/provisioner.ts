@@ -6,9 +6,9 @@ import { parseChoriaClientConfig } from '../../lib/choria/clientConfig';
 import { ElectionStore } from '../../lib/election/ElectionStore';
 import { Logger, silentLogger } from '../../lib/logger';
 import { parseProvisionerConfig, requireValidConfig } from '../../lib/provision/config';
-import { DaemonTuning, ProvisionerDaemon, startProvisioner } from '../../lib/provision/daemon';
+import { DaemonTuning, ProvisionerDaemon, startProvisioner } from '../../bin/provision/daemon';
 import { FleetKeys, createFleetKeys } from '../../lib/simulate/fleetKeys';
-import { SimulatedFleet, SimulatedFleetOptions, startSimulatedFleet } from '../../lib/simulate/simulatedFleet';
+import { SimulatedFleet, SimulatedFleetOptions, startSimulatedFleet } from '../../streams/simulatedFleet';
 import { FleetConnection, openNatsConnection } from '../../streams/natsConnection';
 
 /** The spec helpers that misbehave on purpose, and the one that echoes its input. */

@@ -1,7 +1,8 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { defaultChoriaConfigPath, hostFqdn, loadChoriaClientConfig, parseChoriaClientConfig, parseMiddlewareHosts } from '../../../lib/choria/clientConfig';
+import { parseChoriaClientConfig, parseMiddlewareHosts } from '../../../lib/choria/clientConfig';
+import { defaultChoriaConfigPath, hostFqdn, loadChoriaClientConfig } from '../../../streams/choria/clientConfigFile';
 
 describe('parseChoriaClientConfig', () => {
   it('reads the keys the provisioner uses, ignoring comments, blank lines and other keys', () => {

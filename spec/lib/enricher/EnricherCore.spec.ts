@@ -1,7 +1,7 @@
 import { Registry } from 'prom-client';
 import { Observable } from 'rxjs';
 import { silentLogger } from '../../../lib/logger';
-import { FakeIncus } from '../../../lib/incus/FakeIncus';
+import { FakeIncus } from '../../helpers/FakeIncus';
 import { EnricherCore } from '../../../lib/enricher/EnricherCore';
 import { EnrichedEvent, newEvent } from '../../../lib/enricher/event';
 import { EnricherMetrics } from '../../../lib/enricher/metrics';

@@ -2,8 +2,8 @@ import { Registry } from 'prom-client';
 import { Observable, Subject } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { IncusStreamItem } from '../../../lib/incus/api';
-import { FakeIncus } from '../../../lib/incus/FakeIncus';
-import { memoryColdStore } from '../../../lib/enricher/coldStore';
+import { FakeIncus } from '../../helpers/FakeIncus';
+import { memoryColdStore } from '../../helpers/memoryColdStore';
 import { ColdStoreDocument, snapshotModel } from '../../../lib/enricher/coldStoreDocument';
 import { distillInstance, isIncomplete } from '../../../lib/enricher/distillInstance';
 import { FleetModel } from '../../../lib/enricher/FleetModel';
@@ -76,7 +76,7 @@ export function harness(
     config: settings(options.config),
     registry,
     scheduler: ts,
-    store,
+    store: () => store,
     ...(options.wanted !== undefined ? { wanted: options.wanted } : {}),
   });
   return { enricher, registry, store };

@@ -1,3 +1,4 @@
+import { fileColdStore } from '../../../streams/coldStoreFile';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync, existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -5,8 +6,8 @@ import { join } from 'node:path';
 import { Registry } from 'prom-client';
 import { Subject, lastValueFrom, map, take, toArray } from 'rxjs';
 import { IncusStreamItem } from '../../../lib/incus/api';
-import { FakeIncus } from '../../../lib/incus/FakeIncus';
-import { memoryColdStore } from '../../../lib/enricher/coldStore';
+import { FakeIncus } from '../../helpers/FakeIncus';
+import { memoryColdStore } from '../../helpers/memoryColdStore';
 import { createEnricher } from '../../../lib/enricher/createEnricher';
 import { EnricherMetrics } from '../../../lib/enricher/metrics';
 import { tracking } from '../../helpers/marbles';
@@ -153,6 +154,7 @@ describe('enricher cold store in the pipeline', () => {
             config: settings({ storeFile }),
             registry: new Registry(),
             scheduler: ts,
+            store: (hooks) => fileColdStore(storeFile, hooks),
           });
           enricher.ready$.subscribe((r) => ready.push(`${ts.now()}:${r}`));
           enricher.events$.subscribe((e) => events.push(`${ts.now()} ${summary(e)}`));
@@ -240,7 +242,7 @@ describe('enricher with a promise-based reader', () => {
     fake.createInstance('default', 'n1', { network: 'br0' });
     fake.configure('default', 'c1', { 'user.v': '9' });
     const events = new Subject<IncusStreamItem>();
-    const enricher = createEnricher({ events$: events, reader: fake.asPromiseReader(), config: settings(), registry: new Registry(), store: memoryColdStore(initial) });
+    const enricher = createEnricher({ events$: events, reader: fake.asPromiseReader(), config: settings(), registry: new Registry(), store: () => memoryColdStore(initial) });
     const out = lastValueFrom(enricher.events$.pipe(take(2), toArray()));
     events.next(fake.event('instance-updated', 'default', 'c1'));
     events.next(fake.event('instance-updated', 'default', 'n1'));

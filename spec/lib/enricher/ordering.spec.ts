@@ -1,5 +1,5 @@
 import { filter, map } from 'rxjs';
-import { FakeIncus } from '../../../lib/incus/FakeIncus';
+import { FakeIncus } from '../../helpers/FakeIncus';
 import { EnrichedEvent } from '../../../lib/enricher/event';
 import { harness, newTs, smallWorld, storeOf, summary } from './harness';
 

@@ -1,5 +1,5 @@
 import { map } from 'rxjs';
-import { FakeIncus } from '../../../lib/incus/FakeIncus';
+import { FakeIncus } from '../../helpers/FakeIncus';
 import { InstanceAnswer, InstanceReadRequest, readInstance } from '../../../lib/enricher/readInstance';
 import { newTs } from './harness';
 

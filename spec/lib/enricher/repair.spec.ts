@@ -1,6 +1,6 @@
 import { map } from 'rxjs';
 import { IncusApiError } from '../../../lib/incus/api';
-import { FakeIncus } from '../../../lib/incus/FakeIncus';
+import { FakeIncus } from '../../helpers/FakeIncus';
 import { harness, metric, newTs, smallWorld, storeOf, summary, warmStore } from './harness';
 import { Registry } from 'prom-client';
 

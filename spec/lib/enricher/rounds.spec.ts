@@ -1,7 +1,7 @@
 import { Registry } from 'prom-client';
 import { map } from 'rxjs';
 import { IncusApiError, IncusStreamItem } from '../../../lib/incus/api';
-import { FakeIncus } from '../../../lib/incus/FakeIncus';
+import { FakeIncus } from '../../helpers/FakeIncus';
 import { harness, metric, newTs, smallWorld, storeOf, summary } from './harness';
 
 const connected: IncusStreamItem = { kind: 'connected' };

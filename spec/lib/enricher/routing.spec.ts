@@ -1,7 +1,7 @@
 import { Registry } from 'prom-client';
 import { map } from 'rxjs';
 import { IncusStreamItem } from '../../../lib/incus/api';
-import { FakeIncus } from '../../../lib/incus/FakeIncus';
+import { FakeIncus } from '../../helpers/FakeIncus';
 import { EnrichedEvent } from '../../../lib/enricher/event';
 import { daemonWanted } from '../../../lib/enricher/wanted';
 import { harness, metric, newTs, smallWorld, storeOf, summary, warmStore } from './harness';

@@ -4,7 +4,8 @@ import pino from 'pino';
 import { REDACTED_PATHS } from '../../../lib/logger';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigurationError, loadProvisionerConfig, parseProvisionerConfig, requireValidConfig } from '../../../lib/provision/config';
+import { ConfigurationError, parseProvisionerConfig, requireValidConfig } from '../../../lib/provision/config';
+import { loadProvisionerConfig } from '../../../streams/provisionerConfigFile';
 import { DEFAULT_CERT_DENY_LIST } from '../../../lib/provision/certDenyList';
 
 const parse = (text: string, exists: (p: string) => boolean = () => false) => parseProvisionerConfig(text, { cpus: 6, exists });

@@ -1,8 +1,8 @@
 import { accessSync, constants, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { buildHelperInput } from '../../../lib/provision/helperInput';
-import { HelperRunner } from '../../../lib/provision/helperRunner';
-import { sampleHelperPath } from '../../../lib/provision/sampleHelpers';
+import { HelperRunner } from '../../../streams/helper/helperRunner';
+import { sampleHelperPath } from '../../../bin/sampleHelpers';
 import { buildServerClaims } from '../../../lib/provision/serverJwt';
 
 const MINIMAL = resolve(__dirname, '../../../examples/helpers/minimal-helper.mjs');

@@ -1,3 +1,4 @@
+import { nodeSiteFiles } from '../../../streams/siteFiles';
 import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -92,7 +93,7 @@ describe('ProvisionCycle', () => {
   let keys: FleetKeys;
   let dir: string;
   let seedFile: string;
-  const fast = { backoffMs: [1], random: () => 0 };
+  const fast = { backoffMs: [1], random: () => 0, files: nodeSiteFiles };
 
   const config = (yaml: string[] = []): ProvisionerConfig => requireValidConfig(parseProvisionerConfig(['helper: /bin/true', 'token: s3cret', ...yaml].join('\n')));
 

@@ -1,3 +1,4 @@
+import { nodeSiteFiles } from '../../../streams/siteFiles';
 import 'reflect-metadata';
 import { KeyObject, generateKeyPairSync, webcrypto } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -34,13 +35,13 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('readJwtVerificationKey (jwt_verify_cert)', () => {
   it('reads an RSA public key PEM, a certificate, a hex ed25519 key file and an inline hex key', async () => {
-    expect(readJwtVerificationKey(file('pub.pem', rsa.publicKey.export({ type: 'spki', format: 'pem' }) as string)).type).toBe('rsa');
+    expect(readJwtVerificationKey(file('pub.pem', rsa.publicKey.export({ type: 'spki', format: 'pem' }) as string), nodeSiteFiles).type).toBe('rsa');
     cryptoProvider.set(webcrypto as unknown as Parameters<typeof cryptoProvider.set>[0]);
     const keys = await webcrypto.subtle.generateKey({ name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256', publicExponent: new Uint8Array([1, 0, 1]), modulusLength: 2048 }, true, ['sign', 'verify']);
     const cert = await X509CertificateGenerator.createSelfSigned({ serialNumber: '01', name: 'CN=signer', notBefore: new Date(NOW - 86_400_000), notAfter: new Date(NOW + 86_400_000), keys, signingAlgorithm: { name: 'RSASSA-PKCS1-v1_5' } });
-    expect(readJwtVerificationKey(file('cert.pem', cert.toString('pem'))).type).toBe('rsa');
-    expect(readJwtVerificationKey(file('ed.hex', `${edHex}\n`)).type).toBe('ed25519');
-    expect(readJwtVerificationKey(edHex).type).toBe('ed25519');
+    expect(readJwtVerificationKey(file('cert.pem', cert.toString('pem')), nodeSiteFiles).type).toBe('rsa');
+    expect(readJwtVerificationKey(file('ed.hex', `${edHex}\n`), nodeSiteFiles).type).toBe('ed25519');
+    expect(readJwtVerificationKey(edHex, nodeSiteFiles).type).toBe('ed25519');
   });
 
   it.each([
@@ -48,22 +49,22 @@ describe('readJwtVerificationKey (jwt_verify_cert)', () => {
     ['not-a-file-nor-hex', "could not parse ed25519 public data: encoding/hex: invalid byte: U+006E 'n'"],
     ['abcd', 'invalid ed25519 public key size'],
   ])('refuses %j: %s', (value, message) => {
-    expect(() => readJwtVerificationKey(value)).toThrow(new JwtValidationError(message));
+    expect(() => readJwtVerificationKey(value, nodeSiteFiles)).toThrow(new JwtValidationError(message));
   });
 
   it('refuses a PEM public key that is not RSA', () => {
     const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-    expect(() => readJwtVerificationKey(file('ec.pem', ec.publicKey.export({ type: 'spki', format: 'pem' }) as string))).toThrow(/could not parse validation certificate: key is not a valid RSA public key/);
+    expect(() => readJwtVerificationKey(file('ec.pem', ec.publicKey.export({ type: 'spki', format: 'pem' }) as string), nodeSiteFiles)).toThrow(/could not parse validation certificate: key is not a valid RSA public key/);
   });
 
   it('refuses a file that is neither PEM nor hex', () => {
-    expect(() => readJwtVerificationKey(file('junk', 'hello world'))).toThrow(/^could not parse ed25519 public data: encoding\/hex: invalid byte/);
+    expect(() => readJwtVerificationKey(file('junk', 'hello world'), nodeSiteFiles)).toThrow(/^could not parse ed25519 public data: encoding\/hex: invalid byte/);
   });
 });
 
 describe('verifyProvisioningJwt', () => {
-  const rsaKey = () => readJwtVerificationKey(file('rsa.pem', rsa.publicKey.export({ type: 'spki', format: 'pem' }) as string));
-  const edKey = () => readJwtVerificationKey(edHex);
+  const rsaKey = () => readJwtVerificationKey(file('rsa.pem', rsa.publicKey.export({ type: 'spki', format: 'pem' }) as string), nodeSiteFiles);
+  const edKey = () => readJwtVerificationKey(edHex, nodeSiteFiles);
 
   it.each(['RS256', 'RS384', 'RS512'])('accepts %s with an RSA key and returns the claims in Go\'s shape', async (alg) => {
     const claims = await verifyProvisioningJwt(await sign(provisioning({ unknown: 'dropped', v2: true }), rsa.privateKey, alg), rsaKey(), { now });
@@ -123,12 +124,12 @@ describe('validateProvisioningJwt', () => {
   it('re-reads the key file on every call, so a rotated key is picked up', async () => {
     const path = file('rotating.pem', rsa.publicKey.export({ type: 'spki', format: 'pem' }) as string);
     const byOther = await sign(provisioning(), otherRsa.privateKey, 'RS256');
-    await expect(validateProvisioningJwt(byOther, path, { now })).rejects.toThrow('verification error');
+    await expect(validateProvisioningJwt(byOther, path, nodeSiteFiles, { now })).rejects.toThrow('verification error');
     writeFileSync(path, otherRsa.publicKey.export({ type: 'spki', format: 'pem' }) as string);
-    await expect(validateProvisioningJwt(byOther, path, { now })).resolves.toMatchObject({ cht: 's3cret' });
+    await expect(validateProvisioningJwt(byOther, path, nodeSiteFiles, { now })).resolves.toMatchObject({ cht: 's3cret' });
   });
 
   it('takes an inline hex ed25519 key when the value is not a file', async () => {
-    await expect(validateProvisioningJwt(await sign(provisioning(), ed.privateKey, 'EdDSA'), edHex, { now })).resolves.toMatchObject({ purpose: 'choria_provisioning' });
+    await expect(validateProvisioningJwt(await sign(provisioning(), ed.privateKey, 'EdDSA'), edHex, nodeSiteFiles, { now })).resolves.toMatchObject({ purpose: 'choria_provisioning' });
   });
 });

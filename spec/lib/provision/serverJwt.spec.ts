@@ -1,3 +1,4 @@
+import { nodeSiteFiles } from '../../../streams/siteFiles';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -75,12 +76,12 @@ describe('readSigningKey (SignTokenWithKeyFile file rules)', () => {
   const seedHex = randomBytes(32).toString('hex');
 
   it('PKCS#1 and PKCS#8 RSA PEM files sign RS256', () => {
-    expect(readSigningKey(file('pkcs1.pem', rsa.privateKey.export({ type: 'pkcs1', format: 'pem' }))).alg).toBe('RS256');
-    expect(readSigningKey(file('pkcs8.pem', rsa.privateKey.export({ type: 'pkcs8', format: 'pem' }))).alg).toBe('RS256');
+    expect(readSigningKey(file('pkcs1.pem', rsa.privateKey.export({ type: 'pkcs1', format: 'pem' })), nodeSiteFiles).alg).toBe('RS256');
+    expect(readSigningKey(file('pkcs8.pem', rsa.privateKey.export({ type: 'pkcs8', format: 'pem' })), nodeSiteFiles).alg).toBe('RS256');
   });
 
   it('exactly 64 hex characters sign EdDSA', () => {
-    const key = readSigningKey(file('signer.seed', seedHex));
+    const key = readSigningKey(file('signer.seed', seedHex), nodeSiteFiles);
     expect(key.alg).toBe('EdDSA');
     expect(rawEd25519PublicKey(key.key)).toEqual(rawEd25519PublicKey(ed25519PrivateKeyFromSeed(Buffer.from(seedHex, 'hex'))));
   });
@@ -91,14 +92,14 @@ describe('readSigningKey (SignTokenWithKeyFile file rules)', () => {
     ['a PKCS#8 key that is not RSA', () => file('ed.pem', generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' })), 'could not parse signing key: key is not a valid RSA private key'],
     ['a missing file', () => join(dir, 'absent'), /^could not read signing key: ENOENT/],
   ])('refuses %s', (_what, path, message) => {
-    expect(() => readSigningKey(path())).toThrow(message);
+    expect(() => readSigningKey(path(), nodeSiteFiles)).toThrow(message);
   });
 });
 
 describe('signServerJwt', () => {
   it('signs RS256 with an RSA key: the token verifies with the public key and carries the claims', async () => {
     const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 });
-    const token = await signServerJwt({ ...request, configuration: { collectives: 'one,two' }, jwtSigningKey: file('jwt-signer.pem', rsa.privateKey.export({ type: 'pkcs1', format: 'pem' })) });
+    const token = await signServerJwt({ ...request, files: nodeSiteFiles, configuration: { collectives: 'one,two' }, jwtSigningKey: file('jwt-signer.pem', rsa.privateKey.export({ type: 'pkcs1', format: 'pem' })) });
     expect(decodeProtectedHeader(token)).toEqual({ alg: 'RS256', typ: 'JWT' });
     const { payload } = await jwtVerify(token, rsa.publicKey, { currentDate: new Date(NOW) });
     expect(payload).toMatchObject({ identity: 'n1.example.net', collectives: ['one', 'two'], ou: 'choria', iss: 'Choria Provisioner', public_key: nodeKey, purpose: 'choria_server' });
@@ -110,7 +111,7 @@ describe('signServerJwt', () => {
     [{ ed25519PublicKey: '' }, 'no ed25519 public key set'],
     [{ jwtSigningKey: '' }, 'no jwt signing key configured using jwt_signing_key'],
   ])('refuses %j: %s', async (change, message) => {
-    await expect(signServerJwt({ ...request, jwtSigningKey: '/x', ...change })).rejects.toThrow(new ServerJwtError(message));
+    await expect(signServerJwt({ ...request, files: nodeSiteFiles, jwtSigningKey: '/x', ...change })).rejects.toThrow(new ServerJwtError(message));
   });
 
   describe('as a chain issuer (jwt_signing_token)', () => {
@@ -129,7 +130,7 @@ describe('signServerJwt', () => {
         .sign(issuer.privateKey);
 
     it('chains the server token to the signer and signs it EdDSA with the signer seed; the chain verifies', async () => {
-      const token = await signServerJwt({ ...request, jwtSigningKey: file('signer.seed', signerSeed.toString('hex')), jwtSigningToken: file('signer.jwt', `${await signingToken()}\n`) });
+      const token = await signServerJwt({ ...request, files: nodeSiteFiles, jwtSigningKey: file('signer.seed', signerSeed.toString('hex')), jwtSigningToken: file('signer.jwt', `${await signingToken()}\n`) });
       expect(decodeProtectedHeader(token).alg).toBe('EdDSA');
       // The token is signed by the signer...
       const { payload } = await jwtVerify(token, ed25519PublicKeyFromRaw(Buffer.from(signerPublicHex, 'hex')), { currentDate: new Date(NOW) });
@@ -166,7 +167,7 @@ describe('signServerJwt', () => {
 
     it('needs the signing key to be a seed file when chaining', async () => {
       const rsaPem = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs1', format: 'pem' });
-      await expect(signServerJwt({ ...request, jwtSigningKey: file('rsa-signer.pem', rsaPem), jwtSigningToken: file('signer2.jwt', await signingToken()) })).rejects.toThrow(/^encoding\/hex: invalid byte/);
+      await expect(signServerJwt({ ...request, files: nodeSiteFiles, jwtSigningKey: file('rsa-signer.pem', rsaPem), jwtSigningToken: file('signer2.jwt', await signingToken()) })).rejects.toThrow(/^encoding\/hex: invalid byte/);
     });
   });
 });

@@ -9,8 +9,8 @@ import { dirname } from 'node:path';
 import { Writable } from 'node:stream';
 import { Registry } from 'prom-client';
 import { Observable, SchedulerLike, Subscription } from 'rxjs';
-import { IncusReader, IncusStreamItem } from '../incus/api';
-import { Logger, silentLogger } from '../logger';
+import { IncusReader, IncusStreamItem } from '../../lib/incus/api';
+import { Logger, silentLogger } from '../../lib/logger';
 import { incusEndpoint } from '../../streams/incus/incusEndpoint';
 import { incusEvents } from '../../streams/incus/incusEvents';
 import { IncusRestClient } from '../../streams/incus/incusRestClient';
@@ -18,12 +18,14 @@ import { LineWriter, lineWriter } from '../../streams/lineWriter';
 import { MonitorEndpoint, serveMonitorEndpoint } from '../../streams/monitorEndpoint';
 import { openNatsConnection } from '../../streams/natsConnection';
 import { NatsPublisher, PublisherState } from '../../streams/natsPublisher';
-import { EnricherSettings } from './config';
-import { Enricher, EnricherStatus, createEnricher } from './createEnricher';
-import { EnrichDaemonMetrics } from './daemonMetrics';
-import { EnrichedEvent } from './event';
-import { toPayload } from './payload';
-import { subjectFor } from './subject';
+import { fileColdStore } from '../../streams/coldStoreFile';
+import { ColdStoreHooks } from '../../lib/enricher/coldStore';
+import { EnricherSettings } from '../../lib/enricher/config';
+import { Enricher, EnricherStatus, createEnricher } from '../../lib/enricher/createEnricher';
+import { EnrichDaemonMetrics } from '../../lib/enricher/daemonMetrics';
+import { EnrichedEvent } from '../../lib/enricher/event';
+import { toPayload } from '../../lib/enricher/payload';
+import { subjectFor } from '../../lib/enricher/subject';
 
 /** What a caller (a spec, a bench, an embedding program) may put in place of the real parts. */
 export interface EnrichDaemonOverrides {
@@ -108,7 +110,8 @@ export async function startEnrichDaemon(settings: EnricherSettings, overrides: E
   let stopping = false;
   let publisher: NatsPublisher | undefined;
   let lines: LineWriter | undefined;
-  const enricher: Enricher = createEnricher({ events$, reader, config: settings, logger, registry, ...(overrides.scheduler !== undefined ? { scheduler: overrides.scheduler } : {}) });
+  const store = settings.storeFile === undefined ? undefined : (hooks: ColdStoreHooks) => fileColdStore(settings.storeFile as string, hooks);
+  const enricher: Enricher = createEnricher({ events$, reader, config: settings, logger, registry, ...(store !== undefined ? { store } : {}), ...(overrides.scheduler !== undefined ? { scheduler: overrides.scheduler } : {}) });
 
   const ready = (): boolean => !stopping && enricher.status().ready && (publisher === undefined || publisher.currentState === 'connected');
   const status = (): EnrichDaemonStatus => ({

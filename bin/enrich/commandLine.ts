@@ -6,7 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { incusEndpoint } from '../../streams/incus/incusEndpoint';
-import { EnricherConfigError, EnricherSettings, parseEnricherConfig } from './config';
+import { EnricherConfigError, EnricherSettings, parseEnricherConfig } from '../../lib/enricher/config';
 
 /** The flags, as commander hands them over: strings, unchecked, so that every problem can be reported together. */
 export interface EnrichFlags {

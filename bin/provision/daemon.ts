@@ -1,27 +1,28 @@
 import { setMaxListeners } from 'node:events';
 import { Registry } from 'prom-client';
-import { Observable, SchedulerLike, Subject, asyncScheduler, filter, map, share, tap } from 'rxjs';
+import { Observable, SchedulerLike, Subject, Subscription, asyncScheduler, distinctUntilChanged, filter, map, share, tap } from 'rxjs';
 import { AdmissionLedger, PauseGate, PoolResult } from '@rxfleet/operators';
-import { BadMessageSource, BadMessages } from '../choria/badMessages';
-import { ChoriaClientConfig } from '../choria/clientConfig';
-import { ElectionMetrics } from '../choria/electionMetrics';
-import { errorMessage } from '../choria/errors';
-import { lifecycleEventJson, lifecycleSubject, newLifecycleEvent } from '../choria/lifecycle';
-import { ElectionStore } from '../election/ElectionStore';
-import { ElectionEvent, campaign } from '../election/campaign';
-import { Logger, silentLogger } from '../logger';
+import { BadMessageSource, BadMessages } from '../../lib/choria/badMessages';
+import { ChoriaClientConfig } from '../../lib/choria/clientConfig';
+import { ElectionMetrics } from '../../lib/choria/electionMetrics';
+import { errorMessage } from '../../lib/choria/errors';
+import { lifecycleEventJson, lifecycleSubject, newLifecycleEvent } from '../../lib/choria/lifecycle';
+import { ElectionStore } from '../../lib/election/ElectionStore';
+import { ElectionEvent, campaign } from '../../lib/election/campaign';
+import { Logger, silentLogger } from '../../lib/logger';
 import { broadcastDiscovery } from '../../streams/choria/discovery';
 import { lifecycleEvents } from '../../streams/choria/lifecycleListener';
 import { ChoriaRpcClient } from '../../streams/choria/rpcClient';
 import { natsElectionStore } from '../../streams/election/natsElectionStore';
 import { MonitorEndpoint, serveMonitorEndpoint } from '../../streams/monitorEndpoint';
 import { ConnectionState, FleetConnection, openNatsConnection } from '../../streams/natsConnection';
-import { ConfigurationError, ProvisionerConfig } from './config';
-import { connectionPlan } from './connectionPlan';
-import { HelperRunner } from './helperRunner';
-import { MalformedInputSource, ProvisionerMetrics } from './metrics';
-import { CycleResult, HostTicket, PipelineHooks, Sighting, provisionPipeline } from './pipeline';
-import { CycleError, ProvisionCycle } from './provisionCycle';
+import { nodeSiteFiles } from '../../streams/siteFiles';
+import { ConfigurationError, ProvisionerConfig } from '../../lib/provision/config';
+import { connectionPlan } from '../../streams/choria/connectionPlan';
+import { HelperRunner } from '../../streams/helper/helperRunner';
+import { MalformedInputSource, ProvisionerMetrics } from '../../lib/provision/metrics';
+import { CycleResult, HostTicket, PipelineHooks, Sighting, provisionPipeline } from '../../lib/provision/pipeline';
+import { CycleError, ProvisionCycle } from '../../lib/provision/provisionCycle';
 
 /** The KV key (and election name) provisioners campaign for, as upstream. */
 export const ELECTION_KEY = 'provisioner';
@@ -249,6 +250,7 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
   });
   const helper = new HelperRunner({ command: config.helper, timeoutMs: config.rxfleet.helperTimeoutMs, gate, metrics, logger, ...(tuning.helperEnv !== undefined ? { env: tuning.helperEnv } : {}) });
   const cycle = new ProvisionCycle({
+    files: nodeSiteFiles,
     config,
     client,
     helper,
@@ -262,6 +264,7 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
   });
 
   const electionEvents = new Subject<ElectionEvent>();
+  const leadershipWatch = new Subscription();
   let won$: Observable<unknown> | undefined;
   let lost$: Observable<unknown> | undefined;
   if (electionOn) {
@@ -295,23 +298,24 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
       tap((event) => electionEvents.next(event)),
       share(),
     );
-    // Resume before the won trigger reaches the pipeline's pause gate; pause before the reset.
-    won$ = election$.pipe(
-      filter((e) => e === 'won'),
-      tap(() => {
-        leader = true;
-        gate.resume();
-        logger.warn('Became leader after winning election');
+    // Leadership as a stream, and the gate as its negation. The gate's subscription is made first,
+    // so it has resumed before `won` reaches the pipeline's pause gate and paused before `lost`
+    // resets admission.
+    const leading$ = election$.pipe(
+      map((event) => event === 'won'),
+      distinctUntilChanged(),
+      share(),
+    );
+    leadershipWatch.add(
+      leading$.subscribe((leads) => {
+        leader = leads;
+        if (leads) gate.resume();
+        else gate.pause();
+        logger.warn(leads ? 'Became leader after winning election' : 'Lost leadership');
       }),
     );
-    lost$ = election$.pipe(
-      filter((e) => e === 'lost'),
-      tap(() => {
-        leader = false;
-        gate.pause();
-        logger.warn('Lost leadership');
-      }),
-    );
+    won$ = leading$.pipe(filter((leads) => leads));
+    lost$ = leading$.pipe(filter((leads) => !leads));
   }
 
   const hooks: PipelineHooks = {
@@ -429,6 +433,7 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
       results.complete();
       electionEvents.complete();
       client.close();
+      leadershipWatch.unsubscribe();
       gateWatch.unsubscribe();
       ledgerWatch.unsubscribe();
       await monitor?.close();

@@ -1,5 +1,5 @@
 import { Observable, defer, throwError, of } from 'rxjs';
-import { ElectionStore } from './ElectionStore';
+import { ElectionStore } from '../../lib/election/ElectionStore';
 
 /** Options for {@link MemoryElectionBucket}. */
 export interface MemoryElectionBucketOptions {

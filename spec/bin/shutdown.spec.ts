@@ -1,4 +1,4 @@
-import { handleShutdownSignals } from '../../lib/shutdown';
+import { handleShutdownSignals } from '../../bin/shutdown';
 
 // A signal nobody else in the test process listens to, raised by hand.
 const SIGNAL: NodeJS.Signals = 'SIGUSR2';

@@ -1,9 +1,9 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { ChoriaClientConfig } from '../choria/clientConfig';
-import { ed25519PrivateKeyFromSeed, ed25519Sign } from '../choria/ed25519Keys';
-import { EncodeRequestOptions } from '../choria/protocol/codec';
-import type { NatsConnectionConfig } from '../../streams/natsConnection';
-import { ConfigProblem, ProvisionerConfig } from './config';
+import { ChoriaClientConfig } from '../../lib/choria/clientConfig';
+import { ed25519PrivateKeyFromSeed, ed25519Sign } from '../../lib/choria/ed25519Keys';
+import { EncodeRequestOptions } from '../../lib/choria/protocol/codec';
+import type { NatsConnectionConfig } from '../natsConnection';
+import { ConfigProblem, ProvisionerConfig } from '../../lib/provision/config';
 
 /** How the daemon reaches NATS and speaks to nodes, worked out from both configuration files. */
 export interface ConnectionPlan {

@@ -1,16 +1,16 @@
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
 import { Observable, Subject } from 'rxjs';
-import { BadMessages } from '../choria/badMessages';
-import { StatusCode } from '../choria/errors';
-import { LifecycleFormat, LifecycleType, PROVISION_MODE_COMPONENT, SERVER_COMPONENT, lifecycleEventJson, lifecycleSubject, newLifecycleEvent } from '../choria/lifecycle';
-import { decodeRequest, encodeReply } from '../choria/protocol/codec';
-import { AgentReply, decodeAgentRequest, encodeAgentReply } from '../choria/protocol/mcorpc';
-import { PROVISIONING_COLLECTIVE } from '../choria/protocol/subjects';
-import { ChoriaRequest } from '../choria/protocol/types';
-import { Logger, silentLogger } from '../logger';
-import { FleetKeys, FleetKeysOptions, createFleetKeys } from './fleetKeys';
-import { PROVISIONING_AGENTS, ServerContext, discoveryReply, handleRpc, leavesProvisioning, matchesFilter } from './serverAgents';
-import { NodeRecord, SimulatedNode } from './simulatedNode';
+import { BadMessages } from '../lib/choria/badMessages';
+import { StatusCode } from '../lib/choria/errors';
+import { LifecycleFormat, LifecycleType, PROVISION_MODE_COMPONENT, SERVER_COMPONENT, lifecycleEventJson, lifecycleSubject, newLifecycleEvent } from '../lib/choria/lifecycle';
+import { decodeRequest, encodeReply } from '../lib/choria/protocol/codec';
+import { AgentReply, decodeAgentRequest, encodeAgentReply } from '../lib/choria/protocol/mcorpc';
+import { PROVISIONING_COLLECTIVE } from '../lib/choria/protocol/subjects';
+import { ChoriaRequest } from '../lib/choria/protocol/types';
+import { Logger, silentLogger } from '../lib/logger';
+import { FleetKeys, FleetKeysOptions, createFleetKeys } from '../lib/simulate/fleetKeys';
+import { PROVISIONING_AGENTS, ServerContext, discoveryReply, handleRpc, leavesProvisioning, matchesFilter } from '../lib/simulate/serverAgents';
+import { NodeRecord, SimulatedNode } from '../lib/simulate/simulatedNode';
 
 /** Options for {@link startSimulatedFleet}. */
 export interface SimulatedFleetOptions {

@@ -6,7 +6,7 @@ import { Registry } from 'prom-client';
 import { EnricherSettings, defaultEnricherSettings } from '../../../lib/enricher/config';
 import { COLD_STORE_FILE } from '../../../lib/enricher/coldStore';
 import { ColdStoreDocument } from '../../../lib/enricher/coldStoreDocument';
-import { EnrichDaemon, startEnrichDaemon } from '../../../lib/enricher/daemon';
+import { EnrichDaemon, startEnrichDaemon } from '../../../bin/enrich/daemon';
 import { EventPayload } from '../../../lib/enricher/payload';
 import { subjectFor } from '../../../lib/enricher/subject';
 import { useLxdDaemon, uniqueName } from '../../helpers/lxd';

@@ -2,7 +2,7 @@ import { generateKeyPairSync, verify } from 'node:crypto';
 import { parseChoriaClientConfig } from '../../../lib/choria/clientConfig';
 import { ed25519PublicKeyFromRaw } from '../../../lib/choria/ed25519Keys';
 import { parseProvisionerConfig, requireValidConfig } from '../../../lib/provision/config';
-import { connectionPlan } from '../../../lib/provision/connectionPlan';
+import { connectionPlan } from '../../../streams/choria/connectionPlan';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

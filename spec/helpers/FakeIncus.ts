@@ -14,7 +14,7 @@ import {
   IncusProject,
   IncusReader,
   IncusStreamItem,
-} from './api';
+} from '../../lib/incus/api';
 
 /** One call the fake answered (or was asked to). */
 export interface FakeCall {

@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
-import { fileColdStore } from '../../../lib/enricher/coldStore';
-import { ColdStoreDocument, coldStoreProblem, modelFromSnapshot, snapshotModel } from '../../../lib/enricher/coldStoreDocument';
-import { FleetModel } from '../../../lib/enricher/FleetModel';
+import { fileColdStore } from '../../streams/coldStoreFile';
+import { ColdStoreDocument, coldStoreProblem, modelFromSnapshot, snapshotModel } from '../../lib/enricher/coldStoreDocument';
+import { FleetModel } from '../../lib/enricher/FleetModel';
 
 function capture(): { logger: pino.Logger; lines: () => Array<{ msg: string }> } {
   const chunks: string[] = [];

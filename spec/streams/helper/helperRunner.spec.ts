@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { PauseGate } from '@rxfleet/operators';
 import { buildHelperInput } from '../../../lib/provision/helperInput';
-import { HelperError, HelperFailure, HelperRunner } from '../../../lib/provision/helperRunner';
+import { HelperError, HelperFailure, HelperRunner } from '../../../streams/helper/helperRunner';
 
 const SCRIPT = resolve(__dirname, '../../fixtures/helpers/scripted-helper.mjs');
 const input = buildHelperInput({ identity: 'n1.example.net', inventory: { version: '0.29.0', agents: ['rpcutil'] } });

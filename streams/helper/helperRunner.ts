@@ -1,11 +1,11 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { PauseGate } from '@rxfleet/operators';
-import { formatGoDuration } from '../choria/duration';
-import { Logger, silentLogger } from '../logger';
-import { HelperCommandError, splitHelperCommand } from './helperCommand';
-import { HelperInput, encodeHelperInput } from './helperInput';
-import { HelperOutputError, HelperResponse, decodeHelperResponse } from './helperResponse';
+import { formatGoDuration } from '../../lib/choria/duration';
+import { Logger, silentLogger } from '../../lib/logger';
+import { HelperCommandError, splitHelperCommand } from '../../lib/provision/helperCommand';
+import { HelperInput, encodeHelperInput } from '../../lib/provision/helperInput';
+import { HelperOutputError, HelperResponse, decodeHelperResponse } from '../../lib/provision/helperResponse';
 
 /** Why a helper run failed. */
 export type HelperFailure =

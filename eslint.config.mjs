@@ -26,6 +26,12 @@ export default tseslint.config(
     },
   },
   {
+    // The packed-tarball spec's consumers: plain Node scripts, as a user of the kit writes them.
+    files: ['spec/operators/package/consumer/*.cjs', 'spec/operators/package/consumer/*.mjs'],
+    languageOptions: { globals: { require: 'readonly', console: 'readonly' } },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
+  {
     // The kit runs wherever rxjs runs: it imports rxjs and its own files, nothing else. An allow-list,
     // not a list of banned names, so that `node:fs`, `fs`, `node:events` and any package all fail.
     files: ['operators/**/*.ts'],

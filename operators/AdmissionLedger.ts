@@ -59,21 +59,32 @@ export type TicketState = 'queued' | 'started' | 'holding' | 'stale' | 'released
 class Books<V, K> {
   readonly holders = new Map<K, Ticket<V, K>>();
   queued = 0;
-  // A signal, not a BehaviorSubject of sizes: with nobody watching (a benchmark, a library user
-  // without gauges) a decision allocates nothing for it.
+  // Subscribers of `sizes$`. With nobody watching (a benchmark, a library user without gauges) a
+  // decision neither builds sizes nor asks a Subject whether anyone listens.
+  watchers = 0;
   readonly changed = new Subject<void>();
+  // Times are kept as milliseconds since the ledger was made: small integers, which V8 stores in the
+  // ticket itself, where a clock reading (1.7e12) would cost every ticket a boxed number.
+  readonly epoch: number;
 
-  constructor(readonly scheduler: SchedulerLike) {}
+  constructor(readonly scheduler: SchedulerLike) {
+    this.epoch = scheduler.now();
+  }
+
+  clock(): number {
+    return this.scheduler.now() - this.epoch;
+  }
 
   publish(): void {
-    if (this.changed.observed) this.changed.next();
+    if (this.watchers > 0) this.changed.next();
   }
 }
 
-// Set by Ticket's static block: how the ledger issues a ticket and changes its state, with the
-// constructor and the state kept private to the module.
-let issue: <V, K>(books: Books<V, K>, value: V, key: K, admittedAt: number) => Ticket<V, K>;
+// Set by Ticket's static block: how the ledger issues a ticket, changes its state and reads when
+// its work last moved, with the constructor and the fields kept private to the module.
+let issue: <V, K>(books: Books<V, K>, value: V, key: K, admitted: number) => Ticket<V, K>;
 let mark: <V, K>(ticket: Ticket<V, K>, state: TicketState) => void;
+let lastMoved: <V, K>(ticket: Ticket<V, K>) => number;
 
 /**
  * The ledger's receipt for one admitted sighting. A worker holds it while it works, asks it
@@ -83,13 +94,16 @@ let mark: <V, K>(ticket: Ticket<V, K>, state: TicketState) => void;
 export class Ticket<V, K = unknown> {
   readonly #books: Books<V, K>;
   #state: TicketState = 'queued';
-  #startedAt: number | undefined = undefined;
+  // Both by the ledger's clock, less its epoch; `#started` is -1 until a worker starts the ticket.
+  readonly #admitted: number;
+  #started = -1;
 
   static {
-    issue = (books, value, key, admittedAt) => new Ticket(books, value, key, admittedAt);
+    issue = (books, value, key, admitted) => new Ticket(books, value, key, admitted);
     mark = (ticket, state) => {
       ticket.#state = state;
     };
+    lastMoved = (ticket) => (ticket.#started >= 0 ? ticket.#started : ticket.#admitted);
   }
 
   private constructor(
@@ -98,10 +112,15 @@ export class Ticket<V, K = unknown> {
     readonly value: V,
     /** Its key. */
     readonly key: K,
-    /** When the sighting was admitted, by the ledger's clock. */
-    readonly admittedAt: number,
+    admitted: number,
   ) {
     this.#books = books;
+    this.#admitted = admitted;
+  }
+
+  /** When the sighting was admitted, by the ledger's clock. */
+  get admittedAt(): number {
+    return this.#books.epoch + this.#admitted;
   }
 
   /** Where the ticket is in its life; see {@link TicketState}. */
@@ -111,7 +130,7 @@ export class Ticket<V, K = unknown> {
 
   /** When a worker started it, by the ledger's clock; `undefined` until then. */
   get startedAt(): number | undefined {
-    return this.#startedAt;
+    return this.#started < 0 ? undefined : this.#books.epoch + this.#started;
   }
 
   /** True while the ledger still holds this ticket for its key (not superseded, reset or released). */
@@ -130,7 +149,7 @@ export class Ticket<V, K = unknown> {
     const books = this.#books;
     this.#state = 'started';
     books.queued--;
-    this.#startedAt = books.scheduler.now();
+    this.#started = books.clock();
     books.publish();
     return true;
   }
@@ -216,7 +235,12 @@ export class AdmissionLedger<V, K = unknown> {
     this.#capacity = config.capacity;
     this.sizes$ = new Observable<LedgerSizes>((subscriber) => {
       subscriber.next({ held: books.holders.size, queued: books.queued });
-      return books.changed.subscribe(() => subscriber.next({ held: books.holders.size, queued: books.queued }));
+      books.watchers++;
+      const changes = books.changed.subscribe(() => subscriber.next({ held: books.holders.size, queued: books.queued }));
+      return () => {
+        books.watchers--;
+        changes.unsubscribe();
+      };
     });
   }
 
@@ -252,11 +276,11 @@ export class AdmissionLedger<V, K = unknown> {
   decide(value: V, refuse?: (refusal: Refusal<V, K>) => void): Ticket<V, K> | undefined {
     const key = this.#keyOf(value);
     const books = this.#books;
-    const now = books.scheduler.now();
+    const now = books.clock();
     const held = books.holders.get(key);
     if (held !== undefined) {
       // Work in hand is judged by how long it has run, not how long it queued first.
-      if (held.state === 'holding' || now - (held.startedAt ?? held.admittedAt) < this.#window) {
+      if (held.state === 'holding' || now - lastMoved(held) < this.#window) {
         refuse?.({ admitted: false, value, key, reason: 'held', holder: held });
         return undefined;
       }

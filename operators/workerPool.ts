@@ -89,7 +89,11 @@ export interface WorkerPoolConfig<T, R> {
  * Semantics:
  * - First come, first served: tickets start in the order they arrived, also when one arrives from
  *   inside an emission of this pool (a feedback loop): a newcomer joins the back of the queue and
- *   never takes the worker just freed ahead of tickets already waiting.
+ *   never takes the worker just freed ahead of tickets already waiting. A synchronous feedback
+ *   loop (work that answers at once, each result feeding the next ticket) runs flat, not a stack
+ *   frame deeper per ticket.
+ * - Work that answers synchronously (`of(done(x))`, `[done(x)]`) ends before the next ticket is
+ *   looked at; of an array or any input with several values, the first is the outcome.
  * - Results are emitted as work ends, in completion order; a stale ticket (`start()` returns
  *   `false`) emits `skipped` when a worker reaches it, without running its work, and is not
  *   released.
@@ -170,12 +174,10 @@ class Pool<T extends PoolTicket, R> {
     this.scheduler = config.scheduler ?? asyncScheduler;
   }
 
+  // Always to the back of the queue, then pull. Taking a free worker directly would let a ticket fed
+  // back from inside an emission overtake those already waiting, and would recurse once per ticket
+  // in a synchronous feedback loop; the pull loop runs such a loop flat.
   accept(ticket: T): void {
-    // Nothing waits: the newcomer is first in line, so it may take a free worker directly.
-    if (this.waiting.length === 0 && this.busy < this.concurrency) {
-      this.begin(ticket);
-      return;
-    }
     this.waiting.push(ticket);
     this.pullNext();
   }
@@ -198,7 +200,12 @@ class Pool<T extends PoolTicket, R> {
       this.delayed.add(job);
       job.timer = this.scheduler.schedule(() => {
         this.delayed.delete(job);
-        ticket.release();
+        // A timer runs outside every subscriber's guard: a throwing release is routed here by hand.
+        try {
+          ticket.release();
+        } catch (error) {
+          this.output.error(error);
+        }
       }, after);
       ticket.hold?.();
     } else {

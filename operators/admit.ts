@@ -19,11 +19,12 @@ export interface AdmitConfig<V, K = unknown> {
  * is released, superseded or reset.
  *
  * ```
- * key = letter, window = 5 ms, capacity = 10
- * source: a b a----a-|
- * admit:  x y ------z-|      x = ticket(a), y = ticket(b), z = ticket(a) superseding x
+ * key = the letter, window = 5 ms, capacity = 10
+ * source: aba----a-|
+ * result: xy-----z-|      x = ticket(a), y = ticket(b), z = ticket(a), superseding x
  * ```
- * (the second `a` is refused as `held`; the `a` 5 ms after the first supersedes it)
+ * (the second `a`, at 2, is refused as `held`; the one at 7 comes a window after x, which no
+ * worker has started, and supersedes it)
  *
  * Semantics:
  * - The ledger outlives the subscription: its tickets and sizes are shared with the worker pool

@@ -40,6 +40,7 @@ export interface CollectUntilIdleConfig {
  *   nothing gathered emits `[]` too.
  * - Source error errors at once: what was gathered is lost.
  * - Unsubscribing unsubscribes the source and cancels both timers.
+ * - It calls no function of yours, so nothing of yours can throw inside it.
  *
  * @example Collect discovery replies, at most 2 s, stopping 300 ms after the last reply
  * ```ts

@@ -58,11 +58,12 @@ export type ReadResult<T, K, R> = ReadAnswered<T, K, R> | ReadFailed<T, K> | Rea
  * letting the weaker read land first would hand the stronger request a stale answer.
  *
  * ```
- * key = first letter; supersedes = (next is 'a!')
- * source:   a1-a2-a!--------
- * read(a1): --------x          (aborted at a!, its answer never lands)
- * read(a!):        ---y|
- * result:   -----------R      R = { key: a, requests: [a1, a2, a!], answered: y }
+ * key = the letter; supersedes(next, running) = next ends in ! and running does not
+ * x = a1, y = a2, s = a!
+ * source:  x-y-s-------|
+ * read(x): --------A|           (aborted at s: its answer never lands)
+ * read(s):     ---B|
+ * result:  -------R----|        R = { key: a, requests: [a1, a2, a!], status: answered, value: B }
  * ```
  *
  * Semantics:

@@ -1,7 +1,8 @@
-import { EMPTY, Observable, Subject, config, map, mergeMap, of, take, throwError } from 'rxjs';
+import { EMPTY, Observable, Subject, map, mergeMap, of, take, throwError } from 'rxjs';
 import { NoOutcomeError, Outcome, PoolResult, done, failed, workerPool } from '@rxfleet/operators';
 import { TestTicket } from '@rxfleet/operators/testing';
 import { Cold, newScheduler } from '../helpers/marbles';
+import { failOnUnhandledErrors } from './unhandledErrors';
 
 // The rxjs contract, case by case, as rxjs's mergeMap-spec and switchMap-spec check theirs.
 
@@ -11,16 +12,7 @@ const tickets = (...names: string[]): Record<string, TestTicket> => Object.fromE
 const releases = (all: Record<string, TestTicket>): Record<string, number> => Object.fromEntries(Object.entries(all).map(([n, t]) => [n, t.releases]));
 
 describe('workerPool: the rxjs contract', () => {
-  let unhandled: unknown[];
-  beforeEach(() => {
-    unhandled = [];
-    config.onUnhandledError = (error) => unhandled.push(error);
-  });
-  afterEach(() => {
-    config.onUnhandledError = null;
-    // Whatever a spec did, nothing may reach rxjs's unhandled-error hook.
-    if (unhandled.length > 0) throw new Error(`reached onUnhandledError: ${unhandled.map(String).join('; ')}`);
-  });
+  failOnUnhandledErrors();
 
   it("behaves as its doc comment's diagram says", () => {
     const scheduler = newScheduler();

@@ -12,7 +12,8 @@
 // Operators and Observable factories.
 export { admit } from './admit';
 export { pauseWhen } from './pauseWhen';
-export { workerPool, done, failed } from './workerPool';
+export { workerPool } from './workerPool';
+export { done, failed } from './outcomes';
 export { readPerKey } from './readPerKey';
 export { releaseInOrder, TRASH } from './releaseInOrder';
 export { debounceByKey } from './debounceByKey';
@@ -43,7 +44,8 @@ export type {
   TicketState,
 } from './AdmissionLedger';
 export type { PauseWhenConfig } from './pauseWhen';
-export type { PoolTicket, WorkerPoolConfig, Outcome, Done, Failed, Skipped, PoolResult } from './workerPool';
+export type { WorkerPoolConfig } from './workerPool';
+export type { PoolTicket, Outcome, Done, Failed, Skipped, PoolResult } from './outcomes';
 export type { ReadPerKeyConfig, ReadResult, ReadAnswered, ReadFailed, ReadCancelled, ReadLanded } from './readPerKey';
 export type { ReleaseInOrderConfig } from './releaseInOrder';
 export type { Place, PlaceState } from './OrderedLine';

@@ -1,4 +1,4 @@
-import type { PoolTicket } from '../workerPool';
+import type { PoolTicket } from '../outcomes';
 
 /** What happened to a {@link TestTicket}, in order. */
 export type TestTicketEvent = 'start' | 'skip' | 'hold' | 'release';

@@ -56,14 +56,34 @@ export default tseslint.config(
     },
   },
   {
+    // The packed-tarball spec's consumers: plain Node scripts, as a user of the kit writes them.
+    files: ['spec/operators/package/consumer/*.cjs', 'spec/operators/package/consumer/*.mjs'],
+    languageOptions: { globals: { require: 'readonly', console: 'readonly' } },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
+  {
+    // The kit runs wherever rxjs runs: it imports rxjs and its own files, nothing else. An allow-list,
+    // not a list of banned names, so that `node:fs`, `fs`, `node:events` and any package all fail.
     files: ['operators/**/*.ts'],
     rules: {
       'no-restricted-imports': ['error', {
         patterns: [
-          { group: ['../lib/*', '../streams/*', '../bin/*'], message: 'operators/ knows no domain and no I/O' },
+          {
+            regex: '^(?!rxjs$|rxjs/testing$|\\.\\.?/)',
+            message: 'operators/ imports rxjs only: no node: built-in, no I/O, no other package',
+          },
+          { group: ['../lib/*', '../streams/*', '../bin/*', '../spec/*', '../../*'], message: 'operators/ knows no domain and no I/O' },
           { group: ['rxjs/internal/*'], message: 'not public API in RxJS 7' },
         ],
-        paths: ['nats', 'ws', 'pino', 'prom-client', 'fs', 'net', 'http', 'child_process'],
+      }],
+      // Time comes from an injected scheduler (so specs run in virtual time), and the world from
+      // the caller: no timers, no clocks, no network, no process of the kit's own.
+      'no-restricted-globals': ['error', ...['setTimeout', 'setInterval', 'setImmediate', 'fetch', 'XMLHttpRequest', 'WebSocket', 'process', 'Buffer', 'require', 'window', 'document']
+        .map((name) => ({ name, message: 'operators/ does no I/O and takes its timing from a SchedulerLike' }))],
+      'no-restricted-properties': ['error', { object: 'Date', property: 'now', message: 'use the injected scheduler\'s now()' }],
+      'no-restricted-syntax': ['error', {
+        selector: 'ImportExpression',
+        message: 'operators/ loads nothing at run time: import rxjs statically',
       }],
     },
   },

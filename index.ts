@@ -1,5 +1,7 @@
 /**
- * rxfleet's public entry: the operator kit, usable in anyone's RxJS pipeline.
- * Everything exported here is documented where it is defined.
+ * rxfleet's programmatic entry: the operator kit, re-exported as it is from `@rxfleet/operators`
+ * (its main entry, every name documented where it is defined), so that code that imports the
+ * operators from 'rxfleet' keeps working. New code should depend on `@rxfleet/operators` itself:
+ * it installs with rxjs as its only peer, without the daemons' dependencies.
  */
 export * from '@rxfleet/operators';

@@ -6,7 +6,11 @@ module.exports = {
   transform: {
     '^.+\\.ts$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' } }],
   },
-  moduleNameMapper: { '^rxfleet$': '<rootDir>/index.ts', '^@rxfleet/operators$': '<rootDir>/operators/index.ts' },
+  moduleNameMapper: {
+    '^rxfleet$': '<rootDir>/index.ts',
+    '^@rxfleet/operators$': '<rootDir>/operators/index.ts',
+    '^@rxfleet/operators/testing$': '<rootDir>/operators/testing/index.ts',
+  },
   testTimeout: 30000,
   // A scratch directory for the run (the LXD test image is built into it once), removed at the end.
   globalSetup: '<rootDir>/spec/helpers/runDirSetup.ts',

@@ -10,8 +10,12 @@ export interface LedgerSizes {
 }
 
 /** What the ledger needs to know to decide. */
-export interface AdmissionLedgerConfig<V, K> {
-  /** The identity of a value: two values with the same key are sightings of the same thing. */
+export interface AdmissionLedgerConfig<V, K = unknown> {
+  /**
+   * The identity of a value: two values with the same key are sightings of the same thing. A
+   * throw from it propagates out of `offer` and `decide` (and errors {@link admit}'s output),
+   * leaving the ledger unchanged.
+   */
   key: (value: V) => K;
   /**
    * Milliseconds. A key already held is refused while the sighting held is younger than this;
@@ -25,7 +29,7 @@ export interface AdmissionLedgerConfig<V, K> {
 }
 
 /** A refused offer, with the reason and, when the key was held, the ticket that holds it. */
-export interface Refusal<V, K> {
+export interface Refusal<V, K = unknown> {
   readonly admitted: false;
   readonly value: V;
   readonly key: K;
@@ -34,14 +38,15 @@ export interface Refusal<V, K> {
 }
 
 /** An admitted offer. */
-export interface Admitted<V, K> {
+export interface Admitted<V, K = unknown> {
   readonly admitted: true;
   readonly ticket: Ticket<V, K>;
   /** The ticket this one superseded, now stale, when the key was already held. */
   readonly superseded?: Ticket<V, K>;
 }
 
-export type Admission<V, K> = Admitted<V, K> | Refusal<V, K>;
+/** What {@link AdmissionLedger.offer} decided. */
+export type Admission<V, K = unknown> = Admitted<V, K> | Refusal<V, K>;
 
 /**
  * Where a ticket is in its life. `queued`, `started` and `holding` (the work is done, the key is
@@ -49,45 +54,103 @@ export type Admission<V, K> = Admitted<V, K> | Refusal<V, K>;
  */
 export type TicketState = 'queued' | 'started' | 'holding' | 'stale' | 'released';
 
+// The ledger's side of the books, shared with the tickets it issues. Not exported: a ticket and
+// its ledger reach into it through `#` fields, so none of it shows in the public types.
+class Books<V, K> {
+  readonly holders = new Map<K, Ticket<V, K>>();
+  queued = 0;
+  // Subscribers of `sizes$`. With nobody watching (a benchmark, a library user without gauges) a
+  // decision neither builds sizes nor asks a Subject whether anyone listens.
+  watchers = 0;
+  readonly changed = new Subject<void>();
+  // Times are kept as milliseconds since the ledger was made: small integers, which V8 stores in the
+  // ticket itself, where a clock reading (1.7e12) would cost every ticket a boxed number.
+  readonly epoch: number;
+
+  constructor(readonly scheduler: SchedulerLike) {
+    this.epoch = scheduler.now();
+  }
+
+  clock(): number {
+    return this.scheduler.now() - this.epoch;
+  }
+
+  publish(): void {
+    if (this.watchers > 0) this.changed.next();
+  }
+}
+
+// Set by Ticket's static block: how the ledger issues a ticket, changes its state and reads when
+// its work last moved, with the constructor and the fields kept private to the module.
+let issue: <V, K>(books: Books<V, K>, value: V, key: K, admitted: number) => Ticket<V, K>;
+let mark: <V, K>(ticket: Ticket<V, K>, state: TicketState) => void;
+let lastMoved: <V, K>(ticket: Ticket<V, K>) => number;
+
 /**
  * The ledger's receipt for one admitted sighting. A worker holds it while it works, asks it
- * whether it is still current, and releases it when done.
+ * whether it is still current, and releases it when done. Only an {@link AdmissionLedger} issues
+ * tickets.
  */
-export class Ticket<V, K> {
-  private state_: TicketState = 'queued';
-  private startedAt_: number | undefined;
+export class Ticket<V, K = unknown> {
+  readonly #books: Books<V, K>;
+  #state: TicketState = 'queued';
+  // Both by the ledger's clock, less its epoch; `#started` is -1 until a worker starts the ticket.
+  readonly #admitted: number;
+  #started = -1;
 
-  /** @internal Tickets are made by {@link AdmissionLedger.offer}. */
-  constructor(
-    private readonly ledger: AdmissionLedger<V, K>,
+  static {
+    issue = (books, value, key, admitted) => new Ticket(books, value, key, admitted);
+    mark = (ticket, state) => {
+      ticket.#state = state;
+    };
+    lastMoved = (ticket) => (ticket.#started >= 0 ? ticket.#started : ticket.#admitted);
+  }
+
+  private constructor(
+    books: Books<V, K>,
+    /** The sighting admitted. */
     readonly value: V,
+    /** Its key. */
     readonly key: K,
-    /** When the sighting was admitted, by the ledger's clock. */
-    readonly admittedAt: number,
-  ) {}
+    admitted: number,
+  ) {
+    this.#books = books;
+    this.#admitted = admitted;
+  }
 
+  /** When the sighting was admitted, by the ledger's clock. */
+  get admittedAt(): number {
+    return this.#books.epoch + this.#admitted;
+  }
+
+  /** Where the ticket is in its life; see {@link TicketState}. */
   get state(): TicketState {
-    return this.state_;
+    return this.#state;
   }
 
   /** When a worker started it, by the ledger's clock; `undefined` until then. */
   get startedAt(): number | undefined {
-    return this.startedAt_;
+    return this.#started < 0 ? undefined : this.#books.epoch + this.#started;
   }
 
   /** True while the ledger still holds this ticket for its key (not superseded, reset or released). */
   isCurrent(): boolean {
-    return this.state_ === 'queued' || this.state_ === 'started' || this.state_ === 'holding';
+    const state = this.#state;
+    return state === 'queued' || state === 'started' || state === 'holding';
   }
 
   /**
    * Takes the ticket off the queue because a worker is starting it. Returns false, changing
-   * nothing, if the ticket went stale while it waited: the worker must then skip it.
+   * nothing, if the ticket went stale while it waited: the worker must then skip it. Starting a
+   * ticket that is already started returns true and changes nothing.
    */
   start(): boolean {
-    if (this.state_ !== 'queued') return this.state_ === 'started';
-    this.state_ = 'started';
-    this.startedAt_ = this.ledger._started();
+    if (this.#state !== 'queued') return this.#state === 'started';
+    const books = this.#books;
+    this.#state = 'started';
+    books.queued--;
+    this.#started = books.clock();
+    books.publish();
     return true;
   }
 
@@ -98,21 +161,20 @@ export class Ticket<V, K> {
    * Only a started ticket can hold; otherwise nothing changes.
    */
   hold(): void {
-    if (this.state_ === 'started') this.state_ = 'holding';
+    if (this.#state === 'started') this.#state = 'holding';
   }
 
   /**
    * Frees the key, if this ticket still holds it, so the next sighting is admitted. Releasing a
-   * stale ticket changes nothing: its key may already belong to a newer ticket.
+   * stale or released ticket changes nothing: its key may already belong to a newer ticket.
    */
   release(): void {
     if (!this.isCurrent()) return;
-    this.ledger._release(this);
-  }
-
-  /** @internal */
-  _setState(state: TicketState): void {
-    this.state_ = state;
+    const books = this.#books;
+    if (this.#state === 'queued') books.queued--;
+    this.#state = 'released';
+    books.holders.delete(this.key);
+    books.publish();
   }
 }
 
@@ -134,124 +196,116 @@ export class Ticket<V, K> {
  * 4. Otherwise admitted: the key is held by a new `queued` ticket.
  *
  * Guarantees:
+ * - At most one current ticket per key, ever.
  * - `queued` always equals the number of admitted tickets not yet started, superseded or reset;
  *   `held` the number of keys held. `sizes$` replays the current sizes and emits every change.
  * - `reset()` forgets every key at once and makes every outstanding ticket stale, queued or
  *   started, so nothing admitted before the reset is worked on afterwards.
  * - A ticket only ever frees its own key: a stale ticket's `release()` cannot free a newer one.
+ *
+ * One type argument is enough (`AdmissionLedger<Node>`): the key type then defaults to `unknown`,
+ * and a ledger typed with its key (`AdmissionLedger<Node, string>`) is assignable to it.
+ *
+ * @example
+ * ```ts
+ * const ledger = new AdmissionLedger({ key: (node: Node) => node.id, window: 60_000, capacity: 50_000 });
+ * ledger.sizes$.subscribe(({ held, queued }) => gauges.set(held, queued));
+ * ```
  */
-export class AdmissionLedger<V, K> {
-  private readonly holders = new Map<K, Ticket<V, K>>();
-  private queuedCount = 0;
-  // A signal, not a BehaviorSubject of sizes: with nobody watching (a benchmark, a library user
-  // without gauges) a decision allocates nothing for it.
-  private readonly changed = new Subject<void>();
-  private readonly keyOf: (value: V) => K;
-  private readonly window: number;
-  private readonly capacity: number;
-  private readonly scheduler: SchedulerLike;
+export class AdmissionLedger<V, K = unknown> {
+  readonly #books: Books<V, K>;
+  readonly #keyOf: (value: V) => K;
+  readonly #window: number;
+  readonly #capacity: number;
 
   /** The current sizes on subscription, then every change (for gauges). */
-  readonly sizes$: Observable<LedgerSizes> = new Observable<LedgerSizes>((subscriber) => {
-    subscriber.next(this.currentSizes());
-    return this.changed.subscribe(() => subscriber.next(this.currentSizes()));
-  });
+  readonly sizes$: Observable<LedgerSizes>;
 
+  /**
+   * @param config `key`, `window`, `capacity`, `scheduler`.
+   * @throws RangeError if `window` or `capacity` is negative or not a number.
+   */
   constructor(config: AdmissionLedgerConfig<V, K>) {
     if (!(config.window >= 0)) throw new RangeError(`window must be >= 0, got ${config.window}`);
     if (!(config.capacity >= 0)) throw new RangeError(`capacity must be >= 0, got ${config.capacity}`);
-    this.keyOf = config.key;
-    this.window = config.window;
-    this.capacity = config.capacity;
-    this.scheduler = config.scheduler ?? asyncScheduler;
+    const books = new Books<V, K>(config.scheduler ?? asyncScheduler);
+    this.#books = books;
+    this.#keyOf = config.key;
+    this.#window = config.window;
+    this.#capacity = config.capacity;
+    this.sizes$ = new Observable<LedgerSizes>((subscriber) => {
+      subscriber.next({ held: books.holders.size, queued: books.queued });
+      books.watchers++;
+      const changes = books.changed.subscribe(() => subscriber.next({ held: books.holders.size, queued: books.queued }));
+      return () => {
+        books.watchers--;
+        changes.unsubscribe();
+      };
+    });
   }
 
   /** Number of keys held: queued, being worked on, or waiting out a delayed release. */
   get held(): number {
-    return this.holders.size;
+    return this.#books.holders.size;
   }
 
   /** Number of admitted tickets that no worker has started yet. */
   get queued(): number {
-    return this.queuedCount;
+    return this.#books.queued;
   }
 
   /** The ticket holding `key`, if any. */
   holder(key: K): Ticket<V, K> | undefined {
-    return this.holders.get(key);
+    return this.#books.holders.get(key);
   }
 
   /** Decides on one sighting; see the class comment for the rules. */
   offer(value: V): Admission<V, K> {
     let refusal: Refusal<V, K> | undefined;
-    const held = this.holders.get(this.keyOf(value));
+    const held = this.#books.holders.get(this.#keyOf(value));
     const ticket = this.decide(value, (r) => (refusal = r));
     if (ticket === undefined) return refusal as Refusal<V, K>;
     return held === undefined ? { admitted: true, ticket } : { admitted: true, ticket, superseded: held };
   }
 
   /**
-   * @internal The decision without a result object: the admitted ticket, or `undefined` after
-   * `refuse` was told why. The `admit` operator's hot path.
+   * Decides on one sighting, as `offer` does, without building a result object: returns the
+   * admitted ticket, or `undefined` after telling `refuse` why. The {@link admit} operator's hot
+   * path. A `refuse` that throws propagates; the decision stands.
    */
   decide(value: V, refuse?: (refusal: Refusal<V, K>) => void): Ticket<V, K> | undefined {
-    const key = this.keyOf(value);
-    const now = this.scheduler.now();
-    const held = this.holders.get(key);
+    const key = this.#keyOf(value);
+    const books = this.#books;
+    const now = books.clock();
+    const held = books.holders.get(key);
     if (held !== undefined) {
       // Work in hand is judged by how long it has run, not how long it queued first.
-      if (held.state === 'holding' || now - (held.startedAt ?? held.admittedAt) < this.window) {
+      if (held.state === 'holding' || now - lastMoved(held) < this.#window) {
         refuse?.({ admitted: false, value, key, reason: 'held', holder: held });
         return undefined;
       }
-      this.forget(held);
+      if (held.state === 'queued') books.queued--;
+      mark(held, 'stale');
+      books.holders.delete(key);
     }
-    if (this.queuedCount >= this.capacity) {
-      if (held !== undefined) this.publish();
+    if (books.queued >= this.#capacity) {
+      if (held !== undefined) books.publish();
       refuse?.({ admitted: false, value, key, reason: 'full' });
       return undefined;
     }
-    const ticket = new Ticket(this, value, key, now);
-    this.holders.set(key, ticket);
-    this.queuedCount++;
-    this.publish();
+    const ticket = issue(books, value, key, now);
+    books.holders.set(key, ticket);
+    books.queued++;
+    books.publish();
     return ticket;
   }
 
   /** Forgets every key and makes every outstanding ticket stale. */
   reset(): void {
-    for (const ticket of this.holders.values()) ticket._setState('stale');
-    this.holders.clear();
-    this.queuedCount = 0;
-    this.publish();
-  }
-
-  /** @internal Called by a ticket a worker started; returns the time it started. */
-  _started(): number {
-    this.queuedCount--;
-    this.publish();
-    return this.scheduler.now();
-  }
-
-  /** @internal Called by a current ticket that is done with its key. */
-  _release(ticket: Ticket<V, K>): void {
-    if (ticket.state === 'queued') this.queuedCount--;
-    ticket._setState('released');
-    this.holders.delete(ticket.key);
-    this.publish();
-  }
-
-  private forget(ticket: Ticket<V, K>): void {
-    if (ticket.state === 'queued') this.queuedCount--;
-    ticket._setState('stale');
-    this.holders.delete(ticket.key);
-  }
-
-  private currentSizes(): LedgerSizes {
-    return { held: this.holders.size, queued: this.queuedCount };
-  }
-
-  private publish(): void {
-    if (this.changed.observed) this.changed.next();
+    const books = this.#books;
+    for (const ticket of books.holders.values()) mark(ticket, 'stale');
+    books.holders.clear();
+    books.queued = 0;
+    books.publish();
   }
 }

@@ -1,12 +1,5 @@
 import { BehaviorSubject, Observable, distinctUntilChanged } from 'rxjs';
-
-/** The reason carried by a {@link PauseGate.signal} that aborted because the gate paused. */
-export class PausedError extends Error {
-  constructor(message = 'paused') {
-    super(message);
-    this.name = 'PausedError';
-  }
-}
+import { PausedError } from './errors';
 
 /**
  * A pause flag that a stream, a loop and a pending promise can all read: `paused$` feeds

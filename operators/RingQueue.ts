@@ -37,7 +37,8 @@ export class RingQueue<T> {
   push(value: T): void {
     if (this.count === this.slots.length) this.resize(Math.max(this.slots.length * 2, 2));
     this.slots[this.tail] = value;
-    this.tail = (this.tail + 1) % this.slots.length;
+    // The capacity is always a power of two, so wrapping is a mask rather than a division.
+    this.tail = (this.tail + 1) & (this.slots.length - 1);
     this.count++;
   }
 
@@ -46,7 +47,7 @@ export class RingQueue<T> {
     if (this.count === 0) return undefined;
     const value = this.slots[this.head];
     this.slots[this.head] = undefined;
-    this.head = (this.head + 1) % this.slots.length;
+    this.head = (this.head + 1) & (this.slots.length - 1);
     this.count--;
     const half = this.slots.length >> 1;
     if (half >= 2 && this.count <= half >> 1) this.resize(half);
@@ -61,7 +62,7 @@ export class RingQueue<T> {
   /** The value `index` places behind the front (0 is the front), or `undefined` past the back. */
   at(index: number): T | undefined {
     if (index < 0 || index >= this.count) return undefined;
-    return this.slots[(this.head + index) % this.slots.length];
+    return this.slots[(this.head + index) & (this.slots.length - 1)];
   }
 
   /** Drops every value and releases the backing array. */
@@ -72,14 +73,15 @@ export class RingQueue<T> {
 
   /** Iterates front to back without removing anything. */
   *[Symbol.iterator](): IterableIterator<T> {
-    for (let i = 0; i < this.count; i++) yield this.slots[(this.head + i) % this.slots.length] as T;
+    for (let i = 0; i < this.count; i++) yield this.slots[(this.head + i) & (this.slots.length - 1)] as T;
   }
 
   private resize(size: number): void {
     const next = new Array<T | undefined>(size);
-    for (let i = 0; i < this.count; i++) next[i] = this.slots[(this.head + i) % this.slots.length];
+    const mask = this.slots.length - 1;
+    for (let i = 0; i < this.count; i++) next[i] = this.slots[(this.head + i) & mask];
     this.slots = next;
     this.head = 0;
-    this.tail = this.count % size;
+    this.tail = this.count & (size - 1);
   }
 }

@@ -1,8 +1,9 @@
-import { Observable, ObservableInput, OperatorFunction, from } from 'rxjs';
+import { Observable, ObservableInput, OperatorFunction } from 'rxjs';
 import { AdmissionLedger, Refusal, Ticket } from './AdmissionLedger';
+import { subscribeWith } from './internal/OperatorSubscriber';
 
 /** Options for {@link admit}. */
-export interface AdmitConfig<V, K> {
+export interface AdmitConfig<V, K = unknown> {
   /** Each emission clears the ledger (for example a lost election): every outstanding ticket goes stale. */
   reset?: ObservableInput<unknown>;
   /** Told about every refused value, with the reason (`held` or `full`). */
@@ -18,11 +19,12 @@ export interface AdmitConfig<V, K> {
  * is released, superseded or reset.
  *
  * ```
- * key = letter, window = 5 ms, capacity = 10
- * source: a b a----a-|
- * admit:  x y ------z-|      x = ticket(a), y = ticket(b), z = ticket(a) superseding x
+ * key = the letter, window = 5 ms, capacity = 10
+ * source: aba----a-|
+ * result: xy-----z-|      x = ticket(a), y = ticket(b), z = ticket(a), superseding x
  * ```
- * (the second `a` is refused as `held`; the `a` 5 ms after the first supersedes it)
+ * (the second `a`, at 2, is refused as `held`; the one at 7 comes a window after x, which no
+ * worker has started, and supersedes it)
  *
  * Semantics:
  * - The ledger outlives the subscription: its tickets and sizes are shared with the worker pool
@@ -30,34 +32,32 @@ export interface AdmitConfig<V, K> {
  * - `reset` is subscribed before the source, so a reset that fires at once applies to the first
  *   value. Its completion is ignored; its error errors the output.
  * - Completes when the source completes; errors when the source errors.
+ * - The ledger's `key` or `onRefuse` throwing errors the output (as rxjs's operators do when a
+ *   callback throws); the ledger is left as the decision had got, consistent either way.
  * - Unsubscribing unsubscribes the source and `reset`; admitted tickets stay in the ledger until
  *   released (the worker pool releases what it holds when it is torn down).
  *
  * @param ledger the ledger that decides.
  * @param config `reset` notifier and `onRefuse` report.
+ * @return A function that returns an Observable of the admitted {@link Ticket}s.
  */
 export function admit<V, K>(ledger: AdmissionLedger<V, K>, config: AdmitConfig<V, K> = {}): OperatorFunction<V, Ticket<V, K>> {
   const { reset, onRefuse } = config;
   return (source) =>
     new Observable<Ticket<V, K>>((subscriber) => {
       if (reset !== undefined) {
-        subscriber.add(
-          from(reset).subscribe({
-            next: () => ledger.reset(),
-            error: (error: unknown) => subscriber.error(error),
-          }),
-        );
+        subscribeWith(subscriber, subscriber, reset, {
+          next: () => ledger.reset(),
+          // A reset notifier that completes leaves the ledger as it is.
+          complete: () => undefined,
+        });
         if (subscriber.closed) return;
       }
-      subscriber.add(
-        source.subscribe({
-          next: (value) => {
-            const ticket = ledger.decide(value, onRefuse);
-            if (ticket !== undefined) subscriber.next(ticket);
-          },
-          error: (error: unknown) => subscriber.error(error),
-          complete: () => subscriber.complete(),
-        }),
-      );
+      subscribeWith(subscriber, subscriber, source, {
+        next: (value) => {
+          const ticket = ledger.decide(value, onRefuse);
+          if (ticket !== undefined) subscriber.next(ticket);
+        },
+      });
     });
 }

@@ -1,4 +1,5 @@
 import { Observable, OperatorFunction, SchedulerLike, Subscription, asyncScheduler } from 'rxjs';
+import { subscribeWith } from './internal/OperatorSubscriber';
 
 /** Options for {@link collectUntilIdle}. */
 export interface CollectUntilIdleConfig {
@@ -39,6 +40,7 @@ export interface CollectUntilIdleConfig {
  *   nothing gathered emits `[]` too.
  * - Source error errors at once: what was gathered is lost.
  * - Unsubscribing unsubscribes the source and cancels both timers.
+ * - It calls no function of yours, so nothing of yours can throw inside it.
  *
  * @example Collect discovery replies, at most 2 s, stopping 300 ms after the last reply
  * ```ts
@@ -49,6 +51,7 @@ export interface CollectUntilIdleConfig {
  * ```
  *
  * @param config `idle`, `timeout`, `scheduler`.
+ * @return A function that returns an Observable of one array, then completion.
  */
 export function collectUntilIdle<T>(config: CollectUntilIdleConfig = {}): OperatorFunction<T, T[]> {
   const { idle = 300, timeout = 2000, scheduler = asyncScheduler } = config;
@@ -85,17 +88,14 @@ export function collectUntilIdle<T>(config: CollectUntilIdleConfig = {}): Operat
 
       subscriber.add(scheduler.schedule(finish, timeout));
       subscriber.add(upstream);
-      upstream.add(
-        source.subscribe({
-          next: (value) => {
-            if (done) return;
-            gathered.push(value);
-            lastAt = scheduler.now();
-            if (idleTimer === undefined) armIdle(idle);
-          },
-          error: (error: unknown) => subscriber.error(error),
-          complete: finish,
-        }),
-      );
+      subscribeWith(upstream, subscriber, source, {
+        next: (value) => {
+          if (done) return;
+          gathered.push(value);
+          lastAt = scheduler.now();
+          if (idleTimer === undefined) armIdle(idle);
+        },
+        complete: finish,
+      });
     });
 }

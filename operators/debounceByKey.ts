@@ -1,4 +1,5 @@
 import { MonoTypeOperatorFunction, Observable, SchedulerLike, Subscription, asyncScheduler } from 'rxjs';
+import { subscribeWith } from './internal/OperatorSubscriber';
 
 /** Options for {@link debounceByKey}. */
 export interface DebounceByKeyConfig<T, K> {
@@ -57,7 +58,8 @@ interface KeyWindow<T> {
  * - Source completion emits every held value, in the order their windows were opened (oldest window
  *   first), then completes.
  * - Source error errors at once: held values are lost, as with `debounceTime`.
- * - An error thrown by `key`, `collapsible` or `superseded` errors the output.
+ * - An error thrown by `key`, `collapsible` or `superseded` errors the output (as rxjs's operators
+ *   do when a callback throws), unsubscribing the source and cancelling every window.
  * - Unsubscribing unsubscribes the source and cancels every window's timer; held values are dropped.
  *
  * @example Collapse instance events per project/name for 250 ms, marking the superseded ones
@@ -72,6 +74,7 @@ interface KeyWindow<T> {
  * ```
  *
  * @param config `key` (required), `window`, `collapsible`, `superseded`, `scheduler`.
+ * @return A function that returns an Observable of the values that survived the windows.
  */
 export function debounceByKey<T, K>(config: DebounceByKeyConfig<T, K>): MonoTypeOperatorFunction<T> {
   const { key, window = 250, collapsible, superseded, scheduler = asyncScheduler } = config;
@@ -136,22 +139,12 @@ export function debounceByKey<T, K>(config: DebounceByKeyConfig<T, K>): MonoType
         }
       };
 
-      subscriber.add(
-        source.subscribe({
-          next: (value) => {
-            if (subscriber.closed) return;
-            try {
-              accept(value);
-            } catch (error) {
-              subscriber.error(error);
-            }
-          },
-          error: (error: unknown) => subscriber.error(error),
-          complete: () => {
-            for (const [k, open] of [...windows]) close(k, open);
-            subscriber.complete();
-          },
-        }),
-      );
+      subscribeWith(subscriber, subscriber, source, {
+        next: accept,
+        complete: () => {
+          for (const [k, open] of [...windows]) close(k, open);
+          subscriber.complete();
+        },
+      });
     });
 }

@@ -1,4 +1,5 @@
-import { Observable, ObservableInput, SchedulerLike, Subscription, asyncScheduler, from } from 'rxjs';
+import { Observable, ObservableInput, SchedulerLike, Subscription, asyncScheduler } from 'rxjs';
+import { subscribeWith } from './internal/OperatorSubscriber';
 import { RingQueue } from './RingQueue';
 
 /**
@@ -69,7 +70,9 @@ function defaultFailureDelay(consecutiveFailures: number): number {
  *   count, and starts a fast round at once. A restart that emits synchronously on subscription
  *   starts round 1 rather than abandoning it. `restart` completing is ignored; `restart` erroring
  *   errors the output.
- * - Never completes. Errors only if `restart` errors or `failureDelay` throws.
+ * - Never completes. Errors only if `restart` errors or `failureDelay` throws (a callback that
+ *   throws errors the output, as in rxjs; `list` throwing is a failed round instead, like its
+ *   listing erroring).
  * - Unsubscribing unsubscribes the listing in progress, `restart` and every pending timer.
  *
  * @example Go over a fleet every 6 h, one name every 5 s, at once after a reconnect
@@ -155,39 +158,38 @@ export function pacedSweep<N>(config: PacedSweepConfig<N>): Observable<SweepEven
         }
       };
 
-      let listing: Observable<N>;
+      let listing: ObservableInput<N>;
       try {
-        listing = from(list(r));
+        listing = list(r);
       } catch (error) {
         fail(error);
         return;
       }
-      current.add(
-        listing.subscribe({
-          next: (item) => {
-            queue.push(item);
-            handOn();
-          },
-          error: fail,
-          complete: () => {
-            listed = true;
-            handOn();
-          },
-        }),
-      );
+      // Owned by the round: abandoning it unsubscribes the listing, even mid-way through a
+      // synchronous one. An input that is not an ObservableInput fails the round like an error.
+      subscribeWith(current, subscriber, listing, {
+        next: (item) => {
+          queue.push(item);
+          handOn();
+        },
+        error: fail,
+        complete: () => {
+          listed = true;
+          handOn();
+        },
+      });
     };
 
     subscriber.add(() => phase?.unsubscribe());
     if (restart !== undefined) {
-      subscriber.add(
-        from(restart).subscribe({
-          next: () => {
-            failures = 0;
-            startRound(false);
-          },
-          error: (error: unknown) => subscriber.error(error),
-        }),
-      );
+      subscribeWith(subscriber, subscriber, restart, {
+        next: () => {
+          failures = 0;
+          startRound(false);
+        },
+        // A restart notifier that completes only means no more restarts.
+        complete: () => undefined,
+      });
     }
     if (round === 0 && !subscriber.closed) startRound(false);
   });

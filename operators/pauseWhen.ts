@@ -1,4 +1,5 @@
-import { MonoTypeOperatorFunction, Observable, ObservableInput, from } from 'rxjs';
+import { MonoTypeOperatorFunction, Observable, ObservableInput } from 'rxjs';
+import { subscribeWith } from './internal/OperatorSubscriber';
 
 /** Options for {@link pauseWhen}. */
 export interface PauseWhenConfig<T> {
@@ -27,36 +28,33 @@ export interface PauseWhenConfig<T> {
  *   `paused$`) decides the very first value.
  * - `paused` completing leaves the last state in force; `paused` erroring errors the output.
  * - Completes and errors with the source; unsubscribing unsubscribes both.
+ * - An `onDrop` that throws errors the output (as rxjs's operators do when a callback throws).
  *
  * In-flight work that must stop at its next attempt boundary reads the same state: see
  * {@link PauseGate.signal}.
  *
  * @param paused the pause state; `true` drops.
  * @param config `initiallyPaused` and `onDrop`.
+ * @return A function that returns an Observable of the values that arrived while open.
  */
 export function pauseWhen<T>(paused: ObservableInput<boolean>, config: PauseWhenConfig<T> = {}): MonoTypeOperatorFunction<T> {
   const { initiallyPaused = false, onDrop } = config;
   return (source) =>
     new Observable<T>((subscriber) => {
       let isPaused = initiallyPaused;
-      subscriber.add(
-        from(paused).subscribe({
-          next: (state) => {
-            isPaused = state;
-          },
-          error: (error: unknown) => subscriber.error(error),
-        }),
-      );
+      subscribeWith(subscriber, subscriber, paused, {
+        next: (state) => {
+          isPaused = state;
+        },
+        // The last state stays in force.
+        complete: () => undefined,
+      });
       if (subscriber.closed) return;
-      subscriber.add(
-        source.subscribe({
-          next: (value) => {
-            if (isPaused) onDrop?.(value);
-            else subscriber.next(value);
-          },
-          error: (error: unknown) => subscriber.error(error),
-          complete: () => subscriber.complete(),
-        }),
-      );
+      subscribeWith(subscriber, subscriber, source, {
+        next: (value) => {
+          if (isPaused) onDrop?.(value);
+          else subscriber.next(value);
+        },
+      });
     });
 }

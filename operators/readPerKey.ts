@@ -1,4 +1,6 @@
-import { Observable, ObservableInput, OperatorFunction, Subscription, from } from 'rxjs';
+import { Observable, ObservableInput, OperatorFunction, Subscriber } from 'rxjs';
+import { NoAnswerError } from './errors';
+import { OperatorSubscriber, subscribeInner, subscribeWith } from './internal/OperatorSubscriber';
 import { RingQueue } from './RingQueue';
 
 /** Options for {@link readPerKey}. */
@@ -19,6 +21,7 @@ export interface ReadPerKeyConfig<T, K, R> {
   concurrency?: number;
 }
 
+/** What every {@link ReadResult} carries. */
 export interface ReadLanded<T, K> {
   readonly key: K;
   /** Every request the answer is for, in arrival order (those a superseded read carried come first). */
@@ -31,7 +34,7 @@ export interface ReadAnswered<T, K, R> extends ReadLanded<T, K> {
   readonly value: R;
 }
 
-/** The read errored, or completed without an answer. */
+/** The read errored, its factory threw, or it completed without an answer ({@link NoAnswerError}). */
 export interface ReadFailed<T, K> extends ReadLanded<T, K> {
   readonly status: 'failed';
   readonly error: unknown;
@@ -45,16 +48,6 @@ export interface ReadCancelled<T, K> extends ReadLanded<T, K> {
 /** How one read ended, for all the requests that waited on it. */
 export type ReadResult<T, K, R> = ReadAnswered<T, K, R> | ReadFailed<T, K> | ReadCancelled<T, K>;
 
-interface Flight<T, K> {
-  readonly key: K;
-  readonly lead: T;
-  readonly requests: T[];
-  /** Set while the read runs; `undefined` while the flight waits for a free slot. */
-  subscription?: Subscription;
-  /** A flight that was superseded or cancelled while waiting stays in the ring; this skips it. */
-  dead: boolean;
-}
-
 /**
  * Keeps one read in flight per key: a request for a key already being read joins that read, and
  * one that needs more supersedes it; every request waiting on a read gets its one answer.
@@ -65,11 +58,12 @@ interface Flight<T, K> {
  * letting the weaker read land first would hand the stronger request a stale answer.
  *
  * ```
- * key = first letter; supersedes = (next is 'a!')
- * source:   a1-a2-a!--------
- * read(a1): --------x          (aborted at a!, its answer never lands)
- * read(a!):        ---y|
- * result:   -----------R      R = { key: a, requests: [a1, a2, a!], answered: y }
+ * key = the letter; supersedes(next, running) = next ends in ! and running does not
+ * x = a1, y = a2, s = a!
+ * source:  x-y-s-------|
+ * read(x): --------A|           (aborted at s: its answer never lands)
+ * read(s):     ---B|
+ * result:  -------R----|        R = { key: a, requests: [a1, a2, a!], status: answered, value: B }
  * ```
  *
  * Semantics:
@@ -81,135 +75,194 @@ interface Flight<T, K> {
  *   arrives synchronously during the abort.
  * - With `concurrency`, flights beyond the limit wait in a ring in arrival order; a waiting flight
  *   can still be joined, superseded or cancelled.
+ * - First come, first served: a new read always joins the back of the queue, then the queue is
+ *   pulled, so a request fed from inside an emission of this operator never starts ahead of
+ *   reads already waiting.
+ * - A read's error, a `read` factory that throws, and a read that completes without an answer
+ *   ({@link NoAnswerError}) are a `failed` result for its requests, never an error of the output.
+ * - A `key` or `supersedes` that throws errors the output (as rxjs's operators do when a callback
+ *   throws); the request it was deciding on is lost with the rest.
  * - Completes once the source has completed and every read has landed. Errors when the source or
- *   `cancel` errors (a read's error is a `failed` result, not an error).
- * - Unsubscribing aborts every running read.
+ *   `cancel` errors.
+ * - Unsubscribing (or an error) unsubscribes the source and `cancel`, and aborts every running
+ *   read; waiting reads are dropped unstarted.
+ *
+ * @example Read each instance once however many events name it; a start supersedes a plain read
+ * ```ts
+ * events$.pipe(
+ *   readPerKey({
+ *     key: (e) => `${e.project}/${e.name}`,
+ *     read: (e) => fromAbortable((signal) => incus.getInstance(e.project, e.name, { signal })),
+ *     supersedes: (next, running) => next.action === 'instance-started' && running.action !== 'instance-started',
+ *     concurrency: 16,
+ *   }),
+ * );
+ * ```
  *
  * @param config `key`, `read`, `supersedes`, `cancel`, `concurrency`.
+ * @return A function that returns an Observable of one {@link ReadResult} per read that landed.
  */
 export function readPerKey<T, K, R>(config: ReadPerKeyConfig<T, K, R>): OperatorFunction<T, ReadResult<T, K, R>> {
-  const { key: keyOf, read, supersedes = () => false, cancel, concurrency = Infinity } = config;
+  const { concurrency = Infinity } = config;
   if (!(concurrency >= 1)) throw new RangeError(`concurrency must be >= 1, got ${concurrency}`);
   return (source) =>
     new Observable<ReadResult<T, K, R>>((subscriber) => {
-      const flights = new Map<K, Flight<T, K>>();
-      const waiting = new RingQueue<Flight<T, K>>();
-      let inFlight = 0;
-      let sourceDone = false;
-      let pulling = false;
-
-      const finishIfIdle = (): void => {
-        if (sourceDone && flights.size === 0) subscriber.complete();
-      };
-
-      // Removes a flight from the books; true if it was still the current one for its key.
-      const retire = (flight: Flight<T, K>): boolean => {
-        if (flight.dead) return false;
-        flight.dead = true;
-        if (flights.get(flight.key) === flight) flights.delete(flight.key);
-        if (flight.subscription !== undefined) {
-          inFlight--;
-          flight.subscription.unsubscribe();
-        }
-        return true;
-      };
-
-      const land = (flight: Flight<T, K>, result: ReadResult<T, K, R>): void => {
-        if (!retire(flight)) return;
-        subscriber.next(result);
-        pullNext();
-        finishIfIdle();
-      };
-
-      const start = (flight: Flight<T, K>): void => {
-        const subscription = new Subscription();
-        flight.subscription = subscription;
-        inFlight++;
-        let answered = false;
-        const { key, requests } = flight;
-        let input: ObservableInput<R>;
-        try {
-          input = read(flight.lead);
-        } catch (error) {
-          land(flight, { status: 'failed', key, requests, error });
-          return;
-        }
-        subscription.add(
-          from(input).subscribe({
-            next: (value) => {
-              answered = true;
-              land(flight, { status: 'answered', key, requests, value });
-            },
-            error: (error: unknown) => land(flight, { status: 'failed', key, requests, error }),
-            complete: () => {
-              if (!answered) land(flight, { status: 'failed', key, requests, error: new Error('read completed without an answer') });
-            },
-          }),
-        );
-      };
-
-      const pullNext = (): void => {
-        if (pulling) return;
-        pulling = true;
-        try {
-          while (inFlight < concurrency && waiting.length > 0) {
-            const flight = waiting.shift() as Flight<T, K>;
-            if (!flight.dead) start(flight);
-          }
-        } finally {
-          pulling = false;
-        }
-      };
-
-      const launch = (flight: Flight<T, K>): void => {
-        flights.set(flight.key, flight);
-        waiting.push(flight);
-        pullNext();
-      };
-
-      const accept = (request: T): void => {
-        const key = keyOf(request);
-        const current = flights.get(key);
-        if (current === undefined) {
-          launch({ key, lead: request, requests: [request], dead: false });
-          return;
-        }
-        if (!supersedes(request, current.lead)) {
-          current.requests.push(request);
-          return;
-        }
-        retire(current);
-        launch({ key, lead: request, requests: [...current.requests, request], dead: false });
-      };
-
-      if (cancel !== undefined) {
-        subscriber.add(
-          from(cancel).subscribe({
-            next: (key) => {
-              const flight = flights.get(key);
-              if (flight !== undefined) land(flight, { status: 'cancelled', key, requests: flight.requests });
-            },
-            error: (error: unknown) => subscriber.error(error),
-          }),
-        );
+      const reads = new Reads<T, K, R>(subscriber, config);
+      if (config.cancel !== undefined) {
+        subscribeWith(subscriber, subscriber, config.cancel, {
+          next: (key) => reads.cancel(key),
+          // `cancel` completing only means nothing more will be cancelled.
+          complete: () => undefined,
+        });
         if (subscriber.closed) return;
       }
-
-      subscriber.add(
-        source.subscribe({
-          next: accept,
-          error: (error: unknown) => subscriber.error(error),
-          complete: () => {
-            sourceDone = true;
-            finishIfIdle();
-          },
-        }),
-      );
-
-      return () => {
-        for (const flight of flights.values()) flight.subscription?.unsubscribe();
-        flights.clear();
-        waiting.clear();
-      };
+      subscribeWith(subscriber, subscriber, source, {
+        next: (request) => reads.accept(request),
+        complete: () => reads.sourceCompleted(),
+      });
+      return () => reads.teardown();
     });
+}
+
+/** One subscription's books: the current flight per key, and the flights waiting for a slot. */
+class Reads<T, K, R> {
+  private readonly flights = new Map<K, Flight<T, K, R>>();
+  private readonly waiting = new RingQueue<Flight<T, K, R>>();
+  private inFlight = 0;
+  private sourceDone = false;
+  private pulling = false;
+  private closed = false;
+  private readonly keyOf: (request: T) => K;
+  private readonly supersedes: (next: T, running: T) => boolean;
+  private readonly concurrency: number;
+  readonly read: (request: T) => ObservableInput<R>;
+
+  constructor(
+    readonly output: Subscriber<ReadResult<T, K, R>>,
+    config: ReadPerKeyConfig<T, K, R>,
+  ) {
+    this.keyOf = config.key;
+    this.read = config.read;
+    this.supersedes = config.supersedes ?? (() => false);
+    this.concurrency = config.concurrency ?? Infinity;
+  }
+
+  accept(request: T): void {
+    const key = this.keyOf(request);
+    const current = this.flights.get(key);
+    if (current === undefined) {
+      this.launch(new Flight(this, key, request, [request]));
+      return;
+    }
+    if (!this.supersedes(request, current.lead)) {
+      current.requests.push(request);
+      return;
+    }
+    this.retire(current);
+    this.launch(new Flight(this, key, request, [...current.requests, request]));
+  }
+
+  cancel(key: K): void {
+    const flight = this.flights.get(key);
+    if (flight !== undefined) this.land(flight, { status: 'cancelled', key, requests: flight.requests });
+  }
+
+  sourceCompleted(): void {
+    this.sourceDone = true;
+    this.finishIfIdle();
+  }
+
+  land(flight: Flight<T, K, R>, result: ReadResult<T, K, R>): void {
+    if (!this.retire(flight)) return;
+    this.output.next(result);
+    this.pullNext();
+    this.finishIfIdle();
+  }
+
+  teardown(): void {
+    this.closed = true;
+    for (const flight of this.flights.values()) {
+      flight.dead = true;
+      flight.unsubscribe();
+    }
+    this.flights.clear();
+    this.waiting.clear();
+  }
+
+  // Removes a flight from the books; true if it was still the current one for its key.
+  private retire(flight: Flight<T, K, R>): boolean {
+    if (flight.dead) return false;
+    flight.dead = true;
+    if (this.flights.get(flight.key) === flight) this.flights.delete(flight.key);
+    if (flight.started) this.inFlight--;
+    // Aborts the read; whatever it says from here on, even synchronously while aborting, is ignored.
+    flight.unsubscribe();
+    return true;
+  }
+
+  // Always to the back of the queue, then pull: a newcomer never overtakes a read already waiting.
+  private launch(flight: Flight<T, K, R>): void {
+    this.flights.set(flight.key, flight);
+    this.waiting.push(flight);
+    this.pullNext();
+  }
+
+  private pullNext(): void {
+    if (this.pulling) return;
+    this.pulling = true;
+    try {
+      while (!this.closed && this.inFlight < this.concurrency && this.waiting.length > 0) {
+        const flight = this.waiting.shift() as Flight<T, K, R>;
+        if (!flight.dead) this.start(flight);
+      }
+    } finally {
+      this.pulling = false;
+    }
+  }
+
+  private start(flight: Flight<T, K, R>): void {
+    flight.started = true;
+    this.inFlight++;
+    let input: ObservableInput<R>;
+    try {
+      input = this.read(flight.lead);
+    } catch (error) {
+      this.land(flight, { status: 'failed', key: flight.key, requests: flight.requests, error });
+      return;
+    }
+    subscribeInner(input, flight);
+  }
+
+  private finishIfIdle(): void {
+    if (this.sourceDone && this.flights.size === 0) this.output.complete();
+  }
+}
+
+/** One read for one key: the subscriber to it, and every request waiting on its answer. */
+class Flight<T, K, R> extends OperatorSubscriber<R> {
+  /** Set once the read is subscribed; a flight waiting for a slot is not. */
+  started = false;
+  /** A flight superseded or cancelled while waiting stays in the queue; this skips it. */
+  dead = false;
+
+  constructor(
+    private readonly reads: Reads<T, K, R>,
+    readonly key: K,
+    readonly lead: T,
+    readonly requests: T[],
+  ) {
+    super(reads.output);
+  }
+
+  protected onNext(value: R): void {
+    this.reads.land(this, { status: 'answered', key: this.key, requests: this.requests, value });
+  }
+
+  protected override onError(error: unknown): void {
+    this.reads.land(this, { status: 'failed', key: this.key, requests: this.requests, error });
+  }
+
+  protected override onComplete(): void {
+    this.reads.land(this, { status: 'failed', key: this.key, requests: this.requests, error: new NoAnswerError() });
+  }
 }

@@ -1,5 +1,6 @@
-import { from, Observable, ObservableInput, OperatorFunction, Subscription, take } from 'rxjs';
-import { OrderedLine } from './OrderedLine';
+import { Observable, ObservableInput, OperatorFunction, Subscriber, take, from } from 'rxjs';
+import { OperatorSubscriber, subscribeInner, subscribeWith } from './internal/OperatorSubscriber';
+import { OrderedLine, Place } from './OrderedLine';
 import { RingQueue } from './RingQueue';
 
 /**
@@ -54,9 +55,9 @@ export interface ReleaseInOrderConfig {
  *   replacement (`TRASH` trashes it instead), and the settle observable is unsubscribed: later
  *   values are not awaited.
  * - A settle observable that completes without emitting trashes its place.
- * - A settle observable that errors, or a `settle` call that throws, errors the output at once;
- *   the source and every other settle observable are unsubscribed, and what the line holds is
- *   lost.
+ * - A settle observable that errors, or a `settle` call that throws (or returns something that is
+ *   not an `ObservableInput`), errors the output at once; the source and every other settle
+ *   observable are unsubscribed, and what the line holds is lost.
  * - After every settlement the contiguous settled head of the line is emitted, in arrival order.
  * - When the source completes, the output completes once every place has settled and left: at
  *   once if the line is empty.
@@ -66,7 +67,12 @@ export interface ReleaseInOrderConfig {
  * - Unsubscribing from the output unsubscribes the source, every pending settle observable and
  *   the drain notifier.
  * - A consumer that reacts to an emission by feeding the source synchronously cannot get later
- *   values ahead of earlier ones: emissions are queued and handed on by the outermost call.
+ *   values ahead of earlier ones: emissions are queued and handed on by the outermost call, so a
+ *   synchronous feedback loop runs flat, not a stack frame deeper per value.
+ * - Synchronous settle work (`of(x)`, an array, a resolved value) settles its place before the
+ *   next source value arrives; an array settles with its first element.
+ * - Without `drain` the output carries answers only (`R`); with it, unanswered source values may
+ *   go out too (`T | R`), and the types say so.
  *
  * ## Example
  * Read each changed instance concurrently, but emit the enriched events in the order the changes
@@ -74,7 +80,7 @@ export interface ReleaseInOrderConfig {
  *
  * ```ts
  * import { delay, of } from 'rxjs';
- * import { releaseInOrder, TRASH } from 'rxfleet';
+ * import { releaseInOrder, TRASH } from '@rxfleet/operators';
  *
  * of(30, 10, 0, 20)
  *   .pipe(releaseInOrder((ms) => (ms === 0 ? of(TRASH) : of(`read ${ms}ms`).pipe(delay(ms)))))
@@ -88,109 +94,153 @@ export interface ReleaseInOrderConfig {
  * whose first emission settles that value: a replacement to emit in its place, or `TRASH` to skip
  * it.
  * @param config Optional; see {@link ReleaseInOrderConfig}.
- * @return A function that returns an Observable of the answers (or, on drain, the unanswered
- * source values) in arrival order.
+ * @return A function that returns an Observable of the answers in arrival order (with `drain`,
+ * also the source values still unanswered when it fired).
  */
+export function releaseInOrder<T, R = T>(
+  settle: (value: T, index: number) => ObservableInput<R | typeof TRASH>,
+  config?: ReleaseInOrderConfig & { drain?: undefined },
+): OperatorFunction<T, R>;
+export function releaseInOrder<T, R = T>(
+  settle: (value: T, index: number) => ObservableInput<R | typeof TRASH>,
+  config: ReleaseInOrderConfig,
+): OperatorFunction<T, T | R>;
 export function releaseInOrder<T, R = T>(
   settle: (value: T, index: number) => ObservableInput<R | typeof TRASH>,
   config: ReleaseInOrderConfig = {},
 ): OperatorFunction<T, T | R> {
   return (source) =>
     new Observable<T | R>((subscriber) => {
-      const line = new OrderedLine<T | R>();
-      // Values out of the line but not yet emitted. Emitting can re-enter this closure (a consumer
-      // feeding the source, whose value settles synchronously). A re-entrant call only queues here
-      // and the outermost call emits: otherwise a value released deeper in the stack would be
-      // emitted before earlier ones the outer call still holds, and a synchronous feedback loop
-      // would grow the stack with every value.
-      const outbox = new RingQueue<T | R>();
-      let emitting = false;
-      let index = 0;
-      let sourceDone = false;
-      let drained = false;
-      const pending = new Set<Subscription>();
-      subscriber.add(() => {
-        for (const inner of pending) inner.unsubscribe();
-        pending.clear();
-      });
-
-      const handOn = (values: readonly (T | R)[]): void => {
-        for (const value of values) outbox.push(value);
-        if (emitting) return;
-        emitting = true;
-        try {
-          while (outbox.length > 0 && !subscriber.closed) subscriber.next(outbox.shift() as T | R);
-        } finally {
-          emitting = false;
-        }
-        if (drained || (sourceDone && line.length === 0)) subscriber.complete();
-      };
-
+      const ordering = new Ordering<T, R>(subscriber, settle);
       if (config.drain != null) {
-        subscriber.add(
-          from(config.drain)
-            .pipe(take(1))
-            .subscribe({
-              next: () => {
-                // Everything arriving or answering from here on is ignored: the line is spoken for.
-                drained = true;
-                handOn(line.drain());
-              },
-              error: (error: unknown) => subscriber.error(error),
-            }),
-        );
+        subscribeWith(subscriber, subscriber, from(config.drain).pipe(take(1)), {
+          next: () => ordering.drain(),
+          // A drain that completes without emitting changes nothing.
+          complete: () => undefined,
+        });
+        if (subscriber.closed) return;
       }
-      if (subscriber.closed) return;
-
-      subscriber.add(
-        source.subscribe({
-          next: (value) => {
-            if (drained) return;
-            const place = line.push(value);
-            let work: ObservableInput<R | typeof TRASH>;
-            try {
-              work = settle(value, index++);
-            } catch (error) {
-              subscriber.error(error);
-              return;
-            }
-            let answered = false;
-            // The inner is kept in a Set, not added to the subscriber: RxJS removes a finished child
-            // from its parent with indexOf + splice, which made a line 100k deep quadratic.
-            const inner = new Subscription();
-            pending.add(inner);
-            const finish = (): void => {
-              pending.delete(inner);
-              inner.unsubscribe();
-            };
-            inner.add(
-              from(work).subscribe({
-                next: (answer) => {
-                  if (answered || drained) return;
-                  answered = true;
-                  finish();
-                  if (answer === TRASH) line.trash(place);
-                  else line.settle(place, answer);
-                  handOn(line.release());
-                },
-                error: (error: unknown) => subscriber.error(error),
-                complete: () => {
-                  finish();
-                  // Completing with nothing to say is an answer too: without it the place would
-                  // never settle and would hold back the rest of the line for ever.
-                  if (answered || drained) return;
-                  line.trash(place);
-                  handOn(line.release());
-                },
-              }),
-            );
-          },
-          error: (error: unknown) => subscriber.error(error),
-          complete: () => {
-            sourceDone = true;
-            if (!drained) handOn([]);
-          },
-        }),
-      );
+      subscribeWith(subscriber, subscriber, source, {
+        next: (value) => ordering.accept(value),
+        complete: () => ordering.sourceCompleted(),
+      });
+      return () => ordering.teardown();
     });
+}
+
+/**
+ * One subscription's line. A class rather than closures because every value's settle work refers
+ * back to it: a value in flight then costs its place and one subscriber ({@link Settling}).
+ */
+class Ordering<T, R> {
+  private readonly line = new OrderedLine<T | R>();
+  // Values out of the line but not yet emitted. Emitting can re-enter this object (a consumer
+  // feeding the source, whose value settles synchronously). A re-entrant call only queues here and
+  // the outermost call emits: otherwise a value released deeper in the stack would be emitted
+  // before earlier ones the outer call still holds, and a synchronous feedback loop would grow the
+  // stack with every value.
+  private readonly outbox = new RingQueue<T | R>();
+  // Settle work still running, as an intrusive list: O(1) to add and remove, walked by teardown.
+  // (Adding each inner to the subscriber instead made a line 100k deep quadratic: RxJS removes a
+  // finished child with indexOf + splice.)
+  private first: Settling<T, R> | undefined;
+  private emitting = false;
+  private index = 0;
+  private sourceDone = false;
+  private drained = false;
+
+  constructor(
+    readonly output: Subscriber<T | R>,
+    private readonly settle: (value: T, index: number) => ObservableInput<R | typeof TRASH>,
+  ) {}
+
+  accept(value: T): void {
+    if (this.drained) return;
+    const place = this.line.push(value);
+    const input = this.settle(value, this.index++);
+    const inner = new Settling<T, R>(this, place);
+    inner.after = this.first;
+    if (this.first !== undefined) this.first.before = inner;
+    this.first = inner;
+    subscribeInner(input, inner);
+  }
+
+  /** A settle observable's first value, or its completion without one (`TRASH`). */
+  answer(inner: Settling<T, R>, answer: R | typeof TRASH): void {
+    if (inner.answered) return;
+    inner.answered = true;
+    this.unlink(inner);
+    inner.unsubscribe();
+    if (this.drained) return;
+    if (answer === TRASH) this.line.trash(inner.place);
+    else this.line.settle(inner.place, answer);
+    // Only the place at the front can let anything out; most answers land behind it.
+    if (this.line.peek() === inner.place) this.handOn(this.line.release());
+  }
+
+  sourceCompleted(): void {
+    this.sourceDone = true;
+    if (!this.drained) this.handOn([]);
+  }
+
+  drain(): void {
+    // Everything arriving or answering from here on is ignored: the line is spoken for.
+    this.drained = true;
+    this.handOn(this.line.drain());
+  }
+
+  teardown(): void {
+    for (let inner = this.first; inner !== undefined; inner = inner.after) {
+      inner.answered = true;
+      inner.unsubscribe();
+    }
+    this.first = undefined;
+  }
+
+  private handOn(values: readonly (T | R)[]): void {
+    if (this.emitting) {
+      for (const value of values) this.outbox.push(value);
+      return;
+    }
+    this.emitting = true;
+    const output = this.output;
+    try {
+      for (let i = 0; i < values.length && !output.closed; i++) output.next(values[i]);
+      while (this.outbox.length > 0 && !output.closed) output.next(this.outbox.shift() as T | R);
+    } finally {
+      this.emitting = false;
+    }
+    if (this.drained || (this.sourceDone && this.line.length === 0)) output.complete();
+  }
+
+  private unlink(inner: Settling<T, R>): void {
+    if (inner.before === undefined) this.first = inner.after;
+    else inner.before.after = inner.after;
+    if (inner.after !== undefined) inner.after.before = inner.before;
+    inner.before = inner.after = undefined;
+  }
+}
+
+/** One value's settle work: the subscriber to it, holding the value's place in the line. */
+class Settling<T, R> extends OperatorSubscriber<R | typeof TRASH> {
+  before: Settling<T, R> | undefined = undefined;
+  after: Settling<T, R> | undefined = undefined;
+  answered = false;
+
+  constructor(
+    private readonly ordering: Ordering<T, R>,
+    readonly place: Place<T | R>,
+  ) {
+    super(ordering.output);
+  }
+
+  protected onNext(answer: R | typeof TRASH): void {
+    this.ordering.answer(this, answer);
+  }
+
+  // Completing with nothing to say is an answer too: without it the place would never settle and
+  // would hold back the rest of the line for ever.
+  protected override onComplete(): void {
+    this.ordering.answer(this, TRASH);
+  }
 }

@@ -1,4 +1,5 @@
 import { Observable, OperatorFunction, SchedulerLike, Subscription, asyncScheduler } from 'rxjs';
+import { subscribeWith } from './internal/OperatorSubscriber';
 
 /** The outcome of one attempt at a key, as {@link retryLadder} consumes it. */
 export interface RepairReport<K> {
@@ -60,6 +61,10 @@ interface Ladder {
  * - Source completion completes at once and cancels every pending retry: nothing could answer them.
  * - Source error errors at once, cancelling every pending retry.
  * - Unsubscribing unsubscribes the source and cancels every pending retry.
+ * - An `onPendingChange` that throws errors the output (as rxjs's operators do when a callback
+ *   throws), also when it is a retry's timer that calls it; at teardown, when there is no output
+ *   left to error, its throw comes out of `unsubscribe` as an `UnsubscriptionError`, as rxjs does
+ *   with a throwing finalizer.
  *
  * @example Re-read a key whose read failed
  * ```ts
@@ -68,6 +73,7 @@ interface Ladder {
  * ```
  *
  * @param config `fast`, `fastAttempts`, `slow`, `onPendingChange`, `scheduler`.
+ * @return A function that returns an Observable of the keys to try again, each when it is due.
  */
 export function retryLadder<K>(config: RetryLadderConfig = {}): OperatorFunction<RepairReport<K>, K> {
   const { fast = 1000, fastAttempts = 3, slow = 5000, onPendingChange, scheduler = asyncScheduler } = config;
@@ -90,7 +96,13 @@ export function retryLadder<K>(config: RetryLadderConfig = {}): OperatorFunction
         const retry = scheduler.schedule(() => {
           retry.unsubscribe();
           ladder.pending = undefined;
-          count(-1);
+          // A timer is no subscriber's handler: a throwing gauge callback is routed here by hand.
+          try {
+            count(-1);
+          } catch (error) {
+            subscriber.error(error);
+            return;
+          }
           subscriber.next(key);
         }, delay);
         // Kept in the ladder, not added to the subscriber (teardown below cancels it): RxJS removes
@@ -109,16 +121,12 @@ export function retryLadder<K>(config: RetryLadderConfig = {}): OperatorFunction
         }
       };
 
-      subscriber.add(
-        source.subscribe({
-          next: (report) => {
-            if (report.ok) succeed(report.key);
-            else fail(report.key);
-          },
-          error: (error: unknown) => subscriber.error(error),
-          complete: () => subscriber.complete(),
-        }),
-      );
+      subscribeWith(subscriber, subscriber, source, {
+        next: (report) => {
+          if (report.ok) succeed(report.key);
+          else fail(report.key);
+        },
+      });
 
       // Cancels every pending retry, and reports the count back to zero.
       return () => {

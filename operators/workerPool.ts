@@ -1,52 +1,7 @@
-import { Observable, ObservableInput, OperatorFunction, SchedulerLike, Subscription, asyncScheduler, from } from 'rxjs';
-import { RingQueue } from './RingQueue';
-
-/** What the pool needs of a ticket: the {@link Ticket} of an {@link AdmissionLedger} fits. */
-export interface PoolTicket {
-  /** Called when a worker picks the ticket up; `false` means it went stale and must be skipped. */
-  start(): boolean;
-  /** Frees the ticket's key. */
-  release(): void;
-  /** Told that the work is done and the key will be released later (`releaseAfter`). */
-  hold?(): void;
-}
-
-/** The work finished; release the key now, or `releaseAfter` milliseconds from now. */
-export interface Done<R> {
-  readonly status: 'done';
-  readonly value: R;
-  readonly releaseAfter?: number;
-}
-
-/** The work failed; the key is released now so the next sighting can try again. */
-export interface Failed {
-  readonly status: 'failed';
-  readonly error: unknown;
-}
-
-/** The ticket was stale when a worker reached it: its work never ran. */
-export interface Skipped {
-  readonly status: 'skipped';
-}
-
-/** How one unit of work ended. */
-export type Outcome<R> = Done<R> | Failed;
-
-/** One ticket's result, emitted when its work ends (or when it is skipped). */
-export interface PoolResult<T, R> {
-  readonly ticket: T;
-  readonly outcome: Outcome<R> | Skipped;
-}
-
-/** Builds a {@link Done} outcome. */
-export function done<R>(value: R, options: { releaseAfter?: number } = {}): Done<R> {
-  return options.releaseAfter === undefined ? { status: 'done', value } : { status: 'done', value, releaseAfter: options.releaseAfter };
-}
-
-/** Builds a {@link Failed} outcome. */
-export function failed(error: unknown): Failed {
-  return { status: 'failed', error };
-}
+import { ObservableInput, Observable, OperatorFunction, SchedulerLike } from 'rxjs';
+import { Pool } from './internal/Pool';
+import { subscribeWith } from './internal/OperatorSubscriber';
+import type { Outcome, PoolResult, PoolTicket } from './outcomes';
 
 /** Options for {@link workerPool}. */
 export interface WorkerPoolConfig<T, R> {
@@ -54,7 +9,8 @@ export interface WorkerPoolConfig<T, R> {
   concurrency: number;
   /**
    * The work for one ticket, as an Observable factory: its first value is the outcome, and it is
-   * unsubscribed then. An error becomes a `failed` outcome; completing silently is a failure too.
+   * unsubscribed then. An error becomes a `failed` outcome, and so does a factory that throws;
+   * completing without an outcome is a failure too ({@link NoOutcomeError}).
    */
   work: (ticket: T) => ObservableInput<Outcome<R>>;
   /** Told the number of busy workers after every change (for a gauge). */
@@ -68,144 +24,74 @@ export interface WorkerPoolConfig<T, R> {
  * stale while they waited, and releases each ticket's key according to how its work ended.
  *
  * A bounded `mergeMap` in spirit, with three differences that matter to a fleet: tickets waiting
- * for a worker sit in a ring rather than `mergeMap`'s shifting array (50,000 waiting tickets cost
- * nothing per dequeue); a ticket is asked whether it is still current when a worker reaches it,
- * not when it arrived, so a reset empties the queue without touching it; and the outcome decides
- * when the key is free again: at once after a failure, or after a delay while a node restarts,
- * so the next discovery round does not catch it halfway.
+ * for a worker sit in a ring rather than `mergeMap`'s shifting array (a million waiting tickets
+ * cost nothing per dequeue); a ticket is asked whether it is still current when a worker reaches
+ * it, not when it arrived, so a reset empties the queue without touching it; and the outcome
+ * decides when the key is free again: at once after a failure, or after a delay while a node
+ * restarts, so the next discovery round does not catch it halfway.
  *
  * ```
  * concurrency = 1, work(x) = cold('--d|'), work(y) = cold('-f|') where f = failed
  * source: xy---------|
- * result: --X-Y------|     X = { x, done }, Y = { y, failed }
+ * result: --XY-------|     X = { x, done }, Y = { y, failed }
  * ```
+ * (y waits for the one worker; x's work ends at 2, y's starts then and fails a frame later)
  *
  * Semantics:
- * - Results are emitted as work ends, in completion order; a stale ticket emits `skipped` when
- *   a worker reaches it, without running its work.
- * - `done` with `releaseAfter` releases the key that many milliseconds later on `scheduler`;
- *   otherwise the key is released as the result is emitted.
+ * - First come, first served: tickets start in the order they arrived, also when one arrives from
+ *   inside an emission of this pool (a feedback loop): a newcomer joins the back of the queue and
+ *   never takes the worker just freed ahead of tickets already waiting. A synchronous feedback
+ *   loop (work that answers at once, each result feeding the next ticket) runs flat, not a stack
+ *   frame deeper per ticket.
+ * - Work that answers synchronously (`of(done(x))`, `[done(x)]`) ends before the next ticket is
+ *   looked at; of an array or any input with several values, the first is the outcome.
+ * - Results are emitted as work ends, in completion order; a stale ticket (`start()` returns
+ *   `false`) emits `skipped` when a worker reaches it, without running its work, and is not
+ *   released.
+ * - `done` with `releaseAfter` tells the ticket `hold()`, then releases it that many milliseconds
+ *   later on `scheduler`; any other outcome releases it as the result is emitted. Every ticket
+ *   the pool started or still holds is released exactly once.
+ * - A unit of work's error, and a `work` factory that throws, are a `failed` outcome, never an
+ *   error of the pool: the work failing is what the outcome is for.
+ * - A callback that throws (`onBusy`, or a ticket's `start`, `hold` or `release`) errors the
+ *   output, as a throwing `project` errors `mergeMap`'s.
  * - Completes when the source has completed, nothing waits and nothing runs; pending delayed
- *   releases do not hold completion back.
+ *   releases do not hold completion back (teardown releases them).
  * - A source error errors the output at once.
- * - Teardown (unsubscribe, completion or error) unsubscribes running work and releases every
- *   ticket the pool still holds: running, waiting, or waiting out a delayed release. No timer or
- *   inner subscription survives it.
+ * - Teardown (unsubscribe, completion or error) unsubscribes the source and running work, cancels
+ *   delayed releases and releases every ticket the pool still holds: running, waiting, or waiting
+ *   out a delayed release; `onBusy` is told 0 if any worker was busy. No timer or inner
+ *   subscription survives it. A `release` or `onBusy` that throws then does not stop the other
+ *   releases; the errors are thrown from `unsubscribe` as an `UnsubscriptionError`, as rxjs does
+ *   with a throwing finalizer.
+ *
+ * @example Provision each admitted node with 16 workers, keeping its key a minute after success
+ * ```ts
+ * tickets$.pipe(
+ *   workerPool({
+ *     concurrency: 16,
+ *     work: (ticket) => fromAbortable((signal) => provision(ticket.value, signal)).pipe(
+ *       map((restarted) => done(restarted, { releaseAfter: restarted ? 60_000 : 0 })),
+ *     ),
+ *     onBusy: (n) => busyWorkers.set(n),
+ *   }),
+ * );
+ * ```
  *
  * @param config `concurrency`, `work`, `onBusy`, `scheduler`.
+ * @return A function that returns an Observable of one {@link PoolResult} per ticket.
  */
 export function workerPool<T extends PoolTicket, R>(config: WorkerPoolConfig<T, R>): OperatorFunction<T, PoolResult<T, R>> {
-  const { concurrency, work, onBusy, scheduler = asyncScheduler } = config;
+  const { concurrency } = config;
   if (!(concurrency >= 1)) throw new RangeError(`concurrency must be >= 1, got ${concurrency}`);
   return (source) =>
     new Observable<PoolResult<T, R>>((subscriber) => {
-      const waiting = new RingQueue<T>();
-      const running = new Map<T, Subscription>();
-      const delayed = new Map<T, Subscription>();
-      let sourceDone = false;
-      let pulling = false;
-
-      const finishIfIdle = (): void => {
-        if (sourceDone && running.size === 0 && waiting.length === 0) subscriber.complete();
-      };
-
-      const release = (ticket: T, outcome: Outcome<R>): void => {
-        const after = outcome.status === 'done' ? outcome.releaseAfter : undefined;
-        if (after === undefined || after <= 0) {
-          ticket.release();
-          return;
-        }
-        ticket.hold?.();
-        const timer = scheduler.schedule(() => {
-          delayed.delete(ticket);
-          ticket.release();
-        }, after);
-        delayed.set(ticket, timer);
-      };
-
-      // Work that answers synchronously ends inside begin(); the flag keeps that from recursing
-      // once per waiting ticket (a deep queue would overflow the stack) and lets this loop go on.
-      const pullNext = (): void => {
-        if (pulling) return;
-        pulling = true;
-        try {
-          while (running.size < concurrency && waiting.length > 0) begin(waiting.shift() as T);
-        } finally {
-          pulling = false;
-        }
-      };
-
-      const end = (ticket: T, outcome: Outcome<R>): void => {
-        const inner = running.get(ticket);
-        if (inner === undefined) return;
-        running.delete(ticket);
-        inner.unsubscribe();
-        onBusy?.(running.size);
-        release(ticket, outcome);
-        subscriber.next({ ticket, outcome });
-        pullNext();
-        finishIfIdle();
-      };
-
-      const begin = (ticket: T): void => {
-        if (!ticket.start()) {
-          subscriber.next({ ticket, outcome: { status: 'skipped' } });
-          return;
-        }
-        // Registered before subscribing, so work that answers synchronously finds its slot.
-        const inner = new Subscription();
-        running.set(ticket, inner);
-        onBusy?.(running.size);
-        let answered = false;
-        let input: ObservableInput<Outcome<R>>;
-        try {
-          input = work(ticket);
-        } catch (error) {
-          end(ticket, failed(error));
-          return;
-        }
-        inner.add(
-          from(input).subscribe({
-            next: (outcome) => {
-              answered = true;
-              end(ticket, outcome);
-            },
-            error: (error: unknown) => end(ticket, failed(error)),
-            complete: () => {
-              if (!answered) end(ticket, failed(new Error('work completed without an outcome')));
-            },
-          }),
-        );
-      };
-
-      subscriber.add(
-        source.subscribe({
-          next: (ticket) => {
-            if (running.size < concurrency) begin(ticket);
-            else waiting.push(ticket);
-          },
-          error: (error: unknown) => subscriber.error(error),
-          complete: () => {
-            sourceDone = true;
-            finishIfIdle();
-          },
-        }),
-      );
-
-      return () => {
-        const busyBefore = running.size;
-        for (const [ticket, inner] of running) {
-          inner.unsubscribe();
-          ticket.release();
-        }
-        running.clear();
-        for (const [ticket, timer] of delayed) {
-          timer.unsubscribe();
-          ticket.release();
-        }
-        delayed.clear();
-        for (let ticket = waiting.shift(); ticket !== undefined; ticket = waiting.shift()) ticket.release();
-        if (busyBefore > 0) onBusy?.(0);
-      };
+      const pool = new Pool<T, R>(subscriber, config);
+      subscribeWith(subscriber, subscriber, source, {
+        next: (ticket) => pool.accept(ticket),
+        complete: () => pool.sourceCompleted(),
+      });
+      return () => pool.teardown();
     });
 }
+

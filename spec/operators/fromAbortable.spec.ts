@@ -1,5 +1,6 @@
+import { getEventListeners } from 'node:events';
 import { firstValueFrom, lastValueFrom, toArray } from 'rxjs';
-import { fromAbortable } from '@rxfleet/operators';
+import { UnsubscribedError, fromAbortable } from '@rxfleet/operators';
 
 describe('fromAbortable', () => {
   it('calls the work once per subscription, not at creation, and emits what it resolves', async () => {
@@ -35,6 +36,7 @@ describe('fromAbortable', () => {
     expect(seen?.aborted).toBe(false);
     subscription.unsubscribe();
     expect(seen?.aborted).toBe(true);
+    expect(seen?.reason).toBeInstanceOf(UnsubscribedError);
     resolve(1);
     await new Promise((r) => setImmediate(r));
     expect(values).toEqual([]);
@@ -65,5 +67,17 @@ describe('fromAbortable', () => {
       }),
     );
     expect(seen?.aborted).toBe(false);
+  });
+
+  it('a `work` that throws leaves no listener on the outer signal', async () => {
+    const outer = new AbortController();
+    const work$ = fromAbortable(
+      () => {
+        throw new Error('bad call');
+      },
+      { signal: outer.signal },
+    );
+    await expect(firstValueFrom(work$)).rejects.toThrow('bad call');
+    expect(getEventListeners(outer.signal, 'abort')).toHaveLength(0);
   });
 });

@@ -1,0 +1,199 @@
+import { ObservableInput, SchedulerLike, Subscriber, Subscription, UnsubscriptionError, asyncScheduler } from 'rxjs';
+import { NoOutcomeError } from '../errors';
+import { Outcome, PoolResult, PoolTicket, Skipped, failed } from '../outcomes';
+import { RingQueue } from '../RingQueue';
+import type { WorkerPoolConfig } from '../workerPool';
+import { OperatorSubscriber, subscribeInner } from './OperatorSubscriber';
+
+const SKIPPED: Skipped = Object.freeze({ status: 'skipped' });
+
+/**
+ * One subscription of a {@link workerPool}: its queue, its running work and its delayed releases.
+ * A class rather than closures because every ticket's work refers back to it: a unit of work
+ * ({@link Job}) then costs one object, not a set of closures.
+ */
+export class Pool<T extends PoolTicket, R> {
+  private readonly waiting = new RingQueue<T>();
+  // Running work as an intrusive list: O(1) to add and remove, and teardown can walk it.
+  private first: Job<T, R> | undefined;
+  private busy = 0;
+  private readonly delayed = new Set<Job<T, R>>();
+  // The ticket whose `start()` is being called: if that throws, teardown still releases it.
+  private starting: T | undefined;
+  private sourceDone = false;
+  private pulling = false;
+  private closed = false;
+  private readonly concurrency: number;
+  private readonly work: (ticket: T) => ObservableInput<Outcome<R>>;
+  private readonly onBusy: ((busy: number) => void) | undefined;
+  private readonly scheduler: SchedulerLike;
+
+  constructor(
+    readonly output: Subscriber<PoolResult<T, R>>,
+    config: WorkerPoolConfig<T, R>,
+  ) {
+    this.concurrency = config.concurrency;
+    this.work = config.work;
+    this.onBusy = config.onBusy;
+    this.scheduler = config.scheduler ?? asyncScheduler;
+  }
+
+  // Always to the back of the queue, then pull. Taking a free worker directly would let a ticket fed
+  // back from inside an emission overtake those already waiting, and would recurse once per ticket
+  // in a synchronous feedback loop; the pull loop runs such a loop flat.
+  accept(ticket: T): void {
+    this.waiting.push(ticket);
+    this.pullNext();
+  }
+
+  sourceCompleted(): void {
+    this.sourceDone = true;
+    this.finishIfIdle();
+  }
+
+  end(job: Job<T, R>, outcome: Outcome<R>): void {
+    if (job.ended) return;
+    job.ended = true;
+    this.unlink(job);
+    job.unsubscribe();
+    this.onBusy?.(this.busy);
+    const ticket = job.ticket;
+    const after = outcome.status === 'done' ? outcome.releaseAfter : undefined;
+    if (after !== undefined && after > 0) {
+      // Registered before `hold()` is called: if it throws, teardown still releases the ticket.
+      this.delayed.add(job);
+      job.timer = this.scheduler.schedule(() => {
+        this.delayed.delete(job);
+        // A timer runs outside every subscriber's guard: a throwing release is routed here by hand.
+        try {
+          ticket.release();
+        } catch (error) {
+          this.output.error(error);
+        }
+      }, after);
+      ticket.hold?.();
+    } else {
+      ticket.release();
+    }
+    this.output.next({ ticket, outcome });
+    this.pullNext();
+    this.finishIfIdle();
+  }
+
+  teardown(): void {
+    this.closed = true;
+    const errors: unknown[] = [];
+    const release = (ticket: PoolTicket): void => {
+      try {
+        ticket.release();
+      } catch (error) {
+        errors.push(error);
+      }
+    };
+    const busyBefore = this.busy;
+    for (let job = this.first; job !== undefined; job = job.after) {
+      job.ended = true;
+      job.unsubscribe();
+      release(job.ticket);
+    }
+    this.first = undefined;
+    this.busy = 0;
+    for (const job of this.delayed) {
+      job.timer?.unsubscribe();
+      release(job.ticket);
+    }
+    this.delayed.clear();
+    if (this.starting !== undefined) release(this.starting);
+    this.starting = undefined;
+    for (let ticket = this.waiting.shift(); ticket !== undefined; ticket = this.waiting.shift()) release(ticket);
+    if (busyBefore > 0 && this.onBusy !== undefined) {
+      try {
+        this.onBusy(0);
+      } catch (error) {
+        errors.push(error);
+      }
+    }
+    if (errors.length > 0) throw new UnsubscriptionError(errors);
+  }
+
+  private begin(ticket: T): void {
+    this.starting = ticket;
+    const current = ticket.start();
+    this.starting = undefined;
+    if (!current) {
+      this.output.next({ ticket, outcome: SKIPPED });
+      return;
+    }
+    // Linked before anything of the user's runs, so that whatever throws, teardown finds the ticket;
+    // and before subscribing, so that work answering synchronously finds its slot.
+    const job = new Job<T, R>(this, ticket);
+    this.link(job);
+    this.onBusy?.(this.busy);
+    let input: ObservableInput<Outcome<R>>;
+    try {
+      input = this.work(ticket);
+    } catch (error) {
+      this.end(job, failed(error));
+      return;
+    }
+    subscribeInner(input, job);
+  }
+
+  // Work that answers synchronously ends inside begin(); the flag keeps that from recursing once
+  // per waiting ticket (a deep queue would overflow the stack) and lets this loop go on.
+  private pullNext(): void {
+    if (this.pulling) return;
+    this.pulling = true;
+    try {
+      while (!this.closed && this.busy < this.concurrency && this.waiting.length > 0) this.begin(this.waiting.shift() as T);
+    } finally {
+      this.pulling = false;
+    }
+  }
+
+  private finishIfIdle(): void {
+    if (this.sourceDone && this.busy === 0 && this.waiting.length === 0) this.output.complete();
+  }
+
+  private link(job: Job<T, R>): void {
+    job.after = this.first;
+    if (this.first !== undefined) this.first.before = job;
+    this.first = job;
+    this.busy++;
+  }
+
+  private unlink(job: Job<T, R>): void {
+    if (job.before === undefined) this.first = job.after;
+    else job.before.after = job.after;
+    if (job.after !== undefined) job.after.before = job.before;
+    job.before = job.after = undefined;
+    this.busy--;
+  }
+}
+
+/** One ticket's unit of work: the subscriber to its work, and its place in the pool's books. */
+class Job<T extends PoolTicket, R> extends OperatorSubscriber<Outcome<R>> {
+  before: Job<T, R> | undefined = undefined;
+  after: Job<T, R> | undefined = undefined;
+  ended = false;
+  timer: Subscription | undefined = undefined;
+
+  constructor(
+    private readonly pool: Pool<T, R>,
+    readonly ticket: T,
+  ) {
+    super(pool.output);
+  }
+
+  protected onNext(outcome: Outcome<R>): void {
+    this.pool.end(this, outcome);
+  }
+
+  protected override onError(error: unknown): void {
+    this.pool.end(this, failed(error));
+  }
+
+  protected override onComplete(): void {
+    this.pool.end(this, failed(new NoOutcomeError()));
+  }
+}

@@ -1,0 +1,64 @@
+import type { PoolTicket } from '../outcomes';
+
+/** What happened to a {@link TestTicket}, in order. */
+export type TestTicketEvent = 'start' | 'skip' | 'hold' | 'release';
+
+/** Options for {@link TestTicket}. */
+export interface TestTicketOptions {
+  /** The ticket went stale before a worker reached it: `start()` returns false. Default false. */
+  stale?: boolean;
+  /** Stamps each event (`() => testScheduler.now()`, say). Default: no stamps (`at` is 0). */
+  now?: () => number;
+}
+
+/**
+ * A {@link PoolTicket} that records what a pool did with it, for specs of pipelines built on
+ * {@link workerPool} without an {@link AdmissionLedger}: whether it was started or skipped, held,
+ * and how many times it was released (a pool releases a ticket exactly once).
+ *
+ * @example
+ * ```ts
+ * const a = new TestTicket('a', { now: () => testScheduler.now() });
+ * // ... run the pool ...
+ * expect(a.events).toEqual([{ event: 'start', at: 0 }, { event: 'release', at: 3 }]);
+ * expect(a.releases).toBe(1);
+ * ```
+ */
+export class TestTicket<N = string> implements PoolTicket {
+  /** Every call the pool made, in order, with the time `now` gave. */
+  readonly events: { event: TestTicketEvent; at: number }[] = [];
+  private readonly stale: boolean;
+  private readonly now: () => number;
+
+  constructor(
+    /** What the ticket stands for; the specs' handle on it. */
+    readonly name: N,
+    options: TestTicketOptions = {},
+  ) {
+    this.stale = options.stale ?? false;
+    this.now = options.now ?? (() => 0);
+  }
+
+  /** How many times `release()` was called. */
+  get releases(): number {
+    return this.events.filter((e) => e.event === 'release').length;
+  }
+
+  /** Whether `start()` was called and returned true. */
+  get started(): boolean {
+    return this.events.some((e) => e.event === 'start');
+  }
+
+  start(): boolean {
+    this.events.push({ event: this.stale ? 'skip' : 'start', at: this.now() });
+    return !this.stale;
+  }
+
+  hold(): void {
+    this.events.push({ event: 'hold', at: this.now() });
+  }
+
+  release(): void {
+    this.events.push({ event: 'release', at: this.now() });
+  }
+}

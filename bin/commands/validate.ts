@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { existsSync } from 'node:fs';
 import { ChoriaClientConfig } from '../../lib/choria/clientConfig';
+import { brokerSource } from '../../lib/choria/brokerSource';
 import { defaultChoriaConfigPath, loadChoriaClientConfig } from '../../streams/choria/clientConfigFile';
 import { ConfigProblem, ProvisionerConfig } from '../../lib/provision/config';
 import { loadProvisionerConfig } from '../../streams/provisionerConfigFile';
@@ -71,8 +72,13 @@ function summary(file: string, c: ProvisionerConfig, choria: ChoriaClientConfig 
     c.monitorPort === 0 ? 'no /metrics' : `/metrics on port ${c.monitorPort}`,
     c.leaderElection ? 'leader election on' : 'no leader election',
   ];
-  const nats = c.rxfleet.natsServers.length > 0 ? c.rxfleet.natsServers : (choria?.middlewareHosts ?? []);
-  const choriaPart = choria === undefined ? '' : `; choria config ${choria.file}: identity ${choria.identity}, ${nats.length} NATS server${nats.length === 1 ? '' : 's'}`;
+  let choriaPart = '';
+  if (choria !== undefined) {
+    const brokers = brokerSource(choria, c.rxfleet.natsServers);
+    const nats =
+      brokers.kind === 'srv' ? `NATS servers from DNS SRV records in ${brokers.domain ?? "the host's domain"} (else puppet:4222)` : `${brokers.servers.length} NATS server${brokers.servers.length === 1 ? '' : 's'}${brokers.kind === 'default' ? ' (puppet:4222)' : ''}`;
+    choriaPart = `; choria config ${choria.file}: identity ${choria.identity}, ${nats}`;
+  }
   return `${file}: OK${warnings > 0 ? ` with ${warnings} warning${warnings === 1 ? '' : 's'}` : ''}: ${parts.join(', ')}${choriaPart}`;
 }
 

@@ -6,6 +6,7 @@ import { defaultChoriaConfigPath, loadChoriaClientConfig } from '../../streams/c
 import { ConfigProblem, ProvisionerConfig } from '../../lib/provision/config';
 import { loadProvisionerConfig } from '../../streams/provisionerConfigFile';
 import { splitHelperCommand } from '../../lib/provision/helperCommand';
+import { helperCommandProblem } from '../../lib/provision/config';
 import { connectionPlan } from '../../streams/choria/connectionPlan';
 
 /** What `rxfleet validate` prints and how it exits. */
@@ -58,6 +59,10 @@ export async function validateConfiguration(options: ValidateOptions): Promise<V
   return { lines, exitCode: 0 };
 }
 
+function helperProblem(helper: string): string | undefined {
+  return helper.trim() === '' ? 'empty' : helperCommandProblem(helper);
+}
+
 function summary(file: string, c: ProvisionerConfig, choria: ChoriaClientConfig | undefined, warnings: number): string {
   const features = Object.entries(c.features)
     .filter(([, on]) => on)
@@ -67,7 +72,7 @@ function summary(file: string, c: ProvisionerConfig, choria: ChoriaClientConfig 
     `interval ${c.interval}`,
     `features ${features.length === 0 ? 'none' : features.join('+')}`,
     // Only the executable: arguments could carry a secret.
-    `helper ${splitHelperCommand(c.helper)[0]}`,
+    helperProblem(c.helper) === undefined ? `helper ${splitHelperCommand(c.helper)[0]}` : 'no usable helper',
     `site ${JSON.stringify(c.site)}`,
     c.monitorPort === 0 ? 'no /metrics' : `/metrics on port ${c.monitorPort}`,
     c.leaderElection ? 'leader election on' : 'no leader election',

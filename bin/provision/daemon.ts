@@ -222,6 +222,11 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
     if (connection === undefined) {
       const errors = plan.problems.filter((p) => p.severity === 'error');
       if (errors.length > 0) throw new ConfigurationError(plan.problems);
+      // What the first hour after a switch needs to see: which provider, name, TLS and protocol.
+      const security = plan.security;
+      const requests = plan.protocol.version === 'v2' ? 'v2, signed with the seed' : plan.protocol.signer !== undefined ? 'v1, signed with the x509 key' : 'v1, unsigned';
+      const tls = security?.tls === undefined ? 'off' : security.tls.verify ? (security.tls.cert !== undefined ? 'mutual, verified' : 'verified') : 'encrypted, not verified';
+      logger.info({ provider: security?.provider, certname: security?.certname, callerId: plan.callerId, tls, requests }, `security provider ${security?.provider ?? 'unknown'}: caller ${plan.callerId}, TLS ${tls}, requests ${requests}`);
       const brokers = await resolveBrokers(plan.brokers, { logger, ...(config.rxfleet.dnsServers.length > 0 ? { dnsServers: config.rxfleet.dnsServers } : {}) });
       connection = await openNatsConnection({ ...plan.nats, servers: brokers.servers }, logger);
     }

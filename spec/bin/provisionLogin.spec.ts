@@ -85,6 +85,7 @@ describe('rxfleet provision logs in to a Choria broker with an organisation issu
     await waitFor(async () => (await ready(files.port)) === 200, 'the provisioner to be ready', 20_000);
 
     expect(broker.logins[0]).toEqual({ accepted: true, user: 'provisioner', callerId: 'up=provisioner' });
+    expect(provisioner.lines.some((l) => l.msg === 'security provider choria: caller up=provisioner, TLS encrypted, not verified, requests v2, signed with the seed')).toBe(true);
     const { summary, callers } = await provisionFleet(3);
     expect(summary).toMatchObject({ nodes: 3, provisioned: 3, duplicates: 0 });
     // Every request came from the caller the token names (go-choria's CallerID with this provider).

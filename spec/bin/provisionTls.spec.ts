@@ -72,8 +72,10 @@ describe('rxfleet provision with mutual TLS and signed requests', () => {
         `plugin.security.file.ca = ${site.file('file/ca.pem', ca.cert)}`,
       ].join('\n'),
     );
-    running.push(startRxfleet(['provision', '--config', config, '--choria-config', choria], { env: { MCOLLECTIVE_CERTNAME: 'prov.mcollective' } }));
+    const provisioner = startRxfleet(['provision', '--config', config, '--choria-config', choria], { env: { MCOLLECTIVE_CERTNAME: 'prov.mcollective' } });
+    running.push(provisioner);
     await waitFor(async () => (await ready(port)) === 200, 'the provisioner to be ready', 20_000);
+    expect(provisioner.lines.some((l) => l.msg === 'security provider file: caller choria=prov.mcollective, TLS mutual, verified, requests v1, signed with the x509 key')).toBe(true);
     const { summary, callers } = await provisionStrictFleet(3);
     expect(summary).toMatchObject({ nodes: 3, provisioned: 3, duplicates: 0, signatureRefusals: 0 });
     expect(callers).toEqual(['choria=prov.mcollective']);

@@ -156,6 +156,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
         connection,
         ...(store !== undefined ? { electionStore: store } : {}),
         logger: logger.child({ provisioner: identity }),
+        processMetrics: false,
         tuning: { electionStartSplayMs: 300, helperEnv: { ...process.env, RXFLEET_HELPER_BROKERS: transport.url } },
       });
       daemons.push(daemon);

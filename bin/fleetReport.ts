@@ -50,6 +50,7 @@ export function summaryLines(format: ReportFormat, stats: FleetStats, elapsedMs:
     ['requests', stats.requests],
     ['bad requests', stats.badRequests],
     ['stale requests', stats.staleRequests],
+    ['signature refusals', stats.signatureRefusals],
     ['time', `${(elapsedMs / 1000).toFixed(1)} s`],
   ];
   return ['summary:', ...rows.map(([name, value]) => `  ${`${name}:`.padEnd(20)}${value}`)];

@@ -15,6 +15,10 @@ const { version } = JSON.parse(readFileSync(join(__dirname, '../../package.json'
 const program = new Command('rxfleet')
   .description('A reactive fleet-automation engine on RxJS 7')
   .version(version)
+  // Upstream's command line is `choria-provisioner [--debug] run ...`: a --debug before the command
+  // is the program's, one after it the command's own.
+  .enablePositionalOptions()
+  .option('--debug', 'log at debug level (as `choria-provisioner --debug run ...`)')
   .showHelpAfterError('(run with --help for usage)');
 
 // One file per command under bin/commands/; each registers itself here.

@@ -43,6 +43,8 @@ export interface SimulateOptions {
   seed?: number;
   lockWindow?: number;
   trace: boolean;
+  requireSigned: boolean;
+  ca?: string;
   logLevel: LogLevel;
 }
 
@@ -56,6 +58,7 @@ export async function runSimulate(options: SimulateOptions): Promise<void> {
   const print = (line: string): void => void process.stdout.write(`${line}\n`);
   const logger = pino({ level: options.logLevel, name: 'rxfleet-simulate', redact: { paths: REDACTED_PATHS, censor: '[redacted]' } }, pino.destination({ dest: 2, sync: true }));
   const jwtSigningKey = options.jwtKey === undefined ? undefined : readFileSync(options.jwtKey, 'utf8');
+  const caPem = options.requireSigned && options.ca !== undefined ? readFileSync(options.ca, 'utf8') : undefined;
 
   const tls = options.tlsCa !== undefined || options.tlsCert !== undefined || options.tlsKey !== undefined ? { ca: options.tlsCa, cert: options.tlsCert, key: options.tlsKey } : undefined;
   const connection = await openNatsConnection({ servers: options.nats, name: 'rxfleet-simulate', user: options.user, password: options.password, ...(tls !== undefined ? { tls } : {}) }, logger);
@@ -80,6 +83,7 @@ export async function runSimulate(options: SimulateOptions): Promise<void> {
     jwt: { jwtKeyType: options.jwtKeyType, perNodeKeys: options.perNodeKeys, urls: options.nats, ...(jwtSigningKey !== undefined ? { jwtSigningKey } : {}) },
     ...(options.seed !== undefined ? { random: seededRandom(options.seed) } : {}),
     ...(options.lockWindow !== undefined ? { lockWindowMs: options.lockWindow } : {}),
+    ...(caPem !== undefined ? { requireSigned: { caPem } } : {}),
     ...(options.trace ? { onRequest: (request: RequestRecord) => print(requestLine(format, request)) } : {}),
     logger,
   });

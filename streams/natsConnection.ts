@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { NatsConnection, NodeConnectionOptions as ConnectionOptions, connect, credsAuthenticator } from '@nats-io/transport-node';
 import { BehaviorSubject, Observable, distinctUntilChanged } from 'rxjs';
 import { Logger, silentLogger } from '../lib/logger';
+import { ChoriaJwtLogin, choriaJwtAuthenticator } from './choria/brokerLogin';
 
 /** Where to connect and as whom. */
 export interface NatsConnectionConfig {
@@ -14,8 +15,14 @@ export interface NatsConnectionConfig {
   token?: string;
   /** A NATS `.creds` file (user JWT and nkey seed), read when connecting. */
   credentials?: string;
-  /** TLS client material (file paths). With only `ca`, the server is verified but no client cert is sent. */
-  tls?: { ca?: string; cert?: string; key?: string };
+  /**
+   * TLS client material (file paths). With only `ca`, the server is verified but no client cert is
+   * sent. `verify: false` encrypts without verifying the server's certificate (go-choria's
+   * anonymous TLS, the `choria` provider without a CA); default true.
+   */
+  tls?: { ca?: string; cert?: string; key?: string; verify?: boolean };
+  /** A Choria organisation-issuer login: the client JWT as token, the server's nonce signed with its seed. */
+  jwtLogin?: ChoriaJwtLogin;
   /**
    * Prefix of reply inboxes. A restricted account (Choria's provisioning account may only publish
    * and subscribe under `provisioning.reply.>`) needs it; default nats.js's `_INBOX`.
@@ -60,6 +67,9 @@ export function daemonConnectionOptions(config: NatsConnectionConfig): Connectio
     // attempts, fail if the first connect fails) would end the process on a broker restart.
     maxReconnectAttempts: -1,
     waitOnFirstConnect: true,
+    // A broker that refuses the login twice must not end the daemon: go-choria's connector keeps
+    // trying (nats.go's IgnoreAuthErrorAbort), so a fixed token or password is picked up in time.
+    ignoreAuthErrorAbort: true,
     reconnectTimeWait: 1000,
     reconnectJitter: 500,
     pingInterval: config.pingIntervalMs ?? 10_000,
@@ -69,7 +79,11 @@ export function daemonConnectionOptions(config: NatsConnectionConfig): Connectio
   if (config.password !== undefined) options.pass = config.password;
   if (config.token !== undefined) options.token = config.token;
   if (config.inboxPrefix !== undefined) options.inboxPrefix = config.inboxPrefix;
-  if (config.credentials !== undefined) options.authenticator = credsAuthenticator(readFileSync(config.credentials));
+  const authenticators = [
+    ...(config.credentials !== undefined ? [credsAuthenticator(readFileSync(config.credentials))] : []),
+    ...(config.jwtLogin !== undefined ? [choriaJwtAuthenticator(config.jwtLogin)] : []),
+  ];
+  if (authenticators.length > 0) options.authenticator = authenticators;
   const { signal } = config;
   if (signal !== undefined) {
     // nats.js asks this before every attempt; throwing ends its dial loop (null keeps its own pick).
@@ -79,8 +93,9 @@ export function daemonConnectionOptions(config: NatsConnectionConfig): Connectio
     };
   }
   if (config.tls !== undefined) {
-    const { ca, cert, key } = config.tls;
+    const { ca, cert, key, verify = true } = config.tls;
     options.tls = {
+      ...(verify ? {} : { rejectUnauthorized: false }),
       ...(ca !== undefined ? { ca: readFileSync(ca, 'utf8') } : {}),
       ...(cert !== undefined ? { cert: readFileSync(cert, 'utf8') } : {}),
       ...(key !== undefined ? { key: readFileSync(key, 'utf8') } : {}),

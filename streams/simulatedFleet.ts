@@ -11,6 +11,7 @@ import { Logger, silentLogger } from '../lib/logger';
 import { FleetKeys, FleetKeysOptions, createFleetKeys } from '../lib/simulate/fleetKeys';
 import { PROVISIONING_AGENTS, ServerContext, discoveryReply, handleRpc, leavesProvisioning, matchesFilter } from '../lib/simulate/serverAgents';
 import { NodeRecord, SimulatedNode } from '../lib/simulate/simulatedNode';
+import { SignedRequestPolicy, signedRequestRefusal } from '../lib/simulate/signedRequestCheck';
 
 /** Options for {@link startSimulatedFleet}. */
 export interface SimulatedFleetOptions {
@@ -64,6 +65,13 @@ export interface SimulatedFleetOptions {
   onRequest?: (request: RequestRecord) => void;
   /** Where malformed requests are counted and logged. */
   badMessages?: BadMessages;
+  /**
+   * Servers whose provisioning JWT says `chs: true`: every v1 request must be signed by a
+   * certificate of this CA, as go-choria verifies it (`signedRequestRefusal`); any other is
+   * dropped unanswered, logged and counted in `signatureRefusals`. Default: unsigned requests are
+   * accepted, as provisioning mode's usual `chs: false` says.
+   */
+  requireSigned?: SignedRequestPolicy;
   logger?: Logger;
 }
 
@@ -96,6 +104,8 @@ export interface FleetStats {
   badRequests: number;
   /** Requests outside their TTL (dropped silently, as a server does). */
   staleRequests: number;
+  /** Requests dropped because they were unsigned or their signature did not verify (`requireSigned`). */
+  signatureRefusals: number;
 }
 
 /** One request a node received: from whom (`callerid`), for what, and when (`now()`, ms). */
@@ -179,7 +189,7 @@ export async function startSimulatedFleet(options: SimulatedFleetOptions): Promi
 
   const keys =
     options.keys ??
-    (await createFleetKeys({ ...options.jwt, claims: { token, urls: options.jwt?.urls, allowUpdates: upgradable, v2: options.jwt?.v2 } }));
+    (await createFleetKeys({ ...options.jwt, claims: { token, urls: options.jwt?.urls, allowUpdates: upgradable, v2: options.jwt?.v2, secure: options.requireSigned !== undefined } }));
 
   const nodes = new Map<string, SimulatedNode>();
   const order: SimulatedNode[] = [];
@@ -206,6 +216,7 @@ export async function startSimulatedFleet(options: SimulatedFleetOptions): Promi
     discoveryReplies: 0,
     badRequests: 0,
     staleRequests: 0,
+    signatureRefusals: 0,
   };
   const timers = new Set<NodeJS.Timeout>();
   let stopped = false;
@@ -358,7 +369,11 @@ export async function startSimulatedFleet(options: SimulatedFleetOptions): Promi
   const decode = (msg: Msg): ChoriaRequest | undefined => {
     const decoded = decodeRequest(msg.data);
     if (decoded.ok) {
-      if (decoded.value.collective === collective) return decoded.value;
+      if (decoded.value.collective !== collective) return undefined;
+      const refusal = options.requireSigned === undefined ? undefined : signedRequestRefusal(decoded.value, options.requireSigned);
+      if (refusal === undefined) return decoded.value;
+      counters.signatureRefusals++;
+      logger.warn({ subject: msg.subject, caller: decoded.value.callerId }, `SecureRequest message did not pass security validation: ${refusal}`);
       return undefined;
     }
     if (decoded.error.reason === 'stale') {

@@ -94,6 +94,6 @@ export function registerEnrich(program: Command): void {
     .option('--debug', 'log at debug level')
     .option('--pretty', 'human-readable log lines (default when the log goes to a terminal)')
     .action(async (options: EnrichOptions) => {
-      process.exitCode = await runEnrich(options);
+      process.exitCode = await runEnrich({ ...options, debug: options.debug === true || program.opts<{ debug?: boolean }>().debug === true });
     });
 }

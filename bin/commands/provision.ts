@@ -15,6 +15,8 @@ export function registerProvision(program: Command): void {
     .action(async (options: Omit<ProvisionOptions, 'version'>) => {
       // Loaded when the command runs, so --help and other commands do not pay for NATS, crypto and ajv.
       const { runProvision } = await import('../provisionRun.js');
-      process.exitCode = await runProvision({ ...options, version: program.version() ?? '0.0.0' });
+      // `rxfleet --debug run ...` (upstream's spelling) sets the program's --debug.
+      const debug = options.debug || program.opts<{ debug?: boolean }>().debug === true;
+      process.exitCode = await runProvision({ ...options, debug, version: program.version() ?? '0.0.0' });
     });
 }

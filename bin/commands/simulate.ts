@@ -57,8 +57,11 @@ export function registerSimulate(program: Command): void {
     .option('--seed <n>', 'seed the randomness (failures, splays) to repeat a run', wholeNumber)
     .option('--lock-window <ms>', 'how long a provisioning lock lasts (go-choria: 2 minutes)', positiveInt)
     .option('--trace', 'report every request a node receives: who asked (callerid), what, when', false)
+    .option('--require-signed', 'servers whose provisioning JWT says chs: true: unsigned v1 requests, and signatures that do not verify against --ca, are dropped', false)
+    .option('--ca <file>', 'the CA (PEM) a signed request\'s certificate must chain to (with --require-signed)')
     .addOption(new Option('--log-level <level>', 'log level (logs go to stderr)').choices(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('warn'))
-    .action(async (options: SimulateOptions) => {
+    .action(async (options: SimulateOptions, command: Command) => {
+      if (options.requireSigned && options.ca === undefined) command.error('error: --require-signed needs --ca <file>: the CA that signed requests are verified against');
       // Loaded when the command runs, so other commands and --help do not pay for the fleet's crypto and NATS modules.
       const { runSimulate } = await import('../simulateRun.js');
       await runSimulate(options);

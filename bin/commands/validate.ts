@@ -1,10 +1,12 @@
 import { Command } from 'commander';
 import { existsSync } from 'node:fs';
 import { ChoriaClientConfig } from '../../lib/choria/clientConfig';
+import { brokerSource } from '../../lib/choria/brokerSource';
 import { defaultChoriaConfigPath, loadChoriaClientConfig } from '../../streams/choria/clientConfigFile';
 import { ConfigProblem, ProvisionerConfig } from '../../lib/provision/config';
 import { loadProvisionerConfig } from '../../streams/provisionerConfigFile';
 import { splitHelperCommand } from '../../lib/provision/helperCommand';
+import { helperCommandProblem } from '../../lib/provision/config';
 import { connectionPlan } from '../../streams/choria/connectionPlan';
 
 /** What `rxfleet validate` prints and how it exits. */
@@ -57,6 +59,10 @@ export async function validateConfiguration(options: ValidateOptions): Promise<V
   return { lines, exitCode: 0 };
 }
 
+function helperProblem(helper: string): string | undefined {
+  return helper.trim() === '' ? 'empty' : helperCommandProblem(helper);
+}
+
 function summary(file: string, c: ProvisionerConfig, choria: ChoriaClientConfig | undefined, warnings: number): string {
   const features = Object.entries(c.features)
     .filter(([, on]) => on)
@@ -66,13 +72,18 @@ function summary(file: string, c: ProvisionerConfig, choria: ChoriaClientConfig 
     `interval ${c.interval}`,
     `features ${features.length === 0 ? 'none' : features.join('+')}`,
     // Only the executable: arguments could carry a secret.
-    `helper ${splitHelperCommand(c.helper)[0]}`,
+    helperProblem(c.helper) === undefined ? `helper ${splitHelperCommand(c.helper)[0]}` : 'no usable helper',
     `site ${JSON.stringify(c.site)}`,
     c.monitorPort === 0 ? 'no /metrics' : `/metrics on port ${c.monitorPort}`,
     c.leaderElection ? 'leader election on' : 'no leader election',
   ];
-  const nats = c.rxfleet.natsServers.length > 0 ? c.rxfleet.natsServers : (choria?.middlewareHosts ?? []);
-  const choriaPart = choria === undefined ? '' : `; choria config ${choria.file}: identity ${choria.identity}, ${nats.length} NATS server${nats.length === 1 ? '' : 's'}`;
+  let choriaPart = '';
+  if (choria !== undefined) {
+    const brokers = brokerSource(choria, c.rxfleet.natsServers);
+    const nats =
+      brokers.kind === 'srv' ? `NATS servers from DNS SRV records in ${brokers.domain ?? "the host's domain"} (else puppet:4222)` : `${brokers.servers.length} NATS server${brokers.servers.length === 1 ? '' : 's'}${brokers.kind === 'default' ? ' (puppet:4222)' : ''}`;
+    choriaPart = `; choria config ${choria.file}: identity ${choria.identity}, ${nats}`;
+  }
   return `${file}: OK${warnings > 0 ? ` with ${warnings} warning${warnings === 1 ? '' : 's'}` : ''}: ${parts.join(', ')}${choriaPart}`;
 }
 

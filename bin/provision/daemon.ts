@@ -1,6 +1,6 @@
 import { setMaxListeners } from 'node:events';
-import { Registry } from 'prom-client';
-import { Observable, SchedulerLike, Subject, Subscription, asyncScheduler, distinctUntilChanged, filter, map, share, tap } from 'rxjs';
+import { Registry, collectDefaultMetrics } from 'prom-client';
+import { NEVER, Observable, SchedulerLike, Subject, Subscription, asyncScheduler, distinctUntilChanged, filter, map, share, tap } from 'rxjs';
 import { AdmissionLedger, PauseGate, PoolResult } from '@rxfleet/operators';
 import { BadMessageSource, BadMessages } from '../../lib/choria/badMessages';
 import { ChoriaClientConfig } from '../../lib/choria/clientConfig';
@@ -19,6 +19,8 @@ import { ConnectionState, FleetConnection, openNatsConnection } from '../../stre
 import { nodeSiteFiles } from '../../streams/siteFiles';
 import { ConfigurationError, ProvisionerConfig } from '../../lib/provision/config';
 import { connectionPlan } from '../../streams/choria/connectionPlan';
+import { resolveBrokers } from '../../streams/choria/srvLookup';
+import { isValidLifecycleComponent } from '../../lib/choria/lifecycleComponent';
 import { HelperRunner } from '../../streams/helper/helperRunner';
 import { MalformedInputSource, ProvisionerMetrics } from '../../lib/provision/metrics';
 import { CycleResult, HostTicket, PipelineHooks, Sighting, provisionPipeline } from '../../lib/provision/pipeline';
@@ -77,6 +79,12 @@ export interface ProvisionerDaemonOptions {
   electionStore?: ElectionStore;
   /** Reported in the startup event. Default `0.0.0`. */
   version?: string;
+  /**
+   * prom-client's process and Node.js series (`process_*`, `nodejs_*`) on the daemon's registry, as
+   * upstream's endpoint carries Go's process collector. Default true; off for several daemons
+   * sharing one process (the demo), where the figures would be the same process's twice.
+   */
+  processMetrics?: boolean;
   tuning?: DaemonTuning;
 }
 
@@ -171,7 +179,9 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
   const electionOn = config.leaderElection;
 
   const metrics = new ProvisionerMetrics({ registry, site: config.site });
-  const electionMetrics = electionOn ? new ElectionMetrics({ registry, election: ELECTION_KEY, identity }) : undefined;
+  // At zero even without leader_election, as every other series (P2): a dashboard's query finds them.
+  const electionMetrics = new ElectionMetrics({ registry, election: ELECTION_KEY, identity });
+  if (options.processMetrics !== false) collectDefaultMetrics({ register: registry });
   const gate = new PauseGate(electionOn);
   const gateWatch = gate.paused$.subscribe((paused) => metrics.setPaused(paused));
 
@@ -212,7 +222,13 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
     if (connection === undefined) {
       const errors = plan.problems.filter((p) => p.severity === 'error');
       if (errors.length > 0) throw new ConfigurationError(plan.problems);
-      connection = await openNatsConnection(plan.nats, logger);
+      // What the first hour after a switch needs to see: which provider, name, TLS and protocol.
+      const security = plan.security;
+      const requests = plan.protocol.version === 'v2' ? 'v2, signed with the seed' : plan.protocol.signer !== undefined ? 'v1, signed with the x509 key' : 'v1, unsigned';
+      const tls = security?.tls === undefined ? 'off' : security.tls.verify ? (security.tls.cert !== undefined ? 'mutual, verified' : 'verified') : 'encrypted, not verified';
+      logger.info({ provider: security?.provider, certname: security?.certname, callerId: plan.callerId, tls, requests }, `security provider ${security?.provider ?? 'unknown'}: caller ${plan.callerId}, TLS ${tls}, requests ${requests}`);
+      const brokers = await resolveBrokers(plan.brokers, { logger, ...(config.rxfleet.dnsServers.length > 0 ? { dnsServers: config.rxfleet.dnsServers } : {}) });
+      connection = await openNatsConnection({ ...plan.nats, servers: brokers.servers }, logger);
     }
   } catch (error) {
     await monitor?.close();
@@ -241,6 +257,7 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
   const client = new ChoriaRpcClient({
     nc,
     identity,
+    callerId: plan.callerId,
     protocol,
     ttl: choria.requestTtlSeconds,
     discoveryTimeoutSeconds: choria.discoveryTimeoutSeconds,
@@ -269,7 +286,7 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
   let lost$: Observable<unknown> | undefined;
   if (electionOn) {
     const store = options.electionStore ?? natsElectionStore({ nc, apiPrefix: config.rxfleet.electionApiPrefix });
-    const em = electionMetrics as ElectionMetrics;
+    const em = electionMetrics;
     logger.info({ election: ELECTION_KEY }, `Starting leader election against '${ELECTION_KEY}'`);
     const election$ = campaign({
       identity,
@@ -330,7 +347,9 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
     discoverySkipped: () => logger.warn('Skipping discovery while paused'),
     droppedWhilePaused: (s) => logger.debug({ identity: s.identity, via: s.via }, s.via === 'event' ? 'Skipping event processing while paused' : 'dropping a discovered node while paused'),
     admitted: (ticket) => {
-      if (ticket.value.via === 'event') metrics.eventDiscovered();
+      // Upstream counts a node once while it is held; a re-admission (P1) has a series of its own.
+      if (ticket.value.readmission === true) metrics.readmitted(ticket.value.via);
+      else if (ticket.value.via === 'event') metrics.eventDiscovered();
       else metrics.discovered();
       logger.info({ identity: ticket.key, via: ticket.value.via }, `Adding ${ticket.key} to the provision list after ${ticket.value.via === 'event' ? 'receiving an event' : 'discovering it'}`);
     },
@@ -371,11 +390,21 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
     ...(tuning.discoveryTimeoutMs !== undefined ? { timeoutMs: tuning.discoveryTimeoutMs } : {}),
   };
 
+  // A component upstream accepts but NATS cannot subscribe to (a space): upstream logs the failed
+  // subscription and runs on discovery alone, and so does rxfleet.
+  function startupEvents(): Observable<string> {
+    if (!isValidLifecycleComponent(config.lifecycleComponent)) {
+      logger.error({ component: config.lifecycleComponent }, `Could not listen for lifecycle events: invalid lifecycle component ${JSON.stringify(config.lifecycleComponent)}; nodes are found by discovery only`);
+      return NEVER;
+    }
+    return lifecycleEvents(nc, { component: config.lifecycleComponent, badMessages, logger }).pipe(map((event) => event.identity));
+  }
+
   let resolvePipelineDone!: () => void;
   const pipelineDone = new Promise<void>((resolve) => (resolvePipelineDone = resolve));
   const pipeline = provisionPipeline({
     discover: () => broadcastDiscovery(client, discoveryOptions),
-    startupEvents: lifecycleEvents(nc, { component: config.lifecycleComponent, badMessages, logger }).pipe(map((event) => event.identity)),
+    startupEvents: startupEvents(),
     ...(won$ !== undefined ? { won: won$ } : {}),
     ...(lost$ !== undefined ? { lost: lost$ } : {}),
     gate,

@@ -11,20 +11,45 @@ export interface ChoriaClientConfig {
   identity: string;
   /** `plugin.choria.middleware_hosts` as NATS URLs (`nats://host:port`); empty when unset. */
   middlewareHosts: string[];
-  /** `plugin.security.provider` (`file`, `choria`...); default `file`. */
-  securityProvider: string;
-  /** `plugin.security.file.certificate|key|ca`; undefined when unset. */
+  /** `plugin.choria.use_srv`: ask DNS SRV records for brokers when none are listed; default true. */
+  useSrv: boolean;
+  /** `plugin.choria.srv_domain`: the domain of those records; default the host's domain. */
+  srvDomain: string | undefined;
+  /** `plugin.security.provider`; default `puppet`, as go-choria. */
+  securityProvider: SecurityProviderName;
+  /** `plugin.security.file.certificate|key|ca`, for the `file` provider; undefined when unset. */
   certificate: string | undefined;
   key: string | undefined;
   ca: string | undefined;
+  /** `plugin.security.choria.certificate|key|ca`: the `choria` provider's optional TLS material. */
+  choriaCertificate: string | undefined;
+  choriaKey: string | undefined;
+  choriaCa: string | undefined;
   /** `plugin.security.choria.seed_file|token_file`, for the `choria` (org issuer) provider. */
   seedFile: string | undefined;
   tokenFile: string | undefined;
+  /**
+   * The Puppet SSL directory of the `puppet` provider: `plugin.choria.ssldir` (go-choria's key), or
+   * `plugin.security.puppet.ssldir`; undefined: the provider's default.
+   */
+  sslDir: string | undefined;
+  /** `plugin.security.certname`: the `puppet` provider's certificate name; undefined: go-choria's default. */
+  certname: string | undefined;
+  /** `plugin.nats.user|pass|credentials`: the NATS login when the provisioner file sets none. */
+  natsUser: string | undefined;
+  natsPassword: string | undefined;
+  natsCredentials: string | undefined;
   /** `discovery_timeout` in seconds; default 2. */
   discoveryTimeoutSeconds: number;
   /** `ttl` of requests in seconds; default 60. */
   requestTtlSeconds: number;
 }
+
+/** The values go-choria accepts for `plugin.security.provider` (its validator refuses any other). */
+export const SECURITY_PROVIDERS = ['puppet', 'file', 'pkcs11', 'certmanager', 'choria'] as const;
+
+/** One of {@link SECURITY_PROVIDERS}. */
+export type SecurityProviderName = (typeof SECURITY_PROVIDERS)[number];
 
 /** One problem found in a Choria client configuration: where, and what was expected. */
 export interface ChoriaConfigProblem {
@@ -47,15 +72,35 @@ export interface ParseChoriaConfigOptions {
   file?: string;
   /** The identity when the file sets none; default `os.hostname()`. */
   defaultIdentity?: string;
+  /** The home directory a path starting `~` is expanded with, as go-choria does; unset: left as written. */
+  home?: string;
 }
+
+/** The keys holding file names: a leading `~` is the home directory (go-choria's `path_string`). */
+const PATH_KEYS = new Set([
+  'plugin.security.file.certificate',
+  'plugin.security.file.key',
+  'plugin.security.file.ca',
+  'plugin.security.choria.certificate',
+  'plugin.security.choria.key',
+  'plugin.security.choria.ca',
+  'plugin.security.choria.seed_file',
+  'plugin.security.choria.token_file',
+  'plugin.choria.ssldir',
+  'plugin.security.puppet.ssldir',
+  'plugin.nats.credentials',
+]);
 
 /**
  * Parses Choria's `key = value` format: one setting a line, `#` starts a comment line, blank lines
  * are skipped, surrounding space is trimmed and a later line wins over an earlier one. A line that
  * is not `key = value` is reported as a warning (upstream ignores it silently); a value that cannot
- * be used (a middleware host that is not `host:port`, a timeout that is not a whole number) is an
- * error. Every problem is collected; the returned config always holds usable values (defaults where
- * a value was refused).
+ * be used (a middleware host that is not `host:port`, a timeout that is not a whole number, a
+ * security provider go-choria does not know) is an error. Defaults are go-choria's: the `puppet`
+ * security provider, SRV lookups on; booleans read as go-choria reads them (`1`, `yes`, `true`, `y`,
+ * `t` and their opposites, any case; anything else is false, with a warning); a file name starting
+ * `~` is in `home`. Every problem is collected; the returned config always holds usable values
+ * (defaults where a value was refused).
  */
 export function parseChoriaClientConfig(text: string, options: ParseChoriaConfigOptions = {}): ChoriaConfigResult {
   const file = options.file;
@@ -75,8 +120,23 @@ export function parseChoriaClientConfig(text: string, options: ParseChoriaConfig
 
   const stringSetting = (key: string): string | undefined => {
     const v = settings.get(key)?.value;
-    return v === undefined || v === '' ? undefined : v;
+    if (v === undefined || v === '') return undefined;
+    return PATH_KEYS.has(key) && v.startsWith('~') && options.home !== undefined ? `${options.home}${v.slice(1)}` : v;
   };
+  const booleanSetting = (key: string, fallback: boolean): boolean => {
+    const entry = settings.get(key);
+    if (entry === undefined || entry.value === '') return fallback;
+    if (/^(1|yes|true|y|t)$/i.test(entry.value)) return true;
+    if (/^(0|no|false|n|f)$/i.test(entry.value)) return false;
+    problems.push({ path: where(entry.line, key), message: `expected a boolean (true, false, yes, no, 1, 0), got ${JSON.stringify(entry.value)}; read as false, as go-choria does`, severity: 'warning' });
+    return false;
+  };
+  let securityProvider: SecurityProviderName = 'puppet';
+  const provider = settings.get('plugin.security.provider');
+  if (provider !== undefined && provider.value !== '') {
+    if ((SECURITY_PROVIDERS as readonly string[]).includes(provider.value)) securityProvider = provider.value as SecurityProviderName;
+    else problems.push({ path: where(provider.line, 'plugin.security.provider'), message: `expected one of ${SECURITY_PROVIDERS.join(', ')}, got ${JSON.stringify(provider.value)}`, severity: 'error' });
+  }
   const seconds = (key: string, fallback: number): number => {
     const entry = settings.get(key);
     if (entry === undefined || entry.value === '') return fallback;
@@ -101,12 +161,22 @@ export function parseChoriaClientConfig(text: string, options: ParseChoriaConfig
     file,
     identity: stringSetting('identity') ?? options.defaultIdentity ?? hostname(),
     middlewareHosts,
-    securityProvider: stringSetting('plugin.security.provider') ?? 'file',
+    useSrv: booleanSetting('plugin.choria.use_srv', true),
+    srvDomain: stringSetting('plugin.choria.srv_domain'),
+    securityProvider,
     certificate: stringSetting('plugin.security.file.certificate'),
     key: stringSetting('plugin.security.file.key'),
     ca: stringSetting('plugin.security.file.ca'),
+    choriaCertificate: stringSetting('plugin.security.choria.certificate'),
+    choriaKey: stringSetting('plugin.security.choria.key'),
+    choriaCa: stringSetting('plugin.security.choria.ca'),
     seedFile: stringSetting('plugin.security.choria.seed_file'),
     tokenFile: stringSetting('plugin.security.choria.token_file'),
+    sslDir: stringSetting('plugin.choria.ssldir') ?? stringSetting('plugin.security.puppet.ssldir'),
+    certname: stringSetting('plugin.security.certname'),
+    natsUser: stringSetting('plugin.nats.user'),
+    natsPassword: stringSetting('plugin.nats.pass'),
+    natsCredentials: stringSetting('plugin.nats.credentials'),
     discoveryTimeoutSeconds: seconds('discovery_timeout', 2),
     requestTtlSeconds: seconds('ttl', 60),
   };

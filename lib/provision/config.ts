@@ -30,7 +30,7 @@ export interface ProvisionerConfig {
   interval: string;
   intervalMs: number;
   logDestination: LogDestination;
-  /** Default `info` (DECISIONS P6). */
+  /** Default `info` (DECISIONS P6); a level upstream does not know means `warn`, as upstream. */
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'fatal';
   /** The helper command line, split shell-style when run. */
   helper: string;
@@ -79,6 +79,8 @@ export interface RxfleetSettings {
   electionApiPrefix: string;
   /** The longest a candidate waits between attempts (DECISIONS P14); undefined: a quarter of the bucket TTL. */
   electionCandidateIntervalMs: number | undefined;
+  /** DNS servers (`ip` or `ip:port`) asked for the brokers' SRV records; empty: the system's. */
+  dnsServers: string[];
 }
 
 /** The outcome of reading a configuration: the config when there is no error, and every problem. */
@@ -126,9 +128,14 @@ const validateSchema = ajv.compile(PROVISIONER_CONFIG_SCHEMA);
  *   `rego_policy` are accepted and ignored with a deprecation warning (P15);
  * - a type mismatch or an invalid value is an error naming the key's path and what was expected,
  *   without echoing the value of a secret;
- * - values upstream only discovers while provisioning each node (no helper, a deny-list pattern
- *   that does not compile, jwt without `jwt_verify_cert`, ed25519 without `jwt_signing_key`,
- *   upgrades without a repository) are refused here, once, instead of failing every node.
+ * - a file upstream starts with, rxfleet starts with: what upstream would only discover while
+ *   provisioning each node (no helper or one that cannot be split, jwt without `jwt_verify_cert`,
+ *   ed25519 without `jwt_signing_key`, upgrades without a repository), a log level it does not
+ *   know (it logs at warn) and a lifecycle component with white space (no startup events) are
+ *   warnings, and rxfleet then behaves as upstream does;
+ * - a value upstream would misread is refused with the reason: a negative `workers` (no worker
+ *   at all), a deny-list pattern that does not compile (upstream silently never matches it, so the
+ *   check it asks for is off).
  *
  * `config` is present exactly when no problem is an error.
  */
@@ -158,8 +165,10 @@ export function parseProvisionerConfig(text: string, options: ParseConfigOptions
     if (key in folded) warn(key, `deprecated: ${DEPRECATED_KEYS[key]}`);
   }
   // A single server is as good as a list of one.
-  if (isMapping(folded.rxfleet) && typeof folded.rxfleet.nats_servers === 'string') {
-    folded.rxfleet.nats_servers = folded.rxfleet.nats_servers.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  for (const key of ['nats_servers', 'dns_servers']) {
+    if (isMapping(folded.rxfleet) && typeof folded.rxfleet[key] === 'string') {
+      folded.rxfleet[key] = folded.rxfleet[key].split(',').map((s) => s.trim()).filter((s) => s !== '');
+    }
   }
 
   // Schema errors do not stop the checks below: every problem is reported in one run. A check
@@ -190,7 +199,9 @@ export function parseProvisionerConfig(text: string, options: ParseConfigOptions
   };
 
   const intervalMs = duration('interval', c.interval, MINUTE_MS, 'at least 1m (interval is too small; valid example values are 10m or 10h)');
-  const serverJwtValidityMs = duration('server_jwt_validity', c.server_jwt_validity, 1, 'a duration greater than zero');
+  // Upstream reads an empty validity as its default, one year.
+  const serverJwtValidity = c.server_jwt_validity === '' ? '1y' : c.server_jwt_validity;
+  const serverJwtValidityMs = duration('server_jwt_validity', serverJwtValidity, 1, 'a duration greater than zero');
   if (serverJwtValidityMs > 0 && serverJwtValidityMs <= HOUR_MS) {
     warn('server_jwt_validity', 'is 1h or less: server JWTs that short are refused by upstream too and signed with this validity anyway after a warning');
   }
@@ -199,17 +210,25 @@ export function parseProvisionerConfig(text: string, options: ParseConfigOptions
   const electionCandidateIntervalMs = c.rxfleet.election_candidate_interval === '' ? undefined : duration('rxfleet.election_candidate_interval', c.rxfleet.election_candidate_interval, 100, 'a duration of at least 100ms');
 
   const lifecycleComponent = c.lifecycle_component === '' ? 'provision_mode_server' : c.lifecycle_component;
-  if (usable('lifecycle_component') && !isValidLifecycleComponent(lifecycleComponent)) {
-    error('lifecycle_component', `invalid lifecycle component ${JSON.stringify(lifecycleComponent)}: it becomes a NATS subject token and must not contain ".", ">", "*" or spaces`);
+  if (usable('lifecycle_component') && /[.>*]/.test(lifecycleComponent)) {
+    error('lifecycle_component', `invalid lifecycle component ${JSON.stringify(lifecycleComponent)}: it becomes a NATS subject token and must not contain ".", ">" or "*"`);
+  } else if (usable('lifecycle_component') && !isValidLifecycleComponent(lifecycleComponent)) {
+    warn('lifecycle_component', `${JSON.stringify(lifecycleComponent)} contains white space, which no NATS subject may: startup events cannot be listened for, so nodes are found by discovery only (upstream starts the same way)`);
+  }
+
+  const levels = ['debug', 'info', 'warn', 'error', 'fatal'] as const;
+  const logLevel: ProvisionerConfig['logLevel'] = c.loglevel === '' ? 'info' : ((levels as readonly string[]).includes(c.loglevel) ? (c.loglevel as ProvisionerConfig['logLevel']) : 'warn');
+  if (usable('loglevel') && c.loglevel !== '' && logLevel === 'warn' && c.loglevel !== 'warn') {
+    warn('loglevel', `${JSON.stringify(c.loglevel)} is not one of debug, info, warn, error or fatal: logging at warn, as upstream does with a level it does not know`);
   }
 
   if (!usable('helper')) {
     // already reported
   } else if (c.helper.trim() === '') {
-    error('helper', 'required: the command that returns each node its configuration');
+    warn('helper', 'not set: every node will fail at the helper step (cannot parse helper command: empty), as upstream');
   } else {
     const problem = helperCommandProblem(c.helper);
-    if (problem !== undefined) error('helper', problem);
+    if (problem !== undefined) warn('helper', `${problem}: every node will fail at the helper step, as upstream`);
   }
 
   (usable('cert_deny_list') ? c.cert_deny_list : []).forEach((entry, index) => {
@@ -225,17 +244,17 @@ export function parseProvisionerConfig(text: string, options: ParseConfigOptions
   if (features.pki === true && features.ed25519 === true) error('features', 'can only enable one of pki or ed25519 features');
   if (features.ed25519) features.jwt = true;
   if (features.jwt && c.jwt_verify_cert === '' && usable('jwt_verify_cert')) {
-    error('jwt_verify_cert', `required when features.${c.features.jwt ? 'jwt' : 'ed25519'} is on: every node's provisioning JWT is verified with it`);
+    warn('jwt_verify_cert', `not set while features.${c.features.jwt ? 'jwt' : 'ed25519'} is on: every node will fail JWT validation (no JWT verification certificate configured), as upstream`);
   }
   if (typeof c.jwt_verify_cert === 'string' && c.jwt_verify_cert !== '' && !exists(c.jwt_verify_cert) && !/^[0-9a-fA-F]{64}$/.test(c.jwt_verify_cert)) {
     warn('jwt_verify_cert', 'is neither an existing file nor a 64-character hex ed25519 public key: JWT validation will fail until the file exists');
   }
-  if (features.ed25519 && c.jwt_signing_key === '' && usable('jwt_signing_key')) error('jwt_signing_key', 'required when features.ed25519 is on: server JWTs are signed with it');
+  if (features.ed25519 && c.jwt_signing_key === '' && usable('jwt_signing_key')) warn('jwt_signing_key', 'not set while features.ed25519 is on: every node will fail when its server JWT is signed (no jwt signing key configured), as upstream');
   for (const key of ['jwt_signing_key', 'jwt_signing_token'] as const) {
     if (typeof c[key] === 'string' && c[key] !== '' && !exists(c[key])) warn(key, `file ${JSON.stringify(c[key])} does not exist (yet)`);
   }
   if (features.upgrades && c.upgrades_repository === '' && c.upgrades_optional === false) {
-    error('upgrades_repository', 'required when features.upgrades is on and upgrades_optional is false (updates_repository not configured for upgrades feature)');
+    warn('upgrades_repository', 'not set while features.upgrades is on and upgrades_optional is false: every node the helper asks to upgrade will fail (updates_repository not configured for upgrades feature), as upstream');
   }
   if (problems.some((p) => p.severity === 'error')) return { config: undefined, problems };
 
@@ -245,7 +264,7 @@ export function parseProvisionerConfig(text: string, options: ParseConfigOptions
     interval: c.interval,
     intervalMs,
     logDestination: logDestination(c.logfile),
-    logLevel: c.loglevel === '' ? 'info' : c.loglevel,
+    logLevel,
     helper: c.helper,
     token: c.token,
     lifecycleComponent,
@@ -257,7 +276,7 @@ export function parseProvisionerConfig(text: string, options: ParseConfigOptions
     jwtVerifyCert: c.jwt_verify_cert,
     jwtSigningKey: c.jwt_signing_key,
     jwtSigningToken: c.jwt_signing_token,
-    serverJwtValidity: c.server_jwt_validity,
+    serverJwtValidity,
     serverJwtValidityMs,
     leaderElection: c.leader_election,
     upgradesRepository: c.upgrades_repository,
@@ -273,6 +292,7 @@ export function parseProvisionerConfig(text: string, options: ParseConfigOptions
       helperTimeoutMs,
       electionApiPrefix: c.rxfleet.election_api_prefix,
       electionCandidateIntervalMs,
+      dnsServers: c.rxfleet.dns_servers,
     },
   };
   return { config, problems };
@@ -299,7 +319,7 @@ interface RawConfig {
   workers: number;
   interval: string;
   logfile: string;
-  loglevel: '' | ProvisionerConfig['logLevel'];
+  loglevel: string;
   helper: string;
   token: string;
   lifecycle_component: string;
@@ -326,6 +346,7 @@ interface RawConfig {
     helper_timeout: string;
     election_api_prefix: string;
     election_candidate_interval: string;
+    dns_servers: string[];
   };
 }
 

@@ -19,6 +19,9 @@ export type ProvisionerRpc = (typeof PROVISIONER_RPCS)[number];
 /** Why a sighting was not admitted (DECISIONS P3): the admission ledger's reasons. */
 export const ADMISSION_REFUSAL_REASONS: readonly RefusalReason[] = ['held', 'full'];
 
+/** Where a sighting came from, as the re-admission counter labels it. */
+export const SIGHTING_SOURCES = ['discovery', 'event'] as const;
+
 /** Where malformed input came from. */
 export const MALFORMED_INPUT_SOURCES = ['lifecycle_event', 'discovery_reply', 'rpc_reply'] as const;
 
@@ -68,6 +71,7 @@ export class ProvisionerMetrics {
   private readonly admissionRefusedCounter: Counter<'site' | 'reason'>;
   private readonly lockRefusalsCounter: Counter<'site'>;
   private readonly malformedInputCounter: Counter<'site' | 'source'>;
+  private readonly readmissionsCounter: Counter<'site' | 'via'>;
 
   constructor(options: ProvisionerMetricsOptions) {
     const { registry } = options;
@@ -98,6 +102,7 @@ export class ProvisionerMetrics {
     this.admissionRefusedCounter = counter('choria_provisioner_admission_refused_total', 'Sightings not admitted: held (already admitted within the interval) or full (work queue at capacity); not counted as discovered', ['site', 'reason']);
     this.lockRefusalsCounter = counter('choria_provisioner_lock_refusals_total', 'Nodes whose provisioning lock is held by another provisioner; not retried, not a provision error', ['site']);
     this.malformedInputCounter = counter('choria_provisioner_malformed_input_total', 'Messages dropped because they could not be decoded, by where they came from', ['site', 'source']);
+    this.readmissionsCounter = counter('choria_provisioner_readmissions_total', 'Sightings of a node already admitted whose work had not moved for an interval, admitted again (DECISIONS P1); not counted as discovered', ['site', 'via']);
 
     this.zero();
   }
@@ -120,14 +125,20 @@ export class ProvisionerMetrics {
     this.helperTimeSummary.reset();
     for (const reason of ADMISSION_REFUSAL_REASONS) this.admissionRefusedCounter.inc({ site, reason }, 0);
     for (const source of MALFORMED_INPUT_SOURCES) this.malformedInputCounter.inc({ site, source }, 0);
+    for (const via of SIGHTING_SOURCES) this.readmissionsCounter.inc({ site, via }, 0);
   }
 
-  /** An identity admitted from broadcast discovery. */
+  /** An identity admitted again while held (DECISIONS P1): counted here, not as discovered. */
+  readmitted(via: (typeof SIGHTING_SOURCES)[number]): void {
+    this.readmissionsCounter.inc({ site: this.site, via });
+  }
+
+  /** An identity admitted from broadcast discovery (once while it is held, as upstream counts). */
   discovered(): void {
     this.discoveredCounter.inc(this.labels);
   }
 
-  /** An identity admitted from a lifecycle startup event. */
+  /** An identity admitted from a lifecycle startup event (once while it is held). */
   eventDiscovered(): void {
     this.eventDiscoveredCounter.inc(this.labels);
   }

@@ -8,6 +8,11 @@ export type SightingSource = 'discovery' | 'event';
 export interface Sighting {
   readonly identity: string;
   readonly via: SightingSource;
+  /**
+   * Set on a sighting of an identity admission already held when it arrived: admitted, it is a
+   * re-admission superseding an old ticket (DECISIONS P1), which upstream would never count.
+   */
+  readonly readmission?: true;
 }
 
 /** A sighting admitted to the queue. */
@@ -26,6 +31,7 @@ export type CycleResult = 'provisioned' | 'shutdown' | 'upgraded' | 'locked';
 export interface PipelineHooks {
   discoveryStarted?(): void;
   discoveryFailed?(error: unknown): void;
+  /** A sighting was admitted; `ticket.value.readmission` says it superseded an older ticket. */
   admitted?(ticket: HostTicket): void;
   refused?(refusal: Refusal<Sighting, string>): void;
   /** A discovery tick came while paused: no round (upstream logs "Skipping discovery while paused"). */
@@ -122,6 +128,8 @@ export function provisionPipeline(config: ProvisionPipelineConfig): Observable<P
   );
 
   return sightings$.pipe(
+    // Marked just before the decision, in the same turn, so the mark is what the ledger decides on.
+    map((s): Sighting => (ledger.holder(s.identity) === undefined ? s : { ...s, readmission: true })),
     admit(ledger, { reset: lost, onRefuse: (r) => hooks.refused?.(r) }),
     tap((ticket) => hooks.admitted?.(ticket)),
     workerPool<HostTicket, CycleResult>({

@@ -131,6 +131,7 @@ describe('rxfleet simulate', () => {
       [['--nats', 'x', '--nodes', '3', '--failure-rate', '1.5'], `error: option '--failure-rate <f>' argument '1.5' is invalid. expected a number from 0 to 1, got "1.5"`],
       [['--nats', 'x', '--nodes', '3', '--component', 'prov.>'], `error: option '--component <name>' argument 'prov.>' is invalid. invalid lifecycle component: prov.>`],
       [['--nats', 'x', '--nodes', '3', '--lifecycle-format', 'xml'], `error: option '--lifecycle-format <format>' argument 'xml' is invalid. Allowed choices are cloudevents, choria.`],
+      [['--nats', 'x', '--nodes', '3', '--require-signed'], 'error: --require-signed needs --ca <file>: the CA that signed requests are verified against'],
     ];
     for (const [args, line] of cases) {
       const { code, stderr } = await rxfleet('simulate', ...args);

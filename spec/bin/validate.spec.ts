@@ -10,8 +10,12 @@ const bin = RXFLEET_BIN;
 const run = promisify(execFile);
 
 async function rxfleet(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return rxfleetWith({}, ...args);
+}
+
+async function rxfleetWith(env: Record<string, string | undefined>, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [bin, ...args], { timeout: 60_000, env: { ...process.env, HOME: dir } });
+    const { stdout, stderr } = await run(process.execPath, [bin, ...args], { timeout: 60_000, env: { ...process.env, HOME: dir, ...env } });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const e = error as { code: number; stdout: string; stderr: string };
@@ -71,18 +75,33 @@ describe('rxfleet validate', () => {
     expect(strict.code).toBe(1);
   });
 
-  it('checks what rxfleet provision needs to connect: a broker, and TLS material unless choria_insecure', async () => {
+  it('checks what rxfleet provision needs to connect: the file provider\'s TLS material unless choria_insecure', async () => {
     const config = file('tls.yaml', 'helper: /bin/h\n');
-    const choria = file('tls.cfg', 'identity = a\nplugin.security.file.certificate = /nowhere/cert.pem\n');
+    const choria = file('tls.cfg', 'identity = a\nplugin.security.provider = file\nplugin.security.file.certificate = /nowhere/cert.pem\n');
     const { code, stdout } = await rxfleet('validate', '--config', config, '--choria-config', choria);
     expect(code).toBe(1);
     expect(stdout.trim().split('\n')).toEqual([
-      `error: ${choria}: no NATS servers: set plugin.choria.middleware_hosts here or rxfleet.nats_servers in the provisioner configuration`,
       `error: ${choria}: plugin.security.file.certificate: file "/nowhere/cert.pem" does not exist`,
-      `error: ${choria}: plugin.security.file.key is required for TLS to the broker (or set choria_insecure: true)`,
-      `error: ${choria}: plugin.security.file.ca is required for TLS to the broker (or set choria_insecure: true)`,
-      '4 errors, 0 warnings',
+      `error: ${choria}: plugin.security.file.key is required for TLS to the broker and signed requests with the file security provider (or set choria_insecure: true)`,
+      `error: ${choria}: plugin.security.file.ca is required for TLS to the broker and signed requests with the file security provider (or set choria_insecure: true)`,
+      '3 errors, 0 warnings',
     ]);
+  });
+
+  it('a Choria configuration without a provider is go-choria\'s puppet one; without brokers they come from DNS SRV', async () => {
+    const config = file('puppet.yaml', 'helper: /bin/h\n');
+    const choria = file('puppet.cfg', `identity = a.example.net\nplugin.choria.ssldir = ${dir}/ssl\n`);
+    const { code, stdout } = await rxfleetWith({ USER: 'ops' }, 'validate', '--config', config, '--choria-config', choria);
+    expect(code).toBe(1);
+    expect(stdout.trim().split('\n')).toEqual([
+      `error: ${choria}: the puppet security provider needs the certificate "${dir}/ssl/certs/ops.mcollective.pem" (plugin.choria.ssldir ${dir}/ssl, certname ops.mcollective), which does not exist`,
+      `error: ${choria}: the puppet security provider needs the private key "${dir}/ssl/private_keys/ops.mcollective.pem" (plugin.choria.ssldir ${dir}/ssl, certname ops.mcollective), which does not exist`,
+      `error: ${choria}: the puppet security provider needs the CA "${dir}/ssl/certs/ca.pem" (plugin.choria.ssldir ${dir}/ssl, certname ops.mcollective), which does not exist`,
+      '3 errors, 0 warnings',
+    ]);
+    const insecure = await rxfleet('validate', '--config', file('insecure.yaml', 'helper: /bin/h\nchoria_insecure: true\n'), '--choria-config', file('srv.cfg', 'identity = a.example.net\nplugin.choria.srv_domain = example.net\n'));
+    expect(insecure.code).toBe(0);
+    expect(insecure.stdout).toMatch(/identity a.example.net, NATS servers from DNS SRV records in example.net \(else puppet:4222\)$/m);
   });
 
   it('says so when the configuration file is missing', async () => {

@@ -77,6 +77,7 @@ export async function startProvisionerWorld(url: string, options: WorldOptions =
     config,
     choria,
     logger: options.logger ?? silentLogger,
+    processMetrics: false,
     ...(options.electionStore !== undefined ? { electionStore: options.electionStore } : {}),
     tuning: { ...FAST, helperEnv: { ...process.env, RXFLEET_HELPER_BROKERS: url, ...options.helperEnv }, ...options.tuning },
   });

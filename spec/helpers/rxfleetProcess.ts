@@ -29,9 +29,10 @@ export interface RxfleetProcess {
   running(): boolean;
 }
 
-/** Starts `rxfleet ...args`; stdout is parsed as JSON lines where it can be. */
-export function startRxfleet(args: string[]): RxfleetProcess {
-  const child = spawn(process.execPath, [RXFLEET_BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+/** Starts `rxfleet ...args` (with `env` added to this process's environment); stdout is parsed as JSON lines where it can be. */
+export function startRxfleet(args: string[], options: { env?: Record<string, string | undefined> } = {}): RxfleetProcess {
+  const env = options.env === undefined ? process.env : { ...process.env, ...options.env };
+  const child = spawn(process.execPath, [RXFLEET_BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
   let out = '';
   let err = '';
   const lines: Record<string, unknown>[] = [];

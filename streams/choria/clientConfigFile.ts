@@ -61,5 +61,5 @@ export async function loadChoriaClientConfig(file: string, options: LoadChoriaCo
     const { config } = parseChoriaClientConfig('', { file, defaultIdentity });
     return { config, problems: [{ path: file, message: reason, severity: 'error' }] };
   }
-  return parseChoriaClientConfig(text, { file, defaultIdentity });
+  return parseChoriaClientConfig(text, { file, defaultIdentity, home: homedir() });
 }

@@ -1,16 +1,32 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { BrokerSource, brokerSource } from '../../lib/choria/brokerSource';
 import { ChoriaClientConfig } from '../../lib/choria/clientConfig';
+import { readClientToken } from '../../lib/choria/clientToken';
 import { ed25519PrivateKeyFromSeed, ed25519Sign } from '../../lib/choria/ed25519Keys';
 import { EncodeRequestOptions } from '../../lib/choria/protocol/codec';
+import { callerIdFor } from '../../lib/choria/protocol/subjects';
+import { x509RequestSigner, x509SignerProblem } from '../../lib/choria/requestSigner';
+import { ClientSecurity, SecurityEnvironment, clientSecurity } from '../../lib/choria/securityProvider';
+import { SiteFiles } from '../../lib/siteFiles';
 import type { NatsConnectionConfig } from '../natsConnection';
 import { ConfigProblem, ProvisionerConfig } from '../../lib/provision/config';
+import { nodeSiteFiles } from '../siteFiles';
 
 /** How the daemon reaches NATS and speaks to nodes, worked out from both configuration files. */
 export interface ConnectionPlan {
-  /** For `openNatsConnection`; the password is in it, so the plan itself is never logged. */
+  /**
+   * For `openNatsConnection`, once `servers` is filled from {@link brokers} (listed brokers are
+   * already in it; SRV ones are looked up when connecting). Credentials are in it, so the plan
+   * itself is never logged.
+   */
   nats: NatsConnectionConfig;
-  /** The request protocol: v1 unsigned (provisioning mode), or v2 with the `choria` security provider. */
+  /** Where the brokers come from: a list, DNS SRV records, or go-choria's `puppet:4222`. */
+  brokers: BrokerSource;
+  /** The request protocol: v1 signed with the x509 key, v1 unsigned (`choria_insecure`), or v2 (`choria` provider). */
   protocol: EncodeRequestOptions;
+  /** Who the requests come from: `choria=<certname>`, or the caller id in the `choria` provider's JWT. */
+  callerId: string;
+  /** The security provider in effect, when the plan has no error. */
+  security: ClientSecurity | undefined;
   /** Problems that stop the daemon (errors) or deserve a line (warnings). */
   problems: ConfigProblem[];
 }
@@ -18,76 +34,94 @@ export interface ConnectionPlan {
 /** The inbox prefix every reply uses: the provisioning account may only subscribe under it (DECISIONS P13). */
 export const PROVISIONING_INBOX_PREFIX = 'provisioning.reply';
 
+/** Options for {@link connectionPlan}: the file system and process environment, for specs. */
+export interface ConnectionPlanOptions {
+  files?: SiteFiles;
+  env?: SecurityEnvironment;
+  /** The clock a token's expiry is checked against, ms. Default `Date.now`. */
+  now?: () => number;
+}
+
+/** This process's user, certname override, uid and home, as go-choria's providers read them. */
+export function processSecurityEnvironment(): SecurityEnvironment {
+  const { USER: user, MCOLLECTIVE_CERTNAME: certname, HOME: home } = process.env;
+  return { root: process.getuid?.() === 0, ...(user !== undefined ? { user } : {}), ...(certname !== undefined ? { certname } : {}), ...(home !== undefined ? { home } : {}) };
+}
+
 /**
- * Where to connect and as whom, as upstream's `run` sets the Choria framework up (reference §1.1):
- * - servers: `rxfleet.nats_servers` when set, else the Choria config's `plugin.choria.middleware_hosts`;
- * - user `provisioner` with `broker_provisioning_password` when that is set (or `rxfleet.nats_user`
- *   / `nats_password` / `nats_credentials` to override);
- * - TLS from the Choria config's `file` security provider (`plugin.security.file.certificate`,
- *   `.key`, `.ca`) unless `choria_insecure`, which turns TLS off as upstream does;
- * - the connection is named after the identity and replies come back under `provisioning.reply`;
- * - requests are Choria protocol v1, unsigned, which provisioning-mode servers accept (the
- *   default provisioning JWT says `chs: false`); with `plugin.security.provider = choria` they are
- *   protocol v2 carrying the client JWT, signed with the seed unless `choria_insecure`.
+ * Where to connect and as whom, as upstream's `run` sets the Choria framework up (reference §1.1,
+ * go-choria's connector and security providers):
+ * - brokers: `rxfleet.nats_servers`, else `plugin.choria.middleware_hosts`, else DNS SRV records
+ *   (with `plugin.choria.use_srv`, the default), else `puppet:4222`;
+ * - user `provisioner` with `broker_provisioning_password` when that is set, else the Choria
+ *   config's `plugin.nats.user` and `.pass` (`rxfleet.nats_user` / `nats_password` /
+ *   `nats_credentials` override);
+ * - the security provider (`clientSecurity`: `file`, `puppet` or `choria`; `file` without TLS when
+ *   `choria_insecure`) gives TLS, the caller id and how requests are signed: v1 with the x509 key,
+ *   v1 unsigned with `choria_insecure`, v2 with the `choria` provider's JWT and seed, which also
+ *   log in to the broker (the JWT as token, the nonce signed) and set the reply inbox
+ *   `provisioning.reply.<md5 of the caller id>`; otherwise replies come back under `provisioning.reply`.
  *
- * Every problem is collected (no servers, TLS or v2 files missing) rather than the first.
+ * Every problem is collected rather than the first; what only makes every node fail (a key that
+ * cannot sign, an expired token) is a warning, since upstream starts with it too.
  */
-export function connectionPlan(config: ProvisionerConfig, choria: ChoriaClientConfig, options: { exists?: (path: string) => boolean } = {}): ConnectionPlan {
-  const { exists = existsSync } = options;
-  const problems: ConfigProblem[] = [];
+export function connectionPlan(config: ProvisionerConfig, choria: ChoriaClientConfig, options: ConnectionPlanOptions = {}): ConnectionPlan {
+  const { files = nodeSiteFiles, env = processSecurityEnvironment(), now = Date.now } = options;
   const choriaFile = choria.file ?? 'choria config';
+  const problems: ConfigProblem[] = [];
   const error = (path: string, message: string): void => void problems.push({ path, message, severity: 'error' });
+  const warn = (path: string, message: string): void => void problems.push({ path, message, severity: 'warning' });
 
-  const servers = config.rxfleet.natsServers.length > 0 ? config.rxfleet.natsServers : choria.middlewareHosts;
-  if (servers.length === 0) error(choriaFile, 'no NATS servers: set plugin.choria.middleware_hosts here or rxfleet.nats_servers in the provisioner configuration');
+  const brokers = brokerSource(choria, config.rxfleet.natsServers);
+  const nats: NatsConnectionConfig = { servers: brokers.kind === 'srv' ? [] : brokers.servers, name: choria.identity, inboxPrefix: PROVISIONING_INBOX_PREFIX };
 
-  const nats: NatsConnectionConfig = { servers, name: choria.identity, inboxPrefix: PROVISIONING_INBOX_PREFIX };
-  const password = config.rxfleet.natsPassword ?? (config.brokerProvisioningPassword === '' ? undefined : config.brokerProvisioningPassword);
-  const user = config.rxfleet.natsUser ?? (config.brokerProvisioningPassword === '' ? undefined : 'provisioner');
+  const provisionerLogin = config.brokerProvisioningPassword !== '';
+  const choriaLogin = choria.natsUser !== undefined && choria.natsPassword !== undefined;
+  const user = config.rxfleet.natsUser ?? (provisionerLogin ? 'provisioner' : choriaLogin ? choria.natsUser : undefined);
+  const password = config.rxfleet.natsPassword ?? (provisionerLogin ? config.brokerProvisioningPassword : choriaLogin ? choria.natsPassword : undefined);
   if (user !== undefined) nats.user = user;
   if (password !== undefined) nats.password = password;
-  if (config.rxfleet.natsCredentials !== undefined) {
-    if (!exists(config.rxfleet.natsCredentials)) error('rxfleet.nats_credentials', `file ${JSON.stringify(config.rxfleet.natsCredentials)} does not exist`);
-    nats.credentials = config.rxfleet.natsCredentials;
+  const credentials = config.rxfleet.natsCredentials ?? choria.natsCredentials;
+  if (credentials !== undefined) {
+    if (!files.exists(credentials)) error(config.rxfleet.natsCredentials !== undefined ? 'rxfleet.nats_credentials' : choriaFile, `${config.rxfleet.natsCredentials !== undefined ? '' : 'plugin.nats.credentials: '}file ${JSON.stringify(credentials)} does not exist`);
+    nats.credentials = credentials;
   }
 
-  if (!config.choriaInsecure && choria.securityProvider === 'file') {
-    const files = { certificate: choria.certificate, key: choria.key, ca: choria.ca };
-    for (const [name, file] of Object.entries(files)) {
-      if (file === undefined) error(choriaFile, `plugin.security.file.${name} is required for TLS to the broker (or set choria_insecure: true)`);
-      else if (!exists(file)) error(choriaFile, `plugin.security.file.${name}: file ${JSON.stringify(file)} does not exist`);
-    }
-    if (files.certificate !== undefined && files.key !== undefined && files.ca !== undefined) nats.tls = { ca: files.ca, cert: files.certificate, key: files.key };
-  }
-
+  const { security, problems: securityProblems } = clientSecurity(choria, { insecure: config.choriaInsecure, env, files });
+  problems.push(...securityProblems);
   let protocol: EncodeRequestOptions = { version: 'v1' };
-  if (choria.securityProvider === 'choria') {
-    const tokenFile = choria.tokenFile;
-    const seedFile = choria.seedFile;
-    if (tokenFile === undefined) error(choriaFile, 'plugin.security.choria.token_file is required with plugin.security.provider = choria');
-    else if (!exists(tokenFile)) error(choriaFile, `plugin.security.choria.token_file: file ${JSON.stringify(tokenFile)} does not exist`);
-    if (!config.choriaInsecure) {
-      if (seedFile === undefined) error(choriaFile, 'plugin.security.choria.seed_file is required with plugin.security.provider = choria (or set choria_insecure: true)');
-      else if (!exists(seedFile)) error(choriaFile, `plugin.security.choria.seed_file: file ${JSON.stringify(seedFile)} does not exist`);
-    }
-    if (!problems.some((p) => p.severity === 'error') && tokenFile !== undefined) {
-      // A file that exists may still be unreadable or hold no usable seed: a problem like the rest.
-      const read = <T>(key: string, file: string, use: (text: string) => T): T | undefined => {
-        try {
-          return use(readFileSync(file, 'utf8').trim());
-        } catch (e) {
-          error(choriaFile, `plugin.security.choria.${key}: ${JSON.stringify(file)}: ${e instanceof Error ? e.message : String(e)}`);
-          return undefined;
-        }
-      };
-      const callerJwt = read('token_file', tokenFile, (text) => text);
-      const seed = !config.choriaInsecure && seedFile !== undefined ? read('seed_file', seedFile, (text) => ed25519PrivateKeyFromSeed(Buffer.from(text, 'hex'))) : undefined;
-      if (callerJwt !== undefined && (seed !== undefined || config.choriaInsecure)) {
-        protocol = { version: 'v2', security: { callerJwt, ...(seed !== undefined ? { sign: (json: Buffer) => ed25519Sign(seed, json) } : {}) } };
-      }
-    }
-  } else if (choria.securityProvider !== 'file') {
-    error(choriaFile, `plugin.security.provider ${JSON.stringify(choria.securityProvider)} is not supported: use file or choria`);
+  let callerId = callerIdFor(security?.certname ?? choria.identity);
+  if (security?.tls !== undefined) nats.tls = security.tls;
+
+  if (security?.x509 !== undefined) {
+    const problem = x509SignerProblem(files, security.x509);
+    if (problem !== undefined) warn(choriaFile, `requests cannot be signed, so every request will fail, as upstream: ${problem}`);
+    protocol = { version: 'v1', signer: x509RequestSigner(files, security.x509) };
   }
-  return { nats, protocol, problems };
+
+  if (security?.jwt !== undefined) {
+    const { tokenFile, seedFile } = security.jwt;
+    // The files exist (the provider checked); what they hold may still be unusable.
+    const read = <T>(key: string, file: string, use: (text: string) => T): T | undefined => {
+      try {
+        return use(files.read(file).toString('utf8').trim());
+      } catch (e) {
+        error(choriaFile, `plugin.security.choria.${key}: ${JSON.stringify(file)}: ${e instanceof Error ? e.message : String(e)}`);
+        return undefined;
+      }
+    };
+    const token = read('token_file', tokenFile, (text) => ({ text, info: readClientToken(text) }));
+    const seed = read('seed_file', seedFile, (text) => ed25519PrivateKeyFromSeed(Buffer.from(text, 'hex')));
+    if (token !== undefined && seed !== undefined) {
+      const sign = (bytes: Buffer): Uint8Array => ed25519Sign(seed, bytes);
+      if (token.info.expiresAt !== undefined && token.info.expiresAt <= now()) {
+        warn(choriaFile, `plugin.security.choria.token_file: the token expired at ${new Date(token.info.expiresAt).toISOString()}: the broker will refuse every connection until it is renewed`);
+      }
+      nats.jwtLogin = { jwt: token.text, sign };
+      nats.inboxPrefix = `${PROVISIONING_INBOX_PREFIX}.${token.info.uniqueId}`;
+      callerId = token.info.callerId;
+      protocol = { version: 'v2', security: { callerJwt: token.text, sign } };
+    }
+  }
+  return { nats, brokers, protocol, callerId, security: problems.some((p) => p.severity === 'error') ? undefined : security, problems };
 }

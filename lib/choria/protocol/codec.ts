@@ -3,7 +3,7 @@ import { utf8 } from './encoding';
 import { parsePlainJson, refuse } from './layers';
 import { schemaErrors } from './schemas';
 import { ChoriaReply, ChoriaRequest, Decoded, Filter, ProtocolVersion } from './types';
-import { TransportV1, V1, decodeReplyV1, decodeRequestV1, encodeReplyV1, encodeRequestV1, isTransportV1 } from './v1';
+import { TransportV1, V1, V1Signer, decodeReplyV1, decodeRequestV1, encodeReplyV1, encodeRequestV1, isTransportV1 } from './v1';
 import { TransportV2, V2, V2Security, decodeReplyV2, decodeRequestV2, encodeReplyV2, encodeRequestV2, isTransportV2 } from './v2';
 
 /** NATS's default `max_payload`: nothing larger can have come from a well-configured broker. */
@@ -45,8 +45,11 @@ export interface OutgoingRequest {
   replyTo: string;
 }
 
-/** The protocol to speak, and for v2 the caller's credentials. */
-export type EncodeRequestOptions = { version: 'v1'; signature?: string; pubcert?: string } | { version: 'v2'; security: V2Security };
+/**
+ * The protocol to speak, and the caller's credentials: v1 signed with an x509 key (`signer`) or
+ * unsigned, v2 with the caller's JWT and ed25519 seed.
+ */
+export type EncodeRequestOptions = { version: 'v1'; signer?: V1Signer } | { version: 'v2'; security: V2Security };
 
 type Transport = { version: 'v1'; transport: TransportV1 } | { version: 'v2'; transport: TransportV2 };
 
@@ -102,7 +105,7 @@ export function decodeReply(data: Uint8Array | string, options: DecodeOptions = 
 export function encodeRequest(request: OutgoingRequest, options: EncodeRequestOptions): string {
   if (options.version === 'v2') return encodeRequestV2(request, options.security);
   const message = request.payloadEncoding === 'base64' ? Buffer.from(request.payload).toString('base64') : request.payload;
-  return encodeRequestV1({ ...request, message, signature: options.signature, pubcert: options.pubcert });
+  return encodeRequestV1({ ...request, message }, options.signer);
 }
 
 /** The NATS payload of a reply in the chosen protocol (a server answers in the protocol it was asked in). */

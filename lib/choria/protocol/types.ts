@@ -30,6 +30,8 @@ export interface RequestSecurity {
   signature: string;
   /** v1: the caller's PEM certificate, or `insecure`. */
   pubcert?: string;
+  /** v1: the exact text the signature covers (the request JSON), for a server that verifies it. */
+  signed?: string;
   /** v2: the caller's JWT. */
   callerJwt?: string;
   /** v2: a delegated signer's JWT. */

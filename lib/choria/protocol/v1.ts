@@ -77,12 +77,24 @@ export interface RequestV1Fields {
   filter: Filter;
   message: string;
   replyTo: string;
-  signature?: string;
-  pubcert?: string;
 }
 
-/** The transport JSON of a v1 request: transport → secure request (unsigned unless told) → request. */
-export function encodeRequestV1(fields: RequestV1Fields): string {
+/**
+ * How a v1 request is signed, as go-choria's x509 providers sign (`SecureRequest.SetMessage`): the
+ * caller's certificate (PEM) goes in `pubcert`, and `signature` is the standard base64 of what
+ * `sign` returns for the request JSON's bytes (RSA PKCS#1 v1.5 over its SHA-256).
+ */
+export interface V1Signer {
+  pubcert(): string;
+  sign(requestJson: Buffer): Uint8Array;
+}
+
+/**
+ * The transport JSON of a v1 request: transport → secure request → request. Without a signer the
+ * secure request carries `insecure` as signature and certificate, as go-choria does when the
+ * protocol is not secure (provisioning mode, `choria_insecure`). A signer that throws throws here.
+ */
+export function encodeRequestV1(fields: RequestV1Fields, signer?: V1Signer): string {
   const request = JSON.stringify({
     protocol: V1.request,
     message: fields.message,
@@ -100,8 +112,8 @@ export function encodeRequestV1(fields: RequestV1Fields): string {
   const secure = JSON.stringify({
     protocol: V1.secureRequest,
     message: request,
-    signature: fields.signature ?? INSECURE,
-    pubcert: fields.pubcert ?? INSECURE,
+    signature: signer === undefined ? INSECURE : toBase64(signer.sign(Buffer.from(request, 'utf8'))),
+    pubcert: signer === undefined ? INSECURE : signer.pubcert(),
   });
   return JSON.stringify({
     protocol: V1.transport,
@@ -110,7 +122,11 @@ export function encodeRequestV1(fields: RequestV1Fields): string {
   });
 }
 
-/** Decodes a v1 request from its already-parsed transport. The signature is not verified (provisioning mode). */
+/**
+ * Decodes a v1 request from its already-parsed transport. The signature is not verified here (a
+ * provisioning-mode server does not); `security.signed` keeps the exact text it covers for a
+ * server that does.
+ */
 export function decodeRequestV1(transport: TransportV1): Decoded<ChoriaRequest> {
   const replyTo = transport.headers['reply-to'];
   if (replyTo === undefined) return refuse('schema', 'transport', 'request has no reply-to header');
@@ -135,7 +151,7 @@ export function decodeRequestV1(transport: TransportV1): Decoded<ChoriaRequest> 
       filter: { fact: envelope.filter.fact, cf_class: envelope.filter.cf_class, agent: envelope.filter.agent ?? [], identity: envelope.filter.identity, compound: envelope.filter.compound },
       payload: lenientBase64(message),
       replyTo,
-      security: { signature: secure.value.signature, pubcert: secure.value.pubcert },
+      security: { signature: secure.value.signature, pubcert: secure.value.pubcert, signed: secure.value.message },
     },
   };
 }

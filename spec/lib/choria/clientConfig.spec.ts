@@ -26,21 +26,83 @@ describe('parseChoriaClientConfig', () => {
       file: 'client.cfg',
       identity: 'prov1.example.net',
       middlewareHosts: ['nats://broker1:4222', 'nats://broker2:4223', 'tls://[::1]:4224'],
+      useSrv: true,
+      srvDomain: undefined,
       securityProvider: 'file',
       certificate: '/etc/choria/cert.pem',
       key: '/etc/choria/key.pem',
       ca: '/etc/choria/ca.pem',
+      choriaCertificate: undefined,
+      choriaKey: undefined,
+      choriaCa: undefined,
       seedFile: undefined,
       tokenFile: undefined,
+      sslDir: undefined,
+      certname: undefined,
+      natsUser: undefined,
+      natsPassword: undefined,
+      natsCredentials: undefined,
       discoveryTimeoutSeconds: 5,
       requestTtlSeconds: 60,
     });
   });
 
-  it('defaults: the given identity, no middleware, file security, discovery_timeout 2', () => {
+  it('defaults are go-choria\'s: the given identity, no middleware, SRV lookups on, the puppet provider, discovery_timeout 2', () => {
     const { config, problems } = parseChoriaClientConfig('', { defaultIdentity: 'host.example.net' });
     expect(problems).toEqual([]);
-    expect(config).toMatchObject({ identity: 'host.example.net', middlewareHosts: [], securityProvider: 'file', discoveryTimeoutSeconds: 2, requestTtlSeconds: 60 });
+    expect(config).toMatchObject({ identity: 'host.example.net', middlewareHosts: [], useSrv: true, securityProvider: 'puppet', discoveryTimeoutSeconds: 2, requestTtlSeconds: 60 });
+  });
+
+  it('reads the choria and puppet providers\' keys, SRV settings and the NATS login; ~ is the home directory', () => {
+    const { config, problems } = parseChoriaClientConfig(
+      [
+        'plugin.security.provider = choria',
+        'plugin.security.choria.certificate = ~/.config/choria/cert.pem',
+        'plugin.security.choria.key = /k.pem',
+        'plugin.security.choria.ca = /ca.pem',
+        'plugin.security.choria.token_file = ~/client.jwt',
+        'plugin.security.choria.seed_file = /seed',
+        'plugin.choria.ssldir = /var/lib/puppet/ssl',
+        'plugin.security.certname = prov.mcollective',
+        'plugin.choria.use_srv = no',
+        'plugin.choria.srv_domain = example.net',
+        'plugin.nats.user = u',
+        'plugin.nats.pass = p',
+        'plugin.nats.credentials = ~/u.creds',
+      ].join('\n'),
+      { home: '/home/prov' },
+    );
+    expect(problems).toEqual([]);
+    expect(config).toMatchObject({
+      securityProvider: 'choria',
+      choriaCertificate: '/home/prov/.config/choria/cert.pem',
+      choriaKey: '/k.pem',
+      choriaCa: '/ca.pem',
+      tokenFile: '/home/prov/client.jwt',
+      seedFile: '/seed',
+      sslDir: '/var/lib/puppet/ssl',
+      certname: 'prov.mcollective',
+      useSrv: false,
+      srvDomain: 'example.net',
+      natsUser: 'u',
+      natsPassword: 'p',
+      natsCredentials: '/home/prov/u.creds',
+    });
+    expect(parseChoriaClientConfig('plugin.security.puppet.ssldir = /ssl').config.sslDir).toBe('/ssl');
+  });
+
+  it('reads booleans as go-choria does; anything else is false, with a warning', () => {
+    for (const yes of ['1', 'yes', 'TRUE', 'y', 't']) expect(parseChoriaClientConfig(`plugin.choria.use_srv = ${yes}`).config.useSrv).toBe(true);
+    for (const no of ['0', 'No', 'false', 'n', 'F']) expect(parseChoriaClientConfig(`plugin.choria.use_srv = ${no}`).config.useSrv).toBe(false);
+    const { config, problems } = parseChoriaClientConfig('plugin.choria.use_srv = maybe', { file: 'c.cfg' });
+    expect(config.useSrv).toBe(false);
+    expect(problems).toEqual([{ path: 'c.cfg:1 plugin.choria.use_srv', message: 'expected a boolean (true, false, yes, no, 1, 0), got "maybe"; read as false, as go-choria does', severity: 'warning' }]);
+  });
+
+  it('refuses a security provider go-choria does not know, keeping the default', () => {
+    const { config, problems } = parseChoriaClientConfig('plugin.security.provider = ssl', { file: 'c.cfg' });
+    expect(config.securityProvider).toBe('puppet');
+    expect(problems).toEqual([{ path: 'c.cfg:1 plugin.security.provider', message: 'expected one of puppet, file, pkcs11, certmanager, choria, got "ssl"', severity: 'error' }]);
   });
 
   it('the last of two lines for a key wins', () => {

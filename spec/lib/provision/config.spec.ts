@@ -41,7 +41,7 @@ describe('parseProvisionerConfig: defaults', () => {
       upgradesRepository: '',
       upgradesOptional: false,
       features: { pki: false, jwt: false, ed25519: false, upgrades: false },
-      rxfleet: { natsServers: [], natsUser: undefined, natsPassword: undefined, natsCredentials: undefined, queueCapacity: 50_000, shutdownGraceMs: 30_000, helperTimeoutMs: 10_000, electionApiPrefix: 'choria.streams', electionCandidateIntervalMs: undefined },
+      rxfleet: { natsServers: [], natsUser: undefined, natsPassword: undefined, natsCredentials: undefined, queueCapacity: 50_000, shutdownGraceMs: 30_000, helperTimeoutMs: 10_000, electionApiPrefix: 'choria.streams', electionCandidateIntervalMs: undefined, dnsServers: [] },
     });
   });
 
@@ -173,7 +173,7 @@ describe('parseProvisionerConfig: refusals', () => {
       [
         'workers: -1',
         'interval: 30s',
-        'loglevel: verbose',
+        'loglevel: [verbose]',
         'lifecycle_component: "a.b"',
         'cert_deny_list: ["ok$", "(unclosed"]',
         'features: {pki: true, ed25519: true}',
@@ -192,39 +192,21 @@ describe('parseProvisionerConfig: refusals', () => {
       'server_jwt_validity',
       'rxfleet.helper_timeout',
       'lifecycle_component',
-      'helper',
       'cert_deny_list[1]',
       'features',
-      'jwt_verify_cert',
-      'jwt_signing_key',
     ]);
     const byPath = Object.fromEntries(problems.map((p) => [p.path, p.message]));
     expect(byPath.interval).toMatch(/expected at least 1m .*got "30s"/);
-    expect(byPath.loglevel).toBe('expected one of debug, info, warn, error or fatal, got "verbose" (a string)');
+    expect(byPath.loglevel).toBe('expected one of debug, info, warn, error or fatal, got a list');
     expect(byPath.server_jwt_validity).toBe('invalid duration "5H" (time: unknown unit "H" in duration "5H"); valid examples are 10m, 1h, 1d');
     expect(byPath.features).toBe('can only enable one of pki or ed25519 features');
     expect(byPath.lifecycle_component).toMatch(/^invalid lifecycle component "a.b"/);
     expect(byPath['cert_deny_list[1]']).toMatch(/^expected a regular expression: invalid pattern "\(unclosed"/);
   });
 
-  it.each(['a>b', 'a*', 'with space'])('refuses lifecycle_component %j', (component) => {
+  it.each(['a>b', 'a*', 'a.b'])('refuses lifecycle_component %j, as upstream', (component) => {
     expect(errors(`helper: h\nlifecycle_component: "${component}"\n`).map((p) => p.path)).toEqual(['lifecycle_component']);
   });
-
-  it.each([
-    ["helper: \"/bin/h 'unterminated\"", "cannot parse helper command: Unterminated single-quoted string"],
-    ['helper: "   "', 'required: the command that returns each node its configuration'],
-  ])('refuses %s', (yaml, message) => {
-    expect(errors(yaml)).toEqual([{ path: 'helper', message, severity: 'error' }]);
-  });
-
-  it('refuses what would fail every node: jwt without jwt_verify_cert, upgrades without a repository unless optional', () => {
-    expect(errors('helper: h\nfeatures: {jwt: true}\n').map((p) => p.path)).toEqual(['jwt_verify_cert']);
-    expect(errors('helper: h\nfeatures: {upgrades: true}\n').map((p) => p.path)).toEqual(['upgrades_repository']);
-    expect(errors('helper: h\nfeatures: {upgrades: true}\nupgrades_optional: true\n')).toEqual([]);
-    expect(errors('helper: h\nfeatures: {upgrades: true}\nupgrades_repository: https://repo.example.net/choria\n')).toEqual([]);
-  });
-
   it('warns about a jwt_verify_cert that is neither a file nor a hex key, and missing key files', () => {
     expect(warnings('helper: h\njwt_verify_cert: /nope.pem\njwt_signing_key: /nope.seed\n').map((p) => p.path)).toEqual(['jwt_verify_cert', 'jwt_signing_key']);
     expect(warnings(`helper: h\njwt_verify_cert: ${'ab'.repeat(32)}\n`)).toEqual([]);
@@ -244,7 +226,60 @@ describe('parseProvisionerConfig: refusals', () => {
 
   it('requireValidConfig throws one error naming every refused key', () => {
     expect(() => requireValidConfig(parse('workers: x\ninterval: 1s\n'))).toThrow(ConfigurationError);
-    expect(() => requireValidConfig(parse('workers: x\ninterval: 1s\n'))).toThrow(/^Provisioning could not be configured: workers: .*; interval: .*; helper: /);
+    expect(() => requireValidConfig(parse('workers: x\ninterval: 1s\n'))).toThrow(/^Provisioning could not be configured: workers: .*; interval: .*"1s"$/);
+  });
+});
+
+// DECISIONS: a file the Go provisioner starts with, rxfleet starts with (warning where every node
+// would fail); a value upstream would misread is refused with the key's path and what was expected.
+describe('parseProvisionerConfig: files upstream starts with', () => {
+  const starts = (text: string) => {
+    const result = parse(text);
+    expect(result.problems.filter((p) => p.severity === 'error')).toEqual([]);
+    expect(result.config).toBeDefined();
+    return { config: result.config!, warnings: result.problems.map((p) => `${p.path}: ${p.message}`) };
+  };
+
+  it('server_jwt_validity: "" is upstream\'s one year, without a word', () => {
+    const { config, warnings } = starts('helper: h\nserver_jwt_validity: ""\n');
+    expect(config.serverJwtValidityMs).toBe(365 * 24 * 3_600_000);
+    expect(config.serverJwtValidity).toBe('1y');
+    expect(warnings).toEqual([]);
+  });
+
+  it.each(['trace', 'verbose', 'Debug'])('loglevel: %s logs at warn, as upstream does with a level it does not know, and says so', (level) => {
+    const { config, warnings } = starts(`helper: h\nloglevel: ${level}\n`);
+    expect(config.logLevel).toBe('warn');
+    expect(warnings).toEqual([`loglevel: "${level}" is not one of debug, info, warn, error or fatal: logging at warn, as upstream does with a level it does not know`]);
+  });
+
+  it.each([
+    ['no helper at all', 'site: x\n', 'helper: not set: every node will fail at the helper step (cannot parse helper command: empty), as upstream'],
+    ['a blank helper', 'helper: "   "\n', 'helper: not set: every node will fail at the helper step (cannot parse helper command: empty), as upstream'],
+    ['a helper that cannot be split', "helper: \"/bin/h 'unterminated\"\n", 'helper: cannot parse helper command: Unterminated single-quoted string: every node will fail at the helper step, as upstream'],
+  ])('%s: starts, warning that every node will fail at the helper', (_name, yaml, warning) => {
+    expect(starts(yaml).warnings).toEqual([warning]);
+  });
+
+  it('features.jwt without jwt_verify_cert, ed25519 without jwt_signing_key, upgrades without a repository: start, warning', () => {
+    expect(starts('helper: h\nfeatures: {jwt: true}\n').warnings).toEqual([
+      'jwt_verify_cert: not set while features.jwt is on: every node will fail JWT validation (no JWT verification certificate configured), as upstream',
+    ]);
+    expect(starts('helper: h\nfeatures: {ed25519: true}\n').warnings.map((w) => w.split(':')[0])).toEqual(['jwt_verify_cert', 'jwt_signing_key']);
+    expect(starts('helper: h\nfeatures: {upgrades: true}\n').warnings.map((w) => w.split(':')[0])).toEqual(['upgrades_repository']);
+    expect(starts('helper: h\nfeatures: {upgrades: true}\nupgrades_optional: true\n').warnings).toEqual([]);
+    expect(starts('helper: h\nfeatures: {upgrades: true}\nupgrades_repository: https://repo.example.net/choria\n').warnings).toEqual([]);
+  });
+
+  it('a lifecycle component with a space starts, warning that startup events cannot be heard', () => {
+    const { config, warnings } = starts('helper: h\nlifecycle_component: "provision mode"\n');
+    expect(config.lifecycleComponent).toBe('provision mode');
+    expect(warnings).toEqual(['lifecycle_component: "provision mode" contains white space, which no NATS subject may: startup events cannot be listened for, so nodes are found by discovery only (upstream starts the same way)']);
+  });
+
+  it('refuses what upstream would misread: a negative worker count, a deny-list pattern that never matches', () => {
+    expect(errors('helper: h\nworkers: -2\n').map((p) => p.path)).toEqual(['workers']);
+    expect(errors('helper: h\ncert_deny_list: ["(unclosed"]\n').map((p) => p.path)).toEqual(['cert_deny_list[0]']);
   });
 });
 

@@ -1,4 +1,4 @@
-import { Registry } from 'prom-client';
+import { Registry, collectDefaultMetrics } from 'prom-client';
 import { ElectionMetrics } from '../../../lib/choria/electionMetrics';
 import { PROVISIONER_RPCS, ProvisionerMetrics } from '../../../lib/provision/metrics';
 import { UPSTREAM_COUNTERS, promtool } from '../../helpers/provisioner';
@@ -24,6 +24,8 @@ describe('ProvisionerMetrics', () => {
       'choria_provisioner_malformed_input_total{site="TEST",source="lifecycle_event"} 0',
       'choria_provisioner_malformed_input_total{site="TEST",source="discovery_reply"} 0',
       'choria_provisioner_malformed_input_total{site="TEST",source="rpc_reply"} 0',
+      'choria_provisioner_readmissions_total{site="TEST",via="discovery"} 0',
+      'choria_provisioner_readmissions_total{site="TEST",via="event"} 0',
     ];
     expect([...lines].sort()).toEqual([...expected].sort());
     expect(lines.some((l) => l.includes('quantile'))).toBe(false);
@@ -53,6 +55,7 @@ describe('ProvisionerMetrics', () => {
     m.admissionRefused('full');
     m.lockRefused();
     m.malformedInput('lifecycle_event');
+    m.readmitted('discovery');
     const after = samples(await registry.metrics());
     const changed = after.filter((l) => !before.includes(l)).sort();
     expect(changed).toEqual(
@@ -77,6 +80,7 @@ describe('ProvisionerMetrics', () => {
         'choria_provisioner_admission_refused_total{site="s",reason="full"} 1',
         'choria_provisioner_lock_refusals_total{site="s"} 1',
         'choria_provisioner_malformed_input_total{site="s",source="lifecycle_event"} 1',
+        'choria_provisioner_readmissions_total{site="s",via="discovery"} 1',
       ].sort(),
     );
     m.setPaused(false);
@@ -142,6 +146,20 @@ describe('the exposition under promtool check metrics', () => {
     expect([0, 3]).toContain(code);
     const findings = output.split('\n').filter((l) => l.trim() !== '');
     expect(findings.sort()).toEqual(UPSTREAM_NAMED_COUNTERS.map((n) => `${n} counter metrics should have "_total" suffix`).sort());
+  });
+
+  it('with prom-client\'s process and Node.js series beside them (the daemon\'s registry), still only those findings', async () => {
+    const registry = new Registry();
+    new ProvisionerMetrics({ registry, site: 'TEST' });
+    new ElectionMetrics({ registry, election: 'provisioner', identity: 'p1' });
+    collectDefaultMetrics({ register: registry });
+    const text = await registry.metrics();
+    for (const series of ['process_resident_memory_bytes', 'process_cpu_seconds_total', 'nodejs_heap_size_used_bytes', 'nodejs_eventloop_lag_seconds']) expect(text).toMatch(new RegExp(`^${series} `, 'm'));
+    const { code, output } = await promtool(text);
+    expect([0, 3]).toContain(code);
+    // prom-client names three of its gauges `_total`; those are its names, as the counters are upstream's.
+    const promClientGauges = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'].map((n) => `${n} non-counter metrics should not have "_total" suffix`);
+    expect(output.split('\n').filter((l) => l.trim() !== '').sort()).toEqual([...UPSTREAM_NAMED_COUNTERS.map((n) => `${n} counter metrics should have "_total" suffix`), ...promClientGauges].sort());
   });
 
   it('would catch a broken exposition', async () => {

@@ -14,7 +14,7 @@ function recorder(scheduler: Run): { hooks: PipelineHooks; log: string[] } {
     hooks: {
       discoveryStarted: () => at('discover'),
       discoveryFailed: (e) => at(`discovery failed: ${(e as Error).message}`),
-      admitted: (t) => at(`admit ${t.value.identity} via ${t.value.via}`),
+      admitted: (t) => at(`admit ${t.value.identity} via ${t.value.via}${t.value.readmission === true ? ' again' : ''}`),
       refused: (r) => at(`refuse ${r.key} ${r.reason}`),
       discoverySkipped: () => at('skip discovery'),
       droppedWhilePaused: (s) => at(`dropped ${s.identity} via ${s.via}`),
@@ -208,6 +208,25 @@ describe('provisionPipeline', () => {
     // The first cycle is still running at 10: the held sighting is a whole interval old, so the
     // node is admitted again; a duplicate costs less than a dropped node.
     expect(starts.slice(0, 2)).toEqual(['0 slow', '10 slow']);
+  });
+
+  it('marks a re-admission as such, so upstream\'s discovered counts each node once while it is held', () => {
+    const scheduler = newScheduler();
+    const { hooks, log } = recorder(scheduler);
+    scheduler.run(({ cold, hot }) => {
+      const sub = provisionPipeline({
+        discover: () => of(['slow']),
+        startupEvents: hot('-'),
+        gate: new PauseGate(),
+        provision: () => cold('25ms d', { d: done('provisioned') as CycleOutcome }),
+        interval: 10,
+        workers: 2,
+        hooks,
+        scheduler,
+      }).subscribe();
+      scheduler.schedule(() => sub.unsubscribe(), 12);
+    });
+    expect(log.filter((l) => l.includes('admit'))).toEqual(['0 admit slow via discovery', '10 admit slow via discovery again']);
   });
 
   it('a failed discovery round is reported and the next tick tries again', () => {

@@ -78,9 +78,21 @@ describe('the Choria protocol codec', () => {
           filter: { fact: [], cf_class: [], agent: ['choria_provision'], identity: [], compound: [] },
           payload: '{"agent":"choria_provision","action":"jwt","data":{"token":"s3cret"}}',
           replyTo: 'provisioning.reply.8b2c1bbcfd1fb1b35c0d10e4e0c7ae8f.0123456789abcdef0123456789abcdef',
-          security: { signature: 'insecure', pubcert: 'insecure' },
+          security: { signature: 'insecure', pubcert: 'insecure', signed: referenceRequest },
         },
       });
+    });
+
+    it('signs a request as go-choria\'s x509 providers do: base64 of the signer\'s bytes over the request JSON, the certificate in pubcert', () => {
+      const signed: Buffer[] = [];
+      const signer = { pubcert: () => '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n', sign: (json: Buffer) => (signed.push(json), Buffer.from('signature-bytes')) };
+      const transport = JSON.parse(encodeRequest(outgoing(), { version: 'v1', signer }));
+      const secure = JSON.parse(Buffer.from(transport.data, 'base64').toString());
+      expect(secure.signature).toBe(Buffer.from('signature-bytes').toString('base64'));
+      expect(secure.pubcert).toBe('-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n');
+      expect(signed).toEqual([Buffer.from(secure.message)]);
+      const decoded = decodeRequest(JSON.stringify(transport), { now: NOW });
+      expect(decoded.ok && decoded.value.security).toEqual({ signature: secure.signature, pubcert: secure.pubcert, signed: secure.message });
     });
 
     it('encodes an unsigned request layer by layer as the reference shows', () => {

@@ -3,6 +3,7 @@ import { firstValueFrom, filter, toArray, take } from 'rxjs';
 import { daemonConnectionOptions, normaliseServer, openNatsConnection } from '../../streams/natsConnection';
 import { freePort, startNatsServer } from '../../streams/natsServerProcess';
 import { useNatsServer } from '../helpers/nats';
+import { waitFor } from '../helpers/waitFor';
 
 describe('the daemon NATS connection', () => {
   const server = useNatsServer();
@@ -33,6 +34,8 @@ describe('the daemon NATS connection', () => {
     const spy = connection.nc.subscribe('svc.echo', { callback: (_e, m) => void seenReplyTo.push(m.reply ?? '') });
     const reply = await connection.nc.request('svc.echo', 'ping', { timeout: 2000 });
     expect(reply.string()).toBe('ping');
+    // The spy is another subscription: its copy may come after the reply (no order across subscriptions).
+    await waitFor(() => seenReplyTo.length === 1, 'the spy\'s copy of the request');
     expect(seenReplyTo[0]).toMatch(/^provisioning\.reply\./);
     expect(connection.state).toBe('connected');
     responder.unsubscribe();

@@ -17,6 +17,8 @@ export interface NatsServerOptions {
   binary?: string;
   /** How long to wait for the server to accept connections. Default 10 s. */
   readyTimeoutMs?: number;
+  /** Listen on this loopback port. Default a free one. */
+  port?: number;
 }
 
 /** A private nats-server this process started and will stop. */
@@ -75,7 +77,7 @@ function exited(child: ChildProcess): Promise<void> {
 export async function startNatsServer(options: NatsServerOptions = {}): Promise<NatsServerProcess> {
   const { jetstream = true, config = '', binary = 'nats-server', readyTimeoutMs = 10_000 } = options;
   const dir = mkdtempSync(join(tmpdir(), 'rxfleet-nats-'));
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const confFile = join(dir, 'nats.conf');
   const lines = [`listen: 127.0.0.1:${port}`, `server_name: rxfleet_${port}`];
   if (jetstream) lines.push(`jetstream: { store_dir: "${join(dir, 'js')}" }`);

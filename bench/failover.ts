@@ -28,7 +28,7 @@ async function failover(ttlMs: number): Promise<{ firstRpcMs: number; wonMs: num
     const leader = await leaderOf(provisioners, 60_000);
     await leader.logged('Became leader after winning election');
     // Enough slow nodes that plenty are still waiting in provisioning mode when the new leader wins.
-    const fleet = ha.simulate(['--nodes', '300', '--latency', '100', '--restart-delay', '100', '--lock-window', '1000']);
+    const fleet = ha.simulate(['--nodes', '300', '--latency', '100ms', '--restart-delay', '100ms', '--lock-window', '1s']);
     const rpcs = () => tracedRequests(fleet).filter((r) => r.agent !== 'discovery');
     await waitFor(() => rpcs().filter((r) => r.caller === leader.callerId && r.action === 'restart').length >= 5, 'the leader to provision 5 nodes', 60_000);
     const killedAt = Date.now();

@@ -122,7 +122,7 @@ async function limits(url: string): Promise<Record<string, number>> {
 }
 
 async function provisionRun(url: string, dir: string, latency: number, workers: number, baseline: Record<string, number>): Promise<void> {
-  const fleet = start(['simulate', '--nats', url, '--nodes', String(NODES), '--token', TOKEN, '--latency', String(latency), '--restart-delay', '0', '--json', '--report-every', '0', '--log-level', 'error']);
+  const fleet = start(['simulate', '--nats', url, '--nodes', String(NODES), '--token', TOKEN, '--latency', `${latency}ms`, '--restart-delay', '0', '--json', '--report-every', '0', '--log-level', 'error']);
   await fleet.next((l) => l.type === 'ready');
 
   const port = await freePort();

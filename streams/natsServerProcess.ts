@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { AddressInfo, createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { cleanUpOnExit } from './exitCleanup';
 
 /** Options for {@link startNatsServer}. */
 export interface NatsServerOptions {
@@ -77,21 +78,27 @@ function exited(child: ChildProcess): Promise<void> {
 export async function startNatsServer(options: NatsServerOptions = {}): Promise<NatsServerProcess> {
   const { jetstream = true, config = '', binary = 'nats-server', readyTimeoutMs = 10_000 } = options;
   const dir = mkdtempSync(join(tmpdir(), 'rxfleet-nats-'));
+  let child: ChildProcess | undefined;
+  let stopped = false;
+  // However this process ends (a second signal, a crash), the server and its store go with it.
+  const forget = cleanUpOnExit(() => {
+    if (child !== undefined && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 20 });
+  });
   const port = options.port ?? (await freePort());
   const confFile = join(dir, 'nats.conf');
   const lines = [`listen: 127.0.0.1:${port}`, `server_name: rxfleet_${port}`];
   if (jetstream) lines.push(`jetstream: { store_dir: "${join(dir, 'js')}" }`);
   writeFileSync(confFile, `${lines.join('\n')}\n${config.replaceAll('{{dir}}', dir)}\n`);
 
-  let child: ChildProcess;
-  let stopped = false;
 
   const launch = async (): Promise<void> => {
-    child = spawn(binary, ['-c', confFile, '-l', join(dir, 'nats.log')], { stdio: 'ignore' });
-    const spawnError = new Promise<never>((_, reject) => child.once('error', reject));
+    const started = spawn(binary, ['-c', confFile, '-l', join(dir, 'nats.log')], { stdio: 'ignore' });
+    child = started;
+    const spawnError = new Promise<never>((_, reject) => started.once('error', reject));
     const deadline = Date.now() + readyTimeoutMs;
     for (;;) {
-      if (child.exitCode !== null) throw new Error(`nats-server exited with ${child.exitCode} (see ${join(dir, 'nats.log')})`);
+      if (started.exitCode !== null) throw new Error(`nats-server exited with ${started.exitCode} (see ${join(dir, 'nats.log')})`);
       if (await Promise.race([canConnect(port), spawnError])) return;
       if (Date.now() > deadline) throw new Error(`nats-server did not accept connections on ${port} within ${readyTimeoutMs} ms`);
       await new Promise((r) => setTimeout(r, 25));
@@ -101,7 +108,9 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
   try {
     await launch();
   } catch (error) {
+    if (child !== undefined && child.exitCode === null) child.kill('SIGKILL');
     rmSync(dir, { recursive: true, force: true });
+    forget();
     throw error;
   }
 
@@ -110,20 +119,23 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
     port,
     dir,
     get pid() {
-      return child.pid ?? -1;
+      return child?.pid ?? -1;
     },
     async stop() {
       if (stopped) return;
       stopped = true;
-      child.kill('SIGTERM');
-      const killer = setTimeout(() => child.kill('SIGKILL'), 5000);
-      await exited(child);
+      const running = child as ChildProcess;
+      running.kill('SIGTERM');
+      const killer = setTimeout(() => running.kill('SIGKILL'), 5000);
+      await exited(running);
       clearTimeout(killer);
       rmSync(dir, { recursive: true, force: true });
+      forget();
     },
     async kill() {
-      child.kill('SIGKILL');
-      await exited(child);
+      const running = child as ChildProcess;
+      running.kill('SIGKILL');
+      await exited(running);
     },
     async restart() {
       await launch();

@@ -1,11 +1,9 @@
 import { Command } from 'commander';
-import { existsSync } from 'node:fs';
 import { ChoriaClientConfig } from '../../lib/choria/clientConfig';
-import { defaultChoriaConfigPath, loadChoriaClientConfig } from '../../streams/choria/clientConfigFile';
-import { ConfigProblem, ProvisionerConfig } from '../../lib/provision/config';
-import { loadProvisionerConfig } from '../../streams/provisionerConfigFile';
+import { ProvisionerConfig } from '../../lib/provision/config';
 import { splitHelperCommand } from '../../lib/provision/helperCommand';
-import { connectionPlan } from '../../streams/choria/connectionPlan';
+import { redactUrlCredentials } from '../../lib/redact';
+import { ProvisionFlags, addProvisionSourceOptions, provisionSources } from '../provisionSources';
 
 /** What `rxfleet validate` prints and how it exits. */
 export interface ValidationReport {
@@ -13,51 +11,32 @@ export interface ValidationReport {
   exitCode: 0 | 1;
 }
 
-/** Options of `rxfleet validate`. */
-export interface ValidateOptions {
-  config: string;
-  choriaConfig?: string;
+/** Options of `rxfleet validate`: what `rxfleet provision` is started from, and `--strict`. */
+export interface ValidateOptions extends ProvisionFlags {
   /** Warnings fail the check too. */
   strict?: boolean;
 }
 
 /**
- * Checks a provisioner configuration and its Choria client configuration the way `rxfleet
- * provision` would read them, and reports every problem (one line each, with the key's path) rather
- * than the first. Exit code 1 when any problem would stop the daemon (or any problem at all with
- * `strict`); otherwise 0 and a one-line summary. Secrets are never printed.
+ * Runs the checks `rxfleet provision` runs before it starts (the same function, {@link preflight})
+ * and reports every problem, one line each, the same lines provision prints. Exit code 1 when any
+ * problem would stop the daemon (or any problem at all with `strict`); otherwise 0 and a one-line
+ * summary. Secrets are never printed.
  */
 export async function validateConfiguration(options: ValidateOptions): Promise<ValidationReport> {
-  const provisioner = loadProvisionerConfig(options.config);
-  const problems: ConfigProblem[] = provisioner.problems.map((p) => ({ ...p, path: p.path === options.config ? p.path : `${options.config}: ${p.path}` }));
-
-  const explicit = options.choriaConfig !== undefined;
-  const choriaFile = options.choriaConfig ?? defaultChoriaConfigPath();
-  let choria: ChoriaClientConfig | undefined;
-  if (explicit || existsSync(choriaFile)) {
-    const result = await loadChoriaClientConfig(choriaFile);
-    choria = result.config;
-    problems.push(...result.problems);
-  } else {
-    problems.push({ path: choriaFile, message: 'no Choria client configuration found at the default locations; pass --choria-config', severity: 'warning' });
-  }
-
-  // What `rxfleet provision` checks before connecting: brokers, TLS material, the v2 security files.
-  if (provisioner.config !== undefined && choria !== undefined) problems.push(...connectionPlan(provisioner.config, choria).problems);
-
-  const lines = problems.map((p) => `${p.severity}: ${p.path}: ${p.message}`);
-  const errors = problems.filter((p) => p.severity === 'error').length;
-  const warnings = problems.length - errors;
-  const failed = errors > 0 || (options.strict === true && warnings > 0);
-  if (failed) {
+  const { preflight } = await import('../provision/preflight.js');
+  const result = await preflight(provisionSources(options));
+  const lines = [...result.lines];
+  const { errors, warnings } = result;
+  if (errors > 0 || result.config === undefined || (options.strict === true && warnings > 0)) {
     lines.push(`${errors} error${errors === 1 ? '' : 's'}, ${warnings} warning${warnings === 1 ? '' : 's'}`);
     return { lines, exitCode: 1 };
   }
-  lines.push(summary(options.config, provisioner.config as ProvisionerConfig, choria, warnings));
+  lines.push(summary(options.config, result.config, result.choria, warnings));
   return { lines, exitCode: 0 };
 }
 
-function summary(file: string, c: ProvisionerConfig, choria: ChoriaClientConfig | undefined, warnings: number): string {
+function summary(file: string, c: ProvisionerConfig, choria: ChoriaClientConfig, warnings: number): string {
   const features = Object.entries(c.features)
     .filter(([, on]) => on)
     .map(([name]) => name);
@@ -68,22 +47,22 @@ function summary(file: string, c: ProvisionerConfig, choria: ChoriaClientConfig 
     // Only the executable: arguments could carry a secret.
     `helper ${splitHelperCommand(c.helper)[0]}`,
     `site ${JSON.stringify(c.site)}`,
-    c.monitorPort === 0 ? 'no /metrics' : `/metrics on port ${c.monitorPort}`,
+    c.monitorPort === 0 ? 'no /metrics' : c.rxfleet.monitorHost === undefined ? `/metrics on port ${c.monitorPort}` : `/metrics on ${c.rxfleet.monitorHost}:${c.monitorPort}`,
     c.leaderElection ? 'leader election on' : 'no leader election',
   ];
-  const nats = c.rxfleet.natsServers.length > 0 ? c.rxfleet.natsServers : (choria?.middlewareHosts ?? []);
-  const choriaPart = choria === undefined ? '' : `; choria config ${choria.file}: identity ${choria.identity}, ${nats.length} NATS server${nats.length === 1 ? '' : 's'}`;
-  return `${file}: OK${warnings > 0 ? ` with ${warnings} warning${warnings === 1 ? '' : 's'}` : ''}: ${parts.join(', ')}${choriaPart}`;
+  const nats = c.rxfleet.natsServers.length > 0 ? c.rxfleet.natsServers : choria.middlewareHosts;
+  const choriaPart = `; choria config ${choria.file ?? '(defaults)'}: identity ${choria.identity}, ${nats.length} NATS server${nats.length === 1 ? '' : 's'}`;
+  return redactUrlCredentials(`${file}: OK${warnings > 0 ? ` with ${warnings} warning${warnings === 1 ? '' : 's'}` : ''}: ${parts.join(', ')}${choriaPart}`);
 }
 
 /** `rxfleet validate --config FILE [--choria-config FILE] [--strict]`. */
 export function registerValidate(program: Command): void {
-  program
+  const command = program
     .command('validate')
-    .description('check a provisioner configuration (and its Choria client configuration) and print every problem with its path')
-    .requiredOption('--config <file>', 'the provisioner YAML configuration')
-    .option('--choria-config <file>', 'the Choria client configuration (default: the first of ~/.choriarc, ~/.mcollective, /etc/choria/client.conf, ...)')
-    .option('--strict', 'fail on warnings too', false)
+    .usage('--config <file> [options]')
+    .description('run the checks rxfleet provision runs before it starts, and print every problem with its file and key (the same lines provision prints)');
+  addProvisionSourceOptions(command)
+    .option('--strict', 'fail on warnings too')
     .action(async (options: ValidateOptions) => {
       const report = await validateConfiguration(options);
       for (const line of report.lines) console.log(line);

@@ -129,9 +129,9 @@ export async function startEnrichDaemon(settings: EnricherSettings, overrides: E
   }
 
   if (natsSettings !== undefined) {
-    const { servers, name, user, password, token, tls, maxHeld } = natsSettings;
+    const { servers, name, user, password, token, credentials, tls, maxHeld } = natsSettings;
     publisher = new NatsPublisher({
-      open: (signal) => openNatsConnection({ servers, name, user, password, token, ...(tls !== undefined ? { tls } : {}), signal }, logger),
+      open: (signal) => openNatsConnection({ servers, name, user, password, token, credentials, ...(tls !== undefined ? { tls } : {}), signal }, logger),
       maxHeld,
       logger,
       onResult: (result) => metrics.published.labels('nats', result).inc(),

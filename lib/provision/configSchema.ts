@@ -55,7 +55,7 @@ export const PROVISIONER_CONFIG_SCHEMA = {
           default: [],
           expected: 'a list of NATS servers (host:port or nats://host:port)',
           items: string(undefined, 'a NATS server (host:port, nats://host:port or tls://host:port)', {
-            pattern: '^((nats|tls|ws|wss)://)?[^\\s/:]+(:\\d{1,5})?$',
+            pattern: '^((nats|tls|ws|wss)://)?([^\\s/@]+@)?[^\\s/:@]+(:\\d{1,5})?$',
           }),
         },
         nats_user: string(undefined),
@@ -66,6 +66,8 @@ export const PROVISIONER_CONFIG_SCHEMA = {
         helper_timeout: string('10s', 'a duration such as 10s'),
         election_api_prefix: string('choria.streams', 'a JetStream API prefix such as choria.streams or $JS.API', { pattern: '^[^\\s*>]+$' }),
         election_candidate_interval: string('', 'a duration such as 15s (empty: a quarter of the bucket TTL)'),
+        log_format: { type: 'string', enum: ['', 'json', 'logfmt', 'pretty'], default: '', expected: 'one of json, logfmt or pretty' },
+        monitor_host: string('', 'an address to serve /metrics on, such as 127.0.0.1 (empty: every interface)'),
       },
     },
   },

@@ -78,7 +78,7 @@ describe('rxfleet provision', () => {
     expect(readFileSync(pid, 'utf8').trim()).toBe(String(provisioner.child.pid));
     await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/ready`).then((r) => r.status, () => 0)) === 200, '/ready');
 
-    const simulate = startRxfleet(['simulate', '--nats', server().url, '--nodes', '12', '--token', 'tok-5647382910', '--restart-delay', '100', '--exit-when-provisioned', '--json', '--report-every', '0']);
+    const simulate = startRxfleet(['simulate', '--nats', server().url, '--nodes', '12', '--token', 'tok-5647382910', '--restart-delay', '100ms', '--exit-when-provisioned', '--json', '--report-every', '0']);
     running.push(simulate);
     expect((await simulate.exited).code).toBe(0);
     const summary = simulate.stdout().trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.type === 'summary');

@@ -67,7 +67,7 @@ describe('rxfleet simulate', () => {
   });
 
   it('exits by itself once every node is provisioned, when asked to', async () => {
-    const fleet = simulate(['--nats', server().url, '--nodes', '2', '--name-prefix', 'done', '--token', 't', '--restart-delay', '5', '--exit-when-provisioned', '--report-every', '50']);
+    const fleet = simulate(['--nats', server().url, '--nodes', '2', '--name-prefix', 'done', '--token', 't', '--restart-delay', '5ms', '--exit-when-provisioned', '--report-every', '50ms']);
     await fleet.next('ready');
     for (const id of ['done-1.example.net', 'done-2.example.net']) {
       await firstValueFrom(client.call(PROVISION_RPCS.configure, id, configureInput(PROVISIONED_CONFIG, 't')));
@@ -89,7 +89,7 @@ describe('rxfleet simulate', () => {
   });
 
   it('with --trace, reports each request with its caller, action and time; --lock-window shortens the provisioning lock', async () => {
-    const fleet = simulate(['--nats', server().url, '--nodes', '1', '--name-prefix', 'trace', '--report-every', '0', '--trace', '--lock-window', '2000']);
+    const fleet = simulate(['--nats', server().url, '--nodes', '1', '--name-prefix', 'trace', '--report-every', '0', '--trace', '--lock-window', '2s']);
     await fleet.next('ready');
     const id = 'trace-1.example.net';
     const before = Date.now();
@@ -126,7 +126,8 @@ describe('rxfleet simulate', () => {
 
   it('refuses bad arguments with one clear line and a non-zero exit', async () => {
     const cases: [string[], string][] = [
-      [['--nodes', '3'], `error: required option '--nats <url>' not specified`],
+      [['--nats', 'x'], `error: required option '--nodes <n>' not specified`],
+      [['--nats', 'x', '--nodes', '3', '--latency', '50'], `error: option '--latency <duration>' argument '50' is invalid. expected a duration with its unit such as 500ms, 10s or 2m, got "50"`],
       [['--nats', 'x', '--nodes', '0'], `error: option '--nodes <n>' argument '0' is invalid. expected a positive whole number, got "0"`],
       [['--nats', 'x', '--nodes', '3', '--failure-rate', '1.5'], `error: option '--failure-rate <f>' argument '1.5' is invalid. expected a number from 0 to 1, got "1.5"`],
       [['--nats', 'x', '--nodes', '3', '--component', 'prov.>'], `error: option '--component <name>' argument 'prov.>' is invalid. invalid lifecycle component: prov.>`],

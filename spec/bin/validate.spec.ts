@@ -1,15 +1,24 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { RXFLEET_BIN } from '../helpers/rxfleetProcess';
 import { promisify } from 'node:util';
+import { MINIMAL_HELPER } from '../helpers/provisioner';
+import { RXFLEET_BIN, killAll, startRxfleet, RxfleetProcess } from '../helpers/rxfleetProcess';
+import { waitFor } from '../helpers/waitFor';
 
-// Runs the built command (`npm test` builds first), as a user would.
+// Runs the built command (`npm test` builds first), as a user would. HOME is an empty directory so
+// no Choria client configuration is found at the default places (the test machine has none in /etc).
 const bin = RXFLEET_BIN;
 const run = promisify(execFile);
 
-async function rxfleet(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+interface Outcome {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+async function rxfleet(...args: string[]): Promise<Outcome> {
   try {
     const { stdout, stderr } = await run(process.execPath, [bin, ...args], { timeout: 60_000, env: { ...process.env, HOME: dir } });
     return { code: 0, stdout, stderr };
@@ -20,9 +29,10 @@ async function rxfleet(...args: string[]): Promise<{ code: number; stdout: strin
 }
 
 let dir: string;
-const file = (name: string, text: string): string => {
+const file = (name: string, text: string, mode = 0o644): string => {
   const path = join(dir, name);
   writeFileSync(path, text);
+  chmodSync(path, mode);
   return path;
 };
 
@@ -32,13 +42,13 @@ beforeAll(() => {
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('rxfleet validate', () => {
-  it('prints a one-line summary and exits 0 for a good configuration', async () => {
-    const config = file('good.yaml', 'workers: 4\ninterval: 5m\nhelper: /usr/local/bin/helper --token s3cret\nsite: TEST\nmonitor_port: 8080\nfeatures: {pki: true}\nchoria_insecure: true\n');
+  it('prints a one-line summary and exits 0 for a good configuration, without the helper\'s arguments', async () => {
+    const config = file('good.yaml', `workers: 4\ninterval: 5m\nhelper: ${MINIMAL_HELPER} --token s3cret\nsite: TEST\nmonitor_port: 8080\nfeatures: {pki: true}\nchoria_insecure: true\n`);
     const choria = file('client.cfg', 'identity = prov1.example.net\nplugin.choria.middleware_hosts = broker:4222\n');
     const { code, stdout } = await rxfleet('validate', '--config', config, '--choria-config', choria);
     expect(code).toBe(0);
     expect(stdout.trim().split('\n')).toEqual([
-      `${config}: OK: 4 workers, interval 5m, features pki, helper /usr/local/bin/helper, site "TEST", /metrics on port 8080, no leader election; choria config ${choria}: identity prov1.example.net, 1 NATS server`,
+      `${config}: OK: 4 workers, interval 5m, features pki, helper ${MINIMAL_HELPER}, site "TEST", /metrics on port 8080, no leader election; choria config ${choria}: identity prov1.example.net, 1 NATS server`,
     ]);
     expect(stdout).not.toContain('s3cret');
   });
@@ -48,8 +58,7 @@ describe('rxfleet validate', () => {
     const choria = file('bad.cfg', 'discovery_timeout = soon\n');
     const { code, stdout } = await rxfleet('validate', '--config', config, '--choria-config', choria);
     expect(code).toBe(1);
-    const lines = stdout.trim().split('\n');
-    expect(lines).toEqual([
+    expect(stdout.trim().split('\n')).toEqual([
       `warning: ${config}: bogus: unknown key, ignored`,
       `error: ${config}: workers: expected a whole number >= 0 (0 means one per CPU), got "many" (a string)`,
       `error: ${config}: token: expected a string, got a number (value not shown: it is a secret)`,
@@ -61,7 +70,7 @@ describe('rxfleet validate', () => {
   });
 
   it('passes with warnings, and fails on them with --strict', async () => {
-    const config = file('warn.yaml', 'helper: /bin/h\nbroker_port: 4222\nchoria_insecure: true\n');
+    const config = file('warn.yaml', `helper: ${MINIMAL_HELPER}\nbroker_port: 4222\nchoria_insecure: true\n`);
     const choria = file('ok.cfg', 'identity = a\nplugin.choria.middleware_hosts = b:4222\n');
     const lenient = await rxfleet('validate', '--config', config, '--choria-config', choria);
     expect(lenient.code).toBe(0);
@@ -72,7 +81,7 @@ describe('rxfleet validate', () => {
   });
 
   it('checks what rxfleet provision needs to connect: a broker, and TLS material unless choria_insecure', async () => {
-    const config = file('tls.yaml', 'helper: /bin/h\n');
+    const config = file('tls.yaml', `helper: ${MINIMAL_HELPER}\n`);
     const choria = file('tls.cfg', 'identity = a\nplugin.security.file.certificate = /nowhere/cert.pem\n');
     const { code, stdout } = await rxfleet('validate', '--config', config, '--choria-config', choria);
     expect(code).toBe(1);
@@ -92,16 +101,107 @@ describe('rxfleet validate', () => {
     expect(stdout.split('\n')[0]).toBe(`error: ${missing}: file ${missing} not found`);
   });
 
-  it('without --choria-config and none at the default places, warns and still checks the YAML', async () => {
-    const { code, stdout } = await rxfleet('validate', '--config', file('solo.yaml', 'helper: /bin/h\n'));
-    // The test's HOME is the empty temp dir; /etc/choria/client.conf does not exist on the test machine.
+  it('without --choria-config and none at the default places, checks with the defaults provision would run with', async () => {
+    const { code, stdout } = await rxfleet('validate', '--config', file('solo.yaml', `helper: ${MINIMAL_HELPER}\n`));
+    const lines = stdout.trim().split('\n');
+    expect(code).toBe(1);
+    expect(lines[0]).toMatch(/^warning: \/etc\/puppetlabs\/mcollective\/client\.cfg: no Choria client configuration found at the default locations; using defaults \(identity \S+, no brokers\): pass --choria-config$/);
+    expect(lines.slice(1).map((l) => l.replace(/^error: [^:]+: /, ''))).toEqual([
+      'no NATS servers: set plugin.choria.middleware_hosts here or rxfleet.nats_servers in the provisioner configuration',
+      'plugin.security.file.certificate is required for TLS to the broker (or set choria_insecure: true)',
+      'plugin.security.file.key is required for TLS to the broker (or set choria_insecure: true)',
+      'plugin.security.file.ca is required for TLS to the broker (or set choria_insecure: true)',
+      '4 errors, 1 warning',
+    ]);
+  });
+
+  it('takes the servers and credentials from the flags provision takes', async () => {
+    const config = file('flags.yaml', `helper: ${MINIMAL_HELPER}\nchoria_insecure: true\n`);
+    const { code, stdout } = await rxfleet('validate', '--config', config, '--choria-config', file('id.cfg', 'identity = a\n'), '--nats', 'nats://admin:PASS@broker:4222,broker2:4222', '--monitor', '127.0.0.1:9999');
     expect(code).toBe(0);
-    expect(stdout).toMatch(/^warning: .*no Choria client configuration found at the default locations; pass --choria-config$/m);
+    expect(stdout.trim()).toBe(`${config}: OK: ${availableParallelism()} workers, interval 1m, features none, helper ${MINIMAL_HELPER}, site "", /metrics on 127.0.0.1:9999, no leader election; choria config ${join(dir, 'id.cfg')}: identity a, 2 NATS servers`);
+    expect(stdout).not.toContain('PASS');
   });
 
   it('requires --config', async () => {
     const { code, stderr } = await rxfleet('validate');
     expect(code).toBe(1);
     expect(stderr).toMatch(/required option '--config <file>' not specified/);
+  });
+});
+
+describe('the helper (DECISIONS: a file the Go provisioner starts with, rxfleet starts with, warning)', () => {
+  const running: RxfleetProcess[] = [];
+  afterEach(() => killAll(running.splice(0)));
+
+  const cases: Array<[string, () => string, RegExp]> = [
+    ['does not exist', () => '/nonexistent/helper --token s3cret', /^warning: \S+: helper: \/nonexistent\/helper does not exist: every node will fail until it can be run$/],
+    ['is not executable', () => file('not-executable.sh', '#!/bin/sh\necho {}\n', 0o644), /^warning: \S+: helper: \S+not-executable\.sh is not executable by this user \(uid \d+\): every node will fail until it can be run$/],
+    ['is not on PATH', () => 'no-such-helper-anywhere', /^warning: \S+: helper: no-such-helper-anywhere is not an executable file in any PATH directory of this user: every node will fail until it can be run$/],
+  ];
+
+  it.each(cases)('that %s: validate warns and exits 0 (1 with --strict); provision starts and logs the same line', async (_what, helper, line) => {
+    const command = helper();
+    const config = file(`helper-${running.length}-${Date.now()}.yaml`, `helper: ${command}\nchoria_insecure: true\nrxfleet: {nats_servers: ["127.0.0.1:1"]}\n`);
+    const choria = file('helper.cfg', 'identity = helper.example.net\n');
+    const validate = await rxfleet('validate', '--config', config, '--choria-config', choria);
+    const warning = validate.stdout.trim().split('\n')[0];
+    expect(warning).toMatch(line);
+    expect(validate.code).toBe(0);
+    expect(validate.stdout).toMatch(/OK with 1 warning/);
+    expect(validate.stdout).not.toContain('s3cret');
+    expect((await rxfleet('validate', '--config', config, '--choria-config', choria, '--strict')).code).toBe(1);
+
+    // provision starts (and keeps trying the unreachable broker), with the same line at warn.
+    const provision = startRxfleet(['provision', '--config', config, '--choria-config', choria], { env: { ...process.env, HOME: dir } });
+    running.push(provision);
+    const logged = await provision.next((l) => l.level === 40 && typeof l.msg === 'string' && l.msg.includes('helper:'));
+    expect(`warning: ${String(logged.msg)}`).toBe(warning);
+    await waitFor(() => provision.stdout().includes('connecting to NATS'), 'the daemon to start');
+    expect(provision.stdout()).not.toContain('s3cret');
+  });
+});
+
+describe('validate and provision agree', () => {
+  const refusedBy = async (config: string, choria: string): Promise<{ validate: Outcome; provision: Outcome }> => ({
+    validate: await rxfleet('validate', '--config', config, '--choria-config', choria),
+    provision: await rxfleet('provision', '--config', config, '--choria-config', choria),
+  });
+
+  const bad: Array<[string, string, string]> = [
+    ['only a helper, no broker, no TLS material', `helper: ${MINIMAL_HELPER}\n`, 'identity = a\n'],
+    ['a schema error', 'workers: -1\nhelper: /bin/true\n', 'identity = a\nplugin.choria.middleware_hosts = b:4222\n'],
+    ['no helper', 'choria_insecure: true\n', 'identity = a\nplugin.choria.middleware_hosts = b:4222\n'],
+    ['the choria provider without its files', `helper: ${MINIMAL_HELPER}\n`, 'identity = a\nplugin.choria.middleware_hosts = b:4222\nplugin.security.provider = choria\n'],
+    ['a nats credentials file that is not there, and a bad Choria line', `helper: ${MINIMAL_HELPER}\nchoria_insecure: true\nrxfleet: {nats_credentials: /nowhere/x.creds}\n`, 'identity = a\nplugin.choria.middleware_hosts = b:4222\ndiscovery_timeout = 0\n'],
+    ['an unsupported security provider', `helper: ${MINIMAL_HELPER}\n`, 'identity = a\nplugin.choria.middleware_hosts = b:4222\nplugin.security.provider = puppet\n'],
+  ];
+
+  it.each(bad)('on %s: provision refuses with exactly the lines validate prints, both exit 1', async (_what, yaml, cfg) => {
+    const config = file(`agree-${Math.random().toString(36).slice(2)}.yaml`, yaml);
+    const choria = file(`agree-${Math.random().toString(36).slice(2)}.cfg`, cfg);
+    const { validate, provision } = await refusedBy(config, choria);
+    expect(validate.code).toBe(1);
+    expect(provision.code).toBe(1);
+    const validateLines = validate.stdout.trim().split('\n');
+    const provisionLines = provision.stderr.trim().split('\n');
+    expect(provisionLines.slice(0, -1)).toEqual(validateLines.slice(0, -1));
+    const errors = validateLines.filter((l) => l.startsWith('error: ')).length;
+    expect(errors).toBeGreaterThan(0);
+    expect(validateLines.at(-1)).toMatch(new RegExp(`^${errors} errors?, \\d+ warnings?$`));
+    expect(provisionLines.at(-1)).toBe(`rxfleet provision: not started: ${errors} configuration error${errors === 1 ? '' : 's'}`);
+  });
+
+  it('never prints a password written into a server URL, in either command', async () => {
+    const config = file('secret.yaml', `helper: ${MINIMAL_HELPER}\nchoria_insecure: true\nrxfleet: {nats_servers: ["nats://admin:PASS1@bro ker:4222"]}\n`);
+    const choria = file('secret.cfg', 'identity = a\nplugin.choria.middleware_hosts = nats://admin:PASS2@broker:4222\n');
+    const { validate, provision } = await refusedBy(config, choria);
+    expect(validate.code).toBe(1);
+    expect(provision.code).toBe(1);
+    for (const text of [validate.stdout, validate.stderr, provision.stdout, provision.stderr]) {
+      expect(text).not.toContain('PASS1');
+      expect(text).not.toContain('PASS2');
+    }
+    expect(validate.stdout).toContain('nats://[redacted]@broker:4222');
   });
 });

@@ -29,9 +29,17 @@ export interface RxfleetProcess {
   running(): boolean;
 }
 
+/** How to start it, beyond its arguments. */
+export interface StartOptions {
+  env?: NodeJS.ProcessEnv;
+  /** Arguments to node before the bin (`--require` a fixture). */
+  nodeArgs?: string[];
+  cwd?: string;
+}
+
 /** Starts `rxfleet ...args`; stdout is parsed as JSON lines where it can be. */
-export function startRxfleet(args: string[]): RxfleetProcess {
-  const child = spawn(process.execPath, [RXFLEET_BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+export function startRxfleet(args: string[], options: StartOptions = {}): RxfleetProcess {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), RXFLEET_BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: options.env ?? process.env, ...(options.cwd !== undefined ? { cwd: options.cwd } : {}) });
   let out = '';
   let err = '';
   const lines: Record<string, unknown>[] = [];

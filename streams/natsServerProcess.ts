@@ -1,5 +1,5 @@
 import { ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { AddressInfo, createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -66,6 +66,26 @@ function canConnect(port: number): Promise<boolean> {
   });
 }
 
+/**
+ * Blocks until the process `pid` (a child of this one, so a zombie once dead) has died, or
+ * `timeoutMs` has passed: for an `exit` handler, which cannot wait asynchronously. Reads
+ * `/proc/<pid>/stat`; where there is no /proc it returns at once.
+ */
+function waitUntilDead(pid: number, timeoutMs: number): void {
+  const tick = new Int32Array(new SharedArrayBuffer(4));
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    let state: string | undefined;
+    try {
+      state = /^\d+ \(.*\) (\S)/.exec(readFileSync(`/proc/${pid}/stat`, 'utf8'))?.[1];
+    } catch {
+      return;
+    }
+    if (state === undefined || state === 'Z' || state === 'X') return;
+    Atomics.wait(tick, 0, 0, 10);
+  }
+}
+
 function exited(child: ChildProcess): Promise<void> {
   return child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise((r) => child.once('exit', () => r()));
 }
@@ -80,9 +100,13 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
   const dir = mkdtempSync(join(tmpdir(), 'rxfleet-nats-'));
   let child: ChildProcess | undefined;
   let stopped = false;
-  // However this process ends (a second signal, a crash), the server and its store go with it.
+  // However this process ends (a second signal, a crash), the server and its store go with it:
+  // killed, waited for (it must not write into the store after it is removed), then removed.
   const forget = cleanUpOnExit(() => {
-    if (child !== undefined && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    if (child?.pid !== undefined && child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGKILL');
+      waitUntilDead(child.pid, 2000);
+    }
     rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 20 });
   });
   const port = options.port ?? (await freePort());

@@ -102,7 +102,7 @@ export type LogStream = 'stdout' | 'stderr';
  */
 export function addLogOptions(command: Command, options: { defaultLevel: LogLevel | string; stream: LogStream | string }): Command {
   return command
-    .addOption(new Option('--log-level <level>', `log level; logs go to ${options.stream} (default: ${options.defaultLevel})`).choices(LOG_LEVELS).env('RXFLEET_LOG_LEVEL'))
+    .addOption(new Option('--log-level <level>', `log level (default: ${options.defaultLevel}; logs go to ${options.stream})`).choices(LOG_LEVELS).env('RXFLEET_LOG_LEVEL'))
     .addOption(new Option('--log-format <format>', 'json lines, logfmt (the key=value text of upstream\'s logrus), or pretty (default: pretty on a terminal, json otherwise)').choices(LOG_FORMATS).env('RXFLEET_LOG_FORMAT'))
     .addOption(new Option('--debug', 'log at debug level (as --log-level debug)'))
     .addOption(new Option('--pretty', 'human-readable log lines (as --log-format pretty)'));

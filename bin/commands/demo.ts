@@ -24,7 +24,7 @@ export function registerDemo(program: Command): void {
     .option('--workers <n>', 'workers per provisioner', positiveInt, 16)
     .addOption(durationOption('--boot-time <duration>', 'the fleet boots over this long (0: all at once)', 3000))
     .addOption(new Option('--transport <kind>', 'nats: a private nats-server; memory: in-process; auto: nats when nats-server is on PATH').choices(['auto', 'nats', 'memory']).default('auto'))
-    .addOption(durationOption('--timeout <duration>', 'give up after this long', 600_000));
+    .addOption(durationOption('--timeout <duration>', 'give up after this long', 600_000, '10m'));
   addLogOptions(command, { defaultLevel: 'silent', stream: 'stderr' }).action(async (flags: DemoFlags) => {
     // Loaded when the command runs, so --help and other commands do not pay for NATS and the fleet.
     const { runDemo } = await import('../demoRun.js');

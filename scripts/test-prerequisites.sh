@@ -3,14 +3,15 @@
 # missing service is one clear line rather than a hundred failed specs. Never run by `npm ci`.
 #
 # The specs use real parts: a private nats-server per suite, private LXD daemons (with iptables and
-# dnsmasq for their bridges, and a static busybox for the test image), promtool. On Debian, run as
-# root, the missing packages are installed with apt-get; otherwise the exact command is printed and
-# the run stops. When everything is there this costs one dpkg-query.
+# dnsmasq for their bridges, and a static busybox for the test image), promtool, and systemd-analyze
+# (the example units are verified). On Debian, run as root, the missing packages are installed with
+# apt-get; otherwise the exact command is printed and the run stops. When everything is there this
+# costs one dpkg-query per package.
 set -eu
 
-PACKAGES="nats-server lxd iptables dnsmasq-base prometheus busybox-static"
+PACKAGES="nats-server lxd iptables dnsmasq-base prometheus busybox-static systemd"
 # The executable each package brings, for machines without dpkg.
-COMMANDS="nats-server lxd iptables dnsmasq promtool busybox"
+COMMANDS="nats-server lxd iptables dnsmasq promtool busybox systemd-analyze"
 
 say() { printf 'npm test: %s\n' "$*" >&2; }
 

@@ -32,7 +32,7 @@ function queries(dashboard: Dashboard): string[] {
 const PROMQL_WORDS = new Set(['by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'bool', 'and', 'or', 'unless', 'offset', 'inf', 'nan']);
 
 /** What an expression reads: metric names, and the labels it matches on or groups by. */
-export function readsOf(expr: string): { metrics: string[]; labels: string[] } {
+function readsOf(expr: string): { metrics: string[]; labels: string[] } {
   const labelValues = /^label_values\(\s*([a-zA-Z_:][\w:]*)\s*,\s*(\w+)\s*\)$/.exec(expr.trim());
   if (labelValues !== null) return { metrics: [labelValues[1]], labels: [labelValues[2]] };
   const labels: string[] = [];

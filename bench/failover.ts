@@ -12,12 +12,14 @@
  */
 import { ElectionFleet, leaderOf, tracedRequests } from '../spec/helpers/electionFleet';
 import { waitFor } from '../spec/helpers/waitFor';
+import { benchOutput } from './machineLoad';
 
 const TTLS = (process.env.TTLS ?? '5,30').split(',').map((s) => Number(s) * 1000);
 const RUNS = Number(process.env.RUNS ?? 5);
 const UPSTREAM_MAX_CANDIDATE_WAIT_MS = 30_000;
 
-const print = (figure: Record<string, unknown>): void => console.log(JSON.stringify(figure));
+// The load average at the start and the end; every figure marked when the machine was busy.
+const print = benchOutput('bench:failover').print;
 const seconds = (ms: number): number => Math.round(ms) / 1000;
 
 /** One failover: the kill-to-first-RPC and kill-to-win times, ms. */

@@ -12,6 +12,7 @@ import { PROVISIONED_CONFIG, configureInput } from '../helpers/choria';
 import { useNatsServer } from '../helpers/nats';
 import { RXFLEET_BIN, RxfleetProcess, startRxfleet } from '../helpers/rxfleetProcess';
 import { waitFor } from '../helpers/waitFor';
+import { freePort } from '../../streams/natsServerProcess';
 
 // These run the built command (`npm test` builds first), as a user would.
 const run = promisify(execFile);
@@ -122,6 +123,27 @@ describe('rxfleet simulate', () => {
     const summary = fleet.lines.at(-1);
     expect(summary).toMatchObject({ type: 'summary' });
     expect(summary?.lockRefusals).toBe(requests.length - 2);
+  });
+
+  it('logs each failed attempt to reach an unreachable --nats with the reason, and a signal then ends it at once', async () => {
+    const port = await freePort();
+    const fleet = startRxfleet(['simulate', '--nats', `nats://127.0.0.1:${port}`, '--nodes', '1']);
+    await waitFor(() => fleet.stderr().includes('cannot connect to NATS'), 'the failed attempt');
+    const line = JSON.parse(fleet.stderr().split('\n').find((l) => l.includes('cannot connect to NATS')) ?? '{}') as Record<string, unknown>;
+    expect(line).toMatchObject({ level: 40, name: 'rxfleet-simulate', attempt: 1, servers: [`nats://127.0.0.1:${port}`] });
+    fleet.child.kill('SIGTERM');
+    expect((await fleet.exited).code).toBe(0);
+  });
+
+  it('without --nats and without nats-server on PATH, says how to get a server in one line and exits 1', async () => {
+    const path = mkdtempSync(join(tmpdir(), 'rxfleet-path-'));
+    try {
+      const fleet = startRxfleet(['simulate', '--nodes', '1'], { env: { ...process.env, PATH: path } });
+      expect((await fleet.exited).code).toBe(1);
+      expect(fleet.stderr().trim()).toBe('rxfleet simulate: no --nats given and nats-server is not on PATH to start a private one: install it (apt-get install nats-server) or pass --nats nats://host:4222');
+    } finally {
+      rmSync(path, { recursive: true, force: true });
+    }
   });
 
   it('refuses bad arguments with one clear line and a non-zero exit', async () => {

@@ -171,7 +171,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
       watches.push(daemon.results$.subscribe(({ outcome }) => outcome.status === 'failed' && errors++));
     }
 
-    print(`rxfleet demo: ${nodes} simulated Choria servers booting over ${(options.bootMs / 1000).toFixed(1)} s, 2 provisioners electing a leader, over ${kind === 'nats' ? `a private nats-server (${transport.url})` : 'the in-process transport'}`);
+    print(`rxfleet demo: ${nodes} simulated Choria servers booting over ${Number((options.bootMs / 1000).toFixed(1))} s, 2 provisioners electing a leader, over ${kind === 'nats' ? `a private nats-server (${transport.url})` : 'the in-process transport'}`);
     const started = Date.now();
     fleet = await startSimulatedFleet({
       nc: fleetConnection.nc,
@@ -221,7 +221,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
       leaders,
     };
     const standby = IDENTITIES.filter((id) => !leaders.includes(id));
-    const cut = interrupted ? ' (interrupted)' : ` (gave up after ${(options.timeoutMs / 1000).toFixed(0)} s)`;
+    const cut = interrupted ? ' (interrupted)' : ` (gave up after ${Number((options.timeoutMs / 1000).toFixed(1))} s)`;
     print(`nodes provisioned: ${summary.provisioned} of ${nodes}${complete ? '' : cut}`);
     print(`errors:            ${summary.errors}`);
     print(`duplicates:        ${summary.duplicates}`);

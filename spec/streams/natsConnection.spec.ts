@@ -99,8 +99,12 @@ describe('the daemon NATS connection', () => {
       const [first, second] = failures();
       expect(first).toMatchObject({ level: 40, attempt: 1, retryInMs: 100, servers: [`nats://[redacted]@127.0.0.1:${port}`] });
       expect(first.msg).toMatch(new RegExp(`^cannot connect to NATS at nats://\\[redacted\\]@127\\.0\\.0\\.1:${port}: (connection refused|connect ECONNREFUSED 127\\.0\\.0\\.1:${port}); attempt 1, next try in 0\\.1 s$`));
-      expect(second.attempt as number).toBeGreaterThan(2);
-      expect(second.msg).toMatch(new RegExp(`; attempt ${String(second.attempt)} \\(${Number(second.attempt) - 1} failed since the last line\\), next try in 0\\.1 s$`));
+      // The second line is the first failure a second or more after the first; the attempts in
+      // between (about ten, fewer on a loaded machine) are counted in it, not logged.
+      const attempt = Number(second.attempt);
+      expect(attempt).toBeGreaterThanOrEqual(2);
+      const since = attempt > 2 ? ` (${attempt - 1} failed since the last line)` : '';
+      expect(second.msg).toMatch(new RegExp(`; attempt ${attempt}${since.replace(/[()]/g, '\\$&')}, next try in 0\\.1 s$`));
       expect(lines.map((l) => l.msg)).toContain('connected to NATS');
       expect(JSON.stringify(lines)).not.toContain('PASS');
       // The connection's name is its own key: `name` is the logger's.

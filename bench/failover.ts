@@ -12,12 +12,14 @@
  */
 import { ElectionFleet, leaderOf, tracedRequests } from '../spec/helpers/electionFleet';
 import { waitFor } from '../spec/helpers/waitFor';
+import { benchOutput } from './machineLoad';
 
 const TTLS = (process.env.TTLS ?? '5,30').split(',').map((s) => Number(s) * 1000);
 const RUNS = Number(process.env.RUNS ?? 5);
 const UPSTREAM_MAX_CANDIDATE_WAIT_MS = 30_000;
 
-const print = (figure: Record<string, unknown>): void => console.log(JSON.stringify(figure));
+// The load average at the start and the end; every figure marked when the machine was busy.
+const print = benchOutput('bench:failover').print;
 const seconds = (ms: number): number => Math.round(ms) / 1000;
 
 /** One failover: the kill-to-first-RPC and kill-to-win times, ms. */
@@ -28,7 +30,7 @@ async function failover(ttlMs: number): Promise<{ firstRpcMs: number; wonMs: num
     const leader = await leaderOf(provisioners, 60_000);
     await leader.logged('Became leader after winning election');
     // Enough slow nodes that plenty are still waiting in provisioning mode when the new leader wins.
-    const fleet = ha.simulate(['--nodes', '300', '--latency', '100', '--restart-delay', '100', '--lock-window', '1000']);
+    const fleet = ha.simulate(['--nodes', '300', '--latency', '100ms', '--restart-delay', '100ms', '--lock-window', '1s']);
     const rpcs = () => tracedRequests(fleet).filter((r) => r.agent !== 'discovery');
     await waitFor(() => rpcs().filter((r) => r.caller === leader.callerId && r.action === 'restart').length >= 5, 'the leader to provision 5 nodes', 60_000);
     const killedAt = Date.now();

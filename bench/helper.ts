@@ -10,11 +10,13 @@ import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { HelperRunner } from '../streams/helper/helperRunner';
 import { buildHelperInput } from '../lib/provision/helperInput';
+import { benchOutput } from './machineLoad';
 
 const RUNS = Number(process.env.RUNS ?? 200);
 const CONCURRENCY = [1, 8];
 const MINIMAL = resolve(__dirname, '../examples/helpers/minimal-helper.mjs');
-const print = (figure: Record<string, unknown>): void => console.log(JSON.stringify(figure));
+// The load average at the start and the end; every figure marked when the machine was busy.
+const print = benchOutput('bench:helper').print;
 const now = (): number => Number(process.hrtime.bigint()) / 1e6;
 
 /** Runs `task` `runs` times with at most `concurrency` at once; returns runs per second. */

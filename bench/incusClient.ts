@@ -12,8 +12,10 @@ import { request } from 'node:http';
 import { decodeLifecycle } from '../lib/incus/decodeLifecycle';
 import { IncusRestClient } from '../streams/incus/incusRestClient';
 import { lxdUnavailable, startLxdDaemon } from '../spec/helpers/lxd';
+import { benchOutput } from './machineLoad';
 
-const print = (figure: Record<string, unknown>): void => console.log(JSON.stringify(figure));
+// The load average at the start and the end; every figure marked when the machine was busy.
+const print = benchOutput('bench:incus').print;
 const now = (): number => Number(process.hrtime.bigint()) / 1e6;
 
 const FRAMES = [

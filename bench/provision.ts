@@ -29,6 +29,7 @@ import { freePort, startNatsServer } from '../streams/natsServerProcess';
 import { sampleValue } from '../spec/helpers/provisioner';
 import { RxfleetProcess, startRxfleet } from '../spec/helpers/rxfleetProcess';
 import { waitFor } from '../spec/helpers/waitFor';
+import { benchOutput } from './machineLoad';
 
 const NODES = Number(process.env.NODES ?? 10_000);
 const LATENCIES = (process.env.LATENCIES ?? '0,50').split(',').map(Number);
@@ -40,7 +41,8 @@ const HELPER = process.env.HELPER === 'sample' ? sampleHelperPath('minimal-helpe
 const CLOCK_TICKS = 100; // Linux USER_HZ: /proc times are in hundredths of a second.
 
 const now = (): number => Number(process.hrtime.bigint()) / 1e6;
-const print = (figure: Record<string, unknown>): void => console.log(JSON.stringify(figure));
+// The load average at the start and the end; every figure marked when the machine was busy.
+const print = benchOutput('bench:provision').print;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Runs `call` with `inFlight` always outstanding for `seconds`; completed calls per second. */
@@ -122,7 +124,7 @@ async function limits(url: string): Promise<Record<string, number>> {
 }
 
 async function provisionRun(url: string, dir: string, latency: number, workers: number, baseline: Record<string, number>): Promise<void> {
-  const fleet = start(['simulate', '--nats', url, '--nodes', String(NODES), '--token', TOKEN, '--latency', String(latency), '--restart-delay', '0', '--json', '--report-every', '0', '--log-level', 'error']);
+  const fleet = start(['simulate', '--nats', url, '--nodes', String(NODES), '--token', TOKEN, '--latency', `${latency}ms`, '--restart-delay', '0', '--json', '--report-every', '0', '--log-level', 'error']);
   await fleet.next((l) => l.type === 'ready');
 
   const port = await freePort();

@@ -20,13 +20,15 @@ import { broadcastDiscovery } from '../streams/choria/discovery';
 import { ChoriaRpcClient } from '../streams/choria/rpcClient';
 import { openNatsConnection } from '../streams/natsConnection';
 import { startNatsServer } from '../streams/natsServerProcess';
+import { benchOutput } from './machineLoad';
 
 const RPC_SECONDS = Number(process.env.RPC_SECONDS ?? 5);
 const DISCOVERY_SIZES = (process.env.DISCOVERY_SIZES ?? '1000,10000,20000').split(',').map(Number);
 const DISCOVERY_ROUNDS = Number(process.env.DISCOVERY_ROUNDS ?? 3);
 
 const now = (): number => Number(process.hrtime.bigint()) / 1e6;
-const print = (figure: Record<string, unknown>): void => console.log(JSON.stringify(figure));
+// The load average at the start and the end; every figure marked when the machine was busy.
+const print = benchOutput('bench:wire').print;
 
 /** Runs `call` with `inFlight` always outstanding for `seconds`; returns completed calls per second. */
 async function roundTrips(inFlight: number, seconds: number, call: () => Promise<unknown>): Promise<number> {

@@ -1,9 +1,9 @@
-import pino from 'pino';
 import { Subscription } from 'rxjs';
 import { parseChoriaClientConfig } from '../lib/choria/clientConfig';
 import { ElectionStore } from '../lib/election/ElectionStore';
 import { MemoryElectionBucket } from '../streams/election/memoryElectionStore';
-import { LogLevel, Logger, REDACTED_PATHS, silentLogger } from '../lib/logger';
+import { Logger, silentLogger } from '../lib/logger';
+import { cleanUpOnExit } from '../streams/exitCleanup';
 import { parseProvisionerConfig, requireValidConfig } from '../lib/provision/config';
 import { ProvisionerDaemon, startProvisioner } from './provision/daemon';
 import { sampleHelperPath } from './sampleHelpers';
@@ -20,12 +20,15 @@ export type DemoTransport = 'auto' | 'nats' | 'memory';
 export interface DemoOptions {
   nodes: number;
   workers: number;
-  /** The fleet boots over this many seconds. */
-  bootSeconds: number;
+  /** The fleet boots over this long, ms. */
+  bootMs: number;
   transport: DemoTransport;
-  /** Give up after this many seconds. */
-  timeout: number;
-  logLevel: LogLevel;
+  /** Give up after this long, ms. */
+  timeoutMs: number;
+  /** The provisioners' logs. Default silent. */
+  logger?: Logger;
+  /** Ends the demo early (a signal): everything is stopped and the summary so far returned. */
+  signal?: AbortSignal;
   /** Where the progress bar and the summary go. */
   out: NodeJS.WriteStream | NodeJS.WritableStream;
   /** Draw the progress bar (a terminal); otherwise only the summary. Default: `out` is a TTY. */
@@ -107,7 +110,7 @@ function bar(done: number, total: number, width = 30): string {
 export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
   const { nodes, workers, out } = options;
   const print = (text: string): void => void out.write(`${text}\n`);
-  const logger: Logger = options.logLevel === 'silent' ? silentLogger : pino({ level: options.logLevel, name: 'rxfleet-demo', redact: { paths: REDACTED_PATHS, censor: '[redacted]' } }, pino.destination({ dest: 2, sync: true }));
+  const logger: Logger = options.logger ?? silentLogger;
   const showProgress = options.progress ?? (out as NodeJS.WriteStream).isTTY === true;
 
   let kind: 'nats' | 'memory' = options.transport === 'memory' ? 'memory' : 'nats';
@@ -119,6 +122,11 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
 
   const connections: FleetConnection[] = [];
   const daemons: ProvisionerDaemon[] = [];
+  // However the process ends short of the finally below (a second signal, a crash), no helper
+  // outlives it; the private nats-server and its directory see to themselves.
+  const forgetExitCleanup = cleanUpOnExit(() => {
+    for (const daemon of daemons) daemon.abort('the process is exiting');
+  });
   const watches: Subscription[] = [];
   let fleet: SimulatedFleet | undefined;
   let progressTimer: NodeJS.Timeout | undefined;
@@ -164,19 +172,26 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
       watches.push(daemon.results$.subscribe(({ outcome }) => outcome.status === 'failed' && errors++));
     }
 
-    print(`rxfleet demo: ${nodes} simulated Choria servers booting over ${options.bootSeconds} s, 2 provisioners electing a leader, over ${kind === 'nats' ? `a private nats-server (${transport.url})` : 'the in-process transport'}`);
+    print(`rxfleet demo: ${nodes} simulated Choria servers booting over ${Number((options.bootMs / 1000).toFixed(1))} s, 2 provisioners electing a leader, over ${kind === 'nats' ? `a private nats-server (${transport.url})` : 'the in-process transport'}`);
     const started = Date.now();
     fleet = await startSimulatedFleet({
       nc: fleetConnection.nc,
       nodes,
       token,
-      bootRate: options.bootSeconds > 0 ? Math.max(1, Math.ceil(nodes / options.bootSeconds)) : 0,
+      bootRate: options.bootMs > 0 ? Math.max(1, Math.ceil(nodes / (options.bootMs / 1000))) : 0,
       restartDelayMs: 200,
       logger,
     });
     const running = fleet;
 
+    let interrupted = false;
     const finished = new Promise<boolean>((resolve) => {
+      const onInterrupt = (): void => {
+        interrupted = true;
+        resolve(false);
+      };
+      if (options.signal?.aborted === true) onInterrupt();
+      options.signal?.addEventListener('abort', onInterrupt, { once: true });
       const check = (): void => {
         const stats = running.stats();
         if (showProgress) {
@@ -184,7 +199,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
           out.write(`\r${bar(stats.provisioned, nodes)} ${stats.provisioned}/${nodes} provisioned  leader: ${leader}   `);
         }
         if (stats.provisioned >= nodes) resolve(true);
-        else if (Date.now() - started > options.timeout * 1000) resolve(false);
+        else if (Date.now() - started > options.timeoutMs) resolve(false);
       };
       progressTimer = setInterval(check, 100);
       check();
@@ -207,7 +222,8 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
       leaders,
     };
     const standby = IDENTITIES.filter((id) => !leaders.includes(id));
-    print(`nodes provisioned: ${summary.provisioned} of ${nodes}${complete ? '' : ` (gave up after ${options.timeout} s)`}`);
+    const cut = interrupted ? ' (interrupted)' : ` (gave up after ${Number((options.timeoutMs / 1000).toFixed(1))} s)`;
+    print(`nodes provisioned: ${summary.provisioned} of ${nodes}${complete ? '' : cut}`);
     print(`errors:            ${summary.errors}`);
     print(`duplicates:        ${summary.duplicates}`);
     print(`time:              ${(elapsedMs / 1000).toFixed(1)} s`);
@@ -221,5 +237,6 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     await fleet?.stop();
     for (const connection of connections) await connection.drain();
     await transport.stop();
+    forgetExitCleanup();
   }
 }

@@ -1,75 +1,51 @@
-import { existsSync, rmSync, writeFileSync } from 'node:fs';
-import pino from 'pino';
-import { ChoriaConfigProblem, ChoriaConfigResult, parseChoriaClientConfig } from '../lib/choria/clientConfig';
-import { defaultChoriaConfigPath, hostFqdn, loadChoriaClientConfig } from '../streams/choria/clientConfigFile';
-import { Logger, REDACTED_PATHS, createLogger } from '../lib/logger';
-import { ConfigProblem, ProvisionerConfig } from '../lib/provision/config';
-import { loadProvisionerConfig } from '../streams/provisionerConfigFile';
-import { connectionPlan } from '../streams/choria/connectionPlan';
+import { rmSync, writeFileSync } from 'node:fs';
+import { createLogger } from '../lib/logger';
+import { redactUrlCredentials } from '../lib/redact';
+import { cleanUpOnExit } from '../streams/exitCleanup';
+import { LogFlags, logSettings } from './options';
 import { ProvisionerDaemon, startProvisioner } from './provision/daemon';
+import { preflight } from './provision/preflight';
+import { ProvisionFlags, provisionSources } from './provisionSources';
 import { handleShutdownSignals } from './shutdown';
 
 /** The options of `rxfleet provision`, as commander parses them. */
-export interface ProvisionOptions {
-  config: string;
+export interface ProvisionOptions extends ProvisionFlags, LogFlags {
   /** rxfleet's version, for the startup event (the command's own, read once by the bin). */
   version: string;
-  choriaConfig?: string;
   pid?: string;
-  debug: boolean;
-  pretty?: boolean;
-}
-
-/** One line per problem, as `rxfleet validate` prints them. */
-function line(problem: ConfigProblem | ChoriaConfigProblem, file: string): string {
-  const where = problem.path === file || problem.path.startsWith(`${file}:`) ? problem.path : `${file}: ${problem.path}`;
-  return `${problem.severity}: ${where}: ${problem.message}`;
-}
-
-function daemonLogger(config: ProvisionerConfig, options: ProvisionOptions): Logger {
-  const level = options.debug ? 'debug' : config.logLevel;
-  const destination = config.logDestination;
-  if (destination === 'discard') return createLogger({ level: 'silent' });
-  if (destination === 'stderr') return pino({ level, name: 'rxfleet-provision', redact: { paths: REDACTED_PATHS, censor: '[redacted]' } }, pino.destination({ dest: 2, sync: true }));
-  return createLogger({ level, name: 'rxfleet-provision', ...(options.pretty !== undefined ? { pretty: options.pretty } : {}), ...(typeof destination === 'object' ? { file: destination.file } : {}) });
 }
 
 /**
- * Runs `rxfleet provision` until a signal: reads both configurations and refuses to start on any
- * error (every problem printed, one line each, exit 1); starts the daemon; writes the pid file;
- * on the first SIGINT/SIGTERM stops discovery and admission and lets in-flight nodes finish within
- * `rxfleet.shutdown_grace` before exiting 0; a second signal exits at once (DECISIONS P9).
+ * Runs `rxfleet provision` until a signal: runs the {@link preflight} checks `rxfleet validate`
+ * runs and refuses to start on any error (every problem printed, one line each, exit 1); logs the
+ * warnings; starts the daemon; writes the pid file; on the first SIGINT/SIGTERM stops discovery
+ * and admission and lets in-flight nodes finish within `rxfleet.shutdown_grace` before exiting 0;
+ * a second signal exits at once (DECISIONS P9). However the process ends short of SIGKILL (a
+ * second signal, a crash), the helpers in flight are killed and the pid file removed.
  * Resolves with the exit code when it returns rather than exits.
  */
 export async function runProvision(options: ProvisionOptions): Promise<number> {
-  const provisioner = loadProvisionerConfig(options.config);
-  const problems: string[] = provisioner.problems.map((p) => line(p, options.config));
-
-  let choria: ChoriaConfigResult;
-  const choriaFile = options.choriaConfig ?? defaultChoriaConfigPath();
-  if (options.choriaConfig !== undefined || existsSync(choriaFile)) {
-    choria = await loadChoriaClientConfig(choriaFile);
-    problems.push(...choria.problems.map((p) => line(p, choriaFile)));
-  } else {
-    choria = parseChoriaClientConfig('', { defaultIdentity: await hostFqdn() });
-    problems.push(`warning: ${choriaFile}: no Choria client configuration found at the default locations; using defaults (pass --choria-config)`);
-  }
-  if (provisioner.config !== undefined) problems.push(...connectionPlan(provisioner.config, choria.config).problems.map((p) => line(p, options.choriaConfig ?? choriaFile)));
-
-  const errors = problems.filter((p) => p.startsWith('error:'));
-  if (errors.length > 0 || provisioner.config === undefined) {
-    for (const problem of problems) process.stderr.write(`${problem}\n`);
-    process.stderr.write(`rxfleet provision: not started: ${errors.length} configuration error${errors.length === 1 ? '' : 's'}\n`);
+  const checked = await preflight(provisionSources(options));
+  if (checked.config === undefined) {
+    for (const line of checked.lines) process.stderr.write(`${line}\n`);
+    process.stderr.write(`rxfleet provision: not started: ${checked.errors} configuration error${checked.errors === 1 ? '' : 's'}\n`);
     return 1;
   }
-  const config = provisioner.config;
-  const logger = daemonLogger(config, options);
-  for (const warning of problems) logger.warn(warning.replace(/^warning: /, ''));
+  const config = checked.config;
+  const { level, format } = logSettings(options, config.logLevel);
+  const logger = createLogger({ level, format: format ?? config.rxfleet.logFormat, destination: config.logDestination, name: 'rxfleet-provision' });
+  // The same lines `rxfleet validate` prints, without their severity: the log level says it.
+  for (const line of checked.lines) logger.warn(line.replace(/^warning: /, ''));
 
   let daemon: ProvisionerDaemon | undefined;
   const removePid = (): void => {
     if (options.pid !== undefined) rmSync(options.pid, { force: true });
   };
+  // The backstop for an exit that skips the graceful stop: no helper may outlive the process.
+  const forgetExitCleanup = cleanUpOnExit(() => {
+    daemon?.abort('the process is exiting');
+    removePid();
+  });
   let resolveExit!: (code: number) => void;
   const exited = new Promise<number>((resolve) => (resolveExit = resolve));
   const removeHandlers = handleShutdownSignals({
@@ -91,11 +67,12 @@ export async function runProvision(options: ProvisionOptions): Promise<number> {
   });
 
   try {
-    daemon = await startProvisioner({ config, choria: choria.config, logger, version: options.version });
+    daemon = await startProvisioner({ config, choria: checked.choria, logger, version: options.version });
   } catch (error) {
     removeHandlers();
+    forgetExitCleanup();
     logger.fatal({ err: error }, `Provisioning could not start: ${(error as Error).message}`);
-    process.stderr.write(`rxfleet provision: ${(error as Error).message}\n`);
+    process.stderr.write(`rxfleet provision: ${redactUrlCredentials((error as Error).message)}\n`);
     return 1;
   }
   if (options.pid !== undefined) writeFileSync(options.pid, `${process.pid}\n`, { mode: 0o644 });
@@ -106,6 +83,7 @@ export async function runProvision(options: ProvisionOptions): Promise<number> {
   });
   const code = await exited;
   removeHandlers();
+  forgetExitCleanup();
   logger.flush?.();
   if (code !== 0) process.exit(code);
   return code;

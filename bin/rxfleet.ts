@@ -8,6 +8,7 @@ import { registerValidate } from './commands/validate';
 import { registerSimulate } from './commands/simulate';
 import { registerEnrich } from './commands/enrich';
 import { registerProvision } from './commands/provision';
+import { redactUrlCredentials } from '../lib/redact';
 
 // Read at run time rather than imported, so the compiled bin does not carry its own copy.
 const { version } = JSON.parse(readFileSync(join(__dirname, '../../package.json'), 'utf8')) as { version: string };
@@ -29,6 +30,6 @@ registerEnrich(program);
 registerProvision(program);
 
 program.parseAsync(process.argv).catch((error: unknown) => {
-  console.error(`rxfleet: ${error instanceof Error ? error.message : String(error)}`);
+  console.error(redactUrlCredentials(`rxfleet: ${error instanceof Error ? error.message : String(error)}`));
   process.exitCode = 1;
 });

@@ -15,7 +15,9 @@ export interface ShutdownOptions {
 /**
  * DECISIONS P9: the first SIGINT/SIGTERM starts a graceful stop (in-flight work may finish within
  * the grace period, then exit 0); a second signal, or the grace period running out, exits at once
- * (code 1 for a second signal or a timeout). Returns a function that removes the handlers.
+ * (code 1 for a second signal or a timeout). It logs the signal once; what stopping does and that
+ * it is done are the command's own lines (a daemon logs its grace period and `stopped`), so nothing
+ * is said twice. Returns a function that removes the handlers.
  */
 export function handleShutdownSignals(options: ShutdownOptions): () => void {
   const { graceful, graceMs = 30_000, logger = silentLogger, exit = (code) => process.exit(code), signals = ['SIGINT', 'SIGTERM'] } = options;
@@ -27,16 +29,16 @@ export function handleShutdownSignals(options: ShutdownOptions): () => void {
       return;
     }
     stopping = true;
-    logger.info({ signal, graceMs }, 'stopping: finishing in-flight work (send the signal again to exit at once)');
+    // The command says what stopping means for it (what is in flight, its grace period).
+    logger.info({ signal }, `${signal}: stopping (send it again to exit at once)`);
     const timer = setTimeout(() => {
-      logger.warn({ graceMs }, 'grace period over: exiting with work still in flight');
+      logger.warn({ backstopMs: graceMs }, 'the stop did not finish in time: exiting with work still in flight');
       exit(1);
     }, graceMs);
     timer.unref();
     graceful().then(
       () => {
         clearTimeout(timer);
-        logger.info('stopped');
         exit(0);
       },
       (error: unknown) => {

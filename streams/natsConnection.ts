@@ -1,8 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { NatsConnection, NodeConnectionOptions as ConnectionOptions, connect, credsAuthenticator } from '@nats-io/transport-node';
 import { BehaviorSubject, Observable, distinctUntilChanged } from 'rxjs';
+import { LogBackoff } from '../lib/logBackoff';
 import { Logger, silentLogger } from '../lib/logger';
 import { ChoriaJwtLogin, choriaJwtAuthenticator } from './choria/brokerLogin';
+import { redactUrlCredentials } from '../lib/redact';
 
 /** Where to connect and as whom. */
 export interface NatsConnectionConfig {
@@ -31,11 +33,15 @@ export interface NatsConnectionConfig {
   /** Client ping interval. Default 10 s, so a dead server is noticed in ~30 s, not 4 minutes. */
   pingIntervalMs?: number;
   /**
-   * Gives up waiting for the first connection: {@link openNatsConnection} rejects at its next
-   * attempt (within about `reconnectTimeWait`) instead of retrying for ever, so a daemon stopped
-   * before NATS was ever reachable leaves no dial loop behind.
+   * Gives up waiting for the first connection: {@link openNatsConnection} rejects at once (or when
+   * the attempt under way ends) instead of retrying for ever, so a daemon stopped before NATS was
+   * ever reachable leaves no dial loop behind.
    */
   signal?: AbortSignal;
+  /** Between attempts to connect, and to reconnect: this, plus up to `reconnectJitterMs`. Default 1 s. */
+  reconnectWaitMs?: number;
+  /** Default 500 ms. */
+  reconnectJitterMs?: number;
 }
 
 /** The state a daemon reports (and `/ready` reads). */
@@ -63,15 +69,16 @@ export function daemonConnectionOptions(config: NatsConnectionConfig): Connectio
   const options: ConnectionOptions = {
     servers: config.servers.map(normaliseServer),
     name: config.name,
-    // A daemon retries for ever and waits for the first connection too: nats.js's defaults (10
-    // attempts, fail if the first connect fails) would end the process on a broker restart.
+    // A daemon retries for ever: nats.js's default (10 attempts) would end the process on a broker
+    // restart. The first connection is retried by openNatsConnection itself, which logs why each
+    // attempt failed (nats.js's own wait on the first connect says nothing).
     maxReconnectAttempts: -1,
-    waitOnFirstConnect: true,
+    waitOnFirstConnect: false,
     // A broker that refuses the login twice must not end the daemon: go-choria's connector keeps
     // trying (nats.go's IgnoreAuthErrorAbort), so a fixed token or password is picked up in time.
     ignoreAuthErrorAbort: true,
-    reconnectTimeWait: 1000,
-    reconnectJitter: 500,
+    reconnectTimeWait: config.reconnectWaitMs ?? 1000,
+    reconnectJitter: config.reconnectJitterMs ?? 500,
     pingInterval: config.pingIntervalMs ?? 10_000,
     maxPingOut: 3,
   };
@@ -104,38 +111,116 @@ export function daemonConnectionOptions(config: NatsConnectionConfig): Connectio
   return options;
 }
 
+/** Why a connection attempt failed, in one line: the socket's own error when nats.js wraps one. */
+function failureReason(error: unknown): string {
+  const cause = (error as { cause?: unknown }).cause;
+  const inner = cause instanceof Error ? cause.message : undefined;
+  const outer = error instanceof Error ? error.message : String(error);
+  return redactUrlCredentials(inner !== undefined && inner !== outer ? inner : outer);
+}
+
+const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
+
+function abandoned(): Error {
+  return new Error('connecting to NATS was abandoned');
+}
+
+/** Waits `ms`, or rejects at once when `signal` aborts. */
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted === true) return reject(abandoned());
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(abandoned());
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
 /**
  * Opens the daemon's one NATS connection with daemon-grade reconnect settings (retry for ever,
- * wait on the first connect, short pings), and resolves once connected. Credentials never reach
- * the log: only the servers and the name are logged.
+ * short pings), and resolves once connected. Until the first connection, every failed attempt is
+ * logged at warn with the servers, the reason and when the next comes, the lines thinning out as
+ * the outage goes on ({@link LogBackoff}); then `connected to NATS`. Afterwards the connection's
+ * life is logged too: `disconnected from NATS` (warn), the failed reconnect attempts (warn, thinned
+ * the same way; nats.js does not say why one failed), `reconnected to NATS`. Credentials never
+ * reach the log: the servers are logged without their user information.
  */
 export async function openNatsConnection(config: NatsConnectionConfig, logger: Logger = silentLogger): Promise<FleetConnection> {
   const options = daemonConnectionOptions(config);
-  logger.info({ servers: options.servers, name: options.name }, 'connecting to NATS');
-  const nc = await connect(options);
+  const servers = (options.servers as string[]).map(redactUrlCredentials);
+  const where = servers.join(',');
+  const waitMs = options.reconnectTimeWait ?? 1000;
+  const jitterMs = options.reconnectJitter ?? 500;
+  logger.info({ servers, connection: options.name }, 'connecting to NATS');
+
+  const backoff = new LogBackoff();
+  const aborted = (): boolean => config.signal?.aborted === true;
+  let nc: NatsConnection | undefined;
+  for (let attempt = 1; nc === undefined; attempt++) {
+    if (aborted()) throw abandoned();
+    try {
+      nc = await connect(options);
+    } catch (error) {
+      if (aborted()) throw abandoned();
+      const retryInMs = Math.round(waitMs + Math.random() * jitterMs);
+      const { log, quiet } = backoff.next(Date.now());
+      if (log) {
+        const reason = failureReason(error);
+        const since = quiet > 0 ? ` (${quiet + 1} failed since the last line)` : '';
+        logger.warn({ servers, attempt, reason, retryInMs }, `cannot connect to NATS at ${where}: ${reason}; attempt ${attempt}${since}, next try in ${seconds(retryInMs)}`);
+      }
+      await pause(retryInMs, config.signal);
+    }
+  }
+  const connected = nc;
   const state = new BehaviorSubject<ConnectionState>('connected');
-  logger.info({ server: nc.getServer() }, 'connected to NATS');
+  logger.info({ server: connected.getServer() }, 'connected to NATS');
 
   // The status iterator is read in a loop rather than turned into an Observable with from():
   // nothing subscribes to it but this loop, and it ends when the connection closes.
   void (async () => {
-    for await (const status of nc.status()) {
+    const reconnects = new LogBackoff();
+    let attempts = 0;
+    let downSince = 0;
+    for await (const status of connected.status()) {
       if (status.type === 'disconnect') {
-        logger.warn({ server: status.server }, 'disconnected from NATS');
+        attempts = 0;
+        downSince = Date.now();
+        reconnects.reset();
+        logger.warn({ server: status.server }, `disconnected from NATS (${status.server}): reconnecting`);
         state.next('disconnected');
+      } else if (status.type === 'reconnecting') {
+        // Each one starts an attempt: the one before it, if any, has failed.
+        if (attempts > 0) {
+          const { log, quiet } = reconnects.next(Date.now());
+          if (log) {
+            const since = quiet > 0 ? ` (${quiet + 1} failed since the last line)` : '';
+            logger.warn({ servers, attempt: attempts, downForMs: Date.now() - downSince }, `cannot reconnect to NATS at ${where}: attempt ${attempts} failed${since}, next try in about ${seconds(waitMs)}`);
+          }
+        }
+        attempts++;
       } else if (status.type === 'reconnect') {
-        logger.info({ server: status.server }, 'reconnected to NATS');
+        logger.info({ server: status.server, attempts, downForMs: Date.now() - downSince }, `reconnected to NATS (${status.server}) after ${seconds(Date.now() - downSince)}`);
         state.next('connected');
+      } else if (status.type === 'staleConnection') {
+        logger.warn('the NATS server stopped answering pings: reconnecting');
+      } else if (status.type === 'error') {
+        logger.warn({ err: status.error }, `NATS error: ${failureReason(status.error)}`);
       }
     }
   })();
-  void nc.closed().then((error: Error | void) => {
+  void connected.closed().then((error: Error | void) => {
     if (error) logger.error({ err: error }, 'NATS connection closed with an error');
     state.next('closed');
     state.complete();
   });
 
-  return fleetConnectionOf(nc, state);
+  return fleetConnectionOf(connected, state);
 }
 
 /**

@@ -1,8 +1,9 @@
 import { ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { AddressInfo, createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { cleanUpOnExit } from './exitCleanup';
 
 /** Options for {@link startNatsServer}. */
 export interface NatsServerOptions {
@@ -17,6 +18,8 @@ export interface NatsServerOptions {
   binary?: string;
   /** How long to wait for the server to accept connections. Default 10 s. */
   readyTimeoutMs?: number;
+  /** Listen on this loopback port. Default a free one. */
+  port?: number;
 }
 
 /** A private nats-server this process started and will stop. */
@@ -63,6 +66,26 @@ function canConnect(port: number): Promise<boolean> {
   });
 }
 
+/**
+ * Blocks until the process `pid` (a child of this one, so a zombie once dead) has died, or
+ * `timeoutMs` has passed: for an `exit` handler, which cannot wait asynchronously. Reads
+ * `/proc/<pid>/stat`; where there is no /proc it returns at once.
+ */
+function waitUntilDead(pid: number, timeoutMs: number): void {
+  const tick = new Int32Array(new SharedArrayBuffer(4));
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    let state: string | undefined;
+    try {
+      state = /^\d+ \(.*\) (\S)/.exec(readFileSync(`/proc/${pid}/stat`, 'utf8'))?.[1];
+    } catch {
+      return;
+    }
+    if (state === undefined || state === 'Z' || state === 'X') return;
+    Atomics.wait(tick, 0, 0, 10);
+  }
+}
+
 function exited(child: ChildProcess): Promise<void> {
   return child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise((r) => child.once('exit', () => r()));
 }
@@ -75,21 +98,31 @@ function exited(child: ChildProcess): Promise<void> {
 export async function startNatsServer(options: NatsServerOptions = {}): Promise<NatsServerProcess> {
   const { jetstream = true, config = '', binary = 'nats-server', readyTimeoutMs = 10_000 } = options;
   const dir = mkdtempSync(join(tmpdir(), 'rxfleet-nats-'));
-  const port = await freePort();
+  let child: ChildProcess | undefined;
+  let stopped = false;
+  // However this process ends (a second signal, a crash), the server and its store go with it:
+  // killed, waited for (it must not write into the store after it is removed), then removed.
+  const forget = cleanUpOnExit(() => {
+    if (child?.pid !== undefined && child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGKILL');
+      waitUntilDead(child.pid, 2000);
+    }
+    rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 20 });
+  });
+  const port = options.port ?? (await freePort());
   const confFile = join(dir, 'nats.conf');
   const lines = [`listen: 127.0.0.1:${port}`, `server_name: rxfleet_${port}`];
   if (jetstream) lines.push(`jetstream: { store_dir: "${join(dir, 'js')}" }`);
   writeFileSync(confFile, `${lines.join('\n')}\n${config.replaceAll('{{dir}}', dir)}\n`);
 
-  let child: ChildProcess;
-  let stopped = false;
 
   const launch = async (): Promise<void> => {
-    child = spawn(binary, ['-c', confFile, '-l', join(dir, 'nats.log')], { stdio: 'ignore' });
-    const spawnError = new Promise<never>((_, reject) => child.once('error', reject));
+    const started = spawn(binary, ['-c', confFile, '-l', join(dir, 'nats.log')], { stdio: 'ignore' });
+    child = started;
+    const spawnError = new Promise<never>((_, reject) => started.once('error', reject));
     const deadline = Date.now() + readyTimeoutMs;
     for (;;) {
-      if (child.exitCode !== null) throw new Error(`nats-server exited with ${child.exitCode} (see ${join(dir, 'nats.log')})`);
+      if (started.exitCode !== null) throw new Error(`nats-server exited with ${started.exitCode} (see ${join(dir, 'nats.log')})`);
       if (await Promise.race([canConnect(port), spawnError])) return;
       if (Date.now() > deadline) throw new Error(`nats-server did not accept connections on ${port} within ${readyTimeoutMs} ms`);
       await new Promise((r) => setTimeout(r, 25));
@@ -99,7 +132,9 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
   try {
     await launch();
   } catch (error) {
+    if (child !== undefined && child.exitCode === null) child.kill('SIGKILL');
     rmSync(dir, { recursive: true, force: true });
+    forget();
     throw error;
   }
 
@@ -108,20 +143,23 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
     port,
     dir,
     get pid() {
-      return child.pid ?? -1;
+      return child?.pid ?? -1;
     },
     async stop() {
       if (stopped) return;
       stopped = true;
-      child.kill('SIGTERM');
-      const killer = setTimeout(() => child.kill('SIGKILL'), 5000);
-      await exited(child);
+      const running = child as ChildProcess;
+      running.kill('SIGTERM');
+      const killer = setTimeout(() => running.kill('SIGKILL'), 5000);
+      await exited(running);
       clearTimeout(killer);
       rmSync(dir, { recursive: true, force: true });
+      forget();
     },
     async kill() {
-      child.kill('SIGKILL');
-      await exited(child);
+      const running = child as ChildProcess;
+      running.kill('SIGKILL');
+      await exited(running);
     },
     async restart() {
       await launch();

@@ -1,22 +1,55 @@
 import { Command, Option } from 'commander';
-import { nonNegativeInt, positiveInt } from '../options';
-import type { DemoOptions } from '../demoRun';
+import { LogFlags, addLogOptions, durationOption, logSettings, positiveInt } from '../options';
+import type { DemoSummary } from '../demoRun';
 
-/** `rxfleet demo`: the embedded default. */
+/** What commander parses for `rxfleet demo`. */
+interface DemoFlags extends LogFlags {
+  nodes: number;
+  workers: number;
+  bootTime: number;
+  transport: 'auto' | 'nats' | 'memory';
+  timeout: number;
+}
+
+/**
+ * `rxfleet demo`: the embedded default. The first SIGINT or SIGTERM ends it early: what it started
+ * is stopped (the provisioners, the fleet, the private nats-server and its directory), the summary
+ * so far is printed, and it exits 1; a second signal exits at once, still leaving nothing behind.
+ */
 export function registerDemo(program: Command): void {
-  program
+  const command = program
     .command('demo')
     .description('the embedded default: a private nats-server, a simulated Choria fleet, two provisioners electing a leader, a sample helper; a progress bar, then a summary')
     .option('--nodes <n>', 'simulated nodes', positiveInt, 500)
     .option('--workers <n>', 'workers per provisioner', positiveInt, 16)
-    .option('--boot-seconds <s>', 'the fleet boots over this many seconds (0: all at once)', nonNegativeInt, 3)
+    .addOption(durationOption('--boot-time <duration>', 'the fleet boots over this long (0: all at once)', 3000))
     .addOption(new Option('--transport <kind>', 'nats: a private nats-server; memory: in-process; auto: nats when nats-server is on PATH').choices(['auto', 'nats', 'memory']).default('auto'))
-    .option('--timeout <s>', 'give up after this many seconds', positiveInt, 600)
-    .addOption(new Option('--log-level <level>', 'provisioner logs, to stderr').choices(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('silent'))
-    .action(async (options: Omit<DemoOptions, 'out'>) => {
-      // Loaded when the command runs, so --help and other commands do not pay for NATS and the fleet.
-      const { runDemo } = await import('../demoRun.js');
-      const summary = await runDemo({ ...options, out: process.stdout });
-      process.exitCode = summary.provisioned === summary.nodes ? 0 : 1;
+    .addOption(durationOption('--timeout <duration>', 'give up after this long', 600_000, '10m'));
+  addLogOptions(command, { defaultLevel: 'silent', stream: 'stderr' }).action(async (flags: DemoFlags) => {
+    // Loaded when the command runs, so --help and other commands do not pay for NATS and the fleet.
+    const { runDemo } = await import('../demoRun.js');
+    const { handleShutdownSignals } = await import('../shutdown.js');
+    const { createLogger } = await import('../../lib/logger.js');
+    const { level, format } = logSettings(flags, 'silent');
+    const logger = createLogger({ level, ...(format !== undefined ? { format } : {}), destination: 'stderr', name: 'rxfleet-demo' });
+    const interrupt = new AbortController();
+    let running: Promise<DemoSummary> | undefined;
+    const removeSignals = handleShutdownSignals({
+      logger,
+      graceMs: 15_000,
+      graceful: async () => {
+        interrupt.abort();
+        await running?.catch(() => undefined);
+      },
+      // 0: the demo has stopped everything and returns below with its own exit code.
+      exit: (code) => (code === 0 ? undefined : process.exit(code)),
     });
+    try {
+      running = runDemo({ nodes: flags.nodes, workers: flags.workers, bootMs: flags.bootTime, transport: flags.transport, timeoutMs: flags.timeout, logger, out: process.stdout, signal: interrupt.signal });
+      const summary = await running;
+      process.exitCode = summary.provisioned === summary.nodes ? 0 : 1;
+    } finally {
+      removeSignals();
+    }
+  });
 }

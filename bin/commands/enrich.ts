@@ -1,13 +1,9 @@
 import { Command, Option } from 'commander';
 import type { EnrichFlags } from '../enrich/commandLine';
+import { LogFlags, addLogOptions, addMonitorOption, addNatsOptions, logSettings, repeated } from '../options';
 
-const repeated = (value: string, previous: string[] = []): string[] => [...previous, value];
-
-/** The flags commander parses, with the two that only steer the log. */
-interface EnrichOptions extends EnrichFlags {
-  debug?: boolean;
-  pretty?: boolean;
-}
+/** The flags commander parses, with those that only steer the log. */
+interface EnrichOptions extends EnrichFlags, LogFlags {}
 
 /**
  * Runs `rxfleet enrich` until a signal: settings from the file and flags (every problem on its own
@@ -21,30 +17,27 @@ async function runEnrich(options: EnrichOptions): Promise<number> {
   const { startEnrichDaemon } = await import('../enrich/daemon.js');
   const { createLogger } = await import('../../lib/logger.js');
   const { handleShutdownSignals } = await import('../shutdown.js');
+  const { redactUrlCredentials } = await import('../../lib/redact.js');
 
   let loaded;
   try {
     loaded = loadEnrichSettings(options);
   } catch (error) {
     if (!(error instanceof EnricherConfigError)) throw error;
-    for (const problem of error.problems) console.error(`rxfleet enrich: ${problem}`);
+    for (const problem of error.problems) console.error(redactUrlCredentials(`rxfleet enrich: ${problem}`));
     return 1;
   }
   const { settings, warnings } = loaded;
   // Event lines own stdout when they are asked for; the log moves to stderr then.
-  const logger = createLogger({
-    level: options.debug === true ? 'debug' : 'info',
-    ...(options.pretty === true ? { pretty: true } : {}),
-    stream: settings.outputs.stdout ? 'stderr' : 'stdout',
-    name: 'rxfleet-enrich',
-  });
+  const { level, format } = logSettings(options, 'info');
+  const logger = createLogger({ level, ...(format !== undefined ? { format } : {}), destination: settings.outputs.stdout ? 'stderr' : 'stdout', name: 'rxfleet-enrich' });
   for (const warning of warnings) logger.warn(warning);
 
   let daemon;
   try {
     daemon = await startEnrichDaemon(settings, { logger });
   } catch (error) {
-    console.error(`rxfleet enrich: ${error instanceof Error ? error.message : String(error)}`);
+    console.error(redactUrlCredentials(`rxfleet enrich: ${error instanceof Error ? error.message : String(error)}`));
     return 1;
   }
   const exit = (code: number): void => {
@@ -61,39 +54,33 @@ async function runEnrich(options: EnrichOptions): Promise<number> {
 
 /** `rxfleet enrich`: the Incus event enricher daemon. */
 export function registerEnrich(program: Command): void {
-  program
+  const command = program
     .command('enrich')
-    .description('enrich an Incus or LXD server\'s lifecycle events and publish them to NATS subjects and/or JSON lines on stdout')
-    .option('--config <file>', 'configuration file (YAML or JSON); flags override it')
+    .description('enrich an Incus or LXD server\'s lifecycle events and publish them to NATS subjects and/or JSON lines on stdout; flags override the configuration file')
+    .option('--config <file>', 'configuration file (YAML or JSON)')
     .option('--incus <url>', 'the server: a unix socket path, or https://host[:port] (default: the local socket)')
     .option('--client-cert <file>', 'https: the client certificate the server trusts (PEM)')
     .option('--client-key <file>', 'https: its private key (PEM; never logged)')
     .option('--server-cert <file>', 'https: the server certificate to pin (PEM)')
-    .option('--server-fingerprint <sha256>', 'https: the SHA-256 fingerprint of the server certificate to pin')
-    .option('--nats <url>', 'publish to these NATS servers (comma separated)')
-    .option('--nats-user <user>', 'NATS user')
-    .addOption(new Option('--nats-password <password>', 'NATS password (prefer the environment variable)').env('RXFLEET_NATS_PASSWORD'))
-    .addOption(new Option('--nats-token <token>', 'NATS token (prefer the environment variable)').env('RXFLEET_NATS_TOKEN'))
-    .option('--nats-ca <file>', 'CA to verify the NATS server with')
-    .option('--nats-cert <file>', 'client certificate for NATS')
-    .option('--nats-key <file>', 'client key for NATS')
-    .option('--subject-prefix <prefix>', 'subjects are <prefix>.<project>.<kind>.<action>.<name> (default incus.events)')
-    .option('--stdout', 'write each event as a JSON line on stdout (the log goes to stderr)')
-    .option('--http <address>', '/metrics, /health and /ready on [host]:port (default :9153; "" for none)')
-    .option('--data-dir <dir>', 'keep the cold store here (created 0700 if missing)')
-    .option('--project <name>', 'serve this project (repeatable; default every project)', repeated)
+    .option('--server-fingerprint <sha256>', 'https: the SHA-256 fingerprint of the server certificate to pin');
+  addNatsOptions(command, { token: true, tls: true })
+    .option('--subject-prefix <prefix>', 'subjects are <prefix>.<project>.<kind>.<action>.<name> (default: incus.events)')
+    .option('--stdout', 'write each event as a JSON line on stdout (the log goes to stderr)');
+  addMonitorOption(command, ':9153, the http key of the configuration')
+    // The flag's name before the vocabulary was one: still accepted, not shown.
+    .addOption(new Option('--http <address>').hideHelp())
+    .option('--data-dir <dir>', 'keep the cold store here (created 0700 if missing; kept on exit)')
+    .option('--project <name>', 'serve this project (repeatable; default: every project)', repeated)
     .option('--project-marker <key=value>', 'serve projects whose configuration has key=value (a bare key: is true)')
-    .option('--workers <n>', 'reads in flight at once (default 16)')
-    .option('--read-timeout <duration>', 'one REST call (default 10s)')
-    .option('--ip-timeout <duration>', 'how long a read waits for a started instance\'s address (default 10s)')
-    .option('--read-delay <duration>', 'between the reads of a paced round (default 5s)')
-    .option('--sweep-interval <duration>', 'between rounds (default 6h)')
-    .option('--store-interval <duration>', 'between cold store writes (default 5s)')
-    .option('--debounce-window <duration>', 'quiet that closes a burst (default 250ms; 0 off)')
-    .option('--ttl <duration>', 're-read an instance this long after its last read (default 0: off)')
-    .option('--debug', 'log at debug level')
-    .option('--pretty', 'human-readable log lines (default when the log goes to a terminal)')
-    .action(async (options: EnrichOptions) => {
-      process.exitCode = await runEnrich({ ...options, debug: options.debug === true || program.opts<{ debug?: boolean }>().debug === true });
-    });
+    .option('--workers <n>', 'reads in flight at once (default: 16)')
+    .option('--read-timeout <duration>', 'one REST call (default: 10s)')
+    .option('--ip-timeout <duration>', 'how long a read waits for a started instance\'s address (default: 10s)')
+    .option('--read-delay <duration>', 'between the reads of a paced round (default: 5s)')
+    .option('--sweep-interval <duration>', 'between rounds (default: 6h)')
+    .option('--store-interval <duration>', 'between cold store writes (default: 5s)')
+    .option('--debounce-window <duration>', 'quiet that closes a burst; 0 for off (default: 250ms)')
+    .option('--ttl <duration>', 're-read an instance this long after its last read; 0 for off (default: 0)');
+  addLogOptions(command, { defaultLevel: 'info', stream: 'stdout, or stderr with --stdout' }).action(async (options: EnrichOptions) => {
+    process.exitCode = await runEnrich({ ...options, debug: options.debug === true || program.opts<{ debug?: boolean }>().debug === true });
+  });
 }

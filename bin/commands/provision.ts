@@ -1,22 +1,21 @@
 import { Command } from 'commander';
+import { addLogOptions } from '../options';
+import { addProvisionSourceOptions } from '../provisionSources';
 import type { ProvisionOptions } from '../provisionRun';
 
 /** `rxfleet provision` (alias `run`, as upstream): the Choria provisioner daemon. */
 export function registerProvision(program: Command): void {
-  program
+  const command = program
     .command('provision')
     .alias('run')
-    .description('the provisioner daemon: a drop-in replacement for the Choria Provisioner')
-    .requiredOption('--config <file>', 'the provisioner YAML configuration')
-    .option('--choria-config <file>', 'the Choria client configuration (default: the first of ~/.choriarc, ~/.mcollective, /etc/choria/client.conf, ...)')
-    .option('--pid <file>', 'write the process id here once running; removed on exit')
-    .option('--debug', 'log at debug level', false)
-    .option('--pretty', 'human-readable log lines (default when stdout is a terminal)')
-    .action(async (options: Omit<ProvisionOptions, 'version'>) => {
-      // Loaded when the command runs, so --help and other commands do not pay for NATS, crypto and ajv.
-      const { runProvision } = await import('../provisionRun.js');
-      // `rxfleet --debug run ...` (upstream's spelling) sets the program's --debug.
-      const debug = options.debug || program.opts<{ debug?: boolean }>().debug === true;
-      process.exitCode = await runProvision({ ...options, debug, version: program.version() ?? '0.0.0' });
-    });
+    .usage('--config <file> [options]')
+    .description('the provisioner daemon: a drop-in replacement for the Choria Provisioner (upstream\'s --config, --choria-config, --pid and --debug work as they do there)');
+  addProvisionSourceOptions(command).option('--pid <file>', 'write the process id here once running; removed on exit');
+  addLogOptions(command, { defaultLevel: 'loglevel of the configuration, info', stream: 'stdout, or logfile of the configuration' }).action(async (options: Omit<ProvisionOptions, 'version'>) => {
+    // Loaded when the command runs, so --help and other commands do not pay for NATS, crypto and ajv.
+    const { runProvision } = await import('../provisionRun.js');
+    // `rxfleet --debug run ...` (upstream's spelling) sets the program's --debug.
+    const debug = options.debug === true || program.opts<{ debug?: boolean }>().debug === true;
+    process.exitCode = await runProvision({ ...options, debug, version: program.version() ?? '0.0.0' });
+  });
 }

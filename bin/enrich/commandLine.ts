@@ -16,16 +16,20 @@ export interface EnrichFlags {
   clientKey?: string;
   serverCert?: string;
   serverFingerprint?: string;
-  nats?: string;
+  /** As the NATS options give it: URLs, comma separated or repeated. */
+  nats?: string | string[];
   natsUser?: string;
   natsPassword?: string;
   natsToken?: string;
+  natsCreds?: string;
   natsCa?: string;
   natsCert?: string;
   natsKey?: string;
   subjectPrefix?: string;
   stdout?: boolean;
   http?: string;
+  /** `--monitor`, as the shared option parses it; `null` for none. */
+  monitor?: { host?: string; port: number } | null;
   dataDir?: string;
   project?: string[];
   projectMarker?: string;
@@ -39,7 +43,7 @@ export interface EnrichFlags {
   ttl?: string;
 }
 
-type FlagName = Exclude<keyof EnrichFlags, 'config' | 'project' | 'projectMarker' | 'stdout'>;
+type FlagName = Exclude<keyof EnrichFlags, 'config' | 'project' | 'projectMarker' | 'stdout' | 'nats' | 'monitor'>;
 
 // Each flag and the configuration key it sets (a dotted path in the file).
 const FLAG_KEYS: ReadonlyArray<[FlagName, string]> = [
@@ -48,10 +52,10 @@ const FLAG_KEYS: ReadonlyArray<[FlagName, string]> = [
   ['clientKey', 'incus.client_key'],
   ['serverCert', 'incus.server_cert'],
   ['serverFingerprint', 'incus.server_fingerprint'],
-  ['nats', 'outputs.nats.url'],
   ['natsUser', 'outputs.nats.user'],
   ['natsPassword', 'outputs.nats.password'],
   ['natsToken', 'outputs.nats.token'],
+  ['natsCreds', 'outputs.nats.credentials'],
   ['natsCa', 'outputs.nats.tls.ca'],
   ['natsCert', 'outputs.nats.tls.cert'],
   ['natsKey', 'outputs.nats.tls.key'],
@@ -67,6 +71,13 @@ const FLAG_KEYS: ReadonlyArray<[FlagName, string]> = [
   ['debounceWindow', 'debounce_window'],
   ['ttl', 'ttl'],
 ];
+
+/** `--monitor` as the `http` key writes it: `[host]:port`, or `""` for none. */
+function monitorText(address: { host?: string; port: number } | null): string {
+  if (address === null) return '';
+  const host = address.host === undefined ? '' : address.host.includes(':') ? `[${address.host}]` : address.host;
+  return `${host}:${address.port}`;
+}
 
 /** `subjectPrefix` → `--subject-prefix`. */
 const dashed = (flag: string): string => `--${flag.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
@@ -129,6 +140,8 @@ export function loadEnrichSettings(flags: EnrichFlags): { settings: EnricherSett
     if (value === undefined) continue;
     set(path, dashed(flag), flag === 'workers' && /^\d+$/.test(value) ? Number(value) : value);
   }
+  if (flags.nats !== undefined) set('outputs.nats.url', '--nats', Array.isArray(flags.nats) ? flags.nats.join(',') : flags.nats);
+  if (flags.monitor !== undefined) set('http', '--monitor', monitorText(flags.monitor));
   if (flags.stdout === true) set('outputs.stdout', '--stdout', true);
   if (flags.project !== undefined && flags.project.length > 0 && flags.projectMarker !== undefined) {
     problems.push('--project and --project-marker: give a list of projects or a marker, not both');

@@ -26,6 +26,7 @@ import { EnrichDaemonMetrics } from '../../lib/enricher/daemonMetrics';
 import { EnrichedEvent } from '../../lib/enricher/event';
 import { toPayload } from '../../lib/enricher/payload';
 import { subjectFor } from '../../lib/enricher/subject';
+import { PublishedEventMetrics } from './publishedEventMetrics';
 
 /** What a caller (a spec, a bench, an embedding program) may put in place of the real parts. */
 export interface EnrichDaemonOverrides {
@@ -103,6 +104,7 @@ export async function startEnrichDaemon(settings: EnricherSettings, overrides: E
   if (settings.storeFile !== undefined) mkdirSync(dirname(settings.storeFile), { recursive: true, mode: 0o700 });
 
   const metrics = new EnrichDaemonMetrics(registry);
+  const published = new PublishedEventMetrics(registry);
   const restClient = overrides.reader === undefined ? new IncusRestClient({ endpoint, readTimeoutMs: settings.readTimeout, logger, registry }) : undefined;
   const reader: IncusReader = overrides.reader ?? (restClient as IncusRestClient);
   const events$ = overrides.events$ ?? incusEvents({ endpoint, logger, registry });
@@ -129,9 +131,9 @@ export async function startEnrichDaemon(settings: EnricherSettings, overrides: E
   }
 
   if (natsSettings !== undefined) {
-    const { servers, name, user, password, token, tls, maxHeld } = natsSettings;
+    const { servers, name, user, password, token, credentials, tls, maxHeld } = natsSettings;
     publisher = new NatsPublisher({
-      open: (signal) => openNatsConnection({ servers, name, user, password, token, ...(tls !== undefined ? { tls } : {}), signal }, logger),
+      open: (signal) => openNatsConnection({ servers, name, user, password, token, credentials, ...(tls !== undefined ? { tls } : {}), signal }, logger),
       maxHeld,
       logger,
       onResult: (result) => metrics.published.labels('nats', result).inc(),
@@ -151,6 +153,7 @@ export async function startEnrichDaemon(settings: EnricherSettings, overrides: E
       logger.error({ err: error, action: event.action, project: event.project, name: event.name }, 'an enriched event could not be serialised');
       return;
     }
+    published.count(event);
     if (publisher !== undefined) publisher.publish(subjectFor(prefix, event), json);
     if (lines !== undefined) metrics.published.labels('stdout', lines.write(json) ? 'sent' : 'failed').inc();
   };

@@ -211,7 +211,7 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
 
   const monitorPort = tuning.monitorPort ?? (config.monitorPort > 0 ? config.monitorPort : undefined);
   let monitor: MonitorEndpoint | undefined;
-  if (monitorPort !== undefined) monitor = await serveMonitorEndpoint({ port: monitorPort, registry, ready, describe: () => ({ ...status() }), logger });
+  if (monitorPort !== undefined) monitor = await serveMonitorEndpoint({ port: monitorPort, ...(config.rxfleet.monitorHost !== undefined ? { host: config.rxfleet.monitorHost } : {}), registry, ready, describe: () => ({ ...status() }), logger });
 
   logger.info({ config: config.file, intervalMs, workers: config.workers, identity, leaderElection: electionOn }, `Choria Provisioner starting using configuration file ${config.file ?? '(none)'}`);
 

@@ -9,6 +9,11 @@ import addFormats from 'ajv-formats';
 import { join } from 'node:path';
 import { COLD_STORE_FILE } from './coldStore';
 import { parseGoDuration } from '../duration';
+import { ListenAddress, parseListenAddress, splitNatsUrls } from '../addresses';
+
+// Moved to lib/addresses.ts (the commands share them); exported here as before.
+export type { ListenAddress };
+export { parseListenAddress, splitNatsUrls };
 import { ProjectsServed, parseProjectsServed } from './servedProjects';
 import { ENRICHMENT_NAMES, EnrichmentName, Want, DEFAULT_DAEMON_WANTS, enrichmentBits } from './wanted';
 
@@ -112,6 +117,7 @@ export const ENRICHER_CONFIG_SCHEMA = {
             user: { type: 'string', minLength: 1 },
             password: { description: 'Never logged.', type: 'string' },
             token: { description: 'Never logged.', type: 'string', minLength: 1 },
+            credentials: { description: 'A NATS credentials file (a user JWT and its nkey seed).', type: 'string', minLength: 1 },
             tls: {
               type: 'object',
               additionalProperties: false,
@@ -152,53 +158,13 @@ export interface NatsOutputSettings {
   user?: string;
   password?: string;
   token?: string;
+  /** A NATS `.creds` file. */
+  credentials?: string;
   tls?: { ca?: string; cert?: string; key?: string };
   /** Messages held while disconnected. */
   maxHeld: number;
 }
 
-/** A listen address: `host` absent means every interface. */
-export interface ListenAddress {
-  host?: string;
-  port: number;
-}
-
-/**
- * A listen address as `[host]:port`, `host:port`, `:port` or `port` (0 picks a free port), or
- * `undefined` for `""` (serve nothing). Throws a one-line `Error` for anything else.
- */
-export function parseListenAddress(text: string): ListenAddress | undefined {
-  const trimmed = text.trim();
-  if (trimmed === '') return undefined;
-  const match = /^(?:\[([^\]]+)\]|([^:\s]*)):?(\d+)$/.exec(trimmed.includes(':') ? trimmed : `:${trimmed}`);
-  const port = match === null ? NaN : Number(match[3]);
-  if (match === null || !Number.isInteger(port) || port > 65535) throw new Error(`expected [host]:port such as :9153 or 127.0.0.1:9153 ("" for none), got "${text}"`);
-  const host = match[1] ?? match[2];
-  return host === undefined || host === '' ? { port } : { host, port };
-}
-
-/**
- * NATS server URLs from a comma-separated list, with any `user:password@` taken out of the URLs
- * (into `credentials`) so that what is logged about a server never carries a secret.
- */
-export function splitNatsUrls(text: string): { servers: string[]; credentials?: { user?: string; password?: string } } {
-  let credentials: { user?: string; password?: string } | undefined;
-  const servers = text
-    .split(',')
-    .map((s) => s.trim())
-    .filter((s) => s !== '')
-    .map((server) => {
-      const at = server.lastIndexOf('@');
-      if (at < 0) return server;
-      const scheme = /^[a-z]+:\/\//i.exec(server)?.[0] ?? '';
-      const userinfo = server.slice(scheme.length, at);
-      const colon = userinfo.indexOf(':');
-      const user = decodeURIComponent(colon < 0 ? userinfo : userinfo.slice(0, colon));
-      credentials = colon < 0 ? { user } : { user, password: decodeURIComponent(userinfo.slice(colon + 1)) };
-      return `${scheme}${server.slice(at + 1)}`;
-    });
-  return credentials === undefined ? { servers } : { servers, credentials };
-}
 
 /** The settings the pipeline runs with: durations in milliseconds, the projects rule parsed. */
 export interface EnricherSettings {
@@ -346,6 +312,7 @@ interface RawNats {
   user?: string;
   password?: string;
   token?: string;
+  credentials?: string;
   tls?: { ca?: string; cert?: string; key?: string };
   max_held?: number;
 }
@@ -363,6 +330,7 @@ function natsSettings(raw: RawNats): NatsOutputSettings {
     ...(user !== undefined ? { user } : {}),
     ...(password !== undefined ? { password } : {}),
     ...(raw.token !== undefined ? { token: raw.token } : {}),
+    ...(raw.credentials !== undefined ? { credentials: raw.credentials } : {}),
     ...(raw.tls !== undefined ? { tls: { ...raw.tls } } : {}),
   };
 }

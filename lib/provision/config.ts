@@ -7,6 +7,8 @@ import { CertDenyList, DenyPatternError } from './certDenyList';
 import { DEPRECATED_KEYS, PROVISIONER_CONFIG_SCHEMA, SECTION_KEYS } from './configSchema';
 import { HelperCommandError, splitHelperCommand } from './helperCommand';
 import { isValidLifecycleComponent } from '../choria/lifecycleComponent';
+import { redactUrlCredentials } from '../redact';
+import { splitNatsUrls } from '../addresses';
 
 /** One problem found in a configuration: the key's path, what was wrong or expected, how bad. */
 export interface ConfigProblem {
@@ -81,6 +83,10 @@ export interface RxfleetSettings {
   electionCandidateIntervalMs: number | undefined;
   /** DNS servers (`ip` or `ip:port`) asked for the brokers' SRV records; empty: the system's. */
   dnsServers: string[];
+  /** How log lines are written; undefined: pretty on a terminal, JSON otherwise. */
+  logFormat: 'json' | 'logfmt' | 'pretty' | undefined;
+  /** The address `monitor_port` is served on; undefined: every interface, as upstream. */
+  monitorHost: string | undefined;
 }
 
 /** The outcome of reading a configuration: the config when there is no error, and every problem. */
@@ -258,6 +264,9 @@ export function parseProvisionerConfig(text: string, options: ParseConfigOptions
   }
   if (problems.some((p) => p.severity === 'error')) return { config: undefined, problems };
 
+  // A server URL's `user:password@` is taken out of it (the keys win), so no server logged or shown
+  // carries a secret.
+  const nats = splitNatsUrls(c.rxfleet.nats_servers.join(','));
   const config: ProvisionerConfig = {
     file,
     workers: c.workers === 0 ? cpus : c.workers,
@@ -283,9 +292,9 @@ export function parseProvisionerConfig(text: string, options: ParseConfigOptions
     upgradesOptional: c.upgrades_optional,
     features,
     rxfleet: {
-      natsServers: c.rxfleet.nats_servers,
-      natsUser: c.rxfleet.nats_user,
-      natsPassword: c.rxfleet.nats_password,
+      natsServers: nats.servers,
+      natsUser: c.rxfleet.nats_user ?? nats.credentials?.user,
+      natsPassword: c.rxfleet.nats_password ?? nats.credentials?.password,
       natsCredentials: c.rxfleet.nats_credentials,
       queueCapacity: c.rxfleet.queue_capacity,
       shutdownGraceMs,
@@ -293,6 +302,8 @@ export function parseProvisionerConfig(text: string, options: ParseConfigOptions
       electionApiPrefix: c.rxfleet.election_api_prefix,
       electionCandidateIntervalMs,
       dnsServers: c.rxfleet.dns_servers,
+      logFormat: c.rxfleet.log_format === '' ? undefined : c.rxfleet.log_format,
+      monitorHost: c.rxfleet.monitor_host === '' ? undefined : c.rxfleet.monitor_host,
     },
   };
   return { config, problems };
@@ -347,6 +358,8 @@ interface RawConfig {
     election_api_prefix: string;
     election_candidate_interval: string;
     dns_servers: string[];
+    log_format: '' | 'json' | 'logfmt' | 'pretty';
+    monitor_host: string;
   };
 }
 
@@ -434,6 +447,10 @@ function describe(value: unknown): string {
   if (value === null || value === undefined) return 'nothing';
   if (Array.isArray(value)) return 'a list';
   if (typeof value === 'object') return 'a mapping';
-  if (typeof value === 'string') return `${JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}...` : value)} (a string)`;
+  if (typeof value === 'string') {
+    // A URL's user information is a secret wherever it is written (`nats://admin:PASS@broker`).
+    const shown = redactUrlCredentials(value);
+    return `${JSON.stringify(shown.length > 60 ? `${shown.slice(0, 60)}...` : shown)} (a string)`;
+  }
   return String(value);
 }

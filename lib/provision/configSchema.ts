@@ -55,7 +55,7 @@ export const PROVISIONER_CONFIG_SCHEMA = {
           default: [],
           expected: 'a list of NATS servers (host:port or nats://host:port)',
           items: string(undefined, 'a NATS server (host:port, nats://host:port or tls://host:port)', {
-            pattern: '^((nats|tls|ws|wss)://)?[^\\s/:]+(:\\d{1,5})?$',
+            pattern: '^((nats|tls|ws|wss)://)?([^\\s/@]+@)?[^\\s/:@]+(:\\d{1,5})?$',
           }),
         },
         nats_user: string(undefined),
@@ -72,6 +72,8 @@ export const PROVISIONER_CONFIG_SCHEMA = {
           expected: 'a list of DNS servers (ip or ip:port) to ask for SRV records',
           items: string(undefined, 'a DNS server address (ip or ip:port)', { pattern: '^(\\[[0-9A-Fa-f:.]+\\]|[0-9A-Fa-f:.]+)(:\\d{1,5})?$' }),
         },
+        log_format: { type: 'string', enum: ['', 'json', 'logfmt', 'pretty'], default: '', expected: 'one of json, logfmt or pretty' },
+        monitor_host: string('', 'an address to serve /metrics on, such as 127.0.0.1 (empty: every interface)'),
       },
     },
   },

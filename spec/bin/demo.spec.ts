@@ -44,7 +44,7 @@ function expectCompleteSummary(stdout: string, nodes: number): void {
 
 describe('rxfleet demo', () => {
   it('over a private nats-server: provisions every node, prints the summary, exits 0 and stops the server', async () => {
-    const { code, stdout } = await demo(['--nodes', '40', '--boot-seconds', '1', '--transport', 'nats']);
+    const { code, stdout } = await demo(['--nodes', '40', '--boot-time', '1s', '--transport', 'nats']);
     expect(code).toBe(0);
     expectCompleteSummary(stdout, 40);
     const port = Number(/nats:\/\/127\.0\.0\.1:(\d+)/.exec(stdout)?.[1]);
@@ -53,7 +53,7 @@ describe('rxfleet demo', () => {
   });
 
   it('over the in-process transport when asked', async () => {
-    const { code, stdout } = await demo(['--nodes', '30', '--boot-seconds', '1', '--transport', 'memory']);
+    const { code, stdout } = await demo(['--nodes', '30', '--boot-time', '1s', '--transport', 'memory']);
     expect(code).toBe(0);
     expect(stdout).toContain('over the in-process transport');
     expectCompleteSummary(stdout, 30);
@@ -69,7 +69,7 @@ describe('rxfleet demo', () => {
     afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
     it('says how to install it in one line and falls back to the in-process transport', async () => {
-      const { code, stdout } = await demo(['--nodes', '20', '--boot-seconds', '0'], { ...process.env, PATH: dir });
+      const { code, stdout } = await demo(['--nodes', '20', '--boot-time', '0'], { ...process.env, PATH: dir });
       expect(code).toBe(0);
       expect(stdout.split('\n')[0]).toBe('nats-server is not on PATH (install it with `apt-get install nats-server`): running on an in-process transport instead');
       expectCompleteSummary(stdout, 20);

@@ -99,7 +99,7 @@ describe('rxfleet enrich against a real LXD daemon over https', () => {
       '--server-fingerprint', fingerprint,
       '--nats', nats().url,
       '--stdout',
-      '--http', '127.0.0.1:0',
+      '--monitor', '127.0.0.1:0',
       '--data-dir', join(dir, 'data'),
       '--debug',
     ];

@@ -78,7 +78,7 @@ describe('rxfleet provision', () => {
     expect(readFileSync(pid, 'utf8').trim()).toBe(String(provisioner.child.pid));
     await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/ready`).then((r) => r.status, () => 0)) === 200, '/ready');
 
-    const simulate = startRxfleet(['simulate', '--nats', server().url, '--nodes', '12', '--token', 'tok-5647382910', '--restart-delay', '100', '--exit-when-provisioned', '--json', '--report-every', '0']);
+    const simulate = startRxfleet(['simulate', '--nats', server().url, '--nodes', '12', '--token', 'tok-5647382910', '--restart-delay', '100ms', '--exit-when-provisioned', '--json', '--report-every', '0']);
     running.push(simulate);
     expect((await simulate.exited).code).toBe(0);
     const summary = simulate.stdout().trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.type === 'summary');
@@ -90,18 +90,30 @@ describe('rxfleet provision', () => {
     expect(await provisioner.exited).toEqual({ code: 0, signal: null });
     expect(existsSync(pid)).toBe(false);
     // JSON log lines (stdout is not a terminal), and the token never in them.
-    const logs = provisioner.stdout().trim().split('\n').map((l) => JSON.parse(l) as { msg: string });
+    const logs = provisioner.stdout().trim().split('\n').map((l) => JSON.parse(l) as { msg: string } & Record<string, unknown>);
     expect(logs.some((l) => l.msg === 'Provisioned node-1.example.net')).toBe(true);
     expect(logs.at(-1)?.msg).toBe('stopped');
+    // Each thing said once: the signal, the grace period (the configured 10 s), stopped.
+    expect(logs.filter((l) => l.msg === 'SIGTERM: stopping (send it again to exit at once)')).toHaveLength(1);
+    expect(logs.filter((l) => 'graceMs' in l).map((l) => l.graceMs)).toEqual([10_000]);
+    expect(logs.filter((l) => l.msg === 'stopped')).toHaveLength(1);
+    // The logger's name is the daemon's on every line; the connection's name has its own key.
+    expect(new Set(logs.map((l) => l.name))).toEqual(new Set(['rxfleet-provision']));
+    expect(logs.find((l) => l.msg === 'connecting to NATS')).toMatchObject({ connection: 'prov.example.net' });
     expect(provisioner.stdout()).not.toContain('tok-5647382910');
   });
 
-  it('a signal while it is still connecting to an unreachable broker ends it at once, exit 0', async () => {
+  it('says why it cannot reach the broker (in logrus\'s text form when asked), and a signal while it is still connecting ends it at once, exit 0', async () => {
     const port = await freePort();
     const config = file('unreachable.yaml', [`helper: ${MINIMAL_HELPER}`, 'choria_insecure: true', `rxfleet: {nats_servers: ["127.0.0.1:${port}"]}`].join('\n'));
-    const provisioner = startRxfleet(['provision', '--config', config, '--choria-config', choriaConfig()]);
+    const provisioner = startRxfleet(['provision', '--config', config, '--choria-config', choriaConfig(), '--log-format', 'logfmt']);
     running.push(provisioner);
-    await waitFor(() => provisioner.stdout().includes('connecting to NATS'), 'the connection attempt');
+    await waitFor(() => provisioner.stdout().includes('level=warning msg="cannot connect to NATS'), 'the failed attempt');
+    const lines = provisioner.stdout().trim().split('\n');
+    expect(lines.find((l) => l.includes('connecting to NATS'))).toMatch(/^time="[^"]+" level=info msg="connecting to NATS" connection=prov\.example\.net name=rxfleet-provision servers=/);
+    expect(lines.find((l) => l.includes('cannot connect'))).toMatch(
+      new RegExp(`^time="[^"]+" level=warning msg="cannot connect to NATS at nats://127\\.0\\.0\\.1:${port}: (connection refused|connect ECONNREFUSED 127\\.0\\.0\\.1:${port}); attempt 1, next try in \\d\\.\\d s" attempt=1 `),
+    );
     provisioner.child.kill('SIGTERM');
     expect(await provisioner.exited).toEqual({ code: 0, signal: null });
   });

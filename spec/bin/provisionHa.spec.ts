@@ -32,7 +32,7 @@ describe('rxfleet provision with leader_election, as processes', () => {
     const leader = await leaderOf(provisioners, 30_000);
     await leader.logged(WON);
 
-    const fleet = ha.simulate(['--nodes', '20', '--restart-delay', '100', '--exit-when-provisioned']);
+    const fleet = ha.simulate(['--nodes', '20', '--restart-delay', '100ms', '--exit-when-provisioned']);
     expect((await fleet.exited).code).toBe(0);
     expect(summaryOf(fleet.lines)).toMatchObject({ nodes: 20, provisioned: 20, duplicates: 0 });
     const requests = tracedRequests(fleet);
@@ -62,7 +62,7 @@ describe('rxfleet provision with leader_election, as processes', () => {
     // Slow replies keep several nodes in flight at any moment. The lock window is shorter than the
     // failover, so nodes the dead leader had locked are free when the new one reaches them (with
     // go-choria's two minutes they would wait out the lock: P10, specified elsewhere).
-    const fleet = ha.simulate(['--nodes', '60', '--latency', '150', '--restart-delay', '100', '--lock-window', '2000', '--exit-when-provisioned']);
+    const fleet = ha.simulate(['--nodes', '60', '--latency', '150ms', '--restart-delay', '100ms', '--lock-window', '2s', '--exit-when-provisioned']);
     const restartedBy = (caller: string, before = Infinity): number => tracedRequests(fleet).filter((r) => r.caller === caller && r.action === 'restart' && r.at < before).length;
     await waitFor(() => restartedBy(leader.callerId) >= 10, 'the leader to provision 10 nodes', 60_000);
     const killedAt = Date.now();
@@ -92,7 +92,7 @@ describe('rxfleet provision with leader_election, as processes', () => {
     const provisioner = await ha.provisioner('ha-lose', { helper: `${SCRIPTED_HELPER} delay 3000`, workers: 8 });
     await leaderOf([provisioner], 30_000);
     await provisioner.logged(WON);
-    const fleet = ha.simulate(['--nodes', '6', '--restart-delay', '100', '--exit-when-provisioned']);
+    const fleet = ha.simulate(['--nodes', '6', '--restart-delay', '100ms', '--exit-when-provisioned']);
     const begun = (): Set<string> => new Set(work(tracedRequests(fleet)).map((r) => r.identity));
     await waitFor(() => begun().size === 6, 'every node to be in its cycle (the helper takes 3 s)');
 
@@ -128,7 +128,7 @@ describe('rxfleet provision with leader_election, as processes', () => {
     let fleet;
     const provisioner = await ha.provisioner('ha-go');
     try {
-      fleet = ha.simulate(['--nodes', '3', '--restart-delay', '100', '--exit-when-provisioned']);
+      fleet = ha.simulate(['--nodes', '3', '--restart-delay', '100ms', '--exit-when-provisioned']);
       await fleet.next((l) => l.type === 'ready');
       // Ten failed creates at the capped TwentySec cadence take over a TTL even at the shortest jitter.
       const candidateTicks = async (): Promise<number> => sampleValue(await provisioner.metrics().catch(() => ''), 'choria_election_campaigns', { identity: provisioner.identity, state: 'candidate' });

@@ -67,7 +67,7 @@ describe('rxfleet provision logs in to a Choria broker with an organisation issu
   const ready = async (port: number): Promise<number> => fetch(`http://127.0.0.1:${port}/ready`).then((r) => r.status, () => 0);
 
   const provisionFleet = async (nodes: number): Promise<{ summary: Record<string, unknown>; callers: string[] }> => {
-    const simulate = startRxfleet(['simulate', '--nats', server().url, '--user', PROVISIONING_SERVER.user, '--password', PROVISIONING_SERVER.password, '--nodes', String(nodes), '--token', 'tok-login', '--restart-delay', '100', '--exit-when-provisioned', '--json', '--report-every', '0', '--trace']);
+    const simulate = startRxfleet(['simulate', '--nats', server().url, '--nats-user', PROVISIONING_SERVER.user, '--nats-password', PROVISIONING_SERVER.password, '--nodes', String(nodes), '--token', 'tok-login', '--restart-delay', '100ms', '--exit-when-provisioned', '--json', '--report-every', '0', '--trace']);
     running.push(simulate);
     expect((await simulate.exited).code).toBe(0);
     const lines = simulate.lines;

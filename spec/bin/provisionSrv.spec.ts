@@ -40,7 +40,7 @@ describe('rxfleet provision finds its brokers in DNS SRV records', () => {
     expect(dns.asked.slice(0, 2)).toEqual(['_mcollective-server._tcp.example.test', '_x-puppet-mcollective._tcp.example.test']);
     expect(provisioner.lines.find((l) => String(l.msg).startsWith('Found 1 middleware servers'))?.msg).toBe('Found 1 middleware servers from SRV record _x-puppet-mcollective._tcp.example.test');
 
-    const simulate = startRxfleet(['simulate', '--nats', server().url, '--nodes', '2', '--restart-delay', '100', '--exit-when-provisioned', '--json', '--report-every', '0']);
+    const simulate = startRxfleet(['simulate', '--nats', server().url, '--nodes', '2', '--restart-delay', '100ms', '--exit-when-provisioned', '--json', '--report-every', '0']);
     running.push(simulate);
     expect((await simulate.exited).code).toBe(0);
     expect(simulate.lines.find((l) => l.type === 'summary')).toMatchObject({ provisioned: 2, duplicates: 0 });

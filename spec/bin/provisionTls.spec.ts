@@ -27,7 +27,7 @@ describe('rxfleet provision with mutual TLS and signed requests', () => {
       jetstream: false,
       config: `${choriaAccountsConfig}\ntls {\n  cert_file: "${site.file('broker.pem', brokerCert.cert)}"\n  key_file: "${site.file('broker-key.pem', brokerCert.key)}"\n  ca_file: "${caFile}"\n  verify: true\n}\n`,
     });
-    fleetTls = ['--tls-ca', caFile, '--tls-cert', site.file('fleet.pem', fleetCert.cert), '--tls-key', site.file('fleet-key.pem', fleetCert.key)];
+    fleetTls = ['--nats-ca', caFile, '--nats-cert', site.file('fleet.pem', fleetCert.cert), '--nats-key', site.file('fleet-key.pem', fleetCert.key)];
   }, 30_000);
   afterEach(() => killAll(running.splice(0)));
   afterAll(async () => {
@@ -41,7 +41,7 @@ describe('rxfleet provision with mutual TLS and signed requests', () => {
   };
   const ready = async (port: number): Promise<number> => fetch(`http://127.0.0.1:${port}/ready`).then((r) => r.status, () => 0);
   const strictFleet = (nodes: number, extra: string[] = []): RxfleetProcess => {
-    const simulate = startRxfleet(['simulate', '--nats', broker.url, ...fleetTls, '--user', PROVISIONING_SERVER.user, '--password', PROVISIONING_SERVER.password, '--nodes', String(nodes), '--token', 'tok-tls', '--restart-delay', '100', '--require-signed', '--ca', site.file('ca.pem', ca.cert), '--json', '--trace', ...extra]);
+    const simulate = startRxfleet(['simulate', '--nats', broker.url, ...fleetTls, '--nats-user', PROVISIONING_SERVER.user, '--nats-password', PROVISIONING_SERVER.password, '--nodes', String(nodes), '--token', 'tok-tls', '--restart-delay', '100ms', '--require-signed', '--ca', site.file('ca.pem', ca.cert), '--json', '--trace', ...extra]);
     running.push(simulate);
     return simulate;
   };
@@ -112,7 +112,7 @@ describe('rxfleet provision with mutual TLS and signed requests', () => {
     );
     running.push(startRxfleet(['provision', '--config', config, '--choria-config', choria], { env: { MCOLLECTIVE_CERTNAME: 'prov.example.net' } }));
     await waitFor(async () => (await ready(port)) === 200, 'the provisioner to be ready', 20_000);
-    const simulate = strictFleet(1, ['--report-every', '200']);
+    const simulate = strictFleet(1, ['--report-every', '200ms']);
     const refused = await simulate.next((l) => l.type === 'progress' && Number(l.signatureRefusals) > 0);
     expect(refused).toMatchObject({ configured: 0, provisioned: 0 });
   });

@@ -55,7 +55,7 @@ describe('files the Go provisioner starts with', () => {
   };
 
   const fleet = async (nodes: number, extra: string[] = []): Promise<RxfleetProcess> => {
-    const simulate = startRxfleet(['simulate', '--nats', server().url, '--nodes', String(nodes), '--restart-delay', '100', '--json', '--report-every', '0', ...extra]);
+    const simulate = startRxfleet(['simulate', '--nats', server().url, '--nodes', String(nodes), '--restart-delay', '100ms', '--json', '--report-every', '0', ...extra]);
     running.push(simulate);
     await simulate.next((l) => l.type === 'ready');
     return simulate;

@@ -12,6 +12,7 @@ import { PROVISIONED_CONFIG, configureInput } from '../helpers/choria';
 import { useNatsServer } from '../helpers/nats';
 import { RXFLEET_BIN, RxfleetProcess, startRxfleet } from '../helpers/rxfleetProcess';
 import { waitFor } from '../helpers/waitFor';
+import { freePort } from '../../streams/natsServerProcess';
 
 // These run the built command (`npm test` builds first), as a user would.
 const run = promisify(execFile);
@@ -67,7 +68,7 @@ describe('rxfleet simulate', () => {
   });
 
   it('exits by itself once every node is provisioned, when asked to', async () => {
-    const fleet = simulate(['--nats', server().url, '--nodes', '2', '--name-prefix', 'done', '--token', 't', '--restart-delay', '5', '--exit-when-provisioned', '--report-every', '50']);
+    const fleet = simulate(['--nats', server().url, '--nodes', '2', '--name-prefix', 'done', '--token', 't', '--restart-delay', '5ms', '--exit-when-provisioned', '--report-every', '50ms']);
     await fleet.next('ready');
     for (const id of ['done-1.example.net', 'done-2.example.net']) {
       await firstValueFrom(client.call(PROVISION_RPCS.configure, id, configureInput(PROVISIONED_CONFIG, 't')));
@@ -89,7 +90,7 @@ describe('rxfleet simulate', () => {
   });
 
   it('with --trace, reports each request with its caller, action and time; --lock-window shortens the provisioning lock', async () => {
-    const fleet = simulate(['--nats', server().url, '--nodes', '1', '--name-prefix', 'trace', '--report-every', '0', '--trace', '--lock-window', '2000']);
+    const fleet = simulate(['--nats', server().url, '--nodes', '1', '--name-prefix', 'trace', '--report-every', '0', '--trace', '--lock-window', '2s']);
     await fleet.next('ready');
     const id = 'trace-1.example.net';
     const before = Date.now();
@@ -124,9 +125,31 @@ describe('rxfleet simulate', () => {
     expect(summary?.lockRefusals).toBe(requests.length - 2);
   });
 
+  it('logs each failed attempt to reach an unreachable --nats with the reason, and a signal then ends it at once', async () => {
+    const port = await freePort();
+    const fleet = startRxfleet(['simulate', '--nats', `nats://127.0.0.1:${port}`, '--nodes', '1']);
+    await waitFor(() => fleet.stderr().includes('cannot connect to NATS'), 'the failed attempt');
+    const line = JSON.parse(fleet.stderr().split('\n').find((l) => l.includes('cannot connect to NATS')) ?? '{}') as Record<string, unknown>;
+    expect(line).toMatchObject({ level: 40, name: 'rxfleet-simulate', attempt: 1, servers: [`nats://127.0.0.1:${port}`] });
+    fleet.child.kill('SIGTERM');
+    expect((await fleet.exited).code).toBe(0);
+  });
+
+  it('without --nats and without nats-server on PATH, says how to get a server in one line and exits 1', async () => {
+    const path = mkdtempSync(join(tmpdir(), 'rxfleet-path-'));
+    try {
+      const fleet = startRxfleet(['simulate', '--nodes', '1'], { env: { ...process.env, PATH: path } });
+      expect((await fleet.exited).code).toBe(1);
+      expect(fleet.stderr().trim()).toBe('rxfleet simulate: no --nats given and nats-server is not on PATH to start a private one: install it (apt-get install nats-server) or pass --nats nats://host:4222');
+    } finally {
+      rmSync(path, { recursive: true, force: true });
+    }
+  });
+
   it('refuses bad arguments with one clear line and a non-zero exit', async () => {
     const cases: [string[], string][] = [
-      [['--nodes', '3'], `error: required option '--nats <url>' not specified`],
+      [['--nats', 'x'], `error: required option '--nodes <n>' not specified`],
+      [['--nats', 'x', '--nodes', '3', '--latency', '50'], `error: option '--latency <duration>' argument '50' is invalid. expected a duration with its unit such as 500ms, 10s or 2m, got "50"`],
       [['--nats', 'x', '--nodes', '0'], `error: option '--nodes <n>' argument '0' is invalid. expected a positive whole number, got "0"`],
       [['--nats', 'x', '--nodes', '3', '--failure-rate', '1.5'], `error: option '--failure-rate <f>' argument '1.5' is invalid. expected a number from 0 to 1, got "1.5"`],
       [['--nats', 'x', '--nodes', '3', '--component', 'prov.>'], `error: option '--component <name>' argument 'prov.>' is invalid. invalid lifecycle component: prov.>`],

@@ -108,7 +108,7 @@ export class ElectionFleet {
   /** Starts `rxfleet simulate --json --trace` with these extra arguments, in the provisioning account. */
   simulate(args: string[]): RxfleetProcess {
     return this.track(
-      startRxfleet(['simulate', '--nats', this.server.url, '--user', PROVISIONING_SERVER.user, '--password', PROVISIONING_SERVER.password, '--token', ELECTION_TOKEN, '--json', '--trace', '--report-every', '0', ...args]),
+      startRxfleet(['simulate', '--nats', this.server.url, '--nats-user', PROVISIONING_SERVER.user, '--nats-password', PROVISIONING_SERVER.password, '--token', ELECTION_TOKEN, '--json', '--trace', '--report-every', '0', ...args]),
     );
   }
 

@@ -29,10 +29,19 @@ export interface RxfleetProcess {
   running(): boolean;
 }
 
-/** Starts `rxfleet ...args` (with `env` added to this process's environment); stdout is parsed as JSON lines where it can be. */
-export function startRxfleet(args: string[], options: { env?: Record<string, string | undefined> } = {}): RxfleetProcess {
+/** How to start it, beyond its arguments. */
+export interface StartOptions {
+  /** Added to this process's environment (a key set to `undefined` is removed). */
+  env?: Record<string, string | undefined>;
+  /** Arguments to node before the bin (`--require` a fixture). */
+  nodeArgs?: string[];
+  cwd?: string;
+}
+
+/** Starts `rxfleet ...args`; stdout is parsed as JSON lines where it can be. */
+export function startRxfleet(args: string[], options: StartOptions = {}): RxfleetProcess {
   const env = options.env === undefined ? process.env : { ...process.env, ...options.env };
-  const child = spawn(process.execPath, [RXFLEET_BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), RXFLEET_BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env, ...(options.cwd !== undefined ? { cwd: options.cwd } : {}) });
   let out = '';
   let err = '';
   const lines: Record<string, unknown>[] = [];

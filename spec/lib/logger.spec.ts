@@ -31,4 +31,26 @@ describe('createLogger', () => {
     for (const secret of ['toomanysecrets', 'hunter2', 'PRIVATE', '"pw"']) expect(text).not.toContain(secret);
     expect(text).toContain('[redacted]');
   });
+
+  it('removes URL credentials from every line, whatever field or message carries them', async () => {
+    const file = join(dir, 'c.log');
+    const logger = createLogger({ destination: { file } });
+    logger.warn({ servers: ['nats://admin:PASS@broker:4222'], err: new Error('cannot reach nats://admin:PASS@broker:4222') }, 'connecting to nats://admin:PASS@broker:4222');
+    const text = JSON.stringify(await linesOf(logger, file));
+    expect(text).not.toContain('PASS');
+    expect(text).toContain('nats://[redacted]@broker:4222');
+  });
+
+  it('writes logrus\'s text form with format logfmt', async () => {
+    const file = join(dir, 'd.log');
+    const logger = createLogger({ destination: { file }, format: 'logfmt', name: 'rxfleet-provision' });
+    logger.warn({ identity: 'n1.example.net', token: 's3cret' }, 'Could not provision n1.example.net');
+    await new Promise<void>((resolve, reject) => logger.flush((error) => (error ? reject(error) : resolve())));
+    const line = readFileSync(file, 'utf8').trim();
+    expect(line).toMatch(/^time="\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(Z|[+-]\d\d:\d\d)" level=warning msg="Could not provision n1.example.net" identity=n1.example.net name=rxfleet-provision token="\[redacted\]"$/);
+  });
+
+  it('writes nothing to the discard destination', () => {
+    expect(createLogger({ destination: 'discard' }).isLevelEnabled('fatal')).toBe(false);
+  });
 });

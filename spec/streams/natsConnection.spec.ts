@@ -1,8 +1,11 @@
 import { existsSync } from 'node:fs';
+import { Writable } from 'node:stream';
+import pino from 'pino';
 import { firstValueFrom, filter, toArray, take } from 'rxjs';
 import { daemonConnectionOptions, normaliseServer, openNatsConnection } from '../../streams/natsConnection';
 import { freePort, startNatsServer } from '../../streams/natsServerProcess';
 import { useNatsServer } from '../helpers/nats';
+import { waitFor } from '../helpers/waitFor';
 
 describe('the daemon NATS connection', () => {
   const server = useNatsServer();
@@ -13,12 +16,13 @@ describe('the daemon NATS connection', () => {
     expect(normaliseServer('tls://b:4222')).toBe('tls://b:4222');
   });
 
-  it('retries for ever, waits for the first connect, pings often, and uses the inbox prefix it is given', () => {
+  it('retries for ever (the first connect by openNatsConnection itself), pings often, and uses the inbox prefix it is given', () => {
     const options = daemonConnectionOptions({ servers: ['b:4222'], inboxPrefix: 'provisioning.reply', user: 'provisioner', password: 's3cret' });
     expect(options).toMatchObject({
       servers: ['nats://b:4222'],
       maxReconnectAttempts: -1,
-      waitOnFirstConnect: true,
+      waitOnFirstConnect: false,
+      reconnectTimeWait: 1000,
       pingInterval: 10_000,
       inboxPrefix: 'provisioning.reply',
       user: 'provisioner',
@@ -33,6 +37,8 @@ describe('the daemon NATS connection', () => {
     const spy = connection.nc.subscribe('svc.echo', { callback: (_e, m) => void seenReplyTo.push(m.reply ?? '') });
     const reply = await connection.nc.request('svc.echo', 'ping', { timeout: 2000 });
     expect(reply.string()).toBe('ping');
+    // The spy is another subscription: its copy may come after the reply (no order across subscriptions).
+    await waitFor(() => seenReplyTo.length === 1, 'the spy\'s copy of the request');
     expect(seenReplyTo[0]).toMatch(/^provisioning\.reply\./);
     expect(connection.state).toBe('connected');
     responder.unsubscribe();
@@ -71,5 +77,67 @@ describe('the daemon NATS connection', () => {
     expect(settled).toBe(false);
     controller.abort();
     await expect(opening).rejects.toThrow(/abandoned/);
+  });
+
+  /** A debug logger whose lines are kept as parsed objects. */
+  function capturingLogger(): { logger: pino.Logger; lines: Array<{ level: number; msg: string } & Record<string, unknown>> } {
+    const lines: Array<{ level: number; msg: string } & Record<string, unknown>> = [];
+    const stream = new Writable({ write: (chunk, _e, cb) => (lines.push(JSON.parse(String(chunk))), cb()) });
+    return { logger: pino({ level: 'debug' }, stream), lines };
+  }
+
+  it('logs every failed first attempt at warn with the server, the reason and the next try, thinning out, then connected', async () => {
+    const port = await freePort(); // nothing listens there yet
+    const { logger, lines } = capturingLogger();
+    const opening = openNatsConnection({ servers: [`nats://admin:PASS@127.0.0.1:${port}`], name: 'spec', reconnectWaitMs: 100, reconnectJitterMs: 0 }, logger);
+    const failures = (): typeof lines => lines.filter((l) => String(l.msg).startsWith('cannot connect to NATS'));
+    // The first failure at once, the next once the first gap (1 s) has passed: ten attempts meanwhile.
+    await waitFor(() => failures().length >= 2, 'two failure lines');
+    const own = await startNatsServer({ jetstream: false, port });
+    const connection = await opening;
+    try {
+      const [first, second] = failures();
+      expect(first).toMatchObject({ level: 40, attempt: 1, retryInMs: 100, servers: [`nats://[redacted]@127.0.0.1:${port}`] });
+      expect(first.msg).toMatch(new RegExp(`^cannot connect to NATS at nats://\\[redacted\\]@127\\.0\\.0\\.1:${port}: (connection refused|connect ECONNREFUSED 127\\.0\\.0\\.1:${port}); attempt 1, next try in 0\\.1 s$`));
+      // The second line is the first failure a second or more after the first; the attempts in
+      // between (about ten, fewer on a loaded machine) are counted in it, not logged.
+      const attempt = Number(second.attempt);
+      expect(attempt).toBeGreaterThanOrEqual(2);
+      const since = attempt > 2 ? ` (${attempt - 1} failed since the last line)` : '';
+      expect(second.msg).toMatch(new RegExp(`; attempt ${attempt}${since.replace(/[()]/g, '\\$&')}, next try in 0\\.1 s$`));
+      expect(lines.map((l) => l.msg)).toContain('connected to NATS');
+      expect(JSON.stringify(lines)).not.toContain('PASS');
+      // The connection's name is its own key: `name` is the logger's.
+      expect(lines[0]).toMatchObject({ msg: 'connecting to NATS', connection: 'spec' });
+      expect(lines[0].name).toBeUndefined();
+    } finally {
+      await connection.drain();
+      await own.stop();
+    }
+  });
+
+  it('logs the connection\'s life: disconnected, failed reconnect attempts, reconnected', async () => {
+    const own = await startNatsServer({ jetstream: false });
+    const { logger, lines } = capturingLogger();
+    const connection = await openNatsConnection({ servers: [own.url], reconnectWaitMs: 100, reconnectJitterMs: 0 }, logger);
+    try {
+      await own.kill();
+      await waitFor(() => lines.some((l) => String(l.msg).startsWith('cannot reconnect to NATS')), 'a failed reconnect attempt');
+      await own.restart();
+      await waitFor(() => lines.some((l) => String(l.msg).startsWith('reconnected to NATS')), 'the reconnection');
+      const messages = lines.map((l) => String(l.msg));
+      const disconnected = messages.findIndex((m) => m.startsWith('disconnected from NATS'));
+      const failed = messages.findIndex((m) => m.startsWith('cannot reconnect to NATS'));
+      const reconnected = messages.findIndex((m) => m.startsWith('reconnected to NATS'));
+      expect(disconnected).toBeGreaterThan(-1);
+      expect(failed).toBeGreaterThan(disconnected);
+      expect(reconnected).toBeGreaterThan(failed);
+      expect(lines[disconnected].level).toBe(40);
+      expect(lines[failed]).toMatchObject({ level: 40, attempt: 1 });
+      expect(messages[failed]).toBe(`cannot reconnect to NATS at ${own.url}: attempt 1 failed, next try in about 0.1 s`);
+    } finally {
+      await connection.drain();
+      await own.stop();
+    }
   });
 });

@@ -86,6 +86,10 @@ describe('rxfleet enrich in-process (fake Incus, real NATS)', () => {
       }
       expect(await metricValue(daemon.registry, 'enricher_published_total', { output: 'nats', result: 'sent' })).toBe(recorder.messages.length);
       expect(await metricValue(daemon.registry, 'enricher_published_total', { output: 'stdout', result: 'sent' })).toBe(stdout.lines.length);
+      // By action and status, for dashboards: the events above, each counted once.
+      const startedCount = recorder.messages.filter((m) => m.payload.action === 'instance-started').length;
+      expect(await metricValue(daemon.registry, 'enricher_events_published_total', { kind: 'instance', action: 'instance-started', status: 'ok' })).toBe(startedCount);
+      expect(await metricValue(daemon.registry, 'enricher_events_published_total', { kind: 'instance', action: 'instance-updated', status: 'ok' })).toBe(recorder.messages.filter((m) => m.payload.action === 'instance-updated').length);
     } finally {
       await recorder.stop();
     }

@@ -13,3 +13,6 @@ export * from './retryLadder';
 export * from './pacedSweep';
 export * from './collectUntilIdle';
 export * from './fromAbortable';
+export * from './KeyedReads';
+export * from './SlotPool';
+export * from './RepairSchedule';

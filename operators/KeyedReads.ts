@@ -1,24 +1,29 @@
 import { ObservableInput, Subscription, from } from 'rxjs';
 import type { ReadResult } from './readPerKey';
+import type { SlotClaim, SlotPool } from './SlotPool';
 
 /** Options for {@link KeyedReads}. */
 export interface KeyedReadsConfig<T, K, R> {
   /** What a request reads: requests with the same key share one read. */
   key: (request: T) => K;
   /**
-   * The read for the flight `lead` leads, as an Observable factory: its first value is the answer.
-   * The read calls `began()` when it actually goes to the server (a read that first waits for a
-   * free slot calls it once it has one); a read that never calls it is joined by every request.
+   * The read for the flight `lead` leads, as an Observable factory, called when the read starts:
+   * its first value is the answer. With `slots`, the read holds its slot until it answers, or until
+   * it calls `release()` (a read that waits between its calls gives its slot back and takes one per
+   * call itself).
    */
-  read: (lead: T, began: () => void) => ObservableInput<R>;
+  read: (lead: T, release: () => void) => ObservableInput<R>;
+  /** Reads start once they have a slot of this pool, in the order they were asked for. Default: at once. */
+  slots?: SlotPool;
   /**
    * Whether `next` needs more than the read running for `running` can give: the running read is
    * then aborted and a read for `next` takes its place, with every request along. Default: never.
    */
   supersedes?: (next: T, running: T) => boolean;
   /**
-   * Whether `request` must be answered by a read that began after it arrived. Such a request
-   * arriving once its key's read has begun does not join it: it waits, and the requests that came
+   * Whether `request` must be answered by a read that started after it arrived. Such a request
+   * arriving once its key's read has started (while it waits for a slot it is still joined) does
+   * not join it: it waits, and the requests that came
    * that way are read again together, in arrival order, when that read answers. Default: never.
    */
   fresh?: (request: T) => boolean;
@@ -35,12 +40,13 @@ interface Waiting<T> {
 interface Flight<T, K> {
   readonly key: K;
   readonly lead: T;
-  /** Answered by this read: everything that came before it began, and what joins regardless. */
+  /** Answered by this read: everything that came before it started, and what joins regardless. */
   readonly requests: Waiting<T>[];
-  /** Arrived after it began and must be answered by a read that began after them. */
-  readonly late: Waiting<T>[];
-  /** The arrival count when the read began; `undefined` until then. */
-  beganAt: number | undefined;
+  /** Arrived after it started and must be answered by a read that started after them (made when needed). */
+  late: Waiting<T>[] | undefined;
+  /** The arrival count when the read started; `undefined` while it waits for a slot. */
+  startedAt: number | undefined;
+  claim: SlotClaim | undefined;
   subscription: Subscription | undefined;
   done: boolean;
 }
@@ -55,11 +61,11 @@ interface Flight<T, K> {
  *
  * ```
  * key = first letter; x = a1, y = a2, s = a! (supersedes); every request fresh;
- * a read begins when asked and answers 3 ms later
+ * a read starts when asked and answers 3 ms later
  * request:  xsy------
- * read(x):  -!           aborted by s: its answer never lands
+ * read(x):  ^!           aborted by s: its answer never lands
  * read(s):  -^--A        x and s land with A
- * read(y):  ----^--B     y came after read(s) began: it is read again once A has landed
+ * read(y):  ----^--B     y came after read(s) started: it is read again once A has landed
  * landed:   ----A--B
  * ```
  *
@@ -68,6 +74,10 @@ interface Flight<T, K> {
  *   (the running read is unsubscribed, which aborts it, and a new one starts for every request so
  *   far, in arrival order, then this one), or `fresh` says it must not take an answer the read
  *   could have had before it arrived (it waits for the next read of the key).
+ * - With `slots`, a read starts once it has a slot, reads waiting in the order they were asked
+ *   for; a read waiting for its slot can still be joined, superseded or cancelled, and costs
+ *   nothing but its place in the line. The slot goes back when the read lands or is aborted, or
+ *   earlier if the read releases it.
  * - `onLanded` is told exactly once per read that was not superseded: `answered` with its first
  *   value, `failed` when it errors, completes without a value or `read` throws, `cancelled` when
  *   `cancel(key)` stops it. Requests come in arrival order. A failure or a cancel is shared by the
@@ -103,7 +113,7 @@ export class KeyedReads<T, K, R> {
     this.ask({ request, arrival: ++this.arrivals });
   }
 
-  // A latecomer asked again keeps its first arrival: it came before the next read began.
+  // A latecomer asked again keeps its first arrival: it came before the next read started.
   private ask(waiting: Waiting<T>): void {
     const { supersedes, fresh } = this.config;
     const { request } = waiting;
@@ -114,12 +124,12 @@ export class KeyedReads<T, K, R> {
       return;
     }
     const stronger = supersedes !== undefined && supersedes(request, current.lead);
-    const late = !stronger && current.beganAt !== undefined && waiting.arrival > current.beganAt && fresh !== undefined && fresh(request);
+    const late = !stronger && current.startedAt !== undefined && waiting.arrival > current.startedAt && fresh !== undefined && fresh(request);
     if (stronger) {
       this.retire(current);
-      this.launch(key, request, [...current.requests, ...current.late, waiting]);
+      this.launch(key, request, current.late === undefined ? [...current.requests, waiting] : [...current.requests, ...current.late, waiting]);
     } else if (late) {
-      current.late.push(waiting);
+      (current.late ??= []).push(waiting);
     } else {
       current.requests.push(waiting);
     }
@@ -141,13 +151,32 @@ export class KeyedReads<T, K, R> {
   }
 
   private launch(key: K, lead: T, requests: Waiting<T>[]): void {
-    const flight: Flight<T, K> = { key, lead, requests, late: [], beganAt: undefined, subscription: undefined, done: false };
+    const flight: Flight<T, K> = { key, lead, requests, late: undefined, startedAt: undefined, claim: undefined, subscription: undefined, done: false };
     this.flights.set(key, flight);
+    // Waiting for a slot costs a place in the pool's line and nothing else: no subscription is
+    // made until the read starts.
+    if (this.config.slots === undefined) {
+      this.start(flight);
+      return;
+    }
+    // Kept at once, so that a flight retired while it waits takes its claim out of the line; the
+    // callback sets it too, for a slot free at once (it runs before `acquire` returns).
+    const claim = this.config.slots.acquire((held) => {
+      flight.claim = held;
+      this.start(flight);
+    });
+    flight.claim ??= claim;
+  }
+
+  private start(flight: Flight<T, K>): void {
+    if (flight.done) {
+      flight.claim?.release();
+      return;
+    }
+    flight.startedAt = this.arrivals;
     let input: ObservableInput<R>;
     try {
-      input = this.config.read(lead, () => {
-        if (!flight.done && flight.beganAt === undefined) flight.beganAt = this.arrivals;
-      });
+      input = this.config.read(flight.lead, () => flight.claim?.release());
     } catch (error) {
       this.land(flight, { status: 'failed', error });
       return;
@@ -176,7 +205,7 @@ export class KeyedReads<T, K, R> {
     this.retire(flight);
     const { key } = flight;
     if (outcome.status === 'answered') {
-      for (const waiting of flight.late) this.ask(waiting);
+      for (const waiting of flight.late ?? []) this.ask(waiting);
       this.config.onLanded({ status: 'answered', key, requests: requestsOf(flight.requests), value: outcome.value });
     } else {
       this.config.onLanded({ status: 'failed', key, requests: requestsOf(flight.requests, flight.late), error: outcome.error });
@@ -187,9 +216,12 @@ export class KeyedReads<T, K, R> {
     flight.done = true;
     if (this.flights.get(flight.key) === flight) this.flights.delete(flight.key);
     flight.subscription?.unsubscribe();
+    flight.claim?.release();
   }
 }
 
-function requestsOf<T>(...lists: Waiting<T>[][]): T[] {
-  return lists.flatMap((list) => list.map((waiting) => waiting.request));
+function requestsOf<T>(requests: Waiting<T>[], late?: Waiting<T>[]): T[] {
+  const out = requests.map((waiting) => waiting.request);
+  if (late !== undefined) for (const waiting of late) out.push(waiting.request);
+  return out;
 }

@@ -1,9 +1,25 @@
 import { MonoTypeOperatorFunction, Observable, ObservableInput, Subscription, from } from 'rxjs';
 import { RingQueue } from './RingQueue';
 
-interface Waiter {
-  start(): void;
-  cancelled: boolean;
+/** A place in a {@link SlotPool}'s line, then a slot: see {@link SlotPool.acquire}. */
+export interface SlotClaim {
+  /** Gives the slot back, or leaves the line if it is still waiting. Later calls do nothing. */
+  release(): void;
+}
+
+class Claim implements SlotClaim {
+  state: 'waiting' | 'holding' | 'done' = 'waiting';
+
+  constructor(
+    private readonly pool: SlotPool,
+    readonly start: (claim: SlotClaim) => void,
+  ) {}
+
+  release(): void {
+    const held = this.state === 'holding';
+    this.state = 'done';
+    if (held) this.pool._giveBack();
+  }
 }
 
 /**
@@ -23,6 +39,7 @@ interface Waiter {
  * ```
  *
  * Guarantees:
+ * - `acquire(start)` is the same line without Observables, for a caller keeping its own books.
  * - `run(work)` is cold: each subscription asks for a slot; once it has one, `work()` is called
  *   and subscribed, and its notifications are passed on. The slot is given back when the work
  *   completes or errors, or when the subscription is unsubscribed, before the completion or error
@@ -36,7 +53,7 @@ interface Waiter {
  */
 export class SlotPool {
   private running = 0;
-  private readonly line = new RingQueue<Waiter>();
+  private readonly line = new RingQueue<Claim>();
   private granting = false;
 
   constructor(readonly size: number) {
@@ -48,60 +65,64 @@ export class SlotPool {
     return this.running;
   }
 
-  /** Subscriptions waiting for a slot (including ones unsubscribed but not yet reached). */
+  /** Claims waiting for a slot (including ones released but not yet reached). */
   get waiting(): number {
     return this.line.length;
+  }
+
+  /**
+   * Joins the line for a slot: `start` is called with the claim once one is free (at once, if one
+   * is), and the slot is held until `claim.release()`. Releasing a claim that still waits takes it
+   * out of the line. The callback form, for a caller that keeps its own books (no subscription is
+   * made while it waits); `start` throwing propagates to whoever gave the slot back.
+   */
+  acquire(start: (claim: SlotClaim) => void): SlotClaim {
+    const claim = new Claim(this, start);
+    this.line.push(claim);
+    this.grant();
+    return claim;
   }
 
   /** The work, run in a slot of this pool: see {@link SlotPool}. */
   run<T>(work: () => ObservableInput<T>): Observable<T> {
     return new Observable<T>((subscriber) => {
-      let holding = false;
       // Made before the work is subscribed: an unsubscribe during `subscribe` (work answering at
       // once to a consumer that then stops) closes it, and what is added to it later goes at once.
       const inner = new Subscription();
-      const giveBack = (): void => {
-        if (!holding) return;
-        holding = false;
-        this.running--;
-        this.grant();
-      };
-      const waiter: Waiter = {
-        cancelled: false,
-        start: () => {
-          holding = true;
-          this.running++;
-          let input: ObservableInput<T>;
-          try {
-            input = work();
-          } catch (error) {
-            giveBack();
-            subscriber.error(error);
-            return;
-          }
-          inner.add(
-            from(input).subscribe({
-              next: (value) => subscriber.next(value),
-              error: (error: unknown) => {
-                giveBack();
-                subscriber.error(error);
-              },
-              complete: () => {
-                giveBack();
-                subscriber.complete();
-              },
-            }),
-          );
-        },
-      };
-      this.line.push(waiter);
-      this.grant();
+      const claim = this.acquire((held) => {
+        let input: ObservableInput<T>;
+        try {
+          input = work();
+        } catch (error) {
+          held.release();
+          subscriber.error(error);
+          return;
+        }
+        inner.add(
+          from(input).subscribe({
+            next: (value) => subscriber.next(value),
+            error: (error: unknown) => {
+              held.release();
+              subscriber.error(error);
+            },
+            complete: () => {
+              held.release();
+              subscriber.complete();
+            },
+          }),
+        );
+      });
       return () => {
-        waiter.cancelled = true;
         inner.unsubscribe();
-        giveBack();
+        claim.release();
       };
     });
+  }
+
+  /** @internal A claim gave its slot back. */
+  _giveBack(): void {
+    this.running--;
+    this.grant();
   }
 
   private grant(): void {
@@ -109,8 +130,11 @@ export class SlotPool {
     this.granting = true;
     try {
       while (this.running < this.size && this.line.length > 0) {
-        const next = this.line.shift() as Waiter;
-        if (!next.cancelled) next.start();
+        const next = this.line.shift() as Claim;
+        if (next.state !== 'waiting') continue;
+        next.state = 'holding';
+        this.running++;
+        next.start(next);
       }
     } finally {
       this.granting = false;

@@ -16,3 +16,4 @@ export * from './fromAbortable';
 export * from './KeyedReads';
 export * from './SlotPool';
 export * from './RepairSchedule';
+export * from './releaseSettled';

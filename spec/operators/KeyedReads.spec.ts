@@ -1,5 +1,5 @@
-import { Observable, defer, finalize, map, of, switchMap, tap, timer } from 'rxjs';
-import { KeyedReads, ReadResult } from '@rxfleet/operators';
+import { filter, finalize, of, tap } from 'rxjs';
+import { KeyedReads, ReadResult, SlotPool } from '@rxfleet/operators';
 import { Cold, newScheduler } from '../helpers/marbles';
 
 // A request is '<key><tag>' ('a1', 'a!'); '!' marks a request that needs more than a plain read.
@@ -14,13 +14,6 @@ function recorder(scheduler: ReturnType<typeof newScheduler>): { landed: string[
   const landed: string[] = [];
   return { landed, at: (frame, work) => scheduler.schedule(work, frame) };
 }
-
-/** A read that calls `began` when subscribed (no slot to wait for). */
-const beginning = <T>(began: () => void, read: Observable<T>): Observable<T> =>
-  defer(() => {
-    began();
-    return read;
-  });
 
 describe('KeyedReads', () => {
   it('a request for a key being read joins it; every request lands with the one answer; other keys read on their own', () => {
@@ -55,32 +48,59 @@ describe('KeyedReads', () => {
     expect(landed).toEqual(['6 a:a1,a2,a!,a3:answered:NEW']);
   });
 
-  it('a fresh request that comes once its key\'s read has begun is read again, with every other latecomer, when that read has answered', () => {
+  it('with slots, reads wait their turn and are joined while they wait; a fresh request that comes once its key\'s read has started is read again, with every other latecomer, when that read has answered', () => {
     const scheduler = newScheduler();
     const { landed, at } = recorder(scheduler);
-    const leads: string[] = [];
-    scheduler.run(() => {
+    const starts: string[] = [];
+    scheduler.run(({ cold, expectSubscriptions }) => {
+      const hog = cold('--r', { r: 'B' });
       const keyed = new KeyedReads<string, string, string>({
         key: keyOf,
-        read: (lead, began) => {
-          leads.push(`${scheduler.now()} ${lead}`);
-          // Waits 2 ms for a slot, then reads for 3.
-          return timer(2).pipe(
-            tap(() => began()),
-            switchMap(() => timer(3)),
-            map(() => lead.toUpperCase()),
-          );
+        read: (lead) => {
+          starts.push(`${scheduler.now()} ${lead}`);
+          return lead === 'b1' ? hog : cold('---r', { r: lead.toUpperCase() });
         },
+        slots: new SlotPool(1),
         fresh: () => true,
         onLanded: (r) => landed.push(`${scheduler.now()} ${summary(r)}`),
       });
-      at(0, () => keyed.request('a1'));
-      at(1, () => keyed.request('a2')); // the read has not begun: joins
-      at(3, () => keyed.request('a3')); // it has: waits
+      at(0, () => keyed.request('b1')); // takes the one slot until 2
+      at(0, () => keyed.request('a1')); // waits for it
+      at(1, () => keyed.request('a2')); // a1's read has not started: joins
+      at(3, () => keyed.request('a3')); // it has (at 2): waits for the next
       at(4, () => keyed.request('a4'));
+      expectSubscriptions(hog.subscriptions).toBe('^-!');
     });
-    expect(leads).toEqual(['0 a1', '5 a3']);
-    expect(landed).toEqual(['5 a:a1,a2:answered:A1', '10 a:a3,a4:answered:A3']);
+    expect(starts).toEqual(['0 b1', '2 a1', '5 a3']);
+    expect(landed).toEqual(['2 b:b1:answered:B', '5 a:a1,a2:answered:A1', '8 a:a3,a4:answered:A3']);
+  });
+
+  it('a read holds its slot until it answers, or until it releases it; a read superseded or cancelled while it waits leaves the line', () => {
+    const scheduler = newScheduler();
+    const { landed, at } = recorder(scheduler);
+    const starts: string[] = [];
+    scheduler.run(({ cold }) => {
+      const keyed = new KeyedReads<string, string, string>({
+        key: keyOf,
+        read: (lead, release) => {
+          starts.push(`${scheduler.now()} ${lead}`);
+          // a1 gives its slot back after 1 ms and answers at 4; the others hold it for 2 ms.
+          if (lead === 'a1') return cold('-x--r', { x: 'x', r: 'A' }).pipe(tap((v) => v === 'x' && release()), filter((v) => v !== 'x'));
+          return cold('--r', { r: lead.toUpperCase() });
+        },
+        slots: new SlotPool(1),
+        supersedes: needsMore,
+        onLanded: (r) => landed.push(`${scheduler.now()} ${summary(r)}`),
+      });
+      at(0, () => keyed.request('a1'));
+      at(0, () => keyed.request('b1')); // waits for a1's slot: 1
+      at(0, () => keyed.request('c1')); // waits behind b1, then cancelled: never runs
+      at(0, () => keyed.request('d1'));
+      at(0, () => keyed.request('d!')); // supersedes d1 while it waits: d! goes to the back
+      at(0, () => keyed.cancel('c'));
+    });
+    expect(starts).toEqual(['0 a1', '1 b1', '3 d!']);
+    expect(landed).toEqual(['0 c:c1:cancelled', '3 b:b1:answered:B1', '4 a:a1:answered:A', '5 d:d1,d!:answered:D!']);
   });
 
   it('a failure is shared by the latecomers; a request that is not fresh joins a read that has begun', () => {
@@ -89,7 +109,7 @@ describe('KeyedReads', () => {
     scheduler.run(({ cold }) => {
       const keyed = new KeyedReads<string, string, string>({
         key: keyOf,
-        read: (lead, began) => beginning(began, lead === 'a1' ? cold<string>('--#', undefined, new Error('busy')) : cold('--r', { r: 'B' })),
+        read: (lead) => (lead === 'a1' ? cold<string>('--#', undefined, new Error('busy')) : cold('--r', { r: 'B' })),
         fresh: (request) => request[0] === 'a',
         onLanded: (r) => landed.push(`${scheduler.now()} ${summary(r)}`),
       });

@@ -129,7 +129,8 @@ export function fleetOwner(config: FleetOwnerConfig): OperatorFunction<OwnerInpu
       );
       const reads = new KeyedReads<ReadRequest, string, Stamped>({
         key: (request) => request.key,
-        read: (request, began) => performRead(reader, request, began, { ipTimeout: config.ipTimeout, scheduler, slots, now: () => seq, serves }),
+        read: (request, release) => performRead(reader, request, seq, release, { ipTimeout: config.ipTimeout, scheduler, slots, serves }),
+        slots,
         supersedes,
         fresh: mustBeFresh,
         onLanded: (result) => mailbox.post(() => land(result)),

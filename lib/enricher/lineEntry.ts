@@ -2,15 +2,15 @@
  * What the owner hands the ordered line for each event: the event as it arrived, and the answer
  * it will leave with once its read has landed.
  */
-import { Observable } from 'rxjs';
+import { Settling } from '@rxfleet/operators';
 import { EnrichedEvent } from './event';
 
 /** What an event leaves the line with. */
 export interface Answer {
   readonly event: EnrichedEvent;
   /**
-   * Where the enricher's count of events stood when the read that answered it began: an answer
-   * whose read began before that of one already released about the same instance is older than
+   * Where the enricher's count of events stood when the read that answered it started: an answer
+   * whose read started before that of one already released about the same instance is older than
    * it, and goes nowhere (DECISIONS E10). Absent when no read of the instance answered it.
    */
   readonly readAt?: number;
@@ -21,32 +21,12 @@ export interface Answer {
 }
 
 /**
- * One event's place in the line, from the owner's side: `answer$` is what the line waits on (its
- * one value settles the place), `settle` is how the owner answers it. The first settlement wins.
- *
- * A handle rather than a Subject: it is told once and tells the one subscriber the line makes,
- * whenever that subscriber came (the line subscribes as the entry arrives; an entry answered
- * already is told at once).
+ * One event's place in the line, from the owner's side: the line asks to be told
+ * (`whenSettled`), the owner answers (`settle`), whichever comes first. The first answer wins.
  */
-export class LineEntry {
+export class LineEntry implements Settling<Answer> {
   private answer: Answer | undefined;
-  private waiting: ((answer: Answer) => void) | undefined;
-
-  /** What the place leaves with: one value, then complete. */
-  readonly answer$: Observable<Answer> = new Observable<Answer>((subscriber) => {
-    const tell = (answer: Answer): void => {
-      subscriber.next(answer);
-      subscriber.complete();
-    };
-    if (this.answer !== undefined) {
-      tell(this.answer);
-      return undefined;
-    }
-    this.waiting = tell;
-    return () => {
-      if (this.waiting === tell) this.waiting = undefined;
-    };
-  });
+  private tell: ((answer: Answer) => void) | undefined;
 
   constructor(
     /** The event as it arrived: what the line hands on if it is drained before the answer. */
@@ -56,7 +36,7 @@ export class LineEntry {
   /** An entry that is answered already: it leaves once everything ahead of it has. */
   static answered(answer: Answer): LineEntry {
     const entry = new LineEntry(answer.event);
-    entry.settle(answer);
+    entry.answer = answer;
     return entry;
   }
 
@@ -65,12 +45,18 @@ export class LineEntry {
     return this.answer !== undefined;
   }
 
+  /** @internal The line's side (`releaseSettled`): told the answer now if there is one, else when it comes. */
+  whenSettled(tell: (answer: Answer) => void): void {
+    if (this.answer !== undefined) tell(this.answer);
+    else this.tell = tell;
+  }
+
   /** Answers the place; a second answer changes nothing. */
   settle(answer: Answer): void {
     if (this.answer !== undefined) return;
     this.answer = answer;
-    const waiting = this.waiting;
-    this.waiting = undefined;
-    waiting?.(answer);
+    const tell = this.tell;
+    this.tell = undefined;
+    tell?.(answer);
   }
 }

@@ -38,13 +38,13 @@ export interface ReadInstanceOptions {
   pollInterval?: number;
   scheduler: SchedulerLike;
   /**
-   * The workers. The first instance and state calls take one together, each poll and the
-   * instance read again take one each, and the waits between them none: an instance waiting for
-   * its address holds no worker. Default: no limit.
+   * The workers a wait for the address takes from: each poll and the instance read again take one,
+   * the waits between them none, so an instance waiting for its address holds no worker. The first
+   * instance and state calls run in whatever worker the caller holds for the read. Default: no limit.
    */
   slots?: SlotPool;
-  /** Told when the read gets its worker and goes to the server. */
-  began?: () => void;
+  /** Told once the first instance and state calls have answered (the caller gives its worker back). */
+  onFirstAnswer?: () => void;
   /** Whether the instance is served: when it is not, its state is not read (`served: false`). */
   serves?: (instance: IncusInstance) => boolean;
 }
@@ -75,7 +75,8 @@ function worthWaiting(request: InstanceReadRequest, answer: InstanceAnswer): boo
  *   instance with a NIC reports no global address, IPv4 or IPv6 (a lease a moment late). A
  *   virtual machine without its agent is never waited on: it will not report an address.
  * - An instance `serves` refuses is answered at once with `served: false`, its state unread.
- * - With `slots`, every call takes a worker and the waits between polls take none.
+ * - With `slots`, each poll takes a worker and the waits between polls take none; `onFirstAnswer`
+ *   says when the first calls are done, so the caller can give back the worker it read them in.
  * - Waiting polls the state every `pollInterval` ms (a poll never overlaps the previous one) and
  *   answers when the instance runs with an address, or stops coming up (a start), or leaves
  *   running (otherwise); the instance itself is read again if it was not running when first read.
@@ -84,21 +85,19 @@ function worthWaiting(request: InstanceReadRequest, answer: InstanceAnswer): boo
  * - The first instance or state call failing errors the read.
  */
 export function readInstance(reader: ObservableIncusReader, request: InstanceReadRequest, options: ReadInstanceOptions): Observable<InstanceAnswer> {
-  const { ipTimeout = 10_000, pollInterval = 150, scheduler, slots, began, serves } = options;
+  const { ipTimeout = 10_000, pollInterval = 150, scheduler, slots, onFirstAnswer, serves } = options;
   const { project, name } = request;
   const call = <T>(work: () => ObservableInput<T>): Observable<T> => (slots === undefined ? defer(work) : slots.run(work));
-  const first$ = call(() => {
-    began?.();
-    return reader.instance$(project, name).pipe(
-      switchMap((instance) =>
-        serves !== undefined && !serves(instance)
-          ? of<InstanceAnswer>({ instance, state: UNREAD_STATE, served: false })
-          : reader.instanceState$(project, name).pipe(map((state): InstanceAnswer => ({ instance, state }))),
-      ),
-    );
-  });
+  const first$ = reader.instance$(project, name).pipe(
+    switchMap((instance) =>
+      serves !== undefined && !serves(instance)
+        ? of<InstanceAnswer>({ instance, state: UNREAD_STATE, served: false })
+        : reader.instanceState$(project, name).pipe(map((state): InstanceAnswer => ({ instance, state }))),
+    ),
+  );
   return first$.pipe(
     switchMap((first) => {
+      onFirstAnswer?.();
       if (first.served === false || !worthWaiting(request, first)) return of(first);
       let last = first;
       const polled$ = timer(pollInterval, pollInterval, scheduler).pipe(

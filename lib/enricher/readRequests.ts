@@ -2,7 +2,7 @@
  * The reads the enricher asks for, keyed so one read is in flight per subject, and what each
  * one reads.
  */
-import { Observable, SchedulerLike, defer, map } from 'rxjs';
+import { Observable, SchedulerLike, map } from 'rxjs';
 import { SlotPool } from '@rxfleet/operators';
 import { IncusInstance, IncusNetwork, IncusProject } from '../incus/api';
 import { EnrichedEvent } from './event';
@@ -93,7 +93,7 @@ export function supersedes(next: ReadRequest, running: ReadRequest): boolean {
 }
 
 /**
- * Whether a request must be answered by a read that began after it arrived. Instance and network
+ * Whether a request must be answered by a read that started after it arrived. Instance and network
  * reads must: a read already at the server may predate the change the request is about (a
  * configuration change during a start's wait for its address went out with the old one, was found
  * unchanged and was lost until the next round). Project reads need not: a round counts each of its
@@ -107,32 +107,26 @@ export function mustBeFresh(request: ReadRequest): boolean {
 export interface PerformReadOptions {
   readonly ipTimeout: number;
   readonly scheduler: SchedulerLike;
-  /** The workers: every call to the server takes one, a wait between calls none. */
+  /** The workers: a read's polls for an address each take one. */
   readonly slots: SlotPool;
-  /** The enricher's count of events now (for `readAt`). */
-  readonly now: () => number;
   /** Whether an instance is served (its state is not read when it is not). */
   readonly serves?: (instance: IncusInstance) => boolean;
 }
 
 /**
- * The read a request's lead asks for, answering with when it began: it waits for a worker, then
- * tells `began` (from then on a fresh request is answered by the next read of the key).
+ * The read a request's lead asks for, called when it starts (it has its worker) and answering with
+ * `readAt`, the enricher's count of events then. An instance read gives its worker back once its
+ * instance and state calls answered (`release`): a wait for the address that follows holds none,
+ * and each poll takes one of its own.
  */
-export function performRead(reader: ObservableIncusReader, request: ReadRequest, began: () => void, options: PerformReadOptions): Observable<Stamped> {
-  const { slots, now } = options;
-  let readAt = -1;
-  const start = (): void => {
-    readAt = now();
-    began();
-  };
+export function performRead(reader: ObservableIncusReader, request: ReadRequest, readAt: number, release: () => void, options: PerformReadOptions): Observable<Stamped> {
   const stamp = map((answer: ReadAnswer): Stamped => ({ answer, readAt }));
   switch (request.kind) {
     case 'instance':
-      return readInstance(reader, request, { ipTimeout: options.ipTimeout, scheduler: options.scheduler, slots, began: start, serves: options.serves }).pipe(stamp);
+      return readInstance(reader, request, { ipTimeout: options.ipTimeout, scheduler: options.scheduler, slots: options.slots, onFirstAnswer: release, serves: options.serves }).pipe(stamp);
     case 'network':
-      return slots.run(() => defer(() => (start(), reader.network$(request.project, request.name)))).pipe(stamp);
+      return reader.network$(request.project, request.name).pipe(stamp);
     case 'project':
-      return slots.run(() => defer(() => (start(), reader.project$(request.name)))).pipe(stamp);
+      return reader.project$(request.name).pipe(stamp);
   }
 }

@@ -2,8 +2,8 @@
  * The stages of the enricher's pipeline around its owner, each a small operator: the input (Incus
  * events merged with the rounds), the debounce, the ordered line, the archive.
  */
-import { EMPTY, MonoTypeOperatorFunction, Observable, OperatorFunction, SchedulerLike, connect, endWith, filter, identity, ignoreElements, map, merge, mergeMap, pipe, switchMap, take, takeUntil, tap } from 'rxjs';
-import { debounceByKey, releaseInOrder } from '@rxfleet/operators';
+import { MonoTypeOperatorFunction, Observable, OperatorFunction, SchedulerLike, connect, endWith, filter, identity, ignoreElements, map, merge, pipe, switchMap, take, takeUntil, tap } from 'rxjs';
+import { debounceByKey, releaseSettled } from '@rxfleet/operators';
 import { IncusStreamItem } from '../incus/api';
 import { Archive } from './Archive';
 import { DecodeStreamConfig, decodeStream } from './decodeStream';
@@ -71,9 +71,17 @@ export function debounceSubjects(config: DebounceSubjectsConfig): MonoTypeOperat
   const { window, wanted, chainWarm, metrics, scheduler } = config;
   if (window <= 0) return identity;
   return pipe(
-    mergeMap((input: OwnerInput): Array<OwnerInput | Flush> =>
-      isEvent(input) && input.oldName !== undefined ? [{ kind: 'flush', key: subjectKey(input.kind, input.project, input.oldName) }, input] : [input],
-    ),
+    (source: Observable<OwnerInput>) =>
+      new Observable<OwnerInput | Flush>((subscriber) =>
+        source.subscribe({
+          next: (input) => {
+            if (isEvent(input) && input.oldName !== undefined) subscriber.next({ kind: 'flush', key: subjectKey(input.kind, input.project, input.oldName) });
+            subscriber.next(input);
+          },
+          error: (error: unknown) => subscriber.error(error),
+          complete: () => subscriber.complete(),
+        }),
+      ),
     debounceByKey<OwnerInput | Flush, string>({
       key: (input) => (isEvent(input) ? subjectKey(input.kind, input.project, input.name) : input.kind === 'flush' ? input.key : undefined),
       window,
@@ -91,16 +99,17 @@ export function debounceSubjects(config: DebounceSubjectsConfig): MonoTypeOperat
 }
 
 /**
- * The ordered line (`releaseInOrder`, on a ring): each entry leaves with its answer once everything
- * that arrived before it has left, whatever order the answers come in. When the owner is done (the
- * stream ended, or a drain), the whole line is handed on at once, in order: an entry not answered
- * yet leaves as it arrived. `onLength` follows how many entries wait.
+ * The ordered line (`releaseSettled`, `releaseInOrder`'s rule on the same ring, for entries the
+ * owner answers itself): each entry leaves with its answer once everything that arrived before it
+ * has left, whatever order the answers come in. When the owner is done (the stream ended, or a
+ * drain), the whole line is handed on at once, in order: an entry not answered yet leaves as it
+ * arrived. `onLength` follows how many entries wait.
  */
 export function releaseLine(onLength: (length: number) => void): OperatorFunction<LineEntry, Answer> {
   let length = 0;
   return pipe(
     tap(() => onLength(++length)),
-    connect((entries$) => entries$.pipe(releaseInOrder((entry: LineEntry) => entry.answer$, { drain: entries$.pipe(ignoreElements(), endWith(true)) }))),
+    connect((entries$) => entries$.pipe(releaseSettled<LineEntry, Answer>({ drain: entries$.pipe(ignoreElements(), endWith(true)) }))),
     tap(() => onLength(--length)),
     map((out: LineEntry | Answer): Answer => (out instanceof LineEntry ? { event: out.event } : out)),
   );
@@ -112,13 +121,20 @@ export function releaseLine(onLength: (length: number) => void): OperatorFunctio
  * it came from Incus, a stale answer always. What goes on is counted by status.
  */
 export function archiveFilter(archive: Archive, metrics: EnricherMetrics): OperatorFunction<Answer, EnrichedEvent> {
-  return mergeMap((answer) => {
-    const verdict = archive.release(answer);
-    if ('out' in verdict) {
-      metrics.eventsEmitted.labels(verdict.out.status).inc();
-      return [verdict.out];
-    }
-    if (verdict.drop === 'stale' || (verdict.drop !== 'silent' && answer.event.origin === 'incus')) metrics.eventsDropped.labels(verdict.drop).inc();
-    return EMPTY;
-  });
+  return (source) =>
+    new Observable<EnrichedEvent>((subscriber) =>
+      source.subscribe({
+        next: (answer) => {
+          const verdict = archive.release(answer);
+          if ('out' in verdict) {
+            metrics.eventsEmitted.labels(verdict.out.status).inc();
+            subscriber.next(verdict.out);
+          } else if (verdict.drop === 'stale' || (verdict.drop !== 'silent' && answer.event.origin === 'incus')) {
+            metrics.eventsDropped.labels(verdict.drop).inc();
+          }
+        },
+        error: (error: unknown) => subscriber.error(error),
+        complete: () => subscriber.complete(),
+      }),
+    );
 }

@@ -84,7 +84,7 @@ export function registerEnrich(program: Command): void {
     .option('--project <name>', 'serve this project (repeatable; default every project)', repeated)
     .option('--project-marker <key=value>', 'serve projects whose configuration has key=value (a bare key: is true)')
     .option('--instance <selector>', 'serve instances whose configuration has key=value, or whose name matches a pattern (* and ?); repeatable, any may match (default every instance)', repeated)
-    .option('--workers <n>', 'reads in flight at once (default 16)')
+    .option('--workers <n>', 'reads (and polls for an address) at once against the server (default 16)')
     .option('--read-timeout <duration>', 'one REST call (default 10s)')
     .option('--ip-timeout <duration>', 'how long a read waits for a started instance\'s address (default 10s)')
     .option('--read-delay <duration>', 'between the reads of a paced round (default 5s)')

@@ -44,7 +44,7 @@ export const ENRICHER_CONFIG_SCHEMA = {
         'Instances served: a selector or a list of them, any of which serves an instance. "KEY=VALUE" (or "KEY=a,b") matches its expanded configuration (labels are user.* keys, e.g. user.rxfleet=1); anything else is a name pattern (* any run, ? any one character). Absent or empty: every instance.',
       anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }],
     },
-    workers: { description: 'Reads in flight at once against the server, fleet-wide.', type: 'integer', minimum: 1, maximum: 1024, default: ENRICHER_DEFAULTS.workers },
+    workers: { description: 'Reads (and polls for an address) at once against the server, fleet-wide; a read waiting between polls holds none.', type: 'integer', minimum: 1, maximum: 1024, default: ENRICHER_DEFAULTS.workers },
     read_timeout: { description: 'One read or one listing.', ...duration, default: ENRICHER_DEFAULTS.read_timeout },
     ip_timeout: { description: 'How long one read may poll for a started instance to run and get an address.', ...duration, default: ENRICHER_DEFAULTS.ip_timeout },
     read_delay: { description: 'Pause between the reads of a paced round.', ...duration, default: ENRICHER_DEFAULTS.read_delay },

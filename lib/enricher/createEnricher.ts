@@ -17,6 +17,7 @@ import { fleetOwner } from './fleetOwner';
 import { EnricherMetrics } from './metrics';
 import { ObservableIncusReader, observableReader, timedReader } from './observableReader';
 import { attachProject } from './route';
+import { Ladder } from './repairs';
 import { RoundEnd } from './roundFeed';
 import { archiveFilter, debounceSubjects, incusAndRounds, releaseLine } from './stages';
 import { WantedTable, daemonWanted } from './wanted';
@@ -38,6 +39,8 @@ export interface EnricherDeps {
   store?: OpenColdStore;
   /** Default: the consumer's wants from `config.wants` plus the enricher's own. */
   wanted?: WantedTable;
+  /** The repair ladders (for specs and benches); default as documented (`Repairs`). */
+  repairs?: { failures?: Ladder; addresses?: Ladder };
 }
 
 /** What the daemon reads off a running enricher. */
@@ -154,6 +157,7 @@ export function createEnricher(deps: EnricherDeps): Enricher {
         },
         onRoundEnd: roundEnded,
         onAwaitingAddress: (n) => (awaitingAddress = n),
+        ...(deps.repairs !== undefined ? { repairs: deps.repairs } : {}),
       }),
       releaseLine((length) => metrics.lineLength.set((line = length))),
       archiveFilter(archive, metrics),

@@ -74,30 +74,35 @@ export function attachProject(view: RouteView, event: EnrichedEvent): EnrichedEv
 
 // A project read is owed when the configuration is wanted (or, with a marker, needed to decide
 // whether the project is served) and not held; the event does not wait for it.
-function projectRead(view: RouteView, event: EnrichedEvent): Effect[] {
+function projectRead(view: RouteView, event: EnrichedEvent): readonly Effect[] {
   const { project } = event;
-  if (project === '' || view.model.projectConfig(project) != null || view.unserved.has(project)) return [];
+  if (project === '' || view.model.projectConfig(project) != null || view.unserved.has(project)) return NONE;
   const forConfig = wants(view.wanted, event.action, Enrichment.project);
-  return forConfig || servedNow(view, project) === undefined ? [{ kind: 'read-project', project }] : [];
+  return forConfig || servedNow(view, project) === undefined ? [{ kind: 'read-project', project }] : NONE;
 }
+
+// Shared, never written: most events change nothing on their way in.
+const NONE: readonly Effect[] = [];
+const SETTLED: Place = { kind: 'settled' };
+const DROP: Place = { kind: 'drop' };
+const joined = (a: readonly Effect[], b: readonly Effect[]): readonly Effect[] => (a.length === 0 ? b : b.length === 0 ? a : [...a, ...b]);
 
 /** The route of `input`: an Incus event, a round's name, or an event the enricher invented. */
 export function routeEvent(view: RouteView, input: EnrichedEvent): Route {
-  const drop: Route = { event: input, effects: [], place: { kind: 'drop' } };
   // E6: what Incus or a round says about a project known not to be served goes nowhere, before
   // any read. A prune is the project leaving: its deletes go out.
-  if ((input.origin === 'incus' || input.origin === 'round') && servedNow(view, input.project) === false) return drop;
+  if ((input.origin === 'incus' || input.origin === 'round') && servedNow(view, input.project) === false) return { event: input, effects: NONE, place: DROP };
   const event = attachProject(view, input);
   const effects = projectRead(view, event);
-  const settled = (more: Effect[] = []): Route => ({ event, effects: [...effects, ...more], place: { kind: 'settled' } });
+  const settled = (more: readonly Effect[] = NONE): Route => ({ event, effects: joined(effects, more), place: SETTLED });
   if (event.status !== 'ok' || event.name === '') return settled();
   const { project, name, action } = event;
   switch (event.kind) {
     case 'network': {
       const owner = view.model.networkOwner(project);
-      const renamed: Effect[] = event.oldName !== undefined ? [{ kind: 'forget-network', owner, name: event.oldName }] : [];
+      const renamed: readonly Effect[] = event.oldName !== undefined ? [{ kind: 'forget-network', owner, name: event.oldName }] : NONE;
       if (action === 'network-deleted') return settled([...renamed, { kind: 'forget-network', owner, name }]);
-      return { event, effects: [...effects, ...renamed], place: { kind: 'network', owner, attach: wants(view.wanted, action, Enrichment.network) } };
+      return { event, effects: joined(effects, renamed), place: { kind: 'network', owner, attach: wants(view.wanted, action, Enrichment.network) } };
     }
     case 'profile':
       // Incus refuses to delete a profile still in use: a delete has nobody to re-read.
@@ -112,24 +117,24 @@ export function routeEvent(view: RouteView, input: EnrichedEvent): Route {
   }
 }
 
-function routeInstance(view: RouteView, event: EnrichedEvent, effects: Effect[]): Route {
+function routeInstance(view: RouteView, event: EnrichedEvent, effects: readonly Effect[]): Route {
   const { project, name, action, oldName } = event;
   const held = (n: string): boolean => view.model.instance(project, n) !== undefined;
-  if (action === 'instance-deleted') return { event, effects: [...effects, { kind: 'forget-instance', project, name }], place: { kind: 'settled' } };
-  const renamed: Effect[] = action === 'instance-renamed' && oldName !== undefined ? [{ kind: 'forget-instance', project, name: oldName }] : [];
+  if (action === 'instance-deleted') return { event, effects: joined(effects, [{ kind: 'forget-instance', project, name }]), place: SETTLED };
+  const renamed: readonly Effect[] = action === 'instance-renamed' && oldName !== undefined ? [{ kind: 'forget-instance', project, name: oldName }] : NONE;
   // Not served by its name: nothing is read. One the model held (under this name, or the old one
   // of a rename) is forgotten and leaves once, bare; any other goes nowhere.
   if (servesByName(view.instances, name) === false) {
     const leaving = held(name) || (oldName !== undefined && held(oldName));
-    if (!leaving) return { event, effects: [], place: { kind: 'drop' } };
+    if (!leaving) return { event, effects: NONE, place: DROP };
     return { event, effects: [...effects, ...renamed, { kind: 'forget-instance', project, name }], place: { kind: 'settled', unserved: true } };
   }
   // A round's name, a repair or a fan-out always reads: keeping the model true is their whole job.
   const bits = event.origin === 'incus' ? (view.wanted.get(action)?.enrich ?? 0) : Enrichment.instance | Enrichment.interfaces;
-  if ((bits & (Enrichment.instance | Enrichment.interfaces)) === 0) return { event, effects: [...effects, ...renamed], place: { kind: 'settled' } };
+  if ((bits & (Enrichment.instance | Enrichment.interfaces)) === 0) return { event, effects: joined(effects, renamed), place: SETTLED };
   return {
     event,
-    effects: [...effects, ...renamed],
+    effects: joined(effects, renamed),
     place: { kind: 'instance', waitForRunning: action === 'instance-started', wantInterfaces: (bits & Enrichment.interfaces) !== 0 },
   };
 }

@@ -134,8 +134,11 @@ export function createEnricher(deps: EnricherDeps): Enricher {
         return EMPTY;
       }),
       takeUntil(drain$),
+      // Incus events merged with the rounds' invented events,
       incusAndRounds({ wanted, scheduler, metrics, logger, onConnection: connection }, { reader, view: model, delay: config.readDelay, interval: config.sweepInterval, scheduler }),
+      // debounced per subject,
       debounceSubjects({ window: config.debounceWindow, wanted, chainWarm: () => chainWarm, metrics, scheduler }),
+      // routed, read once per subject (a stronger read superseding), written into the one model,
       fleetOwner({
         model,
         reader,
@@ -159,7 +162,9 @@ export function createEnricher(deps: EnricherDeps): Enricher {
         onAwaitingAddress: (n) => (awaitingAddress = n),
         ...(deps.repairs !== undefined ? { repairs: deps.repairs } : {}),
       }),
+      // released in arrival order on the ring,
       releaseLine((length) => metrics.lineLength.set((line = length))),
+      // and what says nothing new, is older than what was sent, or is not served goes nowhere.
       archiveFilter(archive, metrics),
     );
   };

@@ -14,7 +14,7 @@
  * Environment: LATENCY_MS (per call, default 1; 0 answers at once), INSTANCES (default 10000),
  * WORKERS (default 16).
  */
-import { cpus } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { Registry } from 'prom-client';
 import { Subject, Subscription, from, lastValueFrom, mergeMap, toArray } from 'rxjs';
 import { IncusReader, IncusStreamItem } from '../lib/incus/api';
@@ -152,7 +152,7 @@ async function bareReads(fake: FakeIncus, count: number): Promise<number> {
 }
 
 async function main(): Promise<void> {
-  print({ node: process.version, cpus: cpus().length, instances: INSTANCES, latency_ms_per_call: LATENCY_MS, workers: WORKERS });
+  print({ node: process.version, cpus: cpus().length, load_average_start: loadavg().map((l) => round(l, 2)), instances: INSTANCES, latency_ms_per_call: LATENCY_MS, workers: WORKERS });
 
   const fakeAlone = heapAfterGc();
   const fake = world();
@@ -269,6 +269,7 @@ async function main(): Promise<void> {
     if (coalescing !== rig) await coalescing.close();
   }
   await rig.close();
+  print({ load_average_end: loadavg().map((l) => round(l, 2)) });
 }
 
 main().catch((error: unknown) => {

@@ -21,6 +21,8 @@ export { retryLadder } from './retryLadder';
 export { pacedSweep } from './pacedSweep';
 export { collectUntilIdle } from './collectUntilIdle';
 export { fromAbortable } from './fromAbortable';
+export { releaseSettled } from './releaseSettled';
+export { withSlot } from './SlotPool';
 
 // The state behind the operators, public on purpose: a daemon builds its own pipeline from them
 // (an admission ledger shared with its gauges, an ordered line owned by a model, a ring for a
@@ -29,6 +31,9 @@ export { AdmissionLedger, Ticket } from './AdmissionLedger';
 export { PauseGate } from './PauseGate';
 export { OrderedLine } from './OrderedLine';
 export { RingQueue } from './RingQueue';
+export { KeyedReads } from './KeyedReads';
+export { SlotPool } from './SlotPool';
+export { RepairSchedule } from './RepairSchedule';
 
 // Errors the kit raises itself.
 export { OperatorKitError, NoOutcomeError, NoAnswerError, UnsubscribedError, PausedError } from './errors';
@@ -54,3 +59,7 @@ export type { RetryLadderConfig, RepairReport } from './retryLadder';
 export type { PacedSweepConfig, SweepEvent } from './pacedSweep';
 export type { CollectUntilIdleConfig } from './collectUntilIdle';
 export type { FromAbortableOptions } from './fromAbortable';
+export type { Settling } from './releaseSettled';
+export type { KeyedReadsConfig } from './KeyedReads';
+export type { SlotClaim } from './SlotPool';
+export type { RepairScheduleConfig } from './RepairSchedule';

@@ -33,6 +33,7 @@ export interface EnrichFlags {
   dataDir?: string;
   project?: string[];
   projectMarker?: string;
+  instance?: string[];
   workers?: string;
   readTimeout?: string;
   ipTimeout?: string;
@@ -43,7 +44,7 @@ export interface EnrichFlags {
   ttl?: string;
 }
 
-type FlagName = Exclude<keyof EnrichFlags, 'config' | 'project' | 'projectMarker' | 'stdout' | 'nats' | 'monitor'>;
+type FlagName = Exclude<keyof EnrichFlags, 'config' | 'project' | 'projectMarker' | 'instance' | 'stdout' | 'nats' | 'monitor'>;
 
 // Each flag and the configuration key it sets (a dotted path in the file).
 const FLAG_KEYS: ReadonlyArray<[FlagName, string]> = [
@@ -150,6 +151,7 @@ export function loadEnrichSettings(flags: EnrichFlags): { settings: EnricherSett
   } else if (flags.projectMarker !== undefined) {
     set('projects', '--project-marker', flags.projectMarker);
   }
+  if (flags.instance !== undefined && flags.instance.length > 0) set('instances', '--instance', flags.instance);
 
   // A problem line starts with the key's path: name the flag that set it, or the file.
   const attribute = (line: string): string => {

@@ -166,6 +166,7 @@ export async function startEnrichDaemon(settings: EnricherSettings, overrides: E
       stdout: settings.outputs.stdout,
       http: monitor?.port,
       projects: settings.projects,
+      instances: settings.instances,
       dataDir: settings.storeFile === undefined ? undefined : dirname(settings.storeFile),
       workers: settings.workers,
     },

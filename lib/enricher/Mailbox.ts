@@ -15,7 +15,7 @@ export class Mailbox {
   private running = false;
 
   /**
-   * @param afterEach Runs after every task (the enricher releases its line there).
+   * @param afterEach Runs after every task (the enricher updates its gauges there).
    * @param onError A task that throws is a bug, not bad input: it is reported here and the
    * tasks behind it still run.
    * @param onIdle Runs each time the last waiting task has run.

@@ -1,20 +1,25 @@
 /**
- * The enricher pipeline, top to bottom: Incus stream items are decoded against the wanted table,
- * bursts are collapsed per subject, and the one owner routes, reads, settles and releases them in
- * arrival order, while rounds keep the model true and the cold store keeps it across restarts.
+ * The enricher pipeline, top to bottom: Incus events merged with the round's invented events,
+ * debounced per subject, routed, read (one read per subject, superseding) into the one model,
+ * released on the ring in arrival order, passed through the archive, handed on.
  */
-import { BehaviorSubject, EMPTY, Observable, SchedulerLike, Subject, asyncScheduler, distinctUntilChanged, interval, mergeMap, of, takeUntil } from 'rxjs';
+import { BehaviorSubject, EMPTY, Observable, SchedulerLike, Subject, asyncScheduler, catchError, distinctUntilChanged, interval, takeUntil } from 'rxjs';
 import { Registry } from 'prom-client';
-import { debounceByKey } from '@rxfleet/operators';
 import { IncusReader, IncusStreamItem } from '../incus/api';
 import { Logger, silentLogger } from '../logger';
+import { Archive } from './Archive';
 import { OpenColdStore } from './coldStore';
+import { ColdStoreDocument, modelFromSnapshot, snapshotModel } from './coldStoreDocument';
 import { EnricherSettings } from './config';
-import { decodeEvent, isRefusal } from './decodeEvent';
-import { EnrichedEvent, withDropped } from './event';
-import { EnricherCore } from './EnricherCore';
+import { EnrichedEvent, newEvent, withInstance } from './event';
+import { FleetModel } from './FleetModel';
+import { fleetOwner } from './fleetOwner';
 import { EnricherMetrics } from './metrics';
 import { ObservableIncusReader, observableReader, timedReader } from './observableReader';
+import { attachProject } from './route';
+import { Ladder } from './repairs';
+import { RoundEnd } from './roundFeed';
+import { archiveFilter, debounceSubjects, incusAndRounds, releaseLine } from './stages';
 import { WantedTable, daemonWanted } from './wanted';
 
 /** What the pipeline is built from. */
@@ -34,6 +39,8 @@ export interface EnricherDeps {
   store?: OpenColdStore;
   /** Default: the consumer's wants from `config.wants` plus the enricher's own. */
   wanted?: WantedTable;
+  /** The repair ladders (for specs and benches); default as documented (`Repairs`). */
+  repairs?: { failures?: Ladder; addresses?: Ladder };
 }
 
 /** What the daemon reads off a running enricher. */
@@ -47,6 +54,8 @@ export interface EnricherStatus {
   projects: number;
   instances: number;
   networks: number;
+  /** Instances last read running with a NIC and no address (read again, backing off). */
+  awaitingAddress: number;
 }
 
 /** A running (once subscribed) enricher. */
@@ -85,16 +94,91 @@ export function createEnricher(deps: EnricherDeps): Enricher {
 
   const drain$ = new Subject<void>();
   const ready$ = new BehaviorSubject(false);
+  let model = new FleetModel();
   let connected = false;
+  let warm = false;
+  let awaitingAddress = 0;
+  let line = 0;
   // Debounce collapses only once a round has ended since the last connect (upstream's "chain
   // warm"): before that, what the stream says may be all there is to go on.
   let chainWarm = false;
-  let core: EnricherCore | undefined;
   let started = false;
   let resolveStopped: () => void = () => undefined;
   const stopped = new Promise<void>((resolve) => (resolveStopped = resolve));
+  const updateReady = (): void => ready$.next(connected && warm);
 
-  const updateReady = (): void => ready$.next(connected && core?.warm === true);
+  const connection = (up: boolean): void => {
+    connected = up;
+    if (!up) chainWarm = false;
+    metrics.connected.set(up ? 1 : 0);
+    if (up) logger.info('event stream connected');
+    updateReady();
+  };
+  const roundEnded = (end: RoundEnd): void => {
+    metrics.sweeps.labels(end.ok ? 'success' : 'failed').inc();
+    if (end.ok) logger.info({ round: end.round, projects: model.projectCount, instances: model.instanceCount, networks: model.networkCount }, 'round over the fleet done');
+    else logger.warn({ round: end.round, err: end.error }, 'round over the fleet failed: retrying soon');
+    if (end.ok && connected) chainWarm = true;
+  };
+
+  // The pipeline itself, top to bottom. `model` and `warm` start from the cold store (E1).
+  const run = (initial: ColdStoreDocument | undefined): Observable<EnrichedEvent> => {
+    model = initial !== undefined ? modelFromSnapshot(initial) : new FleetModel();
+    warm = initial !== undefined;
+    metrics.warm.set(warm ? 1 : 0);
+    const archive = seededArchive(model);
+    const reader = timedReader(observableReader(deps.reader), { readTimeout: config.readTimeout, scheduler, onRead: (kind, outcome, ms) => metrics.read(kind, outcome, ms) });
+    return deps.events$.pipe(
+      catchError((error: unknown) => {
+        logger.error({ err: error }, 'the event stream failed: handing on what is held');
+        return EMPTY;
+      }),
+      takeUntil(drain$),
+      // Incus events merged with the rounds' invented events,
+      incusAndRounds({ wanted, scheduler, metrics, logger, onConnection: connection }, { reader, view: model, delay: config.readDelay, interval: config.sweepInterval, scheduler }),
+      // debounced per subject,
+      debounceSubjects({ window: config.debounceWindow, wanted, chainWarm: () => chainWarm, metrics, scheduler }),
+      // routed, read once per subject (a stronger read superseding), written into the one model,
+      fleetOwner({
+        model,
+        reader,
+        wanted,
+        projects: config.projects,
+        instances: config.instances,
+        workers: config.workers,
+        ipTimeout: config.ipTimeout,
+        ttl: config.ttl,
+        configExclude: config.configExclude,
+        warm,
+        scheduler,
+        logger,
+        metrics,
+        onWarm: () => {
+          warm = true;
+          metrics.warm.set(1);
+          updateReady();
+        },
+        onRoundEnd: roundEnded,
+        onAwaitingAddress: (n) => (awaitingAddress = n),
+        ...(deps.repairs !== undefined ? { repairs: deps.repairs } : {}),
+      }),
+      // released in arrival order on the ring,
+      releaseLine((length) => metrics.lineLength.set((line = length))),
+      // and what says nothing new, is older than what was sent, or is not served goes nowhere.
+      archiveFilter(archive, metrics),
+    );
+  };
+
+  // Seeded as what was last said about each instance, so the first round's reads of an unchanged
+  // fleet are silent rather than a restart re-announcing every instance.
+  const seededArchive = (held: FleetModel): Archive => {
+    const archive = new Archive(config.instances.mode !== 'all');
+    const view = { model: held, wanted, projects: config.projects, instances: config.instances, unserved: new Set<string>() };
+    for (const [at, record] of held.instances()) {
+      archive.file(attachProject(view, withInstance(newEvent({ action: 'instance-updated', ...at, origin: 'round', received: scheduler.now() }), record)));
+    }
+    return archive;
+  };
 
   const events$ = new Observable<EnrichedEvent>((subscriber) => {
     if (started) {
@@ -102,138 +186,42 @@ export function createEnricher(deps: EnricherDeps): Enricher {
       return;
     }
     started = true;
-    const reader = timedReader(observableReader(deps.reader), {
-      readTimeout: config.readTimeout,
-      scheduler,
-      onRead: (kind, outcome, ms) => metrics.read(kind, outcome, ms),
-    });
     const initial = store?.load();
     if (initial !== undefined) logger.info('cold store loaded: serving what the last run held until the first round corrects it');
-    const owner = new EnricherCore(
-      {
-        reader,
-        wanted,
-        served: config.projects,
-        workers: config.workers,
-        ipTimeout: config.ipTimeout,
-        readDelay: config.readDelay,
-        sweepInterval: config.sweepInterval,
-        ttl: config.ttl,
-        configExclude: config.configExclude,
-        scheduler,
-        logger,
-        metrics,
-        ...(initial !== undefined ? { initial } : {}),
-        onChange: ({ warm, roundEnded }) => {
-          metrics.warm.set(warm ? 1 : 0);
-          if (roundEnded?.ok === true && connected) chainWarm = true;
-          updateReady();
-        },
-      },
-      subscriber,
-    );
-    core = owner;
-    metrics.warm.set(owner.warm ? 1 : 0);
-    owner.start();
-
     let finalWrite: Promise<void> = Promise.resolve();
     const writeIfDirty = (): void => {
-      const document = owner.snapshotIfDirty();
-      if (document !== undefined && store !== undefined) finalWrite = store.save(document);
+      if (store === undefined || !model.dirty) return;
+      model.dirty = false;
+      finalWrite = store.save(snapshotModel(model));
     };
-    if (store !== undefined) {
-      subscriber.add(interval(config.storeInterval, scheduler).subscribe(() => owner.post(writeIfDirty)));
-    }
-
-    const decoded$ = deps.events$.pipe(
-      takeUntil(drain$),
-      mergeMap((item): Observable<EnrichedEvent> => {
-        switch (item.kind) {
-          case 'connected':
-            connected = true;
-            metrics.connected.set(1);
-            logger.info('event stream connected');
-            owner.post(() => owner.connected());
-            updateReady();
-            return EMPTY;
-          case 'disconnected':
-            connected = false;
-            chainWarm = false;
-            metrics.connected.set(0);
-            logger.warn({ reason: item.reason }, 'event stream disconnected');
-            updateReady();
-            return EMPTY;
-          case 'malformed':
-            metrics.eventsMalformed.inc();
-            return EMPTY;
-          case 'event': {
-            metrics.eventsReceived.inc();
-            const decoded = decodeEvent(item.event, wanted, scheduler.now());
-            if (!isRefusal(decoded)) return of(decoded);
-            if (decoded.refused === 'unwanted') {
-              metrics.eventsDropped.labels('unwanted').inc();
-            } else {
-              metrics.eventsMalformed.inc();
-              logger.warn({ reason: decoded.reason, source: item.event?.source }, 'malformed Incus event ignored');
-            }
-            return EMPTY;
-          }
-          default:
-            metrics.eventsMalformed.inc();
-            logger.warn({ item: (item as { kind?: unknown }).kind }, 'unknown stream item ignored');
-            return EMPTY;
-        }
-      }),
-    );
-    const collapsed$ =
-      config.debounceWindow > 0
-        ? decoded$.pipe(
-            debounceByKey<EnrichedEvent, string>({
-              // The kind is part of the key: an instance and a network of one name are two subjects.
-              key: (event) => `${event.kind}/${event.project}/${event.name}`,
-              window: config.debounceWindow,
-              collapsible: (event) => chainWarm && event.status === 'ok' && wanted.get(event.action)?.debounce === true,
-              superseded: (event) => withDropped(event, 'debounce'),
-              scheduler,
-            }),
-          )
-        : decoded$;
-
-    const finish = (): void => {
+    const pipeline = run(initial);
+    if (store !== undefined) subscriber.add(interval(config.storeInterval, scheduler).subscribe(writeIfDirty));
+    subscriber.add(pipeline.subscribe(subscriber));
+    updateReady();
+    // After a drain or an unsubscribe alike: the last snapshot, then the rest of the way down.
+    subscriber.add(() => {
       writeIfDirty();
       finalWrite.then(resolveStopped, resolveStopped);
+      line = 0;
+      metrics.lineLength.set(0);
       ready$.next(false);
       ready$.complete();
-    };
-    subscriber.add(
-      collapsed$.subscribe({
-        next: (event) => {
-          if (event.status === 'dropped') metrics.eventsDropped.labels('debounce').inc();
-          else owner.post(() => owner.accept(event));
-        },
-        complete: () => owner.post(() => owner.drain()),
-        error: (error: unknown) => {
-          logger.error({ err: error }, 'the event stream failed: handing on what is held');
-          owner.post(() => owner.drain());
-        },
-      }),
-    );
-    // After a drain or an unsubscribe alike: the owner is stopped, so the last snapshot is taken
-    // directly rather than through its inbox.
-    subscriber.add(() => {
-      owner.stop();
-      finish();
     });
-    updateReady();
   });
 
   return {
     events$,
     ready$: ready$.pipe(distinctUntilChanged()),
-    status: () => {
-      const sizes = core?.sizes() ?? { projects: 0, instances: 0, networks: 0 };
-      return { connected, warm: core?.warm === true, ready: connected && core?.warm === true, line: core?.lineLength ?? 0, ...sizes };
-    },
+    status: () => ({
+      connected,
+      warm,
+      ready: connected && warm,
+      line,
+      projects: model.projectCount,
+      instances: model.instanceCount,
+      networks: model.networkCount,
+      awaitingAddress,
+    }),
     drain: () => drain$.next(),
     stopped,
   };

@@ -57,11 +57,16 @@ export function isVmWithoutAgent(instance: IncusInstance, state: IncusInstanceSt
   return effectiveConfig(instance)['volatile.last_state.agent'] !== 'STARTED';
 }
 
-/** Whether the state reports a global IPv4 address on any interface other than loopback. */
-export function hasGlobalIpv4(state: IncusInstanceState | undefined): boolean {
+/**
+ * Whether the state reports a global address, IPv4 or IPv6, on any interface other than loopback.
+ * An IPv6-only instance (a bridge with `ipv4.address=none`, addressed by SLAAC or DHCPv6) has
+ * its address: waiting for an IPv4 it will never get would hold its events, and the line behind
+ * them, for the whole address timeout.
+ */
+export function hasGlobalAddress(state: IncusInstanceState | undefined): boolean {
   if (state == null || state.network == null) return false;
   return Object.values(state.network).some(
-    (iface) => iface.type !== 'loopback' && (iface.addresses ?? []).some((a) => a.family === 'inet' && a.scope === 'global'),
+    (iface) => iface.type !== 'loopback' && (iface.addresses ?? []).some((a) => (a.family === 'inet' || a.family === 'inet6') && a.scope === 'global'),
   );
 }
 

@@ -2,11 +2,11 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { ReadKind, ReadOutcome } from './observableReader';
 
 /** Why an event went nowhere. */
-export type DropReason = 'unwanted' | 'debounce' | 'unserved' | 'unchanged';
+export type DropReason = 'unwanted' | 'debounce' | 'unserved' | 'unchanged' | 'stale';
 
 const READ_KINDS: readonly ReadKind[] = ['instance', 'instance_state', 'network', 'project', 'listing'];
 const READ_OUTCOMES: readonly ReadOutcome[] = ['ok', 'not_found', 'error', 'timeout', 'aborted'];
-const DROP_REASONS: readonly DropReason[] = ['unwanted', 'debounce', 'unserved', 'unchanged'];
+const DROP_REASONS: readonly DropReason[] = ['unwanted', 'debounce', 'unserved', 'unchanged', 'stale'];
 
 /**
  * The enricher's metrics, on the registry it is given (never prom-client's global one). Every
@@ -37,6 +37,8 @@ export class EnricherMetrics {
   readonly eventsEmitted: Counter<'status'>;
   /** Keys with a repair read scheduled. */
   readonly repairsPending: Gauge;
+  /** Instances last read running with a NIC and no address, read again on a backing-off schedule. */
+  readonly awaitingAddress: Gauge;
   /** Events in the ordered line, waiting for a read or for what is ahead of them. */
   readonly lineLength: Gauge;
   /** 1 while the event stream is connected. */
@@ -67,6 +69,7 @@ export class EnricherMetrics {
     this.eventsDropped = new Counter({ name: 'enricher_events_dropped_total', help: 'Events that went nowhere, by reason', labelNames: ['reason'], registers });
     this.eventsEmitted = new Counter({ name: 'enricher_events_emitted_total', help: 'Events handed on, by status', labelNames: ['status'], registers });
     this.repairsPending = new Gauge({ name: 'enricher_repairs_pending', help: 'Instances with a repair read scheduled', registers });
+    this.awaitingAddress = new Gauge({ name: 'enricher_instances_awaiting_address', help: 'Instances last read running with a NIC and no address', registers });
     this.lineLength = new Gauge({ name: 'enricher_line_length', help: 'Events waiting in the ordered line', registers });
     this.connected = new Gauge({ name: 'enricher_connected', help: '1 while the Incus event stream is connected', registers });
     this.warm = new Gauge({ name: 'enricher_warm', help: '1 once the model can place instances on networks', registers });

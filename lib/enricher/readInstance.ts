@@ -2,16 +2,23 @@
  * One instance read, the worker side: the instance, its state, and, when the event is worth
  * waiting for, its state again until it runs and has an address.
  */
-import { Observable, SchedulerLike, catchError, concatMap, EMPTY, exhaustMap, map, of, race, switchMap, take, timer } from 'rxjs';
+import { Observable, ObservableInput, SchedulerLike, catchError, concatMap, defer, EMPTY, exhaustMap, map, of, race, switchMap, take, timer } from 'rxjs';
+import { SlotPool } from '@rxfleet/operators';
 import { IncusInstance, IncusInstanceState } from '../incus/api';
-import { hasGlobalIpv4, hasNic, isVmWithoutAgent } from './distillInstance';
+import { hasGlobalAddress, hasNic, isVmWithoutAgent } from './distillInstance';
 import { ObservableIncusReader } from './observableReader';
 
 /** What a read found. */
 export interface InstanceAnswer {
   readonly instance: IncusInstance;
+  /** Its state; {@link UNREAD_STATE} when the instance is not served. */
   readonly state: IncusInstanceState;
+  /** `false`: the instance filter does not serve it, and its state was not read. */
+  readonly served?: false;
 }
+
+/** The state of an instance the filter does not serve: never read, never placed. */
+export const UNREAD_STATE: IncusInstanceState = Object.freeze({ status: '', status_code: 0, network: null });
 
 /** What a read is asked to wait for. */
 export interface InstanceReadRequest {
@@ -30,6 +37,16 @@ export interface ReadInstanceOptions {
   /** Ms between polls of the state. Default 150. */
   pollInterval?: number;
   scheduler: SchedulerLike;
+  /**
+   * The workers a wait for the address takes from: each poll and the instance read again take one,
+   * the waits between them none, so an instance waiting for its address holds no worker. The first
+   * instance and state calls run in whatever worker the caller holds for the read. Default: no limit.
+   */
+  slots?: SlotPool;
+  /** Told once the first instance and state calls have answered (the caller gives its worker back). */
+  onFirstAnswer?: () => void;
+  /** Whether the instance is served: when it is not, its state is not read (`served: false`). */
+  serves?: (instance: IncusInstance) => boolean;
 }
 
 const RUNNING = 103;
@@ -40,7 +57,7 @@ const COMING_UP = new Set(['Running', 'Starting', 'Started']);
 function settled(request: InstanceReadRequest, answer: InstanceAnswer): boolean {
   const { instance, state } = answer;
   const running = state.status_code === RUNNING;
-  const addressed = !hasNic(instance) || hasGlobalIpv4(state) || isVmWithoutAgent(instance, state);
+  const addressed = !hasNic(instance) || hasGlobalAddress(state) || isVmWithoutAgent(instance, state);
   if (request.waitForRunning) return (running && addressed) || !COMING_UP.has(state.status);
   return !running || addressed;
 }
@@ -55,8 +72,11 @@ function worthWaiting(request: InstanceReadRequest, answer: InstanceAnswer): boo
  *
  * - Without waiting it answers at once. It waits when the request is a start that is not yet
  *   running with an address (`waitForRunning`), or when interfaces are wanted and a running
- *   instance with a NIC reports no global IPv4 (a lease a moment late). A virtual machine without
- *   its agent is never waited on: it will not report an address.
+ *   instance with a NIC reports no global address, IPv4 or IPv6 (a lease a moment late). A
+ *   virtual machine without its agent is never waited on: it will not report an address.
+ * - An instance `serves` refuses is answered at once with `served: false`, its state unread.
+ * - With `slots`, each poll takes a worker and the waits between polls take none; `onFirstAnswer`
+ *   says when the first calls are done, so the caller can give back the worker it read them in.
  * - Waiting polls the state every `pollInterval` ms (a poll never overlaps the previous one) and
  *   answers when the instance runs with an address, or stops coming up (a start), or leaves
  *   running (otherwise); the instance itself is read again if it was not running when first read.
@@ -65,23 +85,29 @@ function worthWaiting(request: InstanceReadRequest, answer: InstanceAnswer): boo
  * - The first instance or state call failing errors the read.
  */
 export function readInstance(reader: ObservableIncusReader, request: InstanceReadRequest, options: ReadInstanceOptions): Observable<InstanceAnswer> {
-  const { ipTimeout = 10_000, pollInterval = 150, scheduler } = options;
+  const { ipTimeout = 10_000, pollInterval = 150, scheduler, slots, onFirstAnswer, serves } = options;
   const { project, name } = request;
+  const call = <T>(work: () => ObservableInput<T>): Observable<T> => (slots === undefined ? defer(work) : slots.run(work));
   const first$ = reader.instance$(project, name).pipe(
-    switchMap((instance) => reader.instanceState$(project, name).pipe(map((state): InstanceAnswer => ({ instance, state })))),
+    switchMap((instance) =>
+      serves !== undefined && !serves(instance)
+        ? of<InstanceAnswer>({ instance, state: UNREAD_STATE, served: false })
+        : reader.instanceState$(project, name).pipe(map((state): InstanceAnswer => ({ instance, state }))),
+    ),
   );
   return first$.pipe(
     switchMap((first) => {
-      if (!worthWaiting(request, first)) return of(first);
+      onFirstAnswer?.();
+      if (first.served === false || !worthWaiting(request, first)) return of(first);
       let last = first;
       const polled$ = timer(pollInterval, pollInterval, scheduler).pipe(
-        exhaustMap(() => reader.instanceState$(project, name).pipe(catchError(() => EMPTY))),
+        exhaustMap(() => call(() => reader.instanceState$(project, name)).pipe(catchError(() => EMPTY))),
         map((state): InstanceAnswer => (last = { instance: last.instance, state })),
         concatMap((answer) => {
           if (!settled(request, answer)) return EMPTY;
           if (answer.instance.status_code === RUNNING || answer.state.status_code !== RUNNING) return of(answer);
           // The instance was read before it ran: its status and expanded devices may be stale.
-          return reader.instance$(project, name).pipe(
+          return call(() => reader.instance$(project, name)).pipe(
             map((instance): InstanceAnswer => ({ instance, state: answer.state })),
             catchError(() => of(answer)),
           );

@@ -4,8 +4,9 @@
  * Names, never recursive listings: projects, then each network owner's networks, then each
  * served project's instances, a read per name. Two phases before the instances because the wire
  * map has to be whole before an instance is placed on it. The script only lists and hands names
- * on; the enricher reads each name (through the same pool and per-key reads as everything else)
- * and tells the round when they landed. `pacedSweep` paces the names and runs the rounds.
+ * on; the enricher reads each name (through the same workers and per-key reads as everything
+ * else) and tells the round when they landed, through the {@link RoundContext} the names carry,
+ * as a worker tells a ticket. `pacedSweep` paces the names and runs the rounds (`roundFeed.ts`).
  */
 import { EMPTY, Observable, Subject, catchError, concat, concatMap, defer, from, mergeMap } from 'rxjs';
 import { ObservableIncusReader } from './observableReader';
@@ -28,24 +29,29 @@ export type ProjectOutcome =
   /** It no longer exists. */
   | { readonly status: 'gone' };
 
-/** What a round asks of the enricher that runs it (each call lands in the enricher's own inbox). */
-export interface RoundHost {
-  /** The model's keys now, recorded as a listing goes out (E5). */
+/** The model's keys, as a round records them when a listing goes out (E5). */
+export interface RoundView {
   projectNames(): string[];
   networkNames(owner: string): string[];
   instanceNames(project: string): string[];
-  /** A listing answered: prune what was recorded and is not listed. */
-  projectsListed(round: RoundContext, listed: readonly string[], recorded: readonly string[]): void;
-  networksListed(round: RoundContext, owner: string, listed: readonly string[], recorded: readonly string[]): void;
-  instancesListed(round: RoundContext, project: string, listed: readonly string[], recorded: readonly string[]): void;
-  /** Every network of the round has landed: the wire map is whole. */
-  networksLanded(round: RoundContext): void;
-  /** A network or instance listing failed: that scope is skipped and nothing in it is pruned. */
-  listingFailed(round: RoundContext, what: string, error: unknown): void;
 }
+
+/**
+ * What a round tells the enricher as it happens, rather than paced like its names: a listing
+ * answered (prune what was recorded and is not listed), every network landed (the wire map is
+ * whole), a listing failed (that scope is skipped and nothing in it is pruned).
+ */
+export type RoundSignal =
+  | { readonly kind: 'listed'; readonly round: RoundContext; readonly scope: 'projects'; readonly listed: readonly string[]; readonly recorded: readonly string[] }
+  | { readonly kind: 'listed'; readonly round: RoundContext; readonly scope: 'networks'; readonly owner: string; readonly listed: readonly string[]; readonly recorded: readonly string[] }
+  | { readonly kind: 'listed'; readonly round: RoundContext; readonly scope: 'instances'; readonly project: string; readonly listed: readonly string[]; readonly recorded: readonly string[] }
+  | { readonly kind: 'networks-landed'; readonly round: RoundContext }
+  | { readonly kind: 'listing-failed'; readonly round: RoundContext; readonly what: string; readonly error: unknown };
 
 /** What one round knows about its progress. */
 export class RoundContext {
+  /** A newer round started: whatever this one still says is ignored. */
+  abandoned = false;
   /** Projects the round goes on with: served, or whose read failed. */
   readonly served: string[] = [];
   /** Projects owning networks: `default` always, and served projects with `features.networks`. */
@@ -111,13 +117,13 @@ export class RoundContext {
  * The keys a listing is checked against are recorded when it goes out, not when it answers
  * (E5), so a name created while the listing was in flight is not pruned.
  */
-export function roundScript(round: RoundContext, host: RoundHost, reader: ObservableIncusReader): Observable<RoundItem> {
+export function roundScript(round: RoundContext, view: RoundView, tell: (signal: RoundSignal) => void, reader: ObservableIncusReader): Observable<RoundItem> {
   const projects$ = defer(() => {
-    const recorded = host.projectNames();
+    const recorded = view.projectNames();
     return reader.projectNames$().pipe(
       mergeMap((names) => {
         round.expectProjects(names.length);
-        host.projectsListed(round, names, recorded);
+        tell({ kind: 'listed', round, scope: 'projects', listed: names, recorded });
         return from(names.map((name): RoundItem => ({ kind: 'project', name })));
       }),
     );
@@ -125,15 +131,15 @@ export function roundScript(round: RoundContext, host: RoundHost, reader: Observ
 
   const networksOf = (owner: string): Observable<RoundItem> =>
     defer(() => {
-      const recorded = host.networkNames(owner);
+      const recorded = view.networkNames(owner);
       return reader.networkNames$(owner).pipe(
         mergeMap((names) => {
           round.expectNetworks(names.length);
-          host.networksListed(round, owner, names, recorded);
+          tell({ kind: 'listed', round, scope: 'networks', owner, listed: names, recorded });
           return from(names.map((name): RoundItem => ({ kind: 'network', owner, name })));
         }),
         catchError((error: unknown) => {
-          host.listingFailed(round, `networks of ${owner}`, error);
+          tell({ kind: 'listing-failed', round, what: `networks of ${owner}`, error });
           return EMPTY;
         }),
       );
@@ -141,14 +147,14 @@ export function roundScript(round: RoundContext, host: RoundHost, reader: Observ
 
   const instancesOf = (project: string): Observable<RoundItem> =>
     defer(() => {
-      const recorded = host.instanceNames(project);
+      const recorded = view.instanceNames(project);
       return reader.instanceNames$(project).pipe(
         mergeMap((names) => {
-          host.instancesListed(round, project, names, recorded);
+          tell({ kind: 'listed', round, scope: 'instances', project, listed: names, recorded });
           return from(names.map((name): RoundItem => ({ kind: 'instance', project, name })));
         }),
         catchError((error: unknown) => {
-          host.listingFailed(round, `instances of ${project}`, error);
+          tell({ kind: 'listing-failed', round, what: `instances of ${project}`, error });
           return EMPTY;
         }),
       );
@@ -163,7 +169,7 @@ export function roundScript(round: RoundContext, host: RoundHost, reader: Observ
       return round.allNetworksLanded();
     }),
     defer(() => {
-      host.networksLanded(round);
+      tell({ kind: 'networks-landed', round });
       return EMPTY;
     }),
     defer(() => from([...round.served])).pipe(concatMap(instancesOf)),

@@ -46,6 +46,8 @@ interface FakeInstance {
   location: string;
   /** Global IPv4 while running, once leased. */
   ipv4: string | undefined;
+  /** Global IPv6 while running, once configured (SLAAC or DHCPv6). */
+  ipv6: string | undefined;
   hwaddr: string;
 }
 
@@ -215,6 +217,7 @@ export class FakeIncus implements IncusReader {
       profiles: spec.profiles ?? ['default'],
       location: spec.location ?? 'none',
       ipv4: undefined,
+      ipv6: undefined,
       hwaddr,
     });
     return this;
@@ -243,6 +246,12 @@ export class FakeIncus implements IncusReader {
     return this;
   }
 
+  /** A global IPv6 address appearing (or going): like a lease, it writes nothing an instance read reports. */
+  leaseIpv6(project: string, name: string, ipv6: string | undefined): this {
+    this.get(project, name).ipv6 = ipv6;
+    return this;
+  }
+
   /** Sets the status directly (e.g. `Starting`, `Frozen`). */
   setStatus(project: string, name: string, status: FakeInstance['status']): this {
     this.get(project, name).status = status;
@@ -253,6 +262,7 @@ export class FakeIncus implements IncusReader {
     const instance = this.get(project, name);
     instance.status = 'Stopped';
     instance.ipv4 = undefined;
+    instance.ipv6 = undefined;
     instance.config['volatile.last_state.power'] = 'STOPPED';
     return this;
   }
@@ -353,6 +363,7 @@ export class FakeIncus implements IncusReader {
     };
     if (Object.values(this.expanded(instance).devices).some((d) => d.type === 'nic')) {
       const addresses = [{ family: 'inet6', address: `fe80::216:3eff:fe${instance.hwaddr.slice(-8).replace(/:/g, '')}`, netmask: '64', scope: 'link' }];
+      if (instance.ipv6 !== undefined) addresses.unshift({ family: 'inet6', address: instance.ipv6, netmask: '64', scope: 'global' });
       if (instance.ipv4 !== undefined) addresses.unshift({ family: 'inet', address: instance.ipv4, netmask: '24', scope: 'global' });
       network.eth0 = { type: 'broadcast', state: 'up', hwaddr: instance.hwaddr, host_name: `veth${instance.hwaddr.slice(-5).replace(':', '')}`, addresses };
     }

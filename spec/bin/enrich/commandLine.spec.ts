@@ -61,4 +61,17 @@ describe('rxfleet enrich settings from a file and flags', () => {
       `incus: cannot read client_cert (--client-cert) from ${join(dir, 'nope.crt')}: ENOENT`,
     ]);
   });
+
+  it('serves the instances --instance selects (repeatable, over the file\'s instances), and names a selector that is neither a label nor a name', () => {
+    const config = file('e.yaml', 'instances: web-*\noutputs: { stdout: true }\n');
+    expect(loadEnrichSettings({ config }).settings.instances).toEqual({ mode: 'match', selectors: [{ kind: 'name', pattern: 'web-*' }] });
+    expect(loadEnrichSettings({ config, instance: ['user.rxfleet=1', 'db-?'] }).settings.instances).toEqual({
+      mode: 'match',
+      selectors: [
+        { kind: 'label', key: 'user.rxfleet', values: ['1'] },
+        { kind: 'name', pattern: 'db-?' },
+      ],
+    });
+    expect(problems({ stdout: true, instance: ['=1'] })).toEqual(['--instance: "=1": a label needs a key before "=" (e.g. user.rxfleet=1)']);
+  });
 });

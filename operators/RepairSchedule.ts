@@ -1,0 +1,159 @@
+import { SchedulerLike, Subscription, asyncScheduler } from 'rxjs';
+
+/** Options for {@link RepairSchedule}. */
+export interface RepairScheduleConfig<K> {
+  /** Delay in ms before each of the first `fastAttempts` retries of a key. Default 1000. */
+  fast?: number;
+  /** How many retries of a key are fast, counted since its last success. Default 3. */
+  fastAttempts?: number;
+  /** Delay in ms before the first slow retry. Default 5000. */
+  slow?: number;
+  /**
+   * Each later slow retry waits twice the one before, up to this many ms. Default `slow`: every
+   * slow retry waits `slow`, for as long as the key keeps failing.
+   */
+  maxSlow?: number;
+  /**
+   * Told each key whose retry is due ("try it again now"), with which retry it is since the key's
+   * last success (1 for the first: retries up to `fastAttempts` are the fast ones).
+   */
+  onDue: (key: K, retry: number) => void;
+  /** Told the number of keys with a retry pending whenever it changes (for a gauge). */
+  onPendingChange?: (pending: number) => void;
+  /** Where the retries are timed. Default `asyncScheduler`; pass a `TestScheduler` in specs. */
+  scheduler?: SchedulerLike;
+}
+
+interface Ladder {
+  /** Retries scheduled since the key's last success. */
+  scheduled: number;
+  pending: Subscription | undefined;
+}
+
+/**
+ * A per-key repair schedule, as a synchronous core: the caller reports failures and successes of
+ * keys from anywhere in its own code and is told when a key is due to be tried again. It is
+ * `retryLadder`'s rule (fast retries, then slow ones for as long as the key keeps failing, one
+ * pending per key) for an owner that learns of failures in the middle of its own work, where an
+ * operator could only be fed through a Subject; and the slow retries may back off.
+ *
+ * Why fast then slow: the common failure is a moment of lateness (a lease not yet landed), which a
+ * retry a second later fixes; a key still failing after that is waiting on something nobody
+ * announces, and trying it at the fast pace for ever would cost as much as the rest of the fleet.
+ * Why backing off: a key that may never recover (an instance that never gets an address) must cost
+ * less and less, not the same for ever. Why one pending retry per key: a burst of failures on one
+ * key must not become a burst of retries, each answered by another failure.
+ *
+ * ```
+ * fast = 1, fastAttempts = 1, slow = 2, maxSlow = 8; f = fail(k), s = succeed(k), d = onDue(k)
+ * calls: f-ff---f------f---------s-f
+ * due:   -d--d------d----------d----d
+ * ```
+ * (the first retry is fast; the failure at 3 comes while one is pending and changes nothing; the
+ * slow ones wait 2, 4, then 8 ms; after the success the next failure is retried fast again)
+ *
+ * Guarantees:
+ * - A failure with no retry pending for its key schedules one: after `fast` ms while fewer than
+ *   `fastAttempts` retries were scheduled since the key's last success, else after `slow` ms,
+ *   doubled for every slow retry scheduled before it, at most `maxSlow` ms. A failure while a
+ *   retry is pending changes nothing and is not counted.
+ * - A success cancels the key's pending retry, if any, and forgets its count; every key is
+ *   independent.
+ * - `onDue(key, retry)` runs on the scheduler when the retry is due, `retry` counting from 1 since
+ *   the key's last success; the key stays known (its count kept) until its next report, so a
+ *   retry that is never answered is never repeated.
+ * - `clear()` cancels every pending retry and forgets every key.
+ * - `onDue` and `onPendingChange` are the caller's: what they throw propagates to whoever called
+ *   (the scheduler, for `onDue`).
+ */
+export class RepairSchedule<K> {
+  private readonly ladders = new Map<K, Ladder>();
+  private pendingCount = 0;
+  private readonly fast: number;
+  private readonly fastAttempts: number;
+  private readonly slow: number;
+  private readonly maxSlow: number;
+  private readonly scheduler: SchedulerLike;
+
+  constructor(private readonly config: RepairScheduleConfig<K>) {
+    this.fast = config.fast ?? 1000;
+    this.fastAttempts = config.fastAttempts ?? 3;
+    this.slow = config.slow ?? 5000;
+    this.maxSlow = Math.max(config.maxSlow ?? this.slow, this.slow);
+    this.scheduler = config.scheduler ?? asyncScheduler;
+  }
+
+  /** Keys with a retry pending. */
+  get pending(): number {
+    return this.pendingCount;
+  }
+
+  /** Keys that failed and have not succeeded since (a retry pending or not). */
+  get size(): number {
+    return this.ladders.size;
+  }
+
+  /** Whether `key` failed and has not succeeded since. */
+  has(key: K): boolean {
+    return this.ladders.has(key);
+  }
+
+  /** Whether `key` has a retry pending. */
+  isPending(key: K): boolean {
+    return this.ladders.get(key)?.pending !== undefined;
+  }
+
+  /** Reports a failure of `key`; whether a retry was scheduled by it. */
+  fail(key: K): boolean {
+    let ladder = this.ladders.get(key);
+    if (ladder === undefined) {
+      ladder = { scheduled: 0, pending: undefined };
+      this.ladders.set(key, ladder);
+    }
+    if (ladder.pending !== undefined) return false;
+    const owed = ladder;
+    const number = ++owed.scheduled;
+    const retry = this.scheduler.schedule(() => {
+      retry.unsubscribe();
+      owed.pending = undefined;
+      this.count(-1);
+      this.config.onDue(key, number);
+    }, this.delay(number - 1));
+    // Kept in the ladder, not in a parent Subscription: RxJS removes a finished child with indexOf
+    // + splice, quadratic with thousands of keys pending.
+    owed.pending = retry;
+    this.count(+1);
+    return true;
+  }
+
+  /** Reports a success of `key`: its pending retry is cancelled and its count forgotten. */
+  succeed(key: K): void {
+    const ladder = this.ladders.get(key);
+    if (ladder === undefined) return;
+    this.ladders.delete(key);
+    if (ladder.pending !== undefined) {
+      ladder.pending.unsubscribe();
+      this.count(-1);
+    }
+  }
+
+  /** Cancels every pending retry and forgets every key. */
+  clear(): void {
+    for (const ladder of this.ladders.values()) ladder.pending?.unsubscribe();
+    this.ladders.clear();
+    if (this.pendingCount !== 0) {
+      this.pendingCount = 0;
+      this.config.onPendingChange?.(0);
+    }
+  }
+
+  private delay(retry: number): number {
+    if (retry < this.fastAttempts) return this.fast;
+    return Math.min(this.slow * 2 ** (retry - this.fastAttempts), this.maxSlow);
+  }
+
+  private count(delta: number): void {
+    this.pendingCount += delta;
+    this.config.onPendingChange?.(this.pendingCount);
+  }
+}

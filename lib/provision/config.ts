@@ -79,6 +79,16 @@ export interface RxfleetSettings {
   electionApiPrefix: string;
   /** The longest a candidate waits between attempts (DECISIONS P14); undefined: a quarter of the bucket TTL. */
   electionCandidateIntervalMs: number | undefined;
+  /** `active-active`: several instances share the fleet, each node claimed in a KV bucket (DECISIONS P16). */
+  mode: 'single' | 'active-active';
+  /** `persistent`: long-running helper processes speaking one JSON line each way (DECISIONS P17). */
+  helperMode: 'per-node' | 'persistent';
+  /** Persistent helper processes; `helper_processes: 0` (the default) resolved to min(workers, CPUs). */
+  helperProcesses: number;
+  /** The claims' JetStream KV bucket (active-active). */
+  claimsBucket: string;
+  /** Where the claims bucket's JetStream API is: `choria.streams` (default) or `$JS.API`. */
+  claimsApiPrefix: string;
 }
 
 /** The outcome of reading a configuration: the config when there is no error, and every problem. */
@@ -237,11 +247,18 @@ export function parseProvisionerConfig(text: string, options: ParseConfigOptions
   if (features.upgrades && c.upgrades_repository === '' && c.upgrades_optional === false) {
     error('upgrades_repository', 'required when features.upgrades is on and upgrades_optional is false (updates_repository not configured for upgrades feature)');
   }
+  if (c.rxfleet.mode === 'active-active' && c.leader_election === true) {
+    error('rxfleet.mode', 'active-active and leader_election are two ways of sharing one fleet: choose one (set leader_election: false for active-active)');
+  }
+  const workers = c.workers === 0 ? cpus : c.workers;
+  if (typeof c.rxfleet.helper_processes === 'number' && c.rxfleet.helper_processes > workers) {
+    warn('rxfleet.helper_processes', `${c.rxfleet.helper_processes} processes for ${workers} workers: at most one request per worker is in flight, so the others stand idle`);
+  }
   if (problems.some((p) => p.severity === 'error')) return { config: undefined, problems };
 
   const config: ProvisionerConfig = {
     file,
-    workers: c.workers === 0 ? cpus : c.workers,
+    workers,
     interval: c.interval,
     intervalMs,
     logDestination: logDestination(c.logfile),
@@ -273,6 +290,11 @@ export function parseProvisionerConfig(text: string, options: ParseConfigOptions
       helperTimeoutMs,
       electionApiPrefix: c.rxfleet.election_api_prefix,
       electionCandidateIntervalMs,
+      mode: c.rxfleet.mode,
+      helperMode: c.rxfleet.helper_mode,
+      helperProcesses: c.rxfleet.helper_processes === 0 ? Math.max(1, Math.min(workers, cpus)) : c.rxfleet.helper_processes,
+      claimsBucket: c.rxfleet.claims_bucket,
+      claimsApiPrefix: c.rxfleet.claims_api_prefix,
     },
   };
   return { config, problems };
@@ -326,6 +348,11 @@ interface RawConfig {
     helper_timeout: string;
     election_api_prefix: string;
     election_candidate_interval: string;
+    mode: RxfleetSettings['mode'];
+    helper_mode: RxfleetSettings['helperMode'];
+    helper_processes: number;
+    claims_bucket: string;
+    claims_api_prefix: string;
   };
 }
 

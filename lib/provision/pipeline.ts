@@ -18,9 +18,18 @@ export type CycleOutcome = Outcome<CycleResult>;
 
 /**
  * How a cycle that did not fail ended (choria-provisioner.md §3.11), plus `locked`: the node's
- * provisioning lock is held by another provisioner (DECISIONS P10).
+ * provisioning lock is held by another provisioner (DECISIONS P10), and `claimed`: in active-active
+ * mode another instance holds the node's claim, so no cycle ran (DECISIONS P16).
  */
-export type CycleResult = 'provisioned' | 'shutdown' | 'upgraded' | 'locked';
+export type CycleResult = 'provisioned' | 'shutdown' | 'upgraded' | 'locked' | 'claimed';
+
+/**
+ * Runs a ticket's cycle under a claim on its node (active-active, DECISIONS P16): {@link NodeClaims}
+ * in `claims.ts`. The cycle is only subscribed while the claim is held.
+ */
+export interface ClaimStage {
+  around(ticket: HostTicket, cycle: () => Observable<CycleOutcome>): Observable<CycleOutcome>;
+}
 
 /** What the pipeline reports as it goes: the daemon turns these into metrics and log lines. */
 export interface PipelineHooks {
@@ -48,6 +57,8 @@ export interface ProvisionPipelineConfig {
   lost?: Observable<unknown>;
   /** The pause state every reader shares. */
   gate: PauseGate;
+  /** Active-active: each node's cycle runs under a claim in a shared bucket. Default: no claims. */
+  claims?: ClaimStage;
   /** The provisioning cycle for one admitted node. */
   provision: (ticket: HostTicket) => ObservableInput<CycleOutcome>;
   /** Milliseconds between discovery rounds; also the admission window. */
@@ -76,8 +87,9 @@ export interface ProvisionPipelineConfig {
  * The provisioner, as the design card says it: discovery ticks (every `interval`, plus one at
  * start) and election-won triggers start discovery rounds, which with lifecycle startup messages
  * pass `pauseWhen`; each sighting goes through admission (a ledger keyed by identity, window
- * `interval`, bounded queue); the worker pool runs the provisioning cycle for each current ticket;
- * the outcome releases the identity now (failure, upgrade), after `settleMs` (provisioned,
+ * `interval`, bounded queue); the worker pool runs the provisioning cycle for each current ticket,
+ * under a claim on the node when `claims` is given (active-active); the outcome releases the
+ * identity now (failure, upgrade, claimed by another instance), after `settleMs` (provisioned,
  * shutdown) or after `lockHoldMs` (another provisioner holds the node's lock); a lost election
  * resets the ledger.
  *
@@ -96,7 +108,8 @@ export function provisionPipeline(config: ProvisionPipelineConfig): Observable<P
   const lockHoldMs = config.lockHoldMs ?? 120_000;
   // An upgraded node restarts still in provisioning mode and must be provisioned again at once; a
   // configured or shut-down node keeps its key while it goes away; a locked one while its lock lasts.
-  const holdFor: Record<CycleResult, number> = { provisioned: settleMs, shutdown: settleMs, upgraded: 0, locked: lockHoldMs };
+  const holdFor: Record<CycleResult, number> = { provisioned: settleMs, shutdown: settleMs, upgraded: 0, locked: lockHoldMs, claimed: 0 };
+  const claimed = (ticket: HostTicket, cycle: () => Observable<CycleOutcome>): Observable<CycleOutcome> => (config.claims === undefined ? cycle() : config.claims.around(ticket, cycle));
   const ledger =
     config.ledger ?? new AdmissionLedger<Sighting, string>({ key: (s) => s.identity, window: interval, capacity: config.queueCapacity ?? 50_000, scheduler });
 
@@ -127,7 +140,7 @@ export function provisionPipeline(config: ProvisionPipelineConfig): Observable<P
     workerPool<HostTicket, CycleResult>({
       concurrency: workers,
       work: (ticket) => {
-        const outcome$ = from(provision(ticket));
+        const outcome$ = claimed(ticket, () => from(provision(ticket)));
         return outcome$.pipe(
           map((outcome): CycleOutcome => {
             if (outcome.status !== 'done') return outcome;

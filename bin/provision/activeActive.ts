@@ -1,6 +1,6 @@
 import { NatsConnection } from '@nats-io/transport-node';
 import { Registry } from 'prom-client';
-import { Observable, SchedulerLike, Subscription, of } from 'rxjs';
+import { Observable, ReplaySubject, SchedulerLike, Subscription, of } from 'rxjs';
 import { PauseGate, failed } from '@rxfleet/operators';
 import { formatGoDuration } from '../../lib/choria/duration';
 import { errorMessage } from '../../lib/choria/errors';
@@ -42,6 +42,8 @@ export interface ActiveActive {
   spread(identities: string[]): string[];
   /** Whether the claims bucket is set up (its TTL read). */
   ready(): boolean;
+  /** Emits once the bucket is set up and the gate open: the first discovery round may run (the one at start was skipped while closed). */
+  readonly setUp$: Observable<void>;
   stop(): void;
 }
 
@@ -57,6 +59,7 @@ export function startActiveActive(options: ActiveActiveOptions): ActiveActive {
   const store = options.store ?? natsClaimStore({ nc: options.nc, bucket: config.rxfleet.claimsBucket, apiPrefix: config.rxfleet.claimsApiPrefix });
   const random = options.random ?? Math.random;
   let claims: NodeClaims | undefined;
+  const setUpDone = new ReplaySubject<void>(1);
 
   const setUp: Subscription = readClaimsTtl(store, {
     scheduler,
@@ -92,6 +95,8 @@ export function startActiveActive(options: ActiveActiveOptions): ActiveActive {
       logger.warn({ ttlMs, intervalMs }, `claims live ${formatGoDuration(ttlMs)}, less than twice the interval: sightings older than that are skipped rather than risk a node another instance has finished`);
     }
     gate.resume();
+    setUpDone.next();
+    setUpDone.complete();
   });
 
   return {
@@ -101,6 +106,7 @@ export function startActiveActive(options: ActiveActiveOptions): ActiveActive {
     },
     spread: (identities) => rotateRound(identities, random() * identities.length),
     ready: () => claims !== undefined,
+    setUp$: setUpDone.asObservable(),
     stop: () => setUp.unsubscribe(),
   };
 }

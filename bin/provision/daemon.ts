@@ -1,6 +1,6 @@
 import { setMaxListeners } from 'node:events';
 import { Registry } from 'prom-client';
-import { Observable, SchedulerLike, Subject, Subscription, asyncScheduler, distinctUntilChanged, filter, map, share, tap } from 'rxjs';
+import { EMPTY, Observable, SchedulerLike, Subject, Subscription, asyncScheduler, distinctUntilChanged, filter, map, merge, pairwise, share, tap } from 'rxjs';
 import { AdmissionLedger, PauseGate, PoolResult } from '@rxfleet/operators';
 import { BadMessageSource, BadMessages } from '../../lib/choria/badMessages';
 import { ChoriaClientConfig } from '../../lib/choria/clientConfig';
@@ -405,6 +405,15 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
     startupEvents: lifecycleEvents(nc, { component: config.lifecycleComponent, badMessages, logger, ...(activeActive !== undefined ? { queue: STARTUP_QUEUE_GROUP } : {}) }).pipe(map((event) => event.identity)),
     ...(activeActive !== undefined ? { claims: activeActive.claims } : {}),
     ...(won$ !== undefined ? { won: won$ } : {}),
+    // A round at once after a reconnect (startup events sent meanwhile were lost: core NATS is at
+    // most once) and once active-active is set up (the round at start ran while the gate was closed).
+    discoverNow: merge(
+      connection.state$.pipe(
+        pairwise(),
+        filter(([before, now]) => before === 'disconnected' && now === 'connected'),
+      ),
+      activeActive?.setUp$ ?? EMPTY,
+    ),
     ...(lost$ !== undefined ? { lost: lost$ } : {}),
     gate,
     provision: (ticket) => cycle.outcome(ticket, hardStop.signal),

@@ -53,6 +53,8 @@ export interface ProvisionPipelineConfig {
   startupEvents: Observable<string>;
   /** Each emission is a won election: discover at once. */
   won?: Observable<unknown>;
+  /** Each emission asks for a discovery round at once too (a reconnect to the broker, active-active set up). */
+  discoverNow?: Observable<unknown>;
   /** Each emission is a lost election: the ledger is reset (the gate is paused by whoever owns it). */
   lost?: Observable<unknown>;
   /** The pause state every reader shares. */
@@ -85,7 +87,8 @@ export interface ProvisionPipelineConfig {
 
 /**
  * The provisioner, as the design card says it: discovery ticks (every `interval`, plus one at
- * start) and election-won triggers start discovery rounds, which with lifecycle startup messages
+ * start), election-won triggers and other requests for a round at once (`discoverNow`) start
+ * discovery rounds, which with lifecycle startup messages
  * pass `pauseWhen`; each sighting goes through admission (a ledger keyed by identity, window
  * `interval`, bounded queue); the worker pool runs the provisioning cycle for each current ticket,
  * under a claim on the node when `claims` is given (active-active); the outcome releases the
@@ -103,7 +106,7 @@ export interface ProvisionPipelineConfig {
  *   the work already admitted has finished.
  */
 export function provisionPipeline(config: ProvisionPipelineConfig): Observable<PoolResult<HostTicket, CycleResult>> {
-  const { discover, startupEvents, won = EMPTY, lost = EMPTY, gate, provision, interval, workers, hooks = {}, scheduler = asyncScheduler } = config;
+  const { discover, startupEvents, won = EMPTY, discoverNow = EMPTY, lost = EMPTY, gate, provision, interval, workers, hooks = {}, scheduler = asyncScheduler } = config;
   const settleMs = config.settleMs ?? 60_000;
   const lockHoldMs = config.lockHoldMs ?? 120_000;
   // An upgraded node restarts still in provisioning mode and must be provisioned again at once; a
@@ -113,7 +116,7 @@ export function provisionPipeline(config: ProvisionPipelineConfig): Observable<P
   const ledger =
     config.ledger ?? new AdmissionLedger<Sighting, string>({ key: (s) => s.identity, window: interval, capacity: config.queueCapacity ?? 50_000, scheduler });
 
-  const discoveryRounds$ = merge(timer(0, interval, scheduler), won).pipe(
+  const discoveryRounds$ = merge(timer(0, interval, scheduler), won, discoverNow).pipe(
     pauseWhen(gate.paused$, { onDrop: () => hooks.discoverySkipped?.() }),
     exhaustMap(() => {
       hooks.discoveryStarted?.();

@@ -29,9 +29,9 @@ export interface RxfleetProcess {
   running(): boolean;
 }
 
-/** Starts `rxfleet ...args`; stdout is parsed as JSON lines where it can be. */
-export function startRxfleet(args: string[]): RxfleetProcess {
-  const child = spawn(process.execPath, [RXFLEET_BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+/** Starts `rxfleet ...args`; stdout is parsed as JSON lines where it can be. `nodeArgs` go to node itself (`--cpu-prof`). */
+export function startRxfleet(args: string[], options: { nodeArgs?: string[] } = {}): RxfleetProcess {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), RXFLEET_BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   const lines: Record<string, unknown>[] = [];

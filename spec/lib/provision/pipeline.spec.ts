@@ -187,6 +187,28 @@ describe('provisionPipeline', () => {
     expect(log.filter((l) => !l.endsWith('discover'))).toEqual(['0 admit owned via event', '6 refuse owned held', '14 admit owned via event']);
   });
 
+  it('a discoverNow emission starts a round at once, as a won election does, unless paused', () => {
+    const scheduler = newScheduler();
+    const { hooks, log } = recorder(scheduler);
+    const gate = new PauseGate();
+    scheduler.run(({ cold, hot }) => {
+      const sub = provisionPipeline({
+        discover: () => of([]),
+        startupEvents: hot('-'),
+        discoverNow: hot('---r----r', { r: 'reconnected' }),
+        gate,
+        provision: () => cold('d', { d: done('provisioned') as CycleOutcome }),
+        interval: 100,
+        workers: 1,
+        hooks,
+        scheduler,
+      }).subscribe();
+      scheduler.schedule(() => gate.pause(), 6);
+      scheduler.schedule(() => sub.unsubscribe(), 20);
+    });
+    expect(log).toEqual(['0 discover', '3 discover', '8 skip discovery']);
+  });
+
   it('with a claim stage every cycle runs under it; a node claimed elsewhere is released at once, a provisioned one after the settle (P16)', () => {
     const scheduler = newScheduler();
     const { hooks, log } = recorder(scheduler);

@@ -8,6 +8,7 @@ import { loadProvisionerConfig } from '../streams/provisionerConfigFile';
 import { connectionPlan } from '../streams/choria/connectionPlan';
 import { ProvisionerDaemon, startProvisioner } from './provision/daemon';
 import { handleShutdownSignals } from './shutdown';
+import { applyDaemonHeapPolicy } from './provision/heapPolicy';
 
 /** The options of `rxfleet provision`, as commander parses them. */
 export interface ProvisionOptions {
@@ -91,6 +92,7 @@ export async function runProvision(options: ProvisionOptions): Promise<number> {
   });
 
   try {
+    applyDaemonHeapPolicy(logger);
     daemon = await startProvisioner({ config, choria: choria.config, logger, version: options.version });
   } catch (error) {
     removeHandlers();

@@ -1,4 +1,5 @@
 import { EMPTY, NEVER, Observable, ObservableInput, SchedulerLike, asyncScheduler, catchError, exhaustMap, from, map, merge, mergeMap, takeUntil, tap, timer } from 'rxjs';
+import { batchedDelays } from './batchedDelays';
 import { AdmissionLedger, Outcome, PauseGate, PoolResult, Refusal, Ticket, admit, pauseWhen, workerPool } from '@rxfleet/operators';
 
 /** Where a sighting of a node came from; the two sources are counted apart. */
@@ -153,7 +154,8 @@ export function provisionPipeline(config: ProvisionPipelineConfig): Observable<P
         );
       },
       onBusy: (n) => hooks.busy?.(n),
-      scheduler,
+      // A provisioned node's delayed release is one entry in a ring, not a timer of its own.
+      scheduler: batchedDelays(scheduler),
     }),
     tap((result) => hooks.finished?.(result)),
   );

@@ -32,6 +32,8 @@ export interface ProvisionerProcess {
   readonly callerId: string;
   readonly process: RxfleetProcess;
   metrics(): Promise<string>;
+  /** Whether its /ready answers 200 (false if it cannot be asked). */
+  ready(): Promise<boolean>;
   /** Whether its `choria_election_leader` gauge says it leads; false if it cannot be asked. */
   leads(): Promise<boolean>;
   /** Epoch ms of its first log line with this message, once it has logged it. */
@@ -41,12 +43,14 @@ export interface ProvisionerProcess {
 export interface ProvisionerSettings {
   helper?: string;
   workers?: number;
-  /** How the instances share the fleet. Default `leader_election`. */
-  mode?: 'leader_election' | 'active-active';
+  /** How the instances share the fleet (`single`: they do not). Default `leader_election`. */
+  mode?: 'leader_election' | 'active-active' | 'single';
   /** `rxfleet.helper_mode`. Default per-node. */
   helperMode?: 'per-node' | 'persistent';
   /** Arguments for node itself (`--cpu-prof`, `--heap-prof`), before the command's. */
   nodeArgs?: string[];
+  /** `loglevel`. Default info. */
+  logLevel?: 'debug' | 'info' | 'warn' | 'error';
   /** Run with `--debug` (the election's create and refresh steps are debug lines). */
   debug?: boolean;
 }
@@ -108,7 +112,8 @@ export class ElectionFleet {
       `workers: ${settings.workers ?? 4}`,
       `monitor_port: ${monitorPort}`,
       `site: ${name}`,
-      settings.mode === 'active-active' ? 'leader_election: false' : 'leader_election: true',
+      ...(settings.logLevel !== undefined ? [`loglevel: ${settings.logLevel}`] : []),
+      settings.mode === undefined || settings.mode === 'leader_election' ? 'leader_election: true' : 'leader_election: false',
       `rxfleet: {nats_user: ${PROVISIONER.user}, nats_password: ${PROVISIONER.password}, shutdown_grace: 2s${settings.mode === 'active-active' ? ', mode: active-active' : ''}${settings.helperMode !== undefined ? `, helper_mode: ${settings.helperMode}` : ''}}`,
     ].join('\n'));
     const choria = this.file(`${name}.cfg`, `identity = ${identity}\nplugin.choria.middleware_hosts = ${this.server.url}\n`);
@@ -120,6 +125,7 @@ export class ElectionFleet {
       callerId: callerIdFor(identity),
       process,
       metrics,
+      ready: async () => (await fetch(`http://127.0.0.1:${monitorPort}/ready`).then((r) => r.status, () => 0)) === 200,
       leads: async () => {
         if (!process.running()) return false;
         const text = await metrics().catch(() => '');

@@ -251,7 +251,7 @@ export function parseProvisionerConfig(text: string, options: ParseConfigOptions
     error('rxfleet.mode', 'active-active and leader_election are two ways of sharing one fleet: choose one (set leader_election: false for active-active)');
   }
   const workers = c.workers === 0 ? cpus : c.workers;
-  if (typeof c.rxfleet.helper_processes === 'number' && c.rxfleet.helper_processes > workers) {
+  if (usable('workers') && usable('rxfleet.helper_processes') && c.rxfleet.helper_processes > 0 && c.rxfleet.helper_processes > workers) {
     warn('rxfleet.helper_processes', `${c.rxfleet.helper_processes} processes for ${workers} workers: at most one request per worker is in flight, so the others stand idle`);
   }
   if (problems.some((p) => p.severity === 'error')) return { config: undefined, problems };

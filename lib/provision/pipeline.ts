@@ -1,6 +1,6 @@
 import { EMPTY, NEVER, Observable, ObservableInput, SchedulerLike, asyncScheduler, catchError, exhaustMap, from, map, merge, mergeMap, takeUntil, tap, timer } from 'rxjs';
-import { batchedDelays } from './batchedDelays';
 import { AdmissionLedger, Outcome, PauseGate, PoolResult, Refusal, Ticket, admit, pauseWhen, workerPool } from '@rxfleet/operators';
+import { batchedDelays } from './batchedDelays';
 
 /** Where a sighting of a node came from; the two sources are counted apart. */
 export type SightingSource = 'discovery' | 'event';
@@ -89,8 +89,7 @@ export interface ProvisionPipelineConfig {
 /**
  * The provisioner, as the design card says it: discovery ticks (every `interval`, plus one at
  * start), election-won triggers and other requests for a round at once (`discoverNow`) start
- * discovery rounds, which with lifecycle startup messages
- * pass `pauseWhen`; each sighting goes through admission (a ledger keyed by identity, window
+ * discovery rounds, which with lifecycle startup messages pass `pauseWhen`; each sighting goes through admission (a ledger keyed by identity, window
  * `interval`, bounded queue); the worker pool runs the provisioning cycle for each current ticket,
  * under a claim on the node when `claims` is given (active-active); the outcome releases the
  * identity now (failure, upgrade, claimed by another instance), after `settleMs` (provisioned,
@@ -113,7 +112,7 @@ export function provisionPipeline(config: ProvisionPipelineConfig): Observable<P
   // An upgraded node restarts still in provisioning mode and must be provisioned again at once; a
   // configured or shut-down node keeps its key while it goes away; a locked one while its lock lasts.
   const holdFor: Record<CycleResult, number> = { provisioned: settleMs, shutdown: settleMs, upgraded: 0, locked: lockHoldMs, claimed: 0 };
-  const claimed = (ticket: HostTicket, cycle: () => Observable<CycleOutcome>): Observable<CycleOutcome> => (config.claims === undefined ? cycle() : config.claims.around(ticket, cycle));
+  const underClaim = (ticket: HostTicket, cycle: () => Observable<CycleOutcome>): Observable<CycleOutcome> => (config.claims === undefined ? cycle() : config.claims.around(ticket, cycle));
   const ledger =
     config.ledger ?? new AdmissionLedger<Sighting, string>({ key: (s) => s.identity, window: interval, capacity: config.queueCapacity ?? 50_000, scheduler });
 
@@ -144,7 +143,7 @@ export function provisionPipeline(config: ProvisionPipelineConfig): Observable<P
     workerPool<HostTicket, CycleResult>({
       concurrency: workers,
       work: (ticket) => {
-        const outcome$ = claimed(ticket, () => from(provision(ticket)));
+        const outcome$ = underClaim(ticket, () => from(provision(ticket)));
         return outcome$.pipe(
           map((outcome): CycleOutcome => {
             if (outcome.status !== 'done') return outcome;

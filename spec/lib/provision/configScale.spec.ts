@@ -44,5 +44,8 @@ describe('parseProvisionerConfig: helper mode, active-active and claims', () => 
     expect(problems('workers: 2\nrxfleet: {helper_mode: persistent, helper_processes: 5}')).toEqual([
       'warning rxfleet.helper_processes: 5 processes for 2 workers: at most one request per worker is in flight, so the others stand idle',
     ]);
+    // Not when workers is itself refused, nor for the default.
+    expect(problems('workers: -1\nrxfleet: {helper_processes: 5}').filter((p) => p.startsWith('warning'))).toEqual([]);
+    expect(problems('workers: 1').filter((p) => p.startsWith('warning'))).toEqual([]);
   });
 });

@@ -1,138 +1,82 @@
 /**
- * `npm run bench:provision`: `rxfleet provision` (the built command, as a user runs it) provisioning
- * a fleet run by `rxfleet simulate` (another process, as a real fleet would be) over a private
- * nats-server, with the minimal sample helper. One JSON line per figure.
+ * `npm run bench:provision`: `rxfleet provision` (the built command, as a user runs it)
+ * provisioning a fleet run by `rxfleet simulate` (another process, as a real fleet would be) over
+ * a private nats-server, features none (inventory, helper, configure, restart per node). One JSON
+ * line per figure, each beside the limit it is bound by, measured in the same run:
  *
- * - For each RPC latency (0 and 50 ms) and worker count (16 and 256): nodes provisioned per second
- *   (from the daemon's first /ready to its `provisioned` counter reaching the fleet size), the
- *   daemon's peak RSS (VmHWM) and CPU seconds per node (utime + stime over the run, helpers not
- *   included: they are other processes).
- * - Beside them, the two physical limits measured in the same run: request/reply round trips per
- *   second over the same nats-server (raw nats.js, 1 and 64 in flight), and helper runs per second
- *   with the minimal helper (1 and 16 at once).
+ * - a helper per node (`per-node-sh`: `bench/helpers/sh-helper.sh`, the minimal helper's answer in
+ *   POSIX sh): beside the helper-start limit, the daemon's own `HelperRunner` starting the same
+ *   helper with as many at once as the daemon has workers;
+ * - the persistent helper (`persistent-sh`: `examples/helpers/persistent-helper.sh`): beside the
+ *   NATS request/reply limit with 64 in flight, divided by the three RPCs of a cycle, and the
+ *   persistent helper's own round trips with the same processes;
  *
- * HELPER chooses the helper: `sh` (default, `bench/helpers/sh-helper.sh`: the minimal helper's
- * answer in POSIX sh, so the figure is the provisioner's) or `sample` (the Node.js sample helper,
- * `examples/helpers/minimal-helper.mjs`: then the figure is the helper's start-up).
+ * and for each: nodes per second from the daemon's first /ready to its `provisioned` counter
+ * reaching the fleet size, the daemon's CPU per node and peak RSS, its RSS as the run goes (at 10,
+ * 50, 90 and 100 % provisioned: flat once the fleet is admitted), failed cycles by step, and the
+ * fleet's own count of provisioned nodes and duplicates. The load average at the start and end and
+ * the exact command come first and last.
  *
- * NODES (default 10000), LATENCIES (0,50), WORKERS (16,256), LIMIT_SECONDS (3) and
- * RUN_TIMEOUT_MINUTES (60) change the run.
+ * NODES (default 10000,50000,100000), HELPERS (per-node-sh,persistent-sh; also per-node-node and
+ * persistent-node, the Node.js samples), WORKERS (64), LATENCY (ms per reply, 0),
+ * HELPER_PROCESSES (0: the daemon's default), LIMIT_SECONDS (3), RUN_TIMEOUT_MINUTES (60) change
+ * the run; DAEMON_NODE_ARGS passes flags to the daemon's node. PROFILE=cpu,heap runs the daemon under `node --cpu-prof --heap-prof` and prints where
+ * its CPU went and what its heap held (PROFILE_DIR keeps the profiles; default a temporary
+ * directory, removed).
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { HelperRunner } from '../streams/helper/helperRunner';
-import { buildHelperInput } from '../lib/provision/helperInput';
 import { sampleHelperPath } from '../bin/sampleHelpers';
-import { openNatsConnection } from '../streams/natsConnection';
 import { freePort, startNatsServer } from '../streams/natsServerProcess';
-import { sampleValue } from '../spec/helpers/provisioner';
-import { RxfleetProcess, startRxfleet } from '../spec/helpers/rxfleetProcess';
 import { waitFor } from '../spec/helpers/waitFor';
-import { benchOutput } from './machineLoad';
+import { failures, helperStartLimit, metric, natsLimits, now, onInterrupt, persistentHelperLimit, print, printFooter, printHeader, processUsage, round, sleep, start, stop } from './provisionHarness';
+import { profiles, summariseCpuProfile, summariseHeapProfile } from './profileSummary';
 
-const NODES = Number(process.env.NODES ?? 10_000);
-const LATENCIES = (process.env.LATENCIES ?? '0,50').split(',').map(Number);
-const WORKERS = (process.env.WORKERS ?? '16,256').split(',').map(Number);
+const NODES = (process.env.NODES ?? '10000,50000,100000').split(',').map(Number);
+const HELPERS = (process.env.HELPERS ?? 'per-node-sh,persistent-sh').split(',');
+const WORKERS = Number(process.env.WORKERS ?? 64);
+const LATENCY = Number(process.env.LATENCY ?? 0);
+const HELPER_PROCESSES = Number(process.env.HELPER_PROCESSES ?? 0);
 const LIMIT_SECONDS = Number(process.env.LIMIT_SECONDS ?? 3);
 const RUN_TIMEOUT_MS = Number(process.env.RUN_TIMEOUT_MINUTES ?? 60) * 60_000;
+const PROFILE = (process.env.PROFILE ?? '').split(',').filter((p) => p === 'cpu' || p === 'heap');
+/** Flags for the daemon's node (`--max-old-space-size=128`), to see what the runtime's settings change. */
+const DAEMON_NODE_ARGS = (process.env.DAEMON_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
 const TOKEN = 'bench-token';
-const HELPER = process.env.HELPER === 'sample' ? sampleHelperPath('minimal-helper') : join(__dirname, 'helpers/sh-helper.sh');
-const CLOCK_TICKS = 100; // Linux USER_HZ: /proc times are in hundredths of a second.
+/** RPCs in a cycle with no feature on: inventory, configure, restart. */
+const RPCS_PER_CYCLE = 3;
 
-const now = (): number => Number(process.hrtime.bigint()) / 1e6;
-// The load average at the start and the end; every figure marked when the machine was busy.
-const print = benchOutput('bench:provision').print;
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const HELPER_COMMANDS: Record<string, { mode: 'per-node' | 'persistent'; command: string }> = {
+  'per-node-sh': { mode: 'per-node', command: join(__dirname, 'helpers/sh-helper.sh') },
+  'per-node-node': { mode: 'per-node', command: sampleHelperPath('minimal-helper') },
+  'persistent-sh': { mode: 'persistent', command: sampleHelperPath('persistent-helper.sh') },
+  'persistent-node': { mode: 'persistent', command: sampleHelperPath('persistent-helper') },
+};
 
-/** Runs `call` with `inFlight` always outstanding for `seconds`; completed calls per second. */
-async function perSecond(inFlight: number, seconds: number, call: () => Promise<unknown>): Promise<number> {
-  let done = 0;
-  const start = now();
-  const stopAt = start + seconds * 1000;
-  const lane = async (): Promise<void> => {
-    while (now() < stopAt) {
-      await call();
-      done++;
-    }
-  };
-  await Promise.all(Array.from({ length: inFlight }, lane));
-  return Math.round((done / (now() - start)) * 10_000) / 10;
+/** The daemon's own default: the worker count, at most one per CPU. */
+const helperProcesses = (): number => (HELPER_PROCESSES > 0 ? HELPER_PROCESSES : Math.max(1, Math.min(WORKERS, availableParallelism())));
+
+interface Run {
+  nodes: number;
+  helper: string;
 }
 
-/** CPU seconds (user + system) and peak RSS (MiB) of a process, from /proc. */
-function processUsage(pid: number): { cpuSeconds: number; peakRssMiB: number } {
-  // Fields after the command name (which may hold spaces) start at field 3; utime and stime are 14 and 15.
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const cpuSeconds = (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
-  const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return { cpuSeconds, peakRssMiB: Math.round(Number(hwm?.[1] ?? 0) / 102.4) / 10 };
-}
-
-// Every child, so an interrupted run (Ctrl-C) leaves no daemon, fleet or nats-server behind.
-const children = new Set<RxfleetProcess>();
-let cleanUp: () => Promise<void> = async () => undefined;
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    for (const child of children) child.child.kill('SIGKILL');
-    void cleanUp().finally(() => process.exit(130));
-  });
-}
-
-/** `rxfleet ...args`, its stdout always read (a paused pipe would stall the process measured). */
-function start(args: string[]): RxfleetProcess {
-  const child = startRxfleet(args);
-  children.add(child);
-  void child.exited.then(() => children.delete(child));
-  return child;
-}
-
-async function stop(child: RxfleetProcess): Promise<void> {
-  if (child.running()) child.child.kill('SIGTERM');
-  const killer = setTimeout(() => child.child.kill('SIGKILL'), 30_000);
-  await child.exited;
-  clearTimeout(killer);
-}
-
-/** A sample's value from /metrics; NaN when the scrape failed (a daemon under full load may reset it). */
-async function metric(port: number, name: string): Promise<number> {
-  const text = await fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text(), () => '');
-  return sampleValue(text, name);
-}
-
-async function limits(url: string): Promise<Record<string, number>> {
-  const a = await openNatsConnection({ servers: [url], name: 'bench-requester' });
-  const b = await openNatsConnection({ servers: [url], name: 'bench-responder' });
-  // A payload the size of a Choria RPC request.
-  const payload = new Uint8Array(900).fill(120);
-  b.nc.subscribe('bench.echo', { callback: (_, msg) => void msg.respond(msg.data) });
-  await b.nc.flush();
-  const request = () => a.nc.request('bench.echo', payload, { timeout: 5000 });
-  const rr1 = await perSecond(1, LIMIT_SECONDS, request);
-  const rr64 = await perSecond(64, LIMIT_SECONDS, request);
-  await a.drain();
-  await b.drain();
-
-  const runner = new HelperRunner({ command: HELPER });
-  const input = buildHelperInput({ identity: 'node-1.example.net', inventory: { version: '0.29.4' } });
-  const helpers1 = await perSecond(1, LIMIT_SECONDS, () => runner.run(input));
-  const helpers16 = await perSecond(16, LIMIT_SECONDS, () => runner.run(input));
-  const figures = { request_reply_per_second_1_in_flight: rr1, request_reply_per_second_64_in_flight: rr64, helper_runs_per_second_1_at_once: helpers1, helper_runs_per_second_16_at_once: helpers16 };
-  print({ figure: 'physical limits', ...figures });
-  return figures;
-}
-
-async function provisionRun(url: string, dir: string, latency: number, workers: number, baseline: Record<string, number>): Promise<void> {
-  const fleet = start(['simulate', '--nats', url, '--nodes', String(NODES), '--token', TOKEN, '--latency', `${latency}ms`, '--restart-delay', '0', '--json', '--report-every', '0', '--log-level', 'error']);
+async function provisionRun(url: string, brokerPid: number, dir: string, run: Run, limits: Record<string, number>): Promise<void> {
+  const helper = HELPER_COMMANDS[run.helper];
+  const fleet = start(['simulate', '--nats', url, '--nodes', String(run.nodes), '--token', TOKEN, '--latency', `${LATENCY}ms`, '--restart-delay', '0', '--json', '--report-every', '0', '--log-level', 'error']);
   await fleet.next((l) => l.type === 'ready');
 
   const port = await freePort();
-  const config = join(dir, `provision-${latency}-${workers}.yaml`);
-  writeFileSync(config, [`helper: ${HELPER}`, `token: ${TOKEN}`, 'choria_insecure: true', `workers: ${workers}`, `monitor_port: ${port}`, 'loglevel: error', 'interval: 1m'].join('\n'));
+  const name = `provision-${run.nodes}-${run.helper}`;
+  const config = join(dir, `${name}.yaml`);
+  const rxfleet = [`helper_mode: ${helper.mode}`, `queue_capacity: ${Math.max(50_000, run.nodes)}`, ...(helper.mode === 'persistent' ? [`helper_processes: ${helperProcesses()}`] : [])];
+  writeFileSync(config, [`helper: ${helper.command}`, `token: ${TOKEN}`, 'choria_insecure: true', `workers: ${WORKERS}`, `monitor_port: ${port}`, 'loglevel: error', 'interval: 1m', `rxfleet: {${rxfleet.join(', ')}}`].join('\n'));
   const choria = join(dir, 'choria.cfg');
   writeFileSync(choria, `identity = bench-provisioner.example.net\nplugin.choria.middleware_hosts = ${url}\n`);
-  const daemon = start(['provision', '--config', config, '--choria-config', choria]);
+  const profileDir = PROFILE.length > 0 ? (process.env.PROFILE_DIR ?? join(dir, 'profiles', name)) : undefined;
+  const nodeArgs = profileDir === undefined ? [...DAEMON_NODE_ARGS] : [...DAEMON_NODE_ARGS, ...(PROFILE.includes('cpu') ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), ...(PROFILE.includes('heap') ? ['--heap-prof', `--heap-prof-dir=${profileDir}`] : [])];
+  const daemon = start(['provision', '--config', config, '--choria-config', choria], nodeArgs);
   try {
     await waitFor(async () => {
       if (!daemon.running()) throw new Error(`the daemon exited before it was ready: ${daemon.stderr().slice(-500)}`);
@@ -140,77 +84,98 @@ async function provisionRun(url: string, dir: string, latency: number, workers: 
     }, 'the daemon to be ready', 60_000);
     const pid = daemon.child.pid as number;
     const before = processUsage(pid);
+    // Where the rest of the machine goes: the fleet's and the broker's CPU over the same run.
+    const fleetBefore = processUsage(fleet.child.pid as number);
+    const brokerBefore = processUsage(brokerPid);
     const started = now();
     let provisioned = 0;
-    while (provisioned < NODES && now() - started < RUN_TIMEOUT_MS) {
-      await sleep(250);
+    const rssAt: Record<string, number> = {};
+    while (provisioned < run.nodes && now() - started < RUN_TIMEOUT_MS) {
+      await sleep(500);
       const value = await metric(port, 'choria_provisioner_provisioned');
       if (!Number.isNaN(value)) provisioned = value;
+      const { rssMiB } = processUsage(pid);
+      for (const percent of [10, 50, 90, 100]) if (provisioned >= (run.nodes * percent) / 100) rssAt[`${percent}%`] ??= rssMiB;
     }
     const seconds = (now() - started) / 1000;
     const after = processUsage(pid);
+    const fleetAfter = processUsage(fleet.child.pid as number);
+    const brokerAfter = processUsage(brokerPid);
+    const perNode = (from: { cpuSeconds: number }, to: { cpuSeconds: number }): number | null => (provisioned > 0 ? round(((to.cpuSeconds - from.cpuSeconds) / provisioned) * 1000, 2) : null);
     const errors = await metric(port, 'choria_provisioner_provision_errors');
-    const helperErrors = await metric(port, 'choria_provisioner_helper_errors');
     // The fleet's own count: a node configured twice is a duplicate, whatever the daemon believes.
     await stop(fleet);
     const fleetSummary = await fleet.next((l) => l.type === 'summary').catch(() => ({}) as Record<string, unknown>);
+    const rate = provisioned / seconds;
+    const limit = helper.mode === 'per-node' ? limits[`helper_start_limit_${run.helper}`] : Math.min(limits.request_reply_per_second_64_in_flight / RPCS_PER_CYCLE, limits[`persistent_helper_limit_${run.helper}`]);
+    const { byStep, examples } = failures(daemon.lines);
     print({
       figure: 'nodes provisioned per second',
-      nodes: NODES,
-      rpc_latency_ms: latency,
-      workers,
+      nodes: run.nodes,
+      helper: run.helper,
+      helper_mode: helper.mode,
+      workers: WORKERS,
+      rpc_latency_ms: LATENCY,
       provisioned,
-      finished: provisioned >= NODES,
-      seconds: Math.round(seconds * 10) / 10,
-      nodes_per_second: Math.round((provisioned / seconds) * 10) / 10,
+      finished: provisioned >= run.nodes,
+      seconds: round(seconds),
+      nodes_per_second: round(rate),
+      limit: helper.mode === 'per-node' ? 'helper starts/s, as many at once as workers' : 'min(NATS request/reply with 64 in flight / 3 RPCs per cycle, persistent helper round trips/s)',
+      limit_per_second: round(limit),
+      ratio_to_limit: round(rate / limit, 2),
+      cpu_ms_per_node: perNode(before, after),
+      write_calls_per_node: provisioned > 0 ? round((after.writeCalls - before.writeCalls) / provisioned, 2) : null,
+      read_calls_per_node: provisioned > 0 ? round((after.readCalls - before.readCalls) / provisioned, 2) : null,
+      fleet_cpu_ms_per_node: perNode(fleetBefore, fleetAfter),
+      broker_cpu_ms_per_node: perNode(brokerBefore, brokerAfter),
       peak_rss_mib: after.peakRssMiB,
-      cpu_seconds_per_node: provisioned > 0 ? Math.round(((after.cpuSeconds - before.cpuSeconds) / provisioned) * 1e5) / 1e5 : null,
+      rss_mib_when_provisioned: rssAt,
       provision_errors: errors,
-      helper_errors: helperErrors,
+      failures_by_step: byStep,
+      failure_examples: examples,
       fleet_provisioned: fleetSummary.provisioned,
       fleet_duplicates: fleetSummary.duplicates,
-      // Its error lines (loglevel error) say why nodes failed: counted by the cycle's step.
-      failures_by_step: failuresByStep(daemon.lines),
-      failure_examples: failureExamples(daemon.lines),
-      baseline_helper_runs_per_second_16_at_once: baseline.helper_runs_per_second_16_at_once,
-      baseline_request_reply_per_second_64_in_flight: baseline.request_reply_per_second_64_in_flight,
     });
   } finally {
     await stop(daemon);
     await stop(fleet);
   }
+  if (profileDir !== undefined) printProfiles(profileDir, name);
 }
 
-function failuresByStep(lines: Record<string, unknown>[]): Record<string, number> {
-  const steps: Record<string, number> = {};
-  for (const entry of lines) {
-    const step = typeof entry.step === 'string' ? entry.step : String(entry.msg ?? '').slice(0, 40);
-    steps[step] = (steps[step] ?? 0) + 1;
-  }
-  return steps;
-}
-
-/** The first error message of each step, so a figure says why its failures happened. */
-function failureExamples(lines: Record<string, unknown>[]): Record<string, string> {
-  const examples: Record<string, string> = {};
-  for (const entry of lines) if (typeof entry.step === 'string' && examples[entry.step] === undefined) examples[entry.step] = String(entry.msg ?? '');
-  return examples;
+function printProfiles(dir: string, run: string): void {
+  for (const path of profiles(dir, '.cpuprofile')) print({ figure: 'daemon CPU profile (self time)', run, profile: process.env.PROFILE_DIR === undefined ? undefined : path, ...summariseCpuProfile(path) });
+  for (const path of profiles(dir, '.heapprofile')) print({ figure: 'daemon heap profile at exit (sampled, self size)', run, profile: process.env.PROFILE_DIR === undefined ? undefined : path, ...summariseHeapProfile(path) });
 }
 
 async function main(): Promise<void> {
-  print({ node: process.version, cpus: cpus().length, nodes: NODES, latencies_ms: LATENCIES, workers: WORKERS, helper: HELPER });
+  printHeader('bench/provision.ts', ['NODES', 'HELPERS', 'WORKERS', 'LATENCY', 'HELPER_PROCESSES', 'LIMIT_SECONDS', 'RUN_TIMEOUT_MINUTES', 'PROFILE', 'PROFILE_DIR', 'DAEMON_NODE_ARGS'], {
+    nodes: NODES,
+    helpers: HELPERS,
+    workers: WORKERS,
+    rpc_latency_ms: LATENCY,
+    helper_processes: helperProcesses(),
+  });
+  for (const helper of HELPERS) if (HELPER_COMMANDS[helper] === undefined) throw new Error(`unknown helper ${helper}: one of ${Object.keys(HELPER_COMMANDS).join(', ')}`);
   const server = await startNatsServer({ jetstream: false });
   const dir = mkdtempSync(join(tmpdir(), 'rxfleet-bench-provision-'));
-  cleanUp = async () => {
+  const cleanUp = async (): Promise<void> => {
     rmSync(dir, { recursive: true, force: true });
     await server.stop();
   };
+  onInterrupt(cleanUp);
   try {
-    const baseline = await limits(server.url);
-    for (const latency of LATENCIES) for (const workers of WORKERS) await provisionRun(server.url, dir, latency, workers, baseline);
+    const limits: Record<string, number> = { ...(await natsLimits(server.url, LIMIT_SECONDS)) };
+    for (const helper of HELPERS) {
+      const { mode, command } = HELPER_COMMANDS[helper];
+      if (mode === 'per-node') limits[`helper_start_limit_${helper}`] = await helperStartLimit(command, WORKERS, LIMIT_SECONDS);
+      else limits[`persistent_helper_limit_${helper}`] = await persistentHelperLimit(command, helperProcesses(), 64, LIMIT_SECONDS);
+    }
+    print({ figure: 'limits, measured in this run', ...limits });
+    for (const nodes of NODES) for (const helper of HELPERS) await provisionRun(server.url, server.pid, dir, { nodes, helper }, limits);
   } finally {
-    rmSync(dir, { recursive: true, force: true });
-    await server.stop();
+    await cleanUp();
+    printFooter();
   }
 }
 

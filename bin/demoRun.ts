@@ -9,6 +9,9 @@ import { ProvisionerDaemon, startProvisioner } from './provision/daemon';
 import { sampleHelperPath } from './sampleHelpers';
 import { SimulatedFleet, startSimulatedFleet } from '../streams/simulatedFleet';
 import { createElectionBucket } from '../streams/election/electionBucket';
+import { ClaimStore } from '../lib/provision/claims';
+import { createClaimsBucket } from '../streams/claims/claimsBucket';
+import { MemoryClaimBucket } from '../streams/claims/memoryClaimBucket';
 import { MemoryNatsServer, memoryFleetConnection } from '../streams/memoryNats';
 import { FleetConnection, openNatsConnection } from '../streams/natsConnection';
 import { NatsServerProcess, natsServerAvailable, startNatsServer } from '../streams/natsServerProcess';
@@ -29,6 +32,10 @@ export interface DemoOptions {
   logger?: Logger;
   /** Ends the demo early (a signal): everything is stopped and the summary so far returned. */
   signal?: AbortSignal;
+  /** The sample helper: the persistent one (default) or one process per node. */
+  helperMode?: 'persistent' | 'per-node';
+  /** Share the fleet through claims (rxfleet.mode: active-active) instead of electing a leader. */
+  activeActive?: boolean;
   /** Where the progress bar and the summary go. */
   out: NodeJS.WriteStream | NodeJS.WritableStream;
   /** Draw the progress bar (a terminal); otherwise only the summary. Default: `out` is a TTY. */
@@ -46,9 +53,13 @@ export interface DemoSummary {
   nodesPerSecond: number;
   /** Who won the election, in order (a failover shows as two). */
   leaders: string[];
+  /** Active-active: how many nodes each provisioner provisioned. */
+  provisionedBy: Record<string, number>;
 }
 
 const BUCKET_TTL_MS = 10_000;
+// Claims outlive the demo's queue of sightings (older ones are refused, docs/provisioner.md).
+const CLAIMS_TTL_MS = 120_000;
 const IDENTITIES = ['demo-provisioner-a.example.net', 'demo-provisioner-b.example.net'];
 
 /** The transport the demo runs on, with what it must stop. */
@@ -57,6 +68,7 @@ interface Transport {
   url: string;
   connect(name: string): Promise<FleetConnection>;
   electionStore(): ElectionStore | undefined;
+  claimStore(): ClaimStore | undefined;
   stop(): Promise<void>;
 }
 
@@ -67,6 +79,8 @@ async function natsTransport(logger: Logger): Promise<Transport> {
     admin = await openNatsConnection({ servers: [server.url], name: 'rxfleet-demo-broker' }, logger);
     // What a Choria broker with Streams does at start: the election bucket.
     await createElectionBucket(admin.nc, { ttlMs: BUCKET_TTL_MS });
+    // What a site's administrator does once for active-active: the claims bucket.
+    await createClaimsBucket(admin.nc, { ttlMs: CLAIMS_TTL_MS });
     await admin.drain();
   } catch (error) {
     // Closed before the server goes, or its reconnect loop would keep the demo alive.
@@ -79,6 +93,7 @@ async function natsTransport(logger: Logger): Promise<Transport> {
     url: server.url,
     connect: (name) => openNatsConnection({ servers: [server.url], name, inboxPrefix: 'provisioning.reply' }, logger),
     electionStore: () => undefined,
+    claimStore: () => undefined,
     stop: () => server.stop(),
   };
 }
@@ -86,11 +101,13 @@ async function natsTransport(logger: Logger): Promise<Transport> {
 function memoryTransport(): Transport {
   const server = new MemoryNatsServer();
   const bucket = new MemoryElectionBucket({ ttlMs: BUCKET_TTL_MS });
+  const claims = new MemoryClaimBucket({ ttlMs: CLAIMS_TTL_MS });
   return {
     kind: 'memory',
     url: 'memory://',
     connect: async (name) => memoryFleetConnection(server.connect({ name, inboxPrefix: 'provisioning.reply' })),
     electionStore: () => bucket.store(),
+    claimStore: () => claims.store(),
     stop: async () => undefined,
   };
 }
@@ -102,9 +119,10 @@ function bar(done: number, total: number, width = 30): string {
 
 /**
  * `rxfleet demo`: a private nats-server (JetStream on, the election bucket made as a Choria broker
- * makes it) or, without `nats-server`, an in-process transport; a simulated fleet of Choria servers
- * in provisioning mode booting over a few seconds; two provisioners that elect a leader through the
- * bucket and run the minimal sample helper; a progress bar on a terminal; a summary. Everything it
+ * makes it, and the claims bucket) or, without `nats-server`, an in-process transport; a simulated
+ * fleet of Choria servers in provisioning mode booting over a few seconds; two provisioners that
+ * elect a leader through the bucket (or, `activeActive`, share the fleet through claims) and run
+ * the persistent sample helper (or the minimal one per node); a progress bar on a terminal; a summary. Everything it
  * started is stopped before it resolves.
  */
 export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
@@ -131,6 +149,9 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
   let fleet: SimulatedFleet | undefined;
   let progressTimer: NodeJS.Timeout | undefined;
   const leaders: string[] = [];
+  const provisionedBy: Record<string, number> = {};
+  const activeActive = options.activeActive === true;
+  const persistent = (options.helperMode ?? 'persistent') === 'persistent';
   let errors = 0;
   try {
     const token = 'demo-token';
@@ -141,14 +162,17 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
         [
           `workers: ${workers}`,
           'interval: 1m',
-          `helper: ${JSON.stringify(sampleHelperPath('minimal-helper'))}`,
+          `helper: ${JSON.stringify(sampleHelperPath(persistent ? 'persistent-helper' : 'minimal-helper'))}`,
           `token: ${token}`,
           'choria_insecure: true',
           'site: demo',
-          'leader_election: true',
+          `leader_election: ${!activeActive}`,
           'rxfleet:',
           // A plain JetStream server: no Choria account imports.
           '  election_api_prefix: $JS.API',
+          '  claims_api_prefix: $JS.API',
+          `  mode: ${activeActive ? 'active-active' : 'single'}`,
+          `  helper_mode: ${persistent ? 'persistent' : 'per-node'}`,
           '  shutdown_grace: 5s',
         ].join('\n'),
       ),
@@ -158,21 +182,28 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
       const connection = await transport.connect(identity);
       connections.push(connection);
       const store = transport.electionStore();
+      const claimStore = transport.claimStore();
       const daemon = await startProvisioner({
         config,
         choria: parseChoriaClientConfig(`identity = ${identity}\nplugin.choria.middleware_hosts = ${transport.url}\n`).config,
         connection,
         ...(store !== undefined ? { electionStore: store } : {}),
+        ...(claimStore !== undefined ? { claimStore } : {}),
         logger: logger.child({ provisioner: identity }),
         processMetrics: false,
         tuning: { electionStartSplayMs: 300, helperEnv: { ...process.env, RXFLEET_HELPER_BROKERS: transport.url } },
       });
       daemons.push(daemon);
       watches.push(daemon.election$.subscribe((event) => event === 'won' && leaders.push(identity)));
-      watches.push(daemon.results$.subscribe(({ outcome }) => outcome.status === 'failed' && errors++));
+      watches.push(
+        daemon.results$.subscribe(({ outcome }) => {
+          if (outcome.status === 'failed') errors++;
+          else if (outcome.status === 'done' && outcome.value === 'provisioned') provisionedBy[identity] = (provisionedBy[identity] ?? 0) + 1;
+        }),
+      );
     }
 
-    print(`rxfleet demo: ${nodes} simulated Choria servers booting over ${Number((options.bootMs / 1000).toFixed(1))} s, 2 provisioners electing a leader, over ${kind === 'nats' ? `a private nats-server (${transport.url})` : 'the in-process transport'}`);
+    print(`rxfleet demo: ${nodes} simulated Choria servers booting over ${Number((options.bootMs / 1000).toFixed(1))} s, 2 provisioners ${activeActive ? 'sharing the fleet (active-active)' : 'electing a leader'}, ${persistent ? 'persistent helpers' : 'a helper per node'}, over ${kind === 'nats' ? `a private nats-server (${transport.url})` : 'the in-process transport'}`);
     const started = Date.now();
     fleet = await startSimulatedFleet({
       nc: fleetConnection.nc,
@@ -195,8 +226,8 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
       const check = (): void => {
         const stats = running.stats();
         if (showProgress) {
-          const leader = leaders.at(-1) ?? 'electing...';
-          out.write(`\r${bar(stats.provisioned, nodes)} ${stats.provisioned}/${nodes} provisioned  leader: ${leader}   `);
+          const leader = activeActive ? 'active-active' : (leaders.at(-1) ?? 'electing...');
+          out.write(`\r${bar(stats.provisioned, nodes)} ${stats.provisioned}/${nodes} provisioned  ${activeActive ? '' : 'leader: '}${leader}   `);
         }
         if (stats.provisioned >= nodes) resolve(true);
         else if (Date.now() - started > options.timeoutMs) resolve(false);
@@ -220,6 +251,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
       elapsedMs,
       nodesPerSecond: stats.provisioned / (elapsedMs / 1000),
       leaders,
+      provisionedBy,
     };
     const standby = IDENTITIES.filter((id) => !leaders.includes(id));
     const cut = interrupted ? ' (interrupted)' : ` (gave up after ${Number((options.timeoutMs / 1000).toFixed(1))} s)`;
@@ -228,7 +260,8 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     print(`duplicates:        ${summary.duplicates}`);
     print(`time:              ${(elapsedMs / 1000).toFixed(1)} s`);
     print(`nodes/s:           ${summary.nodesPerSecond.toFixed(1)}`);
-    print(`leader:            ${leaders.length === 0 ? 'nobody won the election' : leaders.join(', then ')}${standby.length > 0 ? ` (${standby.join(', ')} stood by)` : ''}`);
+    if (activeActive) print(`provisioned by:    ${IDENTITIES.map((id) => `${id} ${provisionedBy[id] ?? 0}`).join(', ')}`);
+    else print(`leader:            ${leaders.length === 0 ? 'nobody won the election' : leaders.join(', then ')}${standby.length > 0 ? ` (${standby.join(', ')} stood by)` : ''}`);
     return summary;
   } finally {
     if (progressTimer !== undefined) clearInterval(progressTimer);

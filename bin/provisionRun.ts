@@ -7,6 +7,7 @@ import { ProvisionerDaemon, startProvisioner } from './provision/daemon';
 import { preflight } from './provision/preflight';
 import { ProvisionFlags, provisionSources } from './provisionSources';
 import { handleShutdownSignals } from './shutdown';
+import { applyDaemonHeapPolicy } from './provision/heapPolicy';
 
 /** The options of `rxfleet provision`, as commander parses them. */
 export interface ProvisionOptions extends ProvisionFlags, LogFlags {
@@ -67,6 +68,7 @@ export async function runProvision(options: ProvisionOptions): Promise<number> {
   });
 
   try {
+    applyDaemonHeapPolicy(logger);
     daemon = await startProvisioner({ config, choria: checked.choria, logger, version: options.version });
   } catch (error) {
     removeHandlers();

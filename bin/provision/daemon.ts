@@ -1,6 +1,6 @@
 import { setMaxListeners } from 'node:events';
 import { Registry, collectDefaultMetrics } from 'prom-client';
-import { NEVER, Observable, SchedulerLike, Subject, Subscription, asyncScheduler, distinctUntilChanged, filter, map, share, tap } from 'rxjs';
+import { EMPTY, NEVER, Observable, SchedulerLike, Subject, Subscription, asyncScheduler, distinctUntilChanged, filter, map, merge, pairwise, share, tap } from 'rxjs';
 import { AdmissionLedger, PauseGate, PoolResult } from '@rxfleet/operators';
 import { BadMessageSource, BadMessages } from '../../lib/choria/badMessages';
 import { ChoriaClientConfig } from '../../lib/choria/clientConfig';
@@ -21,10 +21,12 @@ import { ConfigurationError, ProvisionerConfig } from '../../lib/provision/confi
 import { connectionPlan } from '../../streams/choria/connectionPlan';
 import { resolveBrokers } from '../../streams/choria/srvLookup';
 import { isValidLifecycleComponent } from '../../lib/choria/lifecycleComponent';
-import { HelperRunner } from '../../streams/helper/helperRunner';
 import { MalformedInputSource, ProvisionerMetrics } from '../../lib/provision/metrics';
 import { CycleResult, HostTicket, PipelineHooks, Sighting, provisionPipeline } from '../../lib/provision/pipeline';
 import { CycleError, ProvisionCycle } from '../../lib/provision/provisionCycle';
+import { ClaimStore } from '../../lib/provision/claims';
+import { ActiveActive, STARTUP_QUEUE_GROUP, startActiveActive } from './activeActive';
+import { startHelper } from './helperSetup';
 
 /** The KV key (and election name) provisioners campaign for, as upstream. */
 export const ELECTION_KEY = 'provisioner';
@@ -55,6 +57,8 @@ export interface DaemonTuning {
   electionStartSplayMs?: number;
   electionAnnounceDelayMs?: number;
   electionSetupRetryMs?: (failures: number) => number;
+  /** Active-active: the pause before the `attempt`-th retry of reading the claims bucket. Default 1 s doubling to 30 s. */
+  claimsSetupRetryMs?: (attempt: number) => number;
   /** Serve /metrics here instead of `monitor_port` (0: a free port). */
   monitorPort?: number;
   /** The helper's environment. Default this process's. */
@@ -77,6 +81,8 @@ export interface ProvisionerDaemonOptions {
   connection?: FleetConnection;
   /** The election's bucket; default the Choria Streams bucket over the connection. */
   electionStore?: ElectionStore;
+  /** Active-active's claims bucket; default the KV bucket `rxfleet.claims_bucket` over the connection. */
+  claimStore?: ClaimStore;
   /** Reported in the startup event. Default `0.0.0`. */
   version?: string;
   /**
@@ -177,12 +183,14 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
   const identity = choria.identity;
   const intervalMs = tuning.intervalMs ?? config.intervalMs;
   const electionOn = config.leaderElection;
+  const activeActiveOn = config.rxfleet.mode === 'active-active';
 
   const metrics = new ProvisionerMetrics({ registry, site: config.site });
   // At zero even without leader_election, as every other series (P2): a dashboard's query finds them.
   const electionMetrics = new ElectionMetrics({ registry, election: ELECTION_KEY, identity });
   if (options.processMetrics !== false) collectDefaultMetrics({ register: registry });
-  const gate = new PauseGate(electionOn);
+  // Closed first with leader_election (until won) and active-active (until the claims bucket is read).
+  const gate = new PauseGate(electionOn || activeActiveOn);
   const gateWatch = gate.paused$.subscribe((paused) => metrics.setPaused(paused));
 
   let state: DaemonStatus['state'] = 'running';
@@ -197,7 +205,8 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
   });
 
   let connection: FleetConnection | undefined = options.connection;
-  const ready = (): boolean => state === 'running' && connection?.state === 'connected' && (!electionOn || electionReady);
+  let activeActive: ActiveActive | undefined;
+  const ready = (): boolean => state === 'running' && connection?.state === 'connected' && (!electionOn || electionReady) && (activeActive?.ready() ?? true);
   const status = (): DaemonStatus => ({
     state,
     connection: connection?.state ?? 'disconnected',
@@ -213,7 +222,7 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
   let monitor: MonitorEndpoint | undefined;
   if (monitorPort !== undefined) monitor = await serveMonitorEndpoint({ port: monitorPort, ...(config.rxfleet.monitorHost !== undefined ? { host: config.rxfleet.monitorHost } : {}), registry, ready, describe: () => ({ ...status() }), logger });
 
-  logger.info({ config: config.file, intervalMs, workers: config.workers, identity, leaderElection: electionOn }, `Choria Provisioner starting using configuration file ${config.file ?? '(none)'}`);
+  logger.info({ config: config.file, intervalMs, workers: config.workers, identity, leaderElection: electionOn, mode: config.rxfleet.mode, helperMode: config.rxfleet.helperMode }, `Choria Provisioner starting using configuration file ${config.file ?? '(none)'}`);
 
   const ownConnection = connection === undefined;
   let plan: ReturnType<typeof connectionPlan>;
@@ -265,7 +274,8 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
     scheduler,
     logger,
   });
-  const helper = new HelperRunner({ command: config.helper, timeoutMs: config.rxfleet.helperTimeoutMs, gate, metrics, logger, ...(tuning.helperEnv !== undefined ? { env: tuning.helperEnv } : {}) });
+  const helpers = startHelper(config, { gate, metrics, registry, logger, ...(tuning.helperEnv !== undefined ? { env: tuning.helperEnv } : {}) });
+  const helper = helpers.helper;
   const cycle = new ProvisionCycle({
     files: nodeSiteFiles,
     config,
@@ -335,6 +345,22 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
     lost$ = leading$.pipe(filter((leads) => !leads));
   }
 
+  if (activeActiveOn) {
+    activeActive = startActiveActive({
+      config,
+      identity,
+      nc,
+      gate,
+      registry,
+      logger,
+      scheduler,
+      intervalMs,
+      ...(options.claimStore !== undefined ? { store: options.claimStore } : {}),
+      ...(tuning.claimsSetupRetryMs !== undefined ? { setupRetryMs: tuning.claimsSetupRetryMs } : {}),
+      ...(tuning.random !== undefined ? { random: tuning.random } : {}),
+    });
+  }
+
   const hooks: PipelineHooks = {
     discoveryStarted: () => {
       metrics.discoverCycle();
@@ -369,8 +395,8 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
         metrics.provisionError();
         const step = outcome.error instanceof CycleError ? outcome.error.step : undefined;
         logger.error({ identity: ticket.key, step }, `Could not provision ${ticket.key}: ${errorMessage(outcome.error)}`);
-      } else if (outcome.value === 'locked') {
-        // Counted by the cycle (P10): neither provisioned nor an error.
+      } else if (outcome.value === 'locked' || outcome.value === 'claimed') {
+        // Counted by the cycle (P10) or the claim stage (P16): neither provisioned nor an error.
       } else {
         // P7: helper shutdowns and upgrades count as provisioned, as upstream.
         metrics.provisioned();
@@ -397,15 +423,26 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
       logger.error({ component: config.lifecycleComponent }, `Could not listen for lifecycle events: invalid lifecycle component ${JSON.stringify(config.lifecycleComponent)}; nodes are found by discovery only`);
       return NEVER;
     }
-    return lifecycleEvents(nc, { component: config.lifecycleComponent, badMessages, logger }).pipe(map((event) => event.identity));
+    // Active-active: each startup event is handled by one instance of the queue group.
+    return lifecycleEvents(nc, { component: config.lifecycleComponent, badMessages, logger, ...(activeActive !== undefined ? { queue: STARTUP_QUEUE_GROUP } : {}) }).pipe(map((event) => event.identity));
   }
 
   let resolvePipelineDone!: () => void;
   const pipelineDone = new Promise<void>((resolve) => (resolvePipelineDone = resolve));
   const pipeline = provisionPipeline({
-    discover: () => broadcastDiscovery(client, discoveryOptions),
+    discover: () => (activeActive === undefined ? broadcastDiscovery(client, discoveryOptions) : broadcastDiscovery(client, discoveryOptions).pipe(map(activeActive.spread))),
     startupEvents: startupEvents(),
+    ...(activeActive !== undefined ? { claims: activeActive.claims } : {}),
     ...(won$ !== undefined ? { won: won$ } : {}),
+    // A round at once after a reconnect (startup events sent meanwhile were lost: core NATS is at
+    // most once) and once active-active is set up (the round at start ran while the gate was closed).
+    discoverNow: merge(
+      connection.state$.pipe(
+        pairwise(),
+        filter(([before, now]) => before === 'disconnected' && now === 'connected'),
+      ),
+      activeActive?.setUp$ ?? EMPTY,
+    ),
     ...(lost$ !== undefined ? { lost: lost$ } : {}),
     gate,
     provision: (ticket) => cycle.outcome(ticket, hardStop.signal),
@@ -459,6 +496,8 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
       await pipelineDone;
       clearTimeout(timer);
       running.unsubscribe();
+      activeActive?.stop();
+      await helpers.close();
       results.complete();
       electionEvents.complete();
       client.close();
@@ -490,6 +529,7 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
     stop,
     abort: (reason = 'aborted') => {
       if (!hardStop.signal.aborted) hardStop.abort(new Error(reason));
+      helpers.kill();
     },
     stopped,
   };

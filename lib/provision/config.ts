@@ -87,6 +87,16 @@ export interface RxfleetSettings {
   logFormat: 'json' | 'logfmt' | 'pretty' | undefined;
   /** The address `monitor_port` is served on; undefined: every interface, as upstream. */
   monitorHost: string | undefined;
+  /** `active-active`: several instances share the fleet, each node claimed in a KV bucket (DECISIONS P16). */
+  mode: 'single' | 'active-active';
+  /** `persistent`: long-running helper processes speaking one JSON line each way (DECISIONS P17). */
+  helperMode: 'per-node' | 'persistent';
+  /** Persistent helper processes; `helper_processes: 0` (the default) resolved to min(workers, CPUs). */
+  helperProcesses: number;
+  /** The claims' JetStream KV bucket (active-active). */
+  claimsBucket: string;
+  /** Where the claims bucket's JetStream API is: `choria.streams` (default) or `$JS.API`. */
+  claimsApiPrefix: string;
 }
 
 /** The outcome of reading a configuration: the config when there is no error, and every problem. */
@@ -262,6 +272,13 @@ export function parseProvisionerConfig(text: string, options: ParseConfigOptions
   if (features.upgrades && c.upgrades_repository === '' && c.upgrades_optional === false) {
     warn('upgrades_repository', 'not set while features.upgrades is on and upgrades_optional is false: every node the helper asks to upgrade will fail (updates_repository not configured for upgrades feature), as upstream');
   }
+  if (c.rxfleet.mode === 'active-active' && c.leader_election === true) {
+    error('rxfleet.mode', 'active-active and leader_election are two ways of sharing one fleet: choose one (set leader_election: false for active-active)');
+  }
+  const workers = c.workers === 0 ? cpus : c.workers;
+  if (usable('workers') && usable('rxfleet.helper_processes') && c.rxfleet.helper_processes > 0 && c.rxfleet.helper_processes > workers) {
+    warn('rxfleet.helper_processes', `${c.rxfleet.helper_processes} processes for ${workers} workers: at most one request per worker is in flight, so the others stand idle`);
+  }
   if (problems.some((p) => p.severity === 'error')) return { config: undefined, problems };
 
   // A server URL's `user:password@` is taken out of it (the keys win), so no server logged or shown
@@ -269,7 +286,7 @@ export function parseProvisionerConfig(text: string, options: ParseConfigOptions
   const nats = splitNatsUrls(c.rxfleet.nats_servers.join(','));
   const config: ProvisionerConfig = {
     file,
-    workers: c.workers === 0 ? cpus : c.workers,
+    workers,
     interval: c.interval,
     intervalMs,
     logDestination: logDestination(c.logfile),
@@ -304,6 +321,11 @@ export function parseProvisionerConfig(text: string, options: ParseConfigOptions
       dnsServers: c.rxfleet.dns_servers,
       logFormat: c.rxfleet.log_format === '' ? undefined : c.rxfleet.log_format,
       monitorHost: c.rxfleet.monitor_host === '' ? undefined : c.rxfleet.monitor_host,
+      mode: c.rxfleet.mode,
+      helperMode: c.rxfleet.helper_mode,
+      helperProcesses: c.rxfleet.helper_processes === 0 ? Math.max(1, Math.min(workers, cpus)) : c.rxfleet.helper_processes,
+      claimsBucket: c.rxfleet.claims_bucket,
+      claimsApiPrefix: c.rxfleet.claims_api_prefix,
     },
   };
   return { config, problems };
@@ -360,6 +382,11 @@ interface RawConfig {
     dns_servers: string[];
     log_format: '' | 'json' | 'logfmt' | 'pretty';
     monitor_host: string;
+    mode: RxfleetSettings['mode'];
+    helper_mode: RxfleetSettings['helperMode'];
+    helper_processes: number;
+    claims_bucket: string;
+    claims_api_prefix: string;
   };
 }
 

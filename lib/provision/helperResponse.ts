@@ -65,6 +65,15 @@ export function decodeHelperResponse(text: string): HelperResponse {
   } catch (error) {
     throw new HelperOutputError((error as Error).message);
   }
+  return helperResponseFrom(document);
+}
+
+/**
+ * The helper response in an already parsed JSON document, decoded by the rules of
+ * {@link decodeHelperResponse} (the persistent helper's lines are parsed once, for their `id`).
+ * Throws {@link HelperOutputError}.
+ */
+export function helperResponseFrom(document: unknown): HelperResponse {
   const response: HelperResponse = { defer: false, shutdown: false, msg: '', configuration: {}, actionPolicies: {}, opaPolicies: {}, certificate: '', ca: '', key: '', ssldir: '', serverClaims: undefined, upgrade: '' };
   if (document === null) return response;
   if (typeof document !== 'object' || Array.isArray(document)) throw new HelperOutputError(`json: cannot unmarshal ${jsonType(document)} into the helper response (expected an object)`);

@@ -1,5 +1,6 @@
 import { EMPTY, NEVER, Observable, ObservableInput, SchedulerLike, asyncScheduler, catchError, exhaustMap, from, map, merge, mergeMap, takeUntil, tap, timer } from 'rxjs';
 import { AdmissionLedger, Outcome, PauseGate, PoolResult, Refusal, Ticket, admit, pauseWhen, workerPool } from '@rxfleet/operators';
+import { batchedDelays } from './batchedDelays';
 
 /** Where a sighting of a node came from; the two sources are counted apart. */
 export type SightingSource = 'discovery' | 'event';
@@ -23,9 +24,18 @@ export type CycleOutcome = Outcome<CycleResult>;
 
 /**
  * How a cycle that did not fail ended (choria-provisioner.md §3.11), plus `locked`: the node's
- * provisioning lock is held by another provisioner (DECISIONS P10).
+ * provisioning lock is held by another provisioner (DECISIONS P10), and `claimed`: in active-active
+ * mode another instance holds the node's claim, so no cycle ran (DECISIONS P16).
  */
-export type CycleResult = 'provisioned' | 'shutdown' | 'upgraded' | 'locked';
+export type CycleResult = 'provisioned' | 'shutdown' | 'upgraded' | 'locked' | 'claimed';
+
+/**
+ * Runs a ticket's cycle under a claim on its node (active-active, DECISIONS P16): {@link NodeClaims}
+ * in `claims.ts`. The cycle is only subscribed while the claim is held.
+ */
+export interface ClaimStage {
+  around(ticket: HostTicket, cycle: () => Observable<CycleOutcome>): Observable<CycleOutcome>;
+}
 
 /** What the pipeline reports as it goes: the daemon turns these into metrics and log lines. */
 export interface PipelineHooks {
@@ -50,10 +60,14 @@ export interface ProvisionPipelineConfig {
   startupEvents: Observable<string>;
   /** Each emission is a won election: discover at once. */
   won?: Observable<unknown>;
+  /** Each emission asks for a discovery round at once too (a reconnect to the broker, active-active set up). */
+  discoverNow?: Observable<unknown>;
   /** Each emission is a lost election: the ledger is reset (the gate is paused by whoever owns it). */
   lost?: Observable<unknown>;
   /** The pause state every reader shares. */
   gate: PauseGate;
+  /** Active-active: each node's cycle runs under a claim in a shared bucket. Default: no claims. */
+  claims?: ClaimStage;
   /** The provisioning cycle for one admitted node. */
   provision: (ticket: HostTicket) => ObservableInput<CycleOutcome>;
   /** Milliseconds between discovery rounds; also the admission window. */
@@ -80,10 +94,11 @@ export interface ProvisionPipelineConfig {
 
 /**
  * The provisioner, as the design card says it: discovery ticks (every `interval`, plus one at
- * start) and election-won triggers start discovery rounds, which with lifecycle startup messages
- * pass `pauseWhen`; each sighting goes through admission (a ledger keyed by identity, window
- * `interval`, bounded queue); the worker pool runs the provisioning cycle for each current ticket;
- * the outcome releases the identity now (failure, upgrade), after `settleMs` (provisioned,
+ * start), election-won triggers and other requests for a round at once (`discoverNow`) start
+ * discovery rounds, which with lifecycle startup messages pass `pauseWhen`; each sighting goes through admission (a ledger keyed by identity, window
+ * `interval`, bounded queue); the worker pool runs the provisioning cycle for each current ticket,
+ * under a claim on the node when `claims` is given (active-active); the outcome releases the
+ * identity now (failure, upgrade, claimed by another instance), after `settleMs` (provisioned,
  * shutdown) or after `lockHoldMs` (another provisioner holds the node's lock); a lost election
  * resets the ledger.
  *
@@ -97,16 +112,17 @@ export interface ProvisionPipelineConfig {
  *   the work already admitted has finished.
  */
 export function provisionPipeline(config: ProvisionPipelineConfig): Observable<PoolResult<HostTicket, CycleResult>> {
-  const { discover, startupEvents, won = EMPTY, lost = EMPTY, gate, provision, interval, workers, hooks = {}, scheduler = asyncScheduler } = config;
+  const { discover, startupEvents, won = EMPTY, discoverNow = EMPTY, lost = EMPTY, gate, provision, interval, workers, hooks = {}, scheduler = asyncScheduler } = config;
   const settleMs = config.settleMs ?? 60_000;
   const lockHoldMs = config.lockHoldMs ?? 120_000;
   // An upgraded node restarts still in provisioning mode and must be provisioned again at once; a
   // configured or shut-down node keeps its key while it goes away; a locked one while its lock lasts.
-  const holdFor: Record<CycleResult, number> = { provisioned: settleMs, shutdown: settleMs, upgraded: 0, locked: lockHoldMs };
+  const holdFor: Record<CycleResult, number> = { provisioned: settleMs, shutdown: settleMs, upgraded: 0, locked: lockHoldMs, claimed: 0 };
+  const underClaim = (ticket: HostTicket, cycle: () => Observable<CycleOutcome>): Observable<CycleOutcome> => (config.claims === undefined ? cycle() : config.claims.around(ticket, cycle));
   const ledger =
     config.ledger ?? new AdmissionLedger<Sighting, string>({ key: (s) => s.identity, window: interval, capacity: config.queueCapacity ?? 50_000, scheduler });
 
-  const discoveryRounds$ = merge(timer(0, interval, scheduler), won).pipe(
+  const discoveryRounds$ = merge(timer(0, interval, scheduler), won, discoverNow).pipe(
     pauseWhen(gate.paused$, { onDrop: () => hooks.discoverySkipped?.() }),
     exhaustMap(() => {
       hooks.discoveryStarted?.();
@@ -135,7 +151,7 @@ export function provisionPipeline(config: ProvisionPipelineConfig): Observable<P
     workerPool<HostTicket, CycleResult>({
       concurrency: workers,
       work: (ticket) => {
-        const outcome$ = from(provision(ticket));
+        const outcome$ = underClaim(ticket, () => from(provision(ticket)));
         return outcome$.pipe(
           map((outcome): CycleOutcome => {
             if (outcome.status !== 'done') return outcome;
@@ -145,7 +161,8 @@ export function provisionPipeline(config: ProvisionPipelineConfig): Observable<P
         );
       },
       onBusy: (n) => hooks.busy?.(n),
-      scheduler,
+      // A provisioned node's delayed release is one entry in a ring, not a timer of its own.
+      scheduler: batchedDelays(scheduler),
     }),
     tap((result) => hooks.finished?.(result)),
   );

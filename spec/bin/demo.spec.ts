@@ -59,6 +59,27 @@ describe('rxfleet demo', () => {
     expectCompleteSummary(stdout, 30);
   });
 
+  it('runs the persistent sample helper by default, and a helper per node with --helper-mode per-node', async () => {
+    const persistent = await demo(['--nodes', '10', '--boot-time', '0', '--transport', 'memory']);
+    expect(persistent.stdout.split('\n')[0]).toContain(', persistent helpers, ');
+    const perNode = await demo(['--nodes', '10', '--boot-time', '0', '--transport', 'memory', '--helper-mode', 'per-node']);
+    expect(perNode.code).toBe(0);
+    expect(perNode.stdout.split('\n')[0]).toContain(', a helper per node, ');
+    expectCompleteSummary(perNode.stdout, 10);
+  });
+
+  it.each(['nats', 'memory'])('--active-active over %s: the two provisioners share the fleet through claims, each node provisioned once', async (transport) => {
+    const { code, stdout } = await demo(['--nodes', '60', '--boot-time', '1s', '--transport', transport, '--active-active']);
+    expect(code).toBe(0);
+    expect(stdout.split('\n')[0]).toContain('2 provisioners sharing the fleet (active-active)');
+    expect(stdout).toMatch(/nodes provisioned: +60 of 60\n/);
+    expect(stdout).toMatch(/errors: +0\n/);
+    expect(stdout).toMatch(/duplicates: +0\n/);
+    const by = /provisioned by: +demo-provisioner-a\.example\.net (\d+), demo-provisioner-b\.example\.net (\d+)\n/.exec(stdout);
+    expect(Number(by?.[1]) + Number(by?.[2])).toBe(60);
+    expect(stdout).not.toMatch(/leader:/);
+  });
+
   describe('without nats-server on PATH', () => {
     let dir: string;
     beforeAll(() => {

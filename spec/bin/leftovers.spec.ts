@@ -49,10 +49,16 @@ async function expectNothingLeft(marker: ReturnType<typeof processMarker>, tmp: 
 }
 
 describe('rxfleet demo leaves no nats-server, helper or directory behind', () => {
-  it.each(ENDINGS)('on %s', async (ending) => {
-    const { process: demo, marker, tmp } = start(['demo', '--nodes', '3000', '--boot-time', '0', '--workers', '4', '--transport', 'nats'], ending);
+  // A helper process per node (several in flight at any moment), and the persistent helper's
+  // long-running processes (the demo's default).
+  const cases: Array<[Ending, 'per-node' | 'persistent', string]> = [
+    ...ENDINGS.map((ending): [Ending, 'per-node', string] => [ending, 'per-node', 'minimal-helper']),
+    ...ENDINGS.map((ending): [Ending, 'persistent', string] => [ending, 'persistent', 'persistent-helper']),
+  ];
+  it.each(cases)('on %s, with the %s helper', async (ending, helperMode, helper) => {
+    const { process: demo, marker, tmp } = start(['demo', '--nodes', '3000', '--boot-time', '0', '--workers', '4', '--transport', 'nats', '--helper-mode', helperMode], ending);
     await waitFor(() => demo.stdout().includes('rxfleet demo:'), 'the demo to run', 60_000);
-    await waitFor(() => markedProcesses(marker).some((p) => p.includes('minimal-helper')), 'a helper to run', 60_000);
+    await waitFor(() => markedProcesses(marker).some((p) => p.includes(helper)), 'a helper to run', 60_000);
     expect(markedProcesses(marker).some((p) => p.includes('nats-server'))).toBe(true);
     expect(readdirSync(tmp).some((name) => name.startsWith('rxfleet-nats-'))).toBe(true);
     end(demo, ending);

@@ -54,6 +54,9 @@ describe('examples/', () => {
         'grafana/rxfleet-provisioner.json',
         'helpers/ed25519-helper.mjs',
         'helpers/minimal-helper.mjs',
+        // Checked by spec/streams/helper/persistentSamples.spec.ts.
+        'helpers/persistent-helper.mjs',
+        'helpers/persistent-helper.sh',
         'provisioner-full.yaml',
         'provisioner-minimal.yaml',
         'systemd/rxfleet-enrich.service',

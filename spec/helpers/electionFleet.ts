@@ -6,17 +6,19 @@ import { NatsConnection, connect } from '@nats-io/transport-node';
 import { callerIdFor } from '../../lib/choria/protocol/subjects';
 import type { RequestRecord } from '../../streams/simulatedFleet';
 import { createElectionBucket } from '../../streams/election/electionBucket';
+import { createClaimsBucket } from '../../streams/claims/claimsBucket';
 import { NatsServerProcess, freePort, startNatsServer } from '../../streams/natsServerProcess';
-import { CHORIA_ADMIN, PROVISIONER, PROVISIONING_SERVER, choriaAccountsConfig } from './choriaBroker';
+import { CHORIA_ADMIN, CLAIMS_BUCKET, PROVISIONER, PROVISIONING_SERVER, choriaAccountsConfig } from './choriaBroker';
 import { MINIMAL_HELPER, sampleValue } from './provisioner';
 import { RxfleetProcess, killAll, startRxfleet } from './rxfleetProcess';
 import { waitFor } from './waitFor';
 
 /**
- * Several real `rxfleet provision` processes with `leader_election: true` and a fleet from
- * `rxfleet simulate --trace`, on a private nats-server laid out as a Choria broker (the election
- * bucket in the `choria` account, provisioners and servers in the restricted `provisioning`
- * account). For the HA specs and `bench:failover`; no test-framework globals, so both can use it.
+ * Several real `rxfleet provision` processes with `leader_election: true` (or `rxfleet.mode:
+ * active-active`) and a fleet from `rxfleet simulate --trace`, on a private nats-server laid out as
+ * a Choria broker (the election and claims buckets in the `choria` account, provisioners and
+ * servers in the restricted `provisioning` account). For the HA and active-active specs and the
+ * benchmarks; no test-framework globals, so all can use it.
  */
 
 export const ELECTION_TOKEN = 'ha-token-3141';
@@ -30,6 +32,8 @@ export interface ProvisionerProcess {
   readonly callerId: string;
   readonly process: RxfleetProcess;
   metrics(): Promise<string>;
+  /** Whether its /ready answers 200 (false if it cannot be asked). */
+  ready(): Promise<boolean>;
   /** Whether its `choria_election_leader` gauge says it leads; false if it cannot be asked. */
   leads(): Promise<boolean>;
   /** Epoch ms of its first log line with this message, once it has logged it. */
@@ -39,6 +43,14 @@ export interface ProvisionerProcess {
 export interface ProvisionerSettings {
   helper?: string;
   workers?: number;
+  /** How the instances share the fleet (`single`: they do not). Default `leader_election`. */
+  mode?: 'leader_election' | 'active-active' | 'single';
+  /** `rxfleet.helper_mode`. Default per-node. */
+  helperMode?: 'per-node' | 'persistent';
+  /** Arguments for node itself (`--cpu-prof`, `--heap-prof`), before the command's. */
+  nodeArgs?: string[];
+  /** `loglevel`. Default info. */
+  logLevel?: 'debug' | 'info' | 'warn' | 'error';
   /** Run with `--debug` (the election's create and refresh steps are debug lines). */
   debug?: boolean;
 }
@@ -53,13 +65,17 @@ export class ElectionFleet {
     private readonly admin: NatsConnection,
   ) {}
 
-  /** Starts the broker and creates the election bucket with this TTL, as a Choria broker does. */
-  static async start(ttlMs: number): Promise<ElectionFleet> {
+  /**
+   * Starts the broker and creates the election bucket with this TTL, as a Choria broker does, and
+   * with `claimsTtlMs` the claims bucket, as a site's administrator would (`nats kv add`).
+   */
+  static async start(ttlMs: number, options: { claimsTtlMs?: number } = {}): Promise<ElectionFleet> {
     const server = await startNatsServer({ config: choriaAccountsConfig });
     let admin: NatsConnection | undefined;
     try {
       admin = await connect({ servers: server.url, user: CHORIA_ADMIN.user, pass: CHORIA_ADMIN.password });
       await createElectionBucket(admin, { ttlMs });
+      if (options.claimsTtlMs !== undefined) await createClaimsBucket(admin, { ttlMs: options.claimsTtlMs });
       return new ElectionFleet(server, admin);
     } catch (error) {
       await admin?.close();
@@ -73,6 +89,18 @@ export class ElectionFleet {
     return new Kvm(this.admin).open('CHORIA_LEADER_ELECTION');
   }
 
+  /** The claims bucket, as the broker's administrator sees it. */
+  claims(): Promise<KV> {
+    return new Kvm(this.admin).open(CLAIMS_BUCKET);
+  }
+
+  /** Kills the broker at once (SIGKILL, as a crash) and starts it again on the same port and store after `downMs`. */
+  async restartBroker(downMs: number): Promise<void> {
+    await this.server.kill();
+    await new Promise((r) => setTimeout(r, downMs));
+    await this.server.restart();
+  }
+
   /** Starts `rxfleet provision` as `<name>.example.net`, in the provisioning account. */
   async provisioner(name: string, settings: ProvisionerSettings = {}): Promise<ProvisionerProcess> {
     const identity = `${name}.example.net`;
@@ -84,11 +112,12 @@ export class ElectionFleet {
       `workers: ${settings.workers ?? 4}`,
       `monitor_port: ${monitorPort}`,
       `site: ${name}`,
-      'leader_election: true',
-      `rxfleet: {nats_user: ${PROVISIONER.user}, nats_password: ${PROVISIONER.password}, shutdown_grace: 2s}`,
+      ...(settings.logLevel !== undefined ? [`loglevel: ${settings.logLevel}`] : []),
+      settings.mode === undefined || settings.mode === 'leader_election' ? 'leader_election: true' : 'leader_election: false',
+      `rxfleet: {nats_user: ${PROVISIONER.user}, nats_password: ${PROVISIONER.password}, shutdown_grace: 2s${settings.mode === 'active-active' ? ', mode: active-active' : ''}${settings.helperMode !== undefined ? `, helper_mode: ${settings.helperMode}` : ''}}`,
     ].join('\n'));
     const choria = this.file(`${name}.cfg`, `identity = ${identity}\nplugin.choria.middleware_hosts = ${this.server.url}\n`);
-    const process = this.track(startRxfleet(['provision', '--config', config, '--choria-config', choria, ...(settings.debug === true ? ['--debug'] : [])]));
+    const process = this.track(startRxfleet(['provision', '--config', config, '--choria-config', choria, ...(settings.debug === true ? ['--debug'] : [])], { nodeArgs: settings.nodeArgs ?? [] }));
     const metrics = async (): Promise<string> => (await fetch(`http://127.0.0.1:${monitorPort}/metrics`)).text();
     return {
       name,
@@ -96,6 +125,7 @@ export class ElectionFleet {
       callerId: callerIdFor(identity),
       process,
       metrics,
+      ready: async () => (await fetch(`http://127.0.0.1:${monitorPort}/ready`).then((r) => r.status, () => 0)) === 200,
       leads: async () => {
         if (!process.running()) return false;
         const text = await metrics().catch(() => '');

@@ -141,6 +141,15 @@ export const UPSTREAM_COUNTERS = [
   'choria_provisioner_helper_shutdown_requests',
 ];
 
+/**
+ * Every counter a provisioner's registry carries under an upstream name without `_total`: the
+ * provisioner's and go-choria's election counter (whose series exist at zero in every mode).
+ */
+export const UPSTREAM_NAMED_COUNTERS = [...UPSTREAM_COUNTERS, 'choria_election_campaigns'];
+
+/** What promtool's linter says of a provisioner's exposition, upstream's names being kept. */
+export const UPSTREAM_NAME_FINDINGS = UPSTREAM_NAMED_COUNTERS.map((n) => `${n} counter metrics should have "_total" suffix`);
+
 /** A logger that keeps every line's message, for specs that wait on what the daemon says. */
 export function capturingLogger(): { logger: Logger; messages: () => string[] } {
   const lines: string[] = [];

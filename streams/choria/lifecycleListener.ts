@@ -11,6 +11,11 @@ export interface LifecycleListenerOptions {
   type?: LifecycleType | '*';
   /** The component (the provisioner's `lifecycle_component`). Default `provision_mode_server`. */
   component?: string;
+  /**
+   * A NATS queue group: each event goes to one member of the group only (active-active instances,
+   * DECISIONS P16). Default none: every listener hears every event, as go-choria's provisioner.
+   */
+  queue?: string;
   /** Where malformed events are counted and logged. */
   badMessages?: BadMessages;
   maxBytes?: number;
@@ -19,8 +24,9 @@ export interface LifecycleListenerOptions {
 
 /**
  * Lifecycle events from `choria.lifecycle.event.<type>.<component>`, in the legacy Choria format or
- * as CloudEvents, as an Observable. A plain subscription (no queue group), so every instance of a
- * daemon hears every event, as go-choria's provisioner does. An event of another type than asked for
+ * as CloudEvents, as an Observable. A plain subscription by default, so every instance of a daemon
+ * hears every event, as go-choria's provisioner does; with `queue`, one member of the group hears
+ * each event. An event of another type than asked for
  * is skipped (logged at debug); a malformed one is counted and logged once, never an error of the
  * stream. Unsubscribing unsubscribes from NATS; the Observable completes if the connection closes.
  *
@@ -34,6 +40,7 @@ export function lifecycleEvents(nc: NatsConnection, options: LifecycleListenerOp
   const subject = lifecycleSubject(type, component);
   return new Observable<LifecycleEvent>((subscriber) => {
     const subscription = nc.subscribe(subject, {
+      ...(options.queue !== undefined ? { queue: options.queue } : {}),
       callback: (error, msg) => {
         if (error !== null) {
           subscriber.error(error);

@@ -26,7 +26,9 @@ export type HelperFailure =
   /** It wrote more than the output limit; its process group was killed. */
   | 'oversize'
   /** The caller's signal aborted the run; its process group was killed. */
-  | 'aborted';
+  | 'aborted'
+  /** A persistent helper wrote a line that is not an answer, or answered an id it was not asked. */
+  | 'protocol';
 
 /**
  * A failed helper run. The message is upstream's (`could not invoke configure helper: ...`),

@@ -41,7 +41,7 @@ describe('parseProvisionerConfig: defaults', () => {
       upgradesRepository: '',
       upgradesOptional: false,
       features: { pki: false, jwt: false, ed25519: false, upgrades: false },
-      rxfleet: { natsServers: [], natsUser: undefined, natsPassword: undefined, natsCredentials: undefined, queueCapacity: 50_000, shutdownGraceMs: 30_000, helperTimeoutMs: 10_000, electionApiPrefix: 'choria.streams', electionCandidateIntervalMs: undefined, dnsServers: [] },
+      rxfleet: { natsServers: [], natsUser: undefined, natsPassword: undefined, natsCredentials: undefined, queueCapacity: 50_000, shutdownGraceMs: 30_000, helperTimeoutMs: 10_000, electionApiPrefix: 'choria.streams', electionCandidateIntervalMs: undefined, dnsServers: [], mode: 'single', helperMode: 'per-node', helperProcesses: 6, claimsBucket: 'RXFLEET_PROVISIONER_CLAIMS', claimsApiPrefix: 'choria.streams' },
     });
   });
 

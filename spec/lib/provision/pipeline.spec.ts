@@ -187,6 +187,56 @@ describe('provisionPipeline', () => {
     expect(log.filter((l) => !l.endsWith('discover'))).toEqual(['0 admit owned via event', '6 refuse owned held', '14 admit owned via event']);
   });
 
+  it('a discoverNow emission starts a round at once, as a won election does, unless paused', () => {
+    const scheduler = newScheduler();
+    const { hooks, log } = recorder(scheduler);
+    const gate = new PauseGate();
+    scheduler.run(({ cold, hot }) => {
+      const sub = provisionPipeline({
+        discover: () => of([]),
+        startupEvents: hot('-'),
+        discoverNow: hot('---r----r', { r: 'reconnected' }),
+        gate,
+        provision: () => cold('d', { d: done('provisioned') as CycleOutcome }),
+        interval: 100,
+        workers: 1,
+        hooks,
+        scheduler,
+      }).subscribe();
+      scheduler.schedule(() => gate.pause(), 6);
+      scheduler.schedule(() => sub.unsubscribe(), 20);
+    });
+    expect(log).toEqual(['0 discover', '3 discover', '8 skip discovery']);
+  });
+
+  it('with a claim stage every cycle runs under it; a node claimed elsewhere is released at once, a provisioned one after the settle (P16)', () => {
+    const scheduler = newScheduler();
+    const { hooks, log } = recorder(scheduler);
+    const around: string[] = [];
+    scheduler.run(({ cold, hot }) => {
+      const sub = provisionPipeline({
+        discover: () => of([]),
+        startupEvents: hot('ab---ab', { a: 'mine', b: 'theirs' }),
+        gate: new PauseGate(),
+        claims: {
+          around: (ticket, cycle) => {
+            around.push(`${scheduler.now()} ${ticket.key}`);
+            return ticket.key === 'theirs' ? of(done('claimed') as CycleOutcome) : cycle();
+          },
+        },
+        provision: () => cold('d', { d: done('provisioned') as CycleOutcome }),
+        interval: 100,
+        workers: 2,
+        settleMs: 10,
+        hooks,
+        scheduler,
+      }).subscribe();
+      scheduler.schedule(() => sub.unsubscribe(), 20);
+    });
+    expect(around).toEqual(['0 mine', '1 theirs', '6 theirs']);
+    expect(log.filter((l) => !l.endsWith('discover'))).toEqual(['0 admit mine via event', '1 admit theirs via event', '5 refuse mine held', '6 admit theirs via event']);
+  });
+
   it('re-admits a node whose sighting is older than the interval while its cycle still runs (DECISIONS P1)', () => {
     const scheduler = newScheduler();
     const starts: string[] = [];

@@ -6,6 +6,7 @@ import { startSimulatedFleet } from '../../../streams/simulatedFleet';
 import { lifecycleEvents } from '../../../streams/choria/lifecycleListener';
 import { FleetConnection, openNatsConnection } from '../../../streams/natsConnection';
 import { useNatsServer } from '../../helpers/nats';
+import { waitFor } from '../../helpers/waitFor';
 
 describe('the lifecycle listener over a real nats-server', () => {
   const server = useNatsServer({ jetstream: false });
@@ -31,6 +32,24 @@ describe('the lifecycle listener over a real nats-server', () => {
       expect(seen.map((e) => [e.type, e.format, e.identity, e.component, e.version])).toEqual([1, 2, 3].map((i) => ['startup', format, `${format}-${i}.example.net`, 'provision_mode_server', '0.29.4']));
     });
   }
+
+  it('in a queue group each event reaches one member only; a plain listener beside them hears them all', async () => {
+    const seenBy: string[][] = [[], [], []];
+    const subscriptions = [
+      lifecycleEvents(listener.nc, { queue: 'provisioners' }).subscribe((e) => seenBy[0].push(e.identity)),
+      lifecycleEvents(listener.nc, { queue: 'provisioners' }).subscribe((e) => seenBy[1].push(e.identity)),
+      lifecycleEvents(listener.nc).subscribe((e) => seenBy[2].push(e.identity)),
+    ];
+    await listener.nc.flush();
+    const fleet = await startSimulatedFleet({ nc: publisher.nc, nodes: 40, identity: (i) => `queued-${i}.example.net` });
+    const all = Array.from({ length: 40 }, (_, i) => `queued-${i + 1}.example.net`);
+    await waitFor(() => seenBy[2].length >= 40 && seenBy[0].length + seenBy[1].length >= 40, 'every event to arrive');
+    await listener.nc.flush();
+    await fleet.stop();
+    subscriptions.forEach((s) => s.unsubscribe());
+    expect(seenBy[2]).toEqual(all);
+    expect([...seenBy[0], ...seenBy[1]].sort()).toEqual([...all].sort());
+  });
 
   it('refuses a component that would widen the subscription, before subscribing', () => {
     // It throws when called, so there is no Observable to subscribe to, let alone a NATS subscription.

@@ -1,0 +1,190 @@
+import { Observable, defer, map, of, throwError } from 'rxjs';
+import { done, failed } from '@rxfleet/operators';
+import { ClaimHeldError, ClaimStore, NodeClaims, claimKey, readClaimsTtl, rotateRound } from '../../../lib/provision/claims';
+import { CycleOutcome, HostTicket } from '../../../lib/provision/pipeline';
+import { CycleError } from '../../../lib/provision/provisionCycle';
+import { MemoryClaimBucket } from '../../../streams/claims/memoryClaimBucket';
+import { newScheduler } from '../../helpers/marbles';
+
+const OWNER = 'prov-a.example.net';
+const ticket = (identity: string, admittedAt = 0): HostTicket => ({ key: identity, admittedAt }) as unknown as HostTicket;
+const provisioned = done('provisioned') as CycleOutcome;
+
+/** What an outcome says, in a word: `done:<value>` or `failed:<step>`. */
+const said = (o: CycleOutcome): string => (o.status === 'done' ? `done:${o.value}` : `failed:${o.error instanceof CycleError ? o.error.step : String(o.error)}`);
+
+/** Records the hooks as `<frame> <what> <identity>`. */
+function recording(now: () => number) {
+  const log: string[] = [];
+  const at = (what: string) => (identity: string) => log.push(`${now()} ${what} ${identity}`);
+  return {
+    log,
+    hooks: { won: at('won'), lost: at('lost'), lapsed: (id: string, why: string) => log.push(`${now()} lapsed ${id}: ${why}`), failed: (op: string, id: string) => log.push(`${now()} ${op} failed ${id}`) },
+  };
+}
+
+describe('NodeClaims: a cycle under a claim in a KV bucket (virtual time)', () => {
+  it('a free node is claimed, its cycle runs, and a provisioned node keeps its claim until it ages out', () => {
+    const scheduler = newScheduler();
+    scheduler.run(({ cold, expectObservable, expectSubscriptions, flush }) => {
+      const bucket = new MemoryClaimBucket({ ttlMs: 30, now: () => scheduler.now() });
+      const { hooks, log } = recording(() => scheduler.now());
+      const held: number[] = [];
+      const claims = new NodeClaims({ store: bucket.store(), owner: OWNER, ttlMs: 30, scheduler, hooks: { ...hooks, held: (n) => held.push(n) } });
+      const cycle = cold('-----d', { d: provisioned });
+      expectObservable(claims.around(ticket('n1'), () => cycle).pipe(map(said))).toBe('-----(d|)', { d: 'done:provisioned' });
+      expectSubscriptions(cycle.subscriptions).toBe('^----!');
+      flush();
+      expect(log).toEqual(['0 won n1']);
+      expect(held).toEqual([1, 0]);
+      // Written again at the end, so it lives 30 frames from frame 5.
+      expect(bucket.holder('n1')).toBe(OWNER);
+      scheduler.schedule(() => expect(bucket.holder('n1')).toBe(OWNER), 29);
+      scheduler.schedule(() => expect(bucket.holder('n1')).toBeUndefined(), 30);
+    });
+  });
+
+  it('a cycle that fails releases the claim at once, and so does an upgrade', () => {
+    const scheduler = newScheduler();
+    scheduler.run(({ cold, expectObservable, flush }) => {
+      const bucket = new MemoryClaimBucket({ ttlMs: 30, now: () => scheduler.now() });
+      const claims = new NodeClaims({ store: bucket.store(), owner: OWNER, ttlMs: 30, scheduler });
+      expectObservable(claims.around(ticket('n1'), () => cold('--f', { f: failed(new Error('helper')) as CycleOutcome })).pipe(map(said))).toBe('--(f|)', { f: 'failed:Error: helper' });
+      expectObservable(claims.around(ticket('n2'), () => cold('--u', { u: done('upgraded') as CycleOutcome })).pipe(map(said))).toBe('--(u|)', { u: 'done:upgraded' });
+      flush();
+      expect(bucket.holder('n1')).toBeUndefined();
+      expect(bucket.holder('n2')).toBeUndefined();
+    });
+  });
+
+  it('a node another instance holds is not worked on: the outcome is claimed and its cycle never runs', () => {
+    const scheduler = newScheduler();
+    scheduler.run(({ cold, expectObservable, expectSubscriptions, flush }) => {
+      const bucket = new MemoryClaimBucket({ ttlMs: 30, now: () => scheduler.now() });
+      bucket.put('n1', 'prov-b.example.net');
+      const { hooks, log } = recording(() => scheduler.now());
+      const claims = new NodeClaims({ store: bucket.store(), owner: OWNER, ttlMs: 30, scheduler, hooks });
+      const cycle = cold('-d', { d: provisioned });
+      expectObservable(claims.around(ticket('n1'), () => cycle).pipe(map(said))).toBe('(c|)', { c: 'done:claimed' });
+      expectSubscriptions(cycle.subscriptions).toBe([]);
+      flush();
+      expect(log).toEqual(['0 lost n1']);
+      expect(bucket.holder('n1')).toBe('prov-b.example.net');
+    });
+  });
+
+  it('a claim is written again while its cycle runs, so a cycle longer than the TTL keeps it', () => {
+    const scheduler = newScheduler();
+    scheduler.run(({ cold, expectObservable, flush }) => {
+      const bucket = new MemoryClaimBucket({ ttlMs: 30, now: () => scheduler.now() });
+      const claims = new NodeClaims({ store: bucket.store(), owner: OWNER, ttlMs: 30, scheduler });
+      const other = new NodeClaims({ store: bucket.store(), owner: 'prov-b.example.net', ttlMs: 30, scheduler });
+      expectObservable(claims.around(ticket('n1'), () => cold('100ms d', { d: provisioned })).pipe(map(said))).toBe('100ms (d|)', { d: 'done:provisioned' });
+      // Another instance trying at frame 95 finds it held.
+      scheduler.schedule(() => other.around(ticket('n1', 95), () => of(provisioned)).subscribe((o) => expect(said(o)).toBe('done:claimed')), 95);
+      flush();
+    });
+  });
+
+  it('a claim someone else writes lapses at the next refresh: the cycle is stopped at once and fails with step claim', () => {
+    const scheduler = newScheduler();
+    scheduler.run(({ cold, expectObservable, expectSubscriptions, flush }) => {
+      const bucket = new MemoryClaimBucket({ ttlMs: 30, now: () => scheduler.now() });
+      const { hooks, log } = recording(() => scheduler.now());
+      const claims = new NodeClaims({ store: bucket.store(), owner: OWNER, ttlMs: 30, scheduler, hooks });
+      const cycle = cold('100ms d', { d: provisioned });
+      scheduler.schedule(() => bucket.put('n1', 'intruder'), 12);
+      expectObservable(claims.around(ticket('n1'), () => cycle).pipe(map(said))).toBe('20ms (l|)', { l: 'failed:claim' });
+      expectSubscriptions(cycle.subscriptions).toBe('^ 19ms !');
+      flush();
+      expect(log).toEqual(['0 won n1', '20 lapsed n1: another provisioner wrote it']);
+      expect(bucket.holder('n1')).toBe('intruder');
+    });
+  });
+
+  it('a claim that cannot be written again (the broker unreachable) lapses one TTL after the last write sent', () => {
+    const scheduler = newScheduler();
+    scheduler.run(({ cold, expectObservable, expectSubscriptions, flush }) => {
+      const bucket = new MemoryClaimBucket({ ttlMs: 30, now: () => scheduler.now() });
+      const real = bucket.store();
+      // Writes fail from frame 15 on, with an error that is not "held".
+      const store: ClaimStore = { ...real, update: (k, v, r) => defer(() => (scheduler.now() >= 15 ? throwError(() => new Error('timeout')) : real.update(k, v, r))) };
+      const { hooks, log } = recording(() => scheduler.now());
+      const claims = new NodeClaims({ store, owner: OWNER, ttlMs: 30, scheduler, hooks });
+      const cycle = cold('100ms d', { d: provisioned });
+      // Refreshed at 10 (ok), 20 and 30 (fail): it lapses at 10 + 30.
+      expectObservable(claims.around(ticket('n1'), () => cycle).pipe(map(said))).toBe('40ms (l|)', { l: 'failed:claim' });
+      expectSubscriptions(cycle.subscriptions).toBe('^ 39ms !');
+      flush();
+      expect(log).toEqual(['0 won n1', '20 refresh failed n1', '30 refresh failed n1', '40 lapsed n1: not written again within its 30ms lifetime']);
+    });
+  });
+
+  it('a sighting older than a claim lives is refused before claiming; a create that fails fails the cycle', () => {
+    const scheduler = newScheduler();
+    scheduler.run(({ cold, expectObservable, expectSubscriptions, flush }) => {
+      const bucket = new MemoryClaimBucket({ ttlMs: 30, now: () => scheduler.now() });
+      const claims = new NodeClaims({ store: bucket.store(), owner: OWNER, ttlMs: 30, scheduler });
+      const cycle = cold('-d', { d: provisioned });
+      scheduler.schedule(() => {
+        claims.around(ticket('old', 0), () => cycle).subscribe((o) => {
+          expect(said(o)).toBe('failed:stale');
+          expect((o as { error: Error }).error.message).toBe("skipping node that's been waiting 31ms: longer than a claim lives (30ms), so another provisioner may have finished it");
+        });
+      }, 31);
+      const broken: ClaimStore = { ...bucket.store(), create: () => throwError(() => new Error('no responders')) };
+      const failing = new NodeClaims({ store: broken, owner: OWNER, ttlMs: 30, scheduler });
+      expectObservable(failing.around(ticket('n2'), () => cycle).pipe(map((o) => (o.status === 'failed' ? (o.error as Error).message : said(o))))).toBe('(f|)', { f: 'could not claim n2: no responders' });
+      flush();
+      expectSubscriptions(cycle.subscriptions).toBe([]);
+      expect(bucket.size()).toBe(0);
+    });
+  });
+
+  it('unsubscribing before the cycle ends deletes the claim at once', () => {
+    const scheduler = newScheduler();
+    scheduler.run(({ cold, expectObservable, flush }) => {
+      const bucket = new MemoryClaimBucket({ ttlMs: 30, now: () => scheduler.now() });
+      const claims = new NodeClaims({ store: bucket.store(), owner: OWNER, ttlMs: 30, scheduler });
+      expectObservable(claims.around(ticket('n1'), () => cold('100ms d', { d: provisioned })), '5ms !').toBe('');
+      scheduler.schedule(() => expect(bucket.holder('n1')).toBe(OWNER), 4);
+      flush();
+      expect(bucket.holder('n1')).toBeUndefined();
+      expect(claims.held).toBe(0);
+    });
+  });
+});
+
+describe('claim keys, rounds and the bucket TTL', () => {
+  it('a host name is its own key; anything else is encoded so that no two identities share one', () => {
+    expect(claimKey('node-1.example.net')).toBe('node-1.example.net');
+    expect(claimKey('has space')).toBe(`=${Buffer.from('has space').toString('base64url')}`);
+    expect(claimKey('=x')).not.toBe('=x');
+    expect(claimKey('a..b')).toMatch(/^=/);
+    expect(new Set(['a b', 'a_b', '=YSBi', '.a', 'a.']).size).toBe(new Set(['a b', 'a_b', '=YSBi', '.a', 'a.'].map(claimKey)).size);
+  });
+
+  it('rotates a round so that instances start at different nodes, keeping the order', () => {
+    expect(rotateRound(['a', 'b', 'c', 'd'], 2)).toEqual(['c', 'd', 'a', 'b']);
+    expect(rotateRound(['a', 'b', 'c'], 7.9)).toEqual(['b', 'c', 'a']);
+    expect(rotateRound([], 3)).toEqual([]);
+  });
+
+  it('reads the TTL with retries while the bucket cannot be read or has no max age', () => {
+    const scheduler = newScheduler();
+    scheduler.run(({ expectObservable }) => {
+      const answers: Array<() => Observable<number>> = [() => throwError(() => new Error('no such stream')), () => of(0), () => of(60_000)];
+      const failures: string[] = [];
+      const store = { ttl: () => defer(() => (answers.shift() as () => Observable<number>)()) } as unknown as ClaimStore;
+      const ttl$ = readClaimsTtl(store, { scheduler, retryMs: (n) => n * 10, onFailure: (e, n) => failures.push(`${n} ${(e as Error).message}`) });
+      expectObservable(ttl$).toBe('30ms (t|)', { t: 60_000 });
+      scheduler.flush();
+      expect(failures).toEqual(['1 no such stream', "2 the claims bucket has no max age: a dead instance's claims would never lapse; give it one (its TTL)"]);
+    });
+  });
+
+  it('a held error is recognisable', () => {
+    expect(new ClaimHeldError('n1')).toBeInstanceOf(Error);
+    expect(new ClaimHeldError('n1').message).toBe('n1: held by another provisioner');
+  });
+});

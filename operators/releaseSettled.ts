@@ -1,7 +1,8 @@
 import { Observable, OperatorFunction, from, take } from 'rxjs';
-import { OrderedLine } from './OrderedLine';
+import type { LinePlace, PlaceState } from './internal/Line';
+import { subscribeWith } from './internal/OperatorSubscriber';
+import { Release } from './internal/Release';
 import { ReleaseInOrderConfig, TRASH } from './releaseInOrder';
-import { RingQueue } from './RingQueue';
 
 /**
  * A value its producer answers later, and says so through a callback: what {@link releaseSettled}
@@ -58,65 +59,43 @@ export interface Settling<R> {
 export function releaseSettled<T extends Settling<R>, R>(config: ReleaseInOrderConfig = {}): OperatorFunction<T, R | T> {
   return (source) =>
     new Observable<T | R>((subscriber) => {
-      const line = new OrderedLine<T | R>();
-      const outbox = new RingQueue<T | R>();
-      let emitting = false;
-      let sourceDone = false;
-      let drained = false;
-
-      // Emitting can re-enter this closure (a consumer feeding the source, whose value settles at
-      // once): a re-entrant call only queues, and the outermost call emits, in order.
-      const handOn = (values: readonly (T | R)[]): void => {
-        for (const value of values) outbox.push(value);
-        if (emitting) return;
-        emitting = true;
-        try {
-          while (outbox.length > 0 && !subscriber.closed) subscriber.next(outbox.shift() as T | R);
-        } finally {
-          emitting = false;
-        }
-        if (drained || (sourceDone && line.length === 0)) subscriber.complete();
-      };
-
+      const release = new Release<T | R, Told<T | R>>(subscriber);
       if (config.drain != null) {
-        subscriber.add(
-          from(config.drain)
-            .pipe(take(1))
-            .subscribe({
-              next: () => {
-                drained = true;
-                handOn(line.drain());
-              },
-              error: (error: unknown) => subscriber.error(error),
-            }),
-        );
+        subscribeWith(subscriber, subscriber, from(config.drain).pipe(take(1)), {
+          next: () => release.drain(),
+          // A drain that completes without emitting changes nothing.
+          complete: () => undefined,
+        });
+        if (subscriber.closed) return;
       }
-      if (subscriber.closed) return;
-
-      subscriber.add(
-        source.subscribe({
-          next: (value) => {
-            if (drained) return;
-            const place = line.push(value);
-            let told = false;
-            try {
-              value.whenSettled((answer) => {
-                if (told || drained || subscriber.closed) return;
-                told = true;
-                if (answer === TRASH) line.trash(place);
-                else line.settle(place, answer);
-                handOn(line.release());
-              });
-            } catch (error) {
-              subscriber.error(error);
+      subscribeWith(subscriber, subscriber, source, {
+        next: (value) => {
+          if (release.drained) return;
+          const place = new Told<T | R>(value);
+          release.line.push(place);
+          value.whenSettled((answer) => {
+            // The first answer wins; one after a drain, a teardown or an error changes nothing.
+            if (place.state !== 'pending' || release.drained || subscriber.closed) return;
+            if (answer === TRASH) {
+              place.state = 'trashed';
+              place.value = undefined;
+            } else {
+              place.state = 'settled';
+              place.value = answer;
             }
-          },
-          error: (error: unknown) => subscriber.error(error),
-          complete: () => {
-            sourceDone = true;
-            if (!drained) handOn([]);
-          },
-        }),
-      );
+            release.settled(place);
+          });
+        },
+        complete: () => release.sourceCompleted(),
+      });
+      // Nothing to stop per value: the producer answers through a callback that checks the place.
+      return () => release.line.clear();
     });
+}
+
+/** A value's place in the line: the value until its answer replaces it. */
+class Told<V> implements LinePlace<V> {
+  state: PlaceState = 'pending';
+
+  constructor(public value: V | undefined) {}
 }

@@ -54,6 +54,7 @@ export function lifecycleEvents(nc: NatsConnection, options: LifecycleListenerOp
     void subscription.closed.then(() => subscriber.complete());
     return () => {
       if (!subscription.isClosed()) subscription.unsubscribe();
+      if (options.badMessages === undefined) badMessages.close();
     };
   });
 }

@@ -3,6 +3,7 @@ import { NatsConnection, NodeConnectionOptions as ConnectionOptions, connect, cr
 import { BehaviorSubject, Observable, distinctUntilChanged } from 'rxjs';
 import { Logger, silentLogger } from '../lib/logger';
 import { ChoriaJwtLogin, choriaJwtAuthenticator } from './choria/brokerLogin';
+import { LoginBackoff } from './natsLoginBackoff';
 
 /** Where to connect and as whom. */
 export interface NatsConnectionConfig {
@@ -58,8 +59,13 @@ export function normaliseServer(server: string): string {
   return /^[a-z]+:\/\//i.test(trimmed) ? trimmed : `nats://${trimmed}`;
 }
 
-/** The connection options a daemon needs (exported so tests can assert them). */
-export function daemonConnectionOptions(config: NatsConnectionConfig): ConnectionOptions {
+/**
+ * The connection options a daemon needs (exported so tests can assert them): retry for ever, on the
+ * first connection too and when the broker refuses the login, waiting as `backoff` says between
+ * attempts (about half a second while the broker is unreachable, growing to 30 s while it refuses
+ * the login).
+ */
+export function daemonConnectionOptions(config: NatsConnectionConfig, backoff: LoginBackoff = new LoginBackoff()): ConnectionOptions {
   const options: ConnectionOptions = {
     servers: config.servers.map(normaliseServer),
     name: config.name,
@@ -69,9 +75,9 @@ export function daemonConnectionOptions(config: NatsConnectionConfig): Connectio
     waitOnFirstConnect: true,
     // A broker that refuses the login twice must not end the daemon: go-choria's connector keeps
     // trying (nats.go's IgnoreAuthErrorAbort), so a fixed token or password is picked up in time.
+    // Both daemons behave so; the waits grow while the login is refused (LoginBackoff).
     ignoreAuthErrorAbort: true,
-    reconnectTimeWait: 1000,
-    reconnectJitter: 500,
+    reconnectDelayHandler: backoff.delay,
     pingInterval: config.pingIntervalMs ?? 10_000,
     maxPingOut: 3,
   };
@@ -80,10 +86,11 @@ export function daemonConnectionOptions(config: NatsConnectionConfig): Connectio
   if (config.token !== undefined) options.token = config.token;
   if (config.inboxPrefix !== undefined) options.inboxPrefix = config.inboxPrefix;
   const authenticators = [
+    backoff.observer,
     ...(config.credentials !== undefined ? [credsAuthenticator(readFileSync(config.credentials))] : []),
     ...(config.jwtLogin !== undefined ? [choriaJwtAuthenticator(config.jwtLogin)] : []),
   ];
-  if (authenticators.length > 0) options.authenticator = authenticators;
+  options.authenticator = authenticators;
   const { signal } = config;
   if (signal !== undefined) {
     // nats.js asks this before every attempt; throwing ends its dial loop (null keeps its own pick).
@@ -110,9 +117,11 @@ export function daemonConnectionOptions(config: NatsConnectionConfig): Connectio
  * the log: only the servers and the name are logged.
  */
 export async function openNatsConnection(config: NatsConnectionConfig, logger: Logger = silentLogger): Promise<FleetConnection> {
-  const options = daemonConnectionOptions(config);
+  const backoff = new LoginBackoff();
+  const options = daemonConnectionOptions(config, backoff);
   logger.info({ servers: options.servers, name: options.name }, 'connecting to NATS');
   const nc = await connect(options);
+  backoff.follow(nc);
   const state = new BehaviorSubject<ConnectionState>('connected');
   logger.info({ server: nc.getServer() }, 'connected to NATS');
 

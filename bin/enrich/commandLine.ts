@@ -4,7 +4,7 @@
  * naming the flag or the file and key it came from.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { parse } from 'yaml';
+import { readYamlConfig } from '../../lib/yamlConfig';
 import { incusEndpoint } from '../../streams/incus/incusEndpoint';
 import { EnricherConfigError, EnricherSettings, parseEnricherConfig } from '../../lib/enricher/config';
 
@@ -94,12 +94,10 @@ function readConfigFile(file: string): { raw: Record<string, unknown>; problems:
   } catch (error) {
     return { raw: {}, problems: [`${file}: cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`] };
   }
-  let parsed: unknown;
-  try {
-    parsed = parse(text);
-  } catch (error) {
-    return { raw: {}, problems: [`${file}: not YAML or JSON: ${(error as Error).message.split('\n')[0]}`] };
-  }
+  // Never yaml's own message: it quotes the text, which may hold the NATS password.
+  const read = readYamlConfig(text);
+  if (read.problems.length > 0) return { raw: {}, problems: read.problems.map((p) => (p.path === '' ? `${file}: ${p.message}` : `${file}: ${p.path}: ${p.message}`)) };
+  const parsed = read.value;
   if (parsed === null || parsed === undefined) return { raw: {}, problems: [] };
   if (!isMapping(parsed)) return { raw: {}, problems: [`${file}: expected a mapping of keys`] };
   return { raw: parsed, problems: [] };

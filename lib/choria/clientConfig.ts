@@ -112,7 +112,9 @@ export function parseChoriaClientConfig(text: string, options: ParseChoriaConfig
     if (line === '' || line.startsWith('#')) return;
     const eq = line.indexOf('=');
     if (eq <= 0) {
-      problems.push({ path: where(index + 1, ''), message: `expected "key = value", got ${JSON.stringify(line)}; line ignored`, severity: 'warning' });
+      // Only what looks like the key: the rest may be a password written with the wrong separator.
+      const key = /^[A-Za-z0-9_.-]+/.exec(line)?.[0];
+      problems.push({ path: where(index + 1, ''), message: `expected "key = value"${key === undefined ? '' : ` (a line starting ${JSON.stringify(key)})`}; line ignored`, severity: 'warning' });
       return;
     }
     settings.set(line.slice(0, eq).trim(), { value: line.slice(eq + 1).trim(), line: index + 1 });
@@ -153,7 +155,7 @@ export function parseChoriaClientConfig(text: string, options: ParseChoriaConfig
     const parsed = parseMiddlewareHosts(hosts.value);
     middlewareHosts = parsed.urls;
     for (const bad of parsed.invalid) {
-      problems.push({ path: where(hosts.line, 'plugin.choria.middleware_hosts'), message: `expected host:port or nats://host:port, got ${JSON.stringify(bad)}`, severity: 'error' });
+      problems.push({ path: where(hosts.line, 'plugin.choria.middleware_hosts'), message: `expected host:port or nats://host:port, got ${JSON.stringify(withoutCredentials(bad))}`, severity: 'error' });
     }
   }
 
@@ -206,4 +208,9 @@ export function parseMiddlewareHosts(value: string): { urls: string[]; invalid: 
     urls.push(`${m[1] ?? 'nats'}://${m[2]}:${port}`);
   }
   return { urls, invalid };
+}
+
+/** A broker URL as it may be shown: `nats://user:secret@host` becomes `nats://[redacted]@host`. */
+export function withoutCredentials(text: string): string {
+  return text.replace(/^([a-z][a-z0-9+.-]*:\/\/)?[^/@\s]*@/i, (_m, scheme: string | undefined) => `${scheme ?? ''}[redacted]@`);
 }

@@ -1,7 +1,7 @@
 import Ajv, { ErrorObject } from 'ajv';
 import addFormats from 'ajv-formats';
 import { availableParallelism } from 'node:os';
-import { parseDocument } from 'yaml';
+import { readYamlConfig } from '../yamlConfig';
 import { DurationSyntaxError, parseChoriaDuration } from '../choria/duration';
 import { CertDenyList, DenyPatternError } from './certDenyList';
 import { DEPRECATED_KEYS, PROVISIONER_CONFIG_SCHEMA, SECTION_KEYS } from './configSchema';
@@ -145,13 +145,14 @@ export function parseProvisionerConfig(text: string, options: ParseConfigOptions
   const error = (path: string, message: string): void => void problems.push({ path, message, severity: 'error' });
   const warn = (path: string, message: string): void => void problems.push({ path, message, severity: 'warning' });
 
-  const document = parseDocument(text, { version: '1.1', merge: true, prettyErrors: true });
-  if (document.errors.length > 0) {
-    // Only the first line of yaml's message: the rest is a code frame that could show a secret.
-    for (const e of document.errors) error(file ?? 'configuration', `not valid YAML: ${e.message.split('\n')[0].replace(/:$/, '')}`);
+  // yaml's own messages quote the text (an unquoted `token: *secret` is an "unresolved alias" named
+  // after the secret): readYamlConfig says what is wrong in its own words, with the key's path.
+  const read = readYamlConfig(text, { version: '1.1', merge: true, maxAliasCount: 100 });
+  if (read.problems.length > 0) {
+    for (const p of read.problems) error(p.path === '' ? (file ?? 'configuration') : p.path, p.message);
     return { config: undefined, problems };
   }
-  const raw: unknown = document.toJS({ maxAliasCount: 100 }) ?? {};
+  const raw: unknown = read.value ?? {};
   if (!isMapping(raw)) {
     error(file ?? 'configuration', `expected a mapping of keys to values at the top level, got ${describe(raw)}`);
     return { config: undefined, problems };

@@ -14,6 +14,11 @@ export interface ReadYamlOptions {
   merge?: boolean;
   /** Aliased values the text may expand to, at most. Default 100, yaml's own limit. */
   maxAliasCount?: number;
+  /**
+   * Which key paths hold secrets: a problem inside one names that key and nothing below it (a
+   * secret written as `token: s3cret: x` would otherwise become a key in the problem's path).
+   */
+  secret?: (path: string) => boolean;
 }
 
 // Our words for yaml's error codes: yaml's own messages often quote the text, which may be a secret.
@@ -56,17 +61,19 @@ const CODE_MESSAGES: Record<ErrorCode, string> = {
 export function readYamlConfig(text: string, options: ReadYamlOptions = {}): { value?: unknown; problems: YamlProblem[] } {
   const version = options.version ?? '1.2';
   const maxAliasCount = options.maxAliasCount ?? 100;
+  const isSecret = options.secret ?? (() => false);
   const lines = new LineCounter();
   let document: Document.Parsed;
   try {
-    document = parseDocument(text, { version, merge: options.merge ?? version === '1.1', prettyErrors: false, lineCounter: lines, uniqueKeys: true });
+    // logLevel silent: yaml's warnings go to the process's stderr and quote the text.
+    document = parseDocument(text, { version, merge: options.merge ?? version === '1.1', prettyErrors: false, lineCounter: lines, uniqueKeys: true, logLevel: 'silent' });
   } catch (error) {
     return { problems: [{ path: '', message: `not valid YAML: ${describeThrown(error)}` }] };
   }
   if (document.errors.length > 0) {
     const problems = document.errors.slice(0, MAX_PROBLEMS).map((e) => {
       const { line, col } = lines.linePos(e.pos[0]);
-      return { path: shorten(keyPathAt(document.contents, e.pos[0])), message: `not valid YAML at line ${line}, column ${col}: ${CODE_MESSAGES[e.code] ?? 'the text cannot be parsed'}` };
+      return { path: shorten(keyPathAt(document.contents, e.pos[0], '', isSecret)), message: `not valid YAML at line ${line}, column ${col}: ${CODE_MESSAGES[e.code] ?? 'the text cannot be parsed'}` };
     });
     const more = document.errors.length - problems.length;
     if (more > 0) problems.push({ path: '', message: `not valid YAML: ${more} more problem${more === 1 ? '' : 's'} after these` });
@@ -75,12 +82,15 @@ export function readYamlConfig(text: string, options: ReadYamlOptions = {}): { v
   try {
     return { value: document.toJS({ maxAliasCount }), problems: [] };
   } catch (error) {
-    const culprit = findCulprit(document, document.contents, '', maxAliasCount) ?? { path: '', error };
+    const culprit = findCulprit(document, document.contents, '', maxAliasCount, isSecret) ?? { path: '', error };
     const start = culprit.node?.range?.[0];
     const at = start === undefined ? '' : ` (line ${lines.linePos(start).line})`;
     return { problems: [{ path: shorten(culprit.path), message: `not valid YAML${at}: ${describeThrown(culprit.error)}` }] };
   }
 }
+
+/** What a configuration key looks like; anything else is not shown in a path. */
+const KEY_NAME = /^[A-Za-z0-9_.<-]{1,64}$/;
 
 /** The most problems one text reports: the rest are counted. */
 const MAX_PROBLEMS = 10;
@@ -101,20 +111,22 @@ function describeThrown(error: unknown): string {
 }
 
 /** The dotted path (`a.b[2].c`) of the innermost key whose pair (or item) holds `offset`. */
-function keyPathAt(node: unknown, offset: number, path = ''): string {
+function keyPathAt(node: unknown, offset: number, path: string, isSecret: (path: string) => boolean): string {
+  if (path !== '' && isSecret(path)) return path;
   if (isMap(node)) {
     for (const pair of node.items) {
       const key = keyName(pair);
       const start = (pair.key as Node | null)?.range?.[0] ?? (pair.value as Node | null)?.range?.[0];
       const end = (pair.value as Node | null)?.range?.[2] ?? (pair.key as Node | null)?.range?.[2];
       if (start === undefined || end === undefined || offset < start || offset > end) continue;
-      const here = key === undefined ? path : join(path, key);
-      return keyPathAt(pair.value, offset, here);
+      // In a text that does not parse, a value may have been taken for a key: only a name is shown.
+      if (key === undefined || !KEY_NAME.test(key)) return path;
+      return keyPathAt(pair.value, offset, join(path, key), isSecret);
     }
   } else if (isSeq(node)) {
     node.items.forEach((item, i) => {
       const range = (item as Node | null)?.range;
-      if (range !== undefined && range !== null && offset >= range[0] && offset <= range[2]) path = keyPathAt(item, offset, `${path}[${i}]`);
+      if (range !== undefined && range !== null && offset >= range[0] && offset <= range[2]) path = keyPathAt(item, offset, `${path}[${i}]`, isSecret);
     });
   }
   return path;
@@ -124,13 +136,15 @@ function keyPathAt(node: unknown, offset: number, path = ''): string {
  * The innermost key whose value cannot be converted alone, and why. A merge key whose source is
  * not a mapping is found by looking (converting it alone would not fail).
  */
-function findCulprit(document: Document.Parsed, node: unknown, path: string, maxAliasCount: number): { path: string; error: unknown; node?: Node } | undefined {
+function findCulprit(document: Document.Parsed, node: unknown, path: string, maxAliasCount: number, isSecret: (path: string) => boolean): { path: string; error: unknown; node?: Node } | undefined {
+  if (path !== '' && isSecret(path)) return undefined;
   const children: [string, unknown][] = [];
   if (isMap(node)) {
     for (const pair of node.items) {
       const key = keyName(pair);
       if (key === '<<' && isBadMergeSource(document, pair.value)) return { path: join(path, '<<'), error: new Error('Merge sources must be maps'), node: pair.value as Node };
-      children.push([key === undefined ? path : join(path, key), pair.value]);
+      if (key === undefined || !KEY_NAME.test(key)) continue;
+      children.push([join(path, key), pair.value]);
     }
   } else if (isSeq(node)) {
     node.items.forEach((item, i) => children.push([`${path}[${i}]`, item]));
@@ -138,7 +152,7 @@ function findCulprit(document: Document.Parsed, node: unknown, path: string, max
   for (const [childPath, child] of children) {
     const failure = convertAlone(document, child, maxAliasCount);
     if (failure === undefined) continue;
-    return findCulprit(document, isAlias(child) ? undefined : child, childPath, maxAliasCount) ?? { path: childPath, error: failure, node: child as Node };
+    return findCulprit(document, isAlias(child) ? undefined : child, childPath, maxAliasCount, isSecret) ?? { path: childPath, error: failure, node: child as Node };
   }
   return undefined;
 }

@@ -94,8 +94,19 @@ function readConfigFile(file: string): { raw: Record<string, unknown>; problems:
   } catch (error) {
     return { raw: {}, problems: [`${file}: cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`] };
   }
-  // Never yaml's own message: it quotes the text, which may hold the NATS password.
-  const read = readYamlConfig(text);
+  return readEnricherConfigText(text, file);
+}
+
+/** Keys whose values are secrets: a problem names them and never what they hold. */
+const SECRET_KEYS = new Set(['outputs.nats.password', 'outputs.nats.token', 'incus.client_key']);
+
+/**
+ * The text of an enricher configuration file (YAML or JSON) as the mapping it holds, or its
+ * problems, each `FILE: key: message`. Never throws, and never quotes the text: yaml's own
+ * messages do, and the text may hold the NATS password or the client key.
+ */
+export function readEnricherConfigText(text: string, file: string): { raw: Record<string, unknown>; problems: string[] } {
+  const read = readYamlConfig(text, { secret: (path) => SECRET_KEYS.has(path) });
   if (read.problems.length > 0) return { raw: {}, problems: read.problems.map((p) => (p.path === '' ? `${file}: ${p.message}` : `${file}: ${p.path}: ${p.message}`)) };
   const parsed = read.value;
   if (parsed === null || parsed === undefined) return { raw: {}, problems: [] };

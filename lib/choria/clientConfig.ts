@@ -1,3 +1,4 @@
+import { withoutCredentials } from '../urlCredentials';
 import { hostname } from 'node:os';
 
 /**
@@ -210,7 +211,3 @@ export function parseMiddlewareHosts(value: string): { urls: string[]; invalid: 
   return { urls, invalid };
 }
 
-/** A broker URL as it may be shown: `nats://user:secret@host` becomes `nats://[redacted]@host`. */
-export function withoutCredentials(text: string): string {
-  return text.replace(/^([a-z][a-z0-9+.-]*:\/\/)?[^/@\s]*@/i, (_m, scheme: string | undefined) => `${scheme ?? ''}[redacted]@`);
-}

@@ -2,6 +2,7 @@ import Ajv, { ErrorObject } from 'ajv';
 import addFormats from 'ajv-formats';
 import { availableParallelism } from 'node:os';
 import { readYamlConfig } from '../yamlConfig';
+import { withoutCredentials } from '../urlCredentials';
 import { DurationSyntaxError, parseChoriaDuration } from '../choria/duration';
 import { CertDenyList, DenyPatternError } from './certDenyList';
 import { DEPRECATED_KEYS, PROVISIONER_CONFIG_SCHEMA, SECTION_KEYS } from './configSchema';
@@ -108,6 +109,9 @@ export interface ParseConfigOptions {
   exists?: (path: string) => boolean;
 }
 
+/** Keys whose values are secrets: a problem names them and never what they hold (keys match in any case). */
+const SECRET_KEYS = new Set(['token', 'broker_provisioning_password', 'rxfleet.nats_password']);
+
 const MINUTE_MS = 60_000;
 const HOUR_MS = 60 * MINUTE_MS;
 
@@ -147,7 +151,7 @@ export function parseProvisionerConfig(text: string, options: ParseConfigOptions
 
   // yaml's own messages quote the text (an unquoted `token: *secret` is an "unresolved alias" named
   // after the secret): readYamlConfig says what is wrong in its own words, with the key's path.
-  const read = readYamlConfig(text, { version: '1.1', merge: true, maxAliasCount: 100 });
+  const read = readYamlConfig(text, { version: '1.1', merge: true, maxAliasCount: 100, secret: (path) => SECRET_KEYS.has(path.toLowerCase()) });
   if (read.problems.length > 0) {
     for (const p of read.problems) error(p.path === '' ? (file ?? 'configuration') : p.path, p.message);
     return { config: undefined, problems };
@@ -435,6 +439,10 @@ function describe(value: unknown): string {
   if (value === null || value === undefined) return 'nothing';
   if (Array.isArray(value)) return 'a list';
   if (typeof value === 'object') return 'a mapping';
-  if (typeof value === 'string') return `${JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}...` : value)} (a string)`;
+  if (typeof value === 'string') {
+    // A server address may carry a password: never shown.
+    const shown = withoutCredentials(value);
+    return `${JSON.stringify(shown.length > 60 ? `${shown.slice(0, 60)}...` : shown)} (a string)`;
+  }
   return String(value);
 }

@@ -62,8 +62,8 @@ export function normaliseServer(server: string): string {
 /**
  * The connection options a daemon needs (exported so tests can assert them): retry for ever, on the
  * first connection too and when the broker refuses the login, waiting as `backoff` says between
- * attempts (about half a second while the broker is unreachable, growing to 30 s while it refuses
- * the login).
+ * attempts (a quarter to half a second while the broker is unreachable, growing to 30 s while it
+ * refuses the login).
  */
 export function daemonConnectionOptions(config: NatsConnectionConfig, backoff: LoginBackoff = new LoginBackoff()): ConnectionOptions {
   const options: ConnectionOptions = {

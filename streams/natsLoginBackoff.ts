@@ -2,7 +2,7 @@ import type { Authenticator, NatsConnection } from '@nats-io/transport-node';
 
 /** Options for {@link LoginBackoff}. */
 export interface LoginBackoffOptions {
-  /** The wait between attempts while the broker cannot be reached; jittered up to twice it. Default 500 ms. */
+  /** The wait between attempts while the broker cannot be reached; jittered up to twice it. Default 250 ms. */
   baseMs?: number;
   /** The first wait after a refused login; it doubles with each refusal in a row. Default 1 s. */
   refusedMs?: number;
@@ -14,10 +14,10 @@ export interface LoginBackoffOptions {
 
 /**
  * The wait between a daemon's connection attempts, for nats.js's `reconnectDelayHandler`: short
- * while the broker cannot be reached (it may be restarting: the daemon should be back within a
- * second of it), growing while the broker is reached and refuses the login (1 s, 2 s, 4 s ... 30 s),
- * so a daemon with a wrong or expired credential keeps trying for ever without hammering the broker,
- * and a fixed credential is picked up within 30 s.
+ * while the broker cannot be reached (a quarter to half a second: it may be restarting, and the
+ * daemon should be back within a second of it), growing while the broker is reached and refuses
+ * the login (1 s, 2 s, 4 s ... 30 s), so a daemon with a wrong or expired credential keeps trying
+ * for ever without hammering the broker, and a fixed credential is picked up within 30 s.
  *
  * How it knows: nats.js calls every authenticator once per CONNECT it sends, that is once per
  * attempt that reached the broker and got its INFO; {@link observer} notes it. An attempt that sent
@@ -33,7 +33,7 @@ export class LoginBackoff {
   private readonly random: () => number;
 
   constructor(options: LoginBackoffOptions = {}) {
-    this.baseMs = options.baseMs ?? 500;
+    this.baseMs = options.baseMs ?? 250;
     this.refusedMs = options.refusedMs ?? 1000;
     this.maxMs = options.maxMs ?? 30_000;
     this.random = options.random ?? Math.random;

@@ -305,8 +305,8 @@ export class ProvisionCycle {
       await this.rpc(PROVISION_RPCS.restart, identity, { token: config.token, splay: 1 }, signal, { lostReplyMeansGone: true });
     } catch (error) {
       if (!(error instanceof NodeGoneAfterLostReply)) return fail('restart', `restart failed: ${errorMessage(error)}`, error);
-      // The node was configured, had the restart, and left provisioning mode while the broker was
-      // away: counting it as failed would disagree with the fleet, and retrying it cannot reach it.
+      // The node was configured, had the restart (its reply was lost with the broker) and is no
+      // longer in provisioning mode: counting it as failed would disagree with the fleet.
       this.logger.warn({ identity }, `${identity} no longer answers after its restart request's reply was lost with the broker connection: it restarted; counted as provisioned`);
     }
     return 'provisioned';
@@ -371,14 +371,13 @@ export class ProvisionCycle {
     const { client, gate, metrics, rpcTimeoutMs, backoffMs, random } = this.options;
     const rpc = spec.rpc as ProvisionerRpc;
     // With lostReplyMeansGone (restart): once an attempt's reply was lost with the connection, a
-    // node that then does not answer at all has done what it was asked and gone away.
+    // node that still does not answer at the last try has done what it was asked and gone away.
+    // Not sooner: right after the broker's return a node's own connection may not be back yet, and
+    // a request lost on the way (not its reply) must reach the node to be done at all.
     let lostReply = false;
     const goneAfterLostReply = (error: unknown): boolean =>
       options.lostReplyMeansGone === true && lostReply && findCause(error, (e): e is Error => e instanceof RpcTimeoutError || e instanceof NoRespondersError) !== undefined;
-    const retryable = (error: unknown): boolean => {
-      if (goneAfterLostReply(error) || isProvisioningLockError(error)) return false;
-      return !(options.acceptStatusErrors && error instanceof RpcStatusError);
-    };
+    const retryable = (error: unknown): boolean => !isProvisioningLockError(error) && !(options.acceptStatusErrors && error instanceof RpcStatusError);
     const call$ = retryRpc(
       ({ signal: attemptSignal }) =>
         client.call(spec, identity, input, { signal: attemptSignal, ...(rpcTimeoutMs !== undefined ? { timeoutMs: rpcTimeoutMs } : {}) }).pipe(

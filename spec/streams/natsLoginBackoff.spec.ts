@@ -8,7 +8,7 @@ describe('LoginBackoff: the wait between connection attempts', () => {
   it('stays short while the broker cannot be reached, and doubles to 30 s while it refuses the login', () => {
     const backoff = new LoginBackoff({ random: () => 0 });
     // Unreachable: no CONNECT was ever sent.
-    expect([backoff.delay(), backoff.delay(), backoff.delay()]).toEqual([500, 500, 500]);
+    expect([backoff.delay(), backoff.delay(), backoff.delay()]).toEqual([250, 250, 250]);
     const refusedWaits: number[] = [];
     for (let i = 0; i < 8; i++) {
       backoff.observer(); // the broker was reached and sent its INFO: a CONNECT went out
@@ -19,12 +19,12 @@ describe('LoginBackoff: the wait between connection attempts', () => {
     expect(refusedWaits).toEqual([1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000]);
     expect(backoff.refused).toBe(8);
     backoff.connected();
-    expect([backoff.refused, backoff.delay()]).toEqual([0, 500]);
+    expect([backoff.refused, backoff.delay()]).toEqual([0, 250]);
   });
 
   it('jitters the waits upward only, so they never shrink below the schedule', () => {
     const backoff = new LoginBackoff({ random: () => 0.999 });
-    expect(backoff.delay()).toBe(999);
+    expect(backoff.delay()).toBe(499);
     backoff.observer();
     expect(backoff.delay()).toBe(1099);
   });

@@ -34,6 +34,7 @@ export const lxdRestart: Scenario = {
       await rig.lxd.deleteInstance(second);
       await rig.launch();
       const converged = await rig.converge(env.number('CONVERGE_MS', 60_000));
+      const sinceReturn = Math.round((now() - back) / 100) / 10;
       const failedRounds = await rig.metric('enricher_sweeps_total', { result: 'failed' });
       const differences = converged === undefined ? await rig.differences() : [];
       const alive = rig.daemon().running();
@@ -42,6 +43,7 @@ export const lxdRestart: Scenario = {
         converged_at_start_s: convergedAtStart ?? null,
         lxd_down_s: Math.round((back - killed) / 100) / 10,
         seconds_to_converge_after_changes: converged ?? null,
+        seconds_from_lxd_return_to_converged: converged === undefined ? null : sinceReturn,
         failed_rounds: failedRounds,
         events_published: rig.received(),
         differences,

@@ -67,6 +67,9 @@ export async function fuzzTargets(): Promise<FuzzTarget[]> {
   const jwtSeeds = [signed(claims)];
   const r = new Rng(7);
   for (let i = 0; i < 200; i++) jwtSeeds.push(signed(mutateJson(r, claims)));
+  const clientClaims = { purpose: 'choria_client_id', callerid: 'up=provisioner', exp: 4_000_000_000, permissions: { provisioner: true } };
+  const clientSeeds = [signed(clientClaims)];
+  for (let i = 0; i < 200; i++) clientSeeds.push(signed(mutateJson(r, clientClaims)));
   const denyList = new CertDenyList();
   // Real answers, so that mutations reach past the first check.
   const keys = await createFleetKeys({ claims: { token: 'tok' } });
@@ -108,7 +111,7 @@ export async function fuzzTargets(): Promise<FuzzTarget[]> {
       typed: (e) => e instanceof CsrValidationError,
     },
     { name: 'provisioning JWT (verifyProvisioningJwt)', input: (rng) => (rng.bool(0.5) ? rng.pick(jwtSeeds) : mutateText(rng, rng.pick(jwtSeeds))), run: (text) => verifyProvisioningJwt(text, jwtKey), typed: (e) => e instanceof JwtValidationError },
-    { name: 'client JWT (readClientToken)', input: (rng) => mutateText(rng, rng.pick(jwtSeeds)), run: (text) => readClientToken(text), typed: (e) => e instanceof ClientTokenError },
+    { name: 'client JWT (readClientToken)', input: (rng) => (rng.bool(0.5) ? rng.pick(clientSeeds) : mutateText(rng, rng.pick(clientSeeds))), run: (text) => readClientToken(text), typed: (e) => e instanceof ClientTokenError },
     { name: 'choria duration (parseChoriaDuration)', input: (rng) => mutateText(rng, rng.pick(['1m', '1h30m', '7d', '1y', '90s', '1.5h'])), run: (text) => parseChoriaDuration(text), typed: (e) => e instanceof DurationSyntaxError },
     { name: 'rpm version (parseRpmVersion)', input: (rng) => mutateText(rng, '1:0.29.4-1.el8'), run: (text) => parseRpmVersion(text), typed: never },
     {

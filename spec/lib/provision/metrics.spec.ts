@@ -25,6 +25,8 @@ describe('ProvisionerMetrics', () => {
       'choria_provisioner_malformed_input_total{site="TEST",source="rpc_reply"} 0',
       'choria_provisioner_readmissions_total{site="TEST",via="discovery"} 0',
       'choria_provisioner_readmissions_total{site="TEST",via="event"} 0',
+      'choria_provisioner_unexpected_replies_total{site="TEST",reason="unsolicited"} 0',
+      'choria_provisioner_unexpected_replies_total{site="TEST",reason="stranger"} 0',
     ];
     expect([...lines].sort()).toEqual([...expected].sort());
     expect(lines.some((l) => l.includes('quantile'))).toBe(false);

@@ -14,7 +14,8 @@
  * Environment: LATENCY_MS (per call, default 1; 0 answers at once), INSTANCES (default 10000),
  * WORKERS (default 16).
  */
-import { cpus, loadavg } from 'node:os';
+import { cpus } from 'node:os';
+import { benchOutput } from './machineLoad';
 import { Registry } from 'prom-client';
 import { Subject, Subscription, from, lastValueFrom, mergeMap, toArray } from 'rxjs';
 import { IncusReader, IncusStreamItem } from '../lib/incus/api';
@@ -29,7 +30,8 @@ const INSTANCES = Number(process.env.INSTANCES ?? 10_000);
 const WORKERS = Number(process.env.WORKERS ?? 16);
 
 const now = (): number => performance.now();
-const print = (figure: Record<string, unknown>): void => console.log(JSON.stringify(figure));
+const output = benchOutput('bench/enrich.ts');
+const print = (figure: Record<string, unknown>): void => output.print(figure);
 const round = (n: number, digits = 3): number => +n.toFixed(digits);
 
 function heapAfterGc(): number {
@@ -152,7 +154,7 @@ async function bareReads(fake: FakeIncus, count: number): Promise<number> {
 }
 
 async function main(): Promise<void> {
-  print({ node: process.version, cpus: cpus().length, load_average_start: loadavg().map((l) => round(l, 2)), instances: INSTANCES, latency_ms_per_call: LATENCY_MS, workers: WORKERS });
+  print({ node: process.version, cpus: cpus().length, instances: INSTANCES, latency_ms_per_call: LATENCY_MS, workers: WORKERS });
 
   const fakeAlone = heapAfterGc();
   const fake = world();
@@ -269,7 +271,7 @@ async function main(): Promise<void> {
     if (coalescing !== rig) await coalescing.close();
   }
   await rig.close();
-  print({ load_average_end: loadavg().map((l) => round(l, 2)) });
+  output.end();
 }
 
 main().catch((error: unknown) => {

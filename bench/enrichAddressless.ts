@@ -13,7 +13,7 @@
  *
  * Environment: LATENCY_MS (default 1), ADDRESSLESS (default 100), WORKERS (default 16).
  */
-import { loadavg } from 'node:os';
+import { benchOutput } from './machineLoad';
 import { Registry } from 'prom-client';
 import { Subject, VirtualAction, VirtualTimeScheduler } from 'rxjs';
 import { IncusStreamItem } from '../lib/incus/api';
@@ -28,7 +28,8 @@ const ADDRESSLESS = Number(process.env.ADDRESSLESS ?? 100);
 const WORKERS = Number(process.env.WORKERS ?? 16);
 const MINUTE = 60_000;
 
-const print = (figure: Record<string, unknown>): void => console.log(JSON.stringify(figure));
+const output = benchOutput('bench/enrichAddressless.ts');
+const print = (figure: Record<string, unknown>): void => output.print(figure);
 const round = (n: number, digits = 3): number => +n.toFixed(digits);
 const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 
@@ -95,7 +96,7 @@ const delays = (run: Run, from: number, to: number): number[] =>
 const perSecond = (run: Run, from: number, to: number): number => run.getsPerMinute.slice(from, to).reduce((a, b) => a + b, 0) / ((to - from) * 60);
 
 function main(): void {
-  print({ bench: 'enrich, instances without an address (virtual time)', load_average_start: loadavg().map((l) => round(l, 2)), latency_ms_per_call: LATENCY_MS, addressless: ADDRESSLESS, workers: WORKERS });
+  print({ bench: 'enrich, instances without an address (virtual time)', latency_ms_per_call: LATENCY_MS, addressless: ADDRESSLESS, workers: WORKERS });
   const ours = scenario(ADDRESSLESS, 60);
   // Upstream's pace: a repair every 5 s for ever, each polling for the whole address timeout.
   const upstream = scenario(ADDRESSLESS, 10, { fast: 5000, fastAttempts: Number.MAX_SAFE_INTEGER, slow: 5000 });
@@ -138,7 +139,7 @@ function main(): void {
       baseline_max_ms: baseDelays[baseDelays.length - 1],
     });
   }
-  print({ load_average_end: loadavg().map((l) => round(l, 2)) });
+  output.end();
 }
 
 main();

@@ -15,9 +15,10 @@
  * BENCH_ONLY=pool|ordered|settled|admission|memory runs one group and BENCH_DEPTHS=1000 picks depths (for
  * profiling: see operators/README.md).
  */
-import { cpus, loadavg } from 'node:os';
+import { cpus } from 'node:os';
 import { Observable, Subject, Subscription, distinct, from, mergeMap } from 'rxjs';
 import { AdmissionLedger, OrderedLine, RingQueue, Settling, TRASH, admit, done, releaseInOrder, releaseSettled, workerPool } from '@rxfleet/operators';
+import { benchOutput } from './machineLoad';
 
 const DEPTHS = (process.env.BENCH_DEPTHS ?? '1000,100000,1000000').split(',').map(Number);
 const CONCURRENCY = 16;
@@ -44,8 +45,8 @@ interface Run {
 
 const now = (): number => Number(process.hrtime.bigint()) / 1e6;
 const rate = (r: Run): number => Math.round((r.items / r.ms) * 1000);
-const print = (figure: Record<string, unknown>): void => console.log(JSON.stringify(figure));
-const load = (): number[] => loadavg().map((l) => +l.toFixed(2));
+const output = benchOutput('bench/operators.ts');
+const print = (figure: Record<string, unknown>): void => output.print(figure);
 
 /** Ratio, goal and verdict, printed beside each other. */
 function verdict(ours: number, base: number, goal: number | undefined): Record<string, unknown> {
@@ -415,7 +416,6 @@ async function main(): Promise<void> {
   print({
     node: process.version,
     cpus: cpus().length,
-    load_at_start: load(),
     // The code users run: the kit's tsc build, not a transpile-on-load of its sources (tsx keeps
     // function names by wrapping every closure it creates, which alone cost the old pool a third).
     kit: require.resolve('@rxfleet/operators'),
@@ -432,7 +432,7 @@ async function main(): Promise<void> {
     benchRingMemory();
     await benchPoolMemory();
   }
-  print({ load_at_end: load() });
+  output.end();
 }
 
 main().catch((error: unknown) => {

@@ -5,34 +5,38 @@
  * same run (NATS request/reply, helper starts, persistent helper round trips).
  */
 import { readFileSync } from 'node:fs';
-import { cpus, loadavg } from 'node:os';
+import { cpus } from 'node:os';
 import { buildHelperInput } from '../lib/provision/helperInput';
 import { HelperRunner } from '../streams/helper/helperRunner';
 import { PersistentHelper } from '../streams/helper/persistentHelper';
 import { openNatsConnection } from '../streams/natsConnection';
 import { sampleValue } from '../spec/helpers/provisioner';
 import { RxfleetProcess, startRxfleet } from '../spec/helpers/rxfleetProcess';
+import { BenchOutput, benchOutput } from './machineLoad';
 
 const CLOCK_TICKS = 100; // Linux USER_HZ: /proc times are in hundredths of a second.
 
 export const now = (): number => Number(process.hrtime.bigint()) / 1e6;
-export const print = (figure: Record<string, unknown>): void => console.log(JSON.stringify(figure));
+let output: BenchOutput | undefined;
+/** Prints one JSON line; once the header is out, figures are marked when the machine was busy ({@link benchOutput}). */
+export const print = (figure: Record<string, unknown>): void => (output !== undefined ? output.print(figure) : console.log(JSON.stringify(figure)));
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 export const round = (value: number, digits = 1): number => Math.round(value * 10 ** digits) / 10 ** digits;
-const load = (): number[] => loadavg().map((l) => round(l, 2));
 
 /**
- * The first line of a benchmark: the exact command that reproduces it (the environment variables
- * it reads, then the script), the machine, and the load average at the start.
+ * The first lines of a benchmark: the load average at the start (bench/machineLoad.ts, which marks
+ * every later figure when the machine was busy), then the exact command that reproduces it (the
+ * environment variables it reads, then the script) and the machine.
  */
 export function printHeader(script: string, environment: readonly string[], settings: Record<string, unknown>): void {
+  output = benchOutput(script);
   const env = environment.filter((name) => process.env[name] !== undefined).map((name) => `${name}=${JSON.stringify(process.env[name]).slice(1, -1)}`);
-  print({ command: [...env, 'node --import tsx', script].join(' '), node: process.version, cpus: cpus().length, load_average_start: load(), ...settings });
+  print({ command: [...env, 'node --import tsx', script].join(' '), node: process.version, cpus: cpus().length, ...settings });
 }
 
 /** The last line: the load average at the end, to read the figures by. */
 export function printFooter(): void {
-  print({ load_average_end: load() });
+  output?.end();
 }
 
 /** Runs `call` with `inFlight` always outstanding for `seconds`; completed calls per second. */

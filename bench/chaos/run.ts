@@ -8,7 +8,8 @@
  *
  * Exit status 1 when a scenario failed to run or missed a goal.
  */
-import { cleanUpAll, loadAverage } from './parts/processes';
+import { cleanUpAll } from './parts/processes';
+import { benchOutput } from '../machineLoad';
 import { brokerRestart } from './scenarios/brokerRestart';
 import { dataDirFaults } from './scenarios/dataDir';
 import { fuzzInputs } from './scenarios/fuzzInputs';
@@ -21,7 +22,8 @@ import { Scenario, ScenarioEnv } from './scenarios/scenario';
 
 const SCENARIOS: Scenario[] = [brokerRestart, provisionerRestart, junkInput, helperFailures, lxdRestart, natsOutage, dataDirFaults, fuzzInputs];
 
-const print = (line: Record<string, unknown>): void => console.log(JSON.stringify(line));
+const output = benchOutput('chaos');
+const print = (line: Record<string, unknown>): void => output.print(line);
 const env: ScenarioEnv = {
   number: (name, fallback) => {
     const value = process.env[name];
@@ -41,7 +43,7 @@ async function main(): Promise<number> {
     return 2;
   }
   const chosen = asked.length === 0 ? SCENARIOS : SCENARIOS.filter((s) => asked.includes(s.name));
-  print({ figure: 'chaos run', node: process.version, scenarios: chosen.map((s) => s.name), load_average_start: loadAverage() });
+  print({ figure: 'chaos run', node: process.version, scenarios: chosen.map((s) => s.name) });
   let failed = false;
   for (const scenario of chosen) {
     const started = Date.now();
@@ -50,15 +52,15 @@ async function main(): Promise<number> {
       const goals = figures.goals ?? {};
       const met = Object.values(goals).every(Boolean);
       failed ||= !met && figures.skipped === undefined;
-      print({ scenario: scenario.name, ...figures, goals_met: figures.skipped === undefined ? met : null, wall_seconds: Math.round((Date.now() - started) / 100) / 10 });
+      print({ figure: 'scenario', scenario: scenario.name, ...figures, goals_met: figures.skipped === undefined ? met : null, wall_seconds: Math.round((Date.now() - started) / 100) / 10 });
     } catch (error) {
       failed = true;
-      print({ scenario: scenario.name, error: error instanceof Error ? error.message : String(error), wall_seconds: Math.round((Date.now() - started) / 100) / 10 });
+      print({ figure: 'scenario', scenario: scenario.name, error: error instanceof Error ? error.message : String(error), wall_seconds: Math.round((Date.now() - started) / 100) / 10 });
     } finally {
       await cleanUpAll();
     }
   }
-  print({ figure: 'chaos run end', load_average_end: loadAverage() });
+  output.end();
   return failed ? 1 : 0;
 }
 

@@ -1,5 +1,4 @@
 import { readFileSync } from 'node:fs';
-import { loadavg } from 'node:os';
 import { RxfleetProcess, startRxfleet } from '../../../spec/helpers/rxfleetProcess';
 
 /** Every process a scenario started, so an interrupted run (Ctrl-C, a timeout) leaves none behind. */
@@ -45,11 +44,6 @@ export function peakRssMiB(pid: number | undefined): number | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** The 1, 5 and 15 minute load averages, rounded: printed at the start and end of every run. */
-export function loadAverage(): number[] {
-  return loadavg().map((l) => Math.round(l * 100) / 100);
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

@@ -18,7 +18,8 @@ export interface NatsPublisherOptions {
   open: (signal: AbortSignal) => Promise<FleetConnection>;
   /**
    * Messages held while there is no connection, sent in order once there is one. A message
-   * arriving when this many are held pushes the oldest out (`dropped`). 0 holds nothing.
+   * arriving when this many are held pushes the oldest out: `dropped`, unless it has a key and no
+   * later message with that key has come (see {@link NatsPublisher}). 0 holds nothing.
    */
   maxHeld: number;
   logger?: Logger;
@@ -35,6 +36,8 @@ export interface NatsPublisherOptions {
 interface Held {
   subject: string;
   data: string;
+  /** What the message is the latest word on (an instance), when the caller says. */
+  key?: string;
 }
 
 /**
@@ -43,9 +46,15 @@ interface Held {
  *
  * - Connected: the message goes to the connection at once (`sent`).
  * - Not connected yet, or disconnected: it is held, in order, up to `maxHeld`; the oldest makes
- *   room (`dropped`). Held messages are sent, oldest first, as soon as the connection reports
- *   itself connected, before any later message. nats.js discards what it buffered when a dial
- *   attempt starts, so holding them here is what makes an outage lose nothing within `maxHeld`.
+ *   room. Held messages are sent, oldest first, as soon as the connection reports itself
+ *   connected, before any later message. nats.js discards what it buffered when a dial attempt
+ *   starts, so holding them here is what makes an outage lose nothing within `maxHeld`.
+ * - Past `maxHeld`, a message pushed out of the hold that carries a key (the enricher's: one
+ *   instance) is kept as that key's last word until a later message with the key comes, which
+ *   supersedes it (`dropped`). Last words are sent before the hold when the connection is back,
+ *   so a subscriber misses events of a long outage but ends with the latest for every key: what
+ *   it holds converges. They cost one message per key (the instances), not one per event. A
+ *   message without a key pushed out of the hold is `dropped` at once.
  * - The client refuses a message (larger than the server's `max_payload`, connection closed):
  *   `failed`, logged with its subject, never thrown.
  * - Closing: what is held when no connection is up is `dropped`; a live connection is drained
@@ -65,6 +74,10 @@ export class NatsPublisher {
   private opening: Promise<void> = Promise.resolve();
   private closing: Promise<void> | undefined;
   private droppedThisOutage = 0;
+  /** Per key, the latest message pushed out of the hold; in the order they were pushed out. */
+  private readonly lastWords = new Map<string, Held>();
+  /** How many messages the hold has for each key. */
+  private readonly heldKeys = new Map<string, number>();
 
   /** The connection's state: `connecting`, `connected`, `disconnected`, `closed`. */
   readonly state$: Observable<PublisherState>;
@@ -80,22 +93,25 @@ export class NatsPublisher {
     return this.state.value;
   }
 
-  /** Messages held for want of a connection. */
+  /** Messages held for want of a connection: the hold and the keys' last words. */
   get heldCount(): number {
-    return this.held.length;
+    return this.held.length + this.lastWords.size;
   }
 
-  /** Hands one message over; never throws, never waits. */
-  publish(subject: string, data: string): void {
+  /**
+   * Hands one message over; never throws, never waits. `key` names what the message is the latest
+   * word on, so that an outage past the hold still ends with it delivered.
+   */
+  publish(subject: string, data: string, key?: string): void {
     if (this.closing !== undefined || this.state.value === 'closed') {
       this.result('dropped');
       return;
     }
-    if (this.state.value === 'connected' && this.held.length === 0) {
+    if (this.state.value === 'connected' && this.heldCount === 0) {
       this.send({ subject, data });
       return;
     }
-    this.hold({ subject, data });
+    this.hold(key === undefined ? { subject, data } : { subject, data, key });
   }
 
   /** Stops: drains a live connection (or closes it after `drainTimeoutMs`), drops what is held otherwise. Idempotent. */
@@ -129,11 +145,16 @@ export class NatsPublisher {
       this.logger.warn({ dropped: this.droppedThisOutage }, 'NATS is back: messages dropped while it was unreachable');
       this.droppedThisOutage = 0;
     }
-    const pending = this.held.length;
-    while (this.held.length > 0 && this.state.value === 'connected') this.send(this.held.shift() as Held);
+    const pending = this.heldCount;
+    for (const [key, message] of this.lastWords) {
+      if (this.state.value !== 'connected') break;
+      this.lastWords.delete(key);
+      this.send(message);
+    }
+    while (this.held.length > 0 && this.state.value === 'connected') this.send(this.take());
     if (pending > 0) {
-      this.logger.info({ sent: pending - this.held.length }, 'NATS is back: held messages sent');
-      this.options.onHeld?.(this.held.length);
+      this.logger.info({ sent: pending - this.heldCount }, 'NATS is back: held messages sent');
+      this.options.onHeld?.(this.heldCount);
     }
   }
 
@@ -153,12 +174,26 @@ export class NatsPublisher {
       this.dropOne();
       return;
     }
+    // A later word on a key supersedes the last word kept for it.
+    if (message.key !== undefined && this.lastWords.delete(message.key)) this.dropOne();
     if (this.held.length >= maxHeld) {
-      this.held.shift();
-      this.dropOne();
+      const out = this.take();
+      if (out.key === undefined || this.heldKeys.has(out.key) || message.key === out.key) this.dropOne();
+      else this.lastWords.set(out.key, out);
     }
     this.held.push(message);
-    this.options.onHeld?.(this.held.length);
+    if (message.key !== undefined) this.heldKeys.set(message.key, (this.heldKeys.get(message.key) ?? 0) + 1);
+    this.options.onHeld?.(this.heldCount);
+  }
+
+  private take(): Held {
+    const message = this.held.shift() as Held;
+    if (message.key !== undefined) {
+      const count = (this.heldKeys.get(message.key) ?? 1) - 1;
+      if (count === 0) this.heldKeys.delete(message.key);
+      else this.heldKeys.set(message.key, count);
+    }
+    return message;
   }
 
   private dropOne(): void {
@@ -178,9 +213,11 @@ export class NatsPublisher {
     const connection = this.connection;
     if (connection === undefined || this.state.value !== 'connected') {
       this.abort.abort();
-      if (this.held.length > 0) {
-        this.logger.warn({ dropped: this.held.length }, 'stopping while NATS is unreachable: held messages dropped');
-        for (; this.held.length > 0; this.held.shift()) this.result('dropped');
+      if (this.heldCount > 0) {
+        this.logger.warn({ dropped: this.heldCount }, 'stopping while NATS is unreachable: held messages dropped');
+        for (let n = this.heldCount; n > 0; n--) this.result('dropped');
+        while (this.held.length > 0) this.take();
+        this.lastWords.clear();
         this.options.onHeld?.(0);
       }
       await connection?.nc.close().catch(() => undefined);

@@ -154,7 +154,8 @@ export async function startEnrichDaemon(settings: EnricherSettings, overrides: E
       return;
     }
     published.count(event);
-    if (publisher !== undefined) publisher.publish(subjectFor(prefix, event), json);
+    // Keyed by what the event is about, so an outage past the hold still ends with its latest word.
+    if (publisher !== undefined) publisher.publish(subjectFor(prefix, event), json, `${event.project}/${event.kind}/${event.name}`);
     if (lines !== undefined) metrics.published.labels('stdout', lines.write(json) ? 'sent' : 'failed').inc();
   };
 

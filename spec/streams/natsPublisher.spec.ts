@@ -32,4 +32,40 @@ describe('NatsPublisher over a real nats-server', () => {
     publisher.publish('p.a', 'late');
     expect(results[results.length - 1]).toBe('dropped');
   });
+
+  it('past the hold, keeps the latest message of each key and sends those first when NATS is back: a subscriber ends with every key\'s last word', async () => {
+    let letConnect: () => void = () => undefined;
+    const connectAllowed = new Promise<void>((resolve) => (letConnect = resolve));
+    const results: PublishResult[] = [];
+    const publisher = new NatsPublisher({
+      // Not connected until the spec says: an outage, as the publisher sees it.
+      open: async (signal) => {
+        await connectAllowed;
+        return openNatsConnection({ servers: [server().url], signal });
+      },
+      maxHeld: 2,
+      onResult: (r) => results.push(r),
+    });
+    const subscriber = await openNatsConnection({ servers: [server().url] });
+    const received: string[] = [];
+    subscriber.nc.subscribe('p.>', { callback: (_e, m) => void received.push(m.string()) });
+    await subscriber.nc.flush();
+    try {
+      for (const [word, key] of [['a1', 'a'], ['b1', 'b'], ['a2', 'a'], ['c1', 'c'], ['a3', 'a'], ['b2', 'b'], ['x', undefined]] as const) {
+        publisher.publish(`p.${word}`, word, key);
+      }
+      // a1 and a2 were pushed out by a later a, b1 was superseded by b2: dropped. c1 and a3 were
+      // pushed out with no later word on their keys: kept as last words beside the hold (b2, x).
+      expect(results).toEqual(['dropped', 'dropped', 'dropped']);
+      expect(publisher.heldCount).toBe(4);
+      letConnect();
+      await waitFor(() => received.length === 4, 'four messages');
+      expect(received).toEqual(['c1', 'a3', 'b2', 'x']);
+      expect(results.filter((r) => r === 'sent')).toHaveLength(4);
+      expect(publisher.heldCount).toBe(0);
+    } finally {
+      await publisher.close();
+      await subscriber.drain();
+    }
+  });
 });

@@ -49,7 +49,7 @@ describe('authorization failures: both daemons keep trying', () => {
 
   it('provision: a refused lifecycle subscription is an error line and a retry; the fleet is provisioned by discovery', async () => {
     // The fleet first: without startup events the provisioner finds nodes by its discovery at start.
-    const simulate = startRxfleet(['simulate', '--nats', server().url, '--user', 'fleet', '--password', 'fleet-pw', '--nodes', '3', '--token', 'tok', '--restart-delay', '100', '--exit-when-provisioned', '--json', '--report-every', '0']);
+    const simulate = startRxfleet(['simulate', '--nats', server().url, '--nats-user', 'fleet', '--nats-password', 'fleet-pw', '--nodes', '3', '--token', 'tok', '--restart-delay', '100ms', '--exit-when-provisioned', '--json', '--report-every', '0']);
     running.push(simulate);
     await simulate.next((l) => l.type === 'ready');
     const { process, port } = await provisioner('fenced', 'fenced', 'fenced-pw');

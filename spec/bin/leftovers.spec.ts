@@ -98,7 +98,8 @@ describe('rxfleet provision leaves no helper or pid file behind', () => {
     await waitFor(() => existsSync(pid), 'the pid file', 30_000);
     const fleet = startRxfleet(['simulate', '--nats', server().url, '--nodes', '2', '--name-prefix', `left-${ending}`, '--report-every', '0']);
     running.push(fleet);
-    await waitFor(() => markedProcesses(marker).filter((p) => p.includes('scripted-helper')).length === 2, 'two helpers to run', 60_000);
+    // Each helper runs beside its watchdog (a shell whose command line names the helper too): count the helpers.
+    await waitFor(() => markedProcesses(marker).filter((p) => p.includes('scripted-helper') && !p.includes('rxfleet-supervised')).length === 2, 'two helpers to run', 60_000);
     end(provisioner, ending);
     const exit = await provisioner.exited;
     // A signal: the grace period (1 s) ends with the helpers aborted, exit 0. A crash: exit 1.

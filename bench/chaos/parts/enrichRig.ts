@@ -108,7 +108,7 @@ export async function startEnrichRig(instances: number): Promise<EnrichRig> {
       port = await freePort();
       const config = join(dir, `enrich-${port}.yaml`);
       writeFileSync(config, ['read_delay: 200ms', 'sweep_interval: 3s', 'store_interval: 1s', ...yaml].join('\n'));
-      const started = rxfleet(['enrich', '--config', config, '--incus', lxd.socket, '--nats', nats.url, '--http', `127.0.0.1:${port}`, '--data-dir', dataDir]);
+      const started = rxfleet(['enrich', '--config', config, '--incus', lxd.socket, '--nats', nats.url, '--monitor', `127.0.0.1:${port}`, '--data-dir', dataDir]);
       daemon = started;
       await waitFor(async () => {
         if (!started.running()) throw new Error(`rxfleet enrich exited: ${started.stderr().slice(-500)}`);

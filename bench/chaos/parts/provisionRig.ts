@@ -62,7 +62,7 @@ export async function startProvisionRig(options: ProvisionRigOptions): Promise<P
     await server.stop();
     rmSync(dir, { recursive: true, force: true });
   });
-  const fleet = rxfleet(['simulate', '--nats', server.url, '--nodes', String(options.nodes), '--token', TOKEN, '--json', '--report-every', '200', '--log-level', 'error', ...(options.fleetArgs ?? [])]);
+  const fleet = rxfleet(['simulate', '--nats', server.url, '--nodes', String(options.nodes), '--token', TOKEN, '--json', '--report-every', '200ms', '--log-level', 'error', ...(options.fleetArgs ?? [])]);
   await fleet.next((l) => l.type === 'ready');
   const progress: FleetProgress[] = [];
   let seen = 0;

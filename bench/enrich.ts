@@ -95,7 +95,7 @@ class Rig {
       reader: timedPromiseReader(fake, this.reads),
       config: defaultEnricherSettings({ storeFile: undefined, workers: WORKERS, debounceWindow, ipTimeout: 2_000 }),
       registry: new Registry(),
-      store: () => memoryColdStore(),
+      store: memoryColdStore().open,
     });
     this.subscription = this.enricher.events$.subscribe((event) => {
       this.onEvent(event, now());

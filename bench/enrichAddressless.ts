@@ -61,7 +61,7 @@ function scenario(addressless: number, minutes: number, addresses?: Ladder): Run
     config: defaultEnricherSettings({ storeFile: undefined, workers: WORKERS }),
     registry: new Registry(),
     scheduler: vts,
-    store: () => store,
+    store: store.open,
     ...(addresses !== undefined ? { repairs: { addresses } } : {}),
   });
   const sentAt = new Map<string, number>();

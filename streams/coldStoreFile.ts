@@ -10,16 +10,21 @@ import { ColdStoreDocument, coldStoreProblem } from '../lib/enricher/coldStoreDo
 
 /** Options for {@link fileColdStore}. */
 export interface FileColdStoreOptions {
+  /** For a store that cannot be read back (default silent). */
   logger?: Logger;
-  /** Told the outcome of every write (for a counter). */
-  onWrite?: (ok: boolean) => void;
+  /**
+   * Told the outcome of every write, with the error of a failed one. A failed write is not logged
+   * here: the enricher logs it once and retries with backoff (`lib/enricher/coldStoreWriter.ts`).
+   */
+  onWrite?: (ok: boolean, error?: unknown) => void;
 }
 
 /**
  * A cold store in the file at `path`. Loading reads it synchronously (once, at start, before
  * anything is served); writing goes to `path + ".tmp"` created with mode 0600, then renames it over
  * `path`, so a crash mid-write leaves the previous file whole and nobody but the owner can read
- * what the fleet looks like.
+ * what the fleet looks like. A write that fails (a full disk, a read-only or missing directory)
+ * removes its temporary file and is reported to `onWrite`; nothing is retried here.
  */
 export function fileColdStore(path: string, options: FileColdStoreOptions = {}): ColdStore {
   const { logger = silentLogger, onWrite } = options;
@@ -36,9 +41,8 @@ export function fileColdStore(path: string, options: FileColdStoreOptions = {}):
       await rename(tmp, path);
       onWrite?.(true);
     } catch (error) {
-      onWrite?.(false);
-      logger.warn({ err: error, path }, 'writing the cold store failed');
       await unlink(tmp).catch(() => undefined);
+      onWrite?.(false, error);
     }
   };
 

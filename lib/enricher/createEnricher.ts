@@ -3,13 +3,14 @@
  * debounced per subject, routed, read (one read per subject, superseding) into the one model,
  * released on the ring in arrival order, passed through the archive, handed on.
  */
-import { BehaviorSubject, EMPTY, Observable, SchedulerLike, Subject, asyncScheduler, catchError, distinctUntilChanged, interval, takeUntil } from 'rxjs';
+import { BehaviorSubject, EMPTY, Observable, SchedulerLike, Subject, asyncScheduler, catchError, distinctUntilChanged, takeUntil } from 'rxjs';
 import { Registry } from 'prom-client';
 import { IncusReader, IncusStreamItem } from '../incus/api';
 import { Logger, silentLogger } from '../logger';
 import { Archive } from './Archive';
 import { OpenColdStore } from './coldStore';
-import { ColdStoreDocument, modelFromSnapshot, snapshotModel } from './coldStoreDocument';
+import { ColdStoreDocument, modelFromSnapshot } from './coldStoreDocument';
+import { ColdStoreWriter } from './coldStoreWriter';
 import { EnricherSettings } from './config';
 import { EnrichedEvent, newEvent, withInstance } from './event';
 import { FleetModel } from './FleetModel';
@@ -56,6 +57,12 @@ export interface EnricherStatus {
   networks: number;
   /** Instances last read running with a NIC and no address (read again, backing off). */
   awaitingAddress: number;
+  /**
+   * The cold store: `off` (none configured), `ok`, or `stale` from a failed write until a retry
+   * lands. A stale store does not make the enricher unready: events still flow; only a restart
+   * would start from an older model.
+   */
+  coldStore: 'off' | 'ok' | 'stale';
 }
 
 /** A running (once subscribed) enricher. */
@@ -90,11 +97,11 @@ export function createEnricher(deps: EnricherDeps): Enricher {
   const scheduler = deps.scheduler ?? asyncScheduler;
   const metrics = new EnricherMetrics(registry);
   const wanted = deps.wanted ?? daemonWanted(config.wants);
-  const store = deps.store?.({ logger, onWrite: (ok) => metrics.storeWrites.labels(ok ? 'ok' : 'failed').inc() });
 
   const drain$ = new Subject<void>();
   const ready$ = new BehaviorSubject(false);
   let model = new FleetModel();
+  const store = deps.store === undefined ? undefined : new ColdStoreWriter({ open: deps.store, model: () => model, interval: config.storeInterval, scheduler, logger, metrics });
   let connected = false;
   let warm = false;
   let awaitingAddress = 0;
@@ -188,20 +195,14 @@ export function createEnricher(deps: EnricherDeps): Enricher {
     started = true;
     const initial = store?.load();
     if (initial !== undefined) logger.info('cold store loaded: serving what the last run held until the first round corrects it');
-    let finalWrite: Promise<void> = Promise.resolve();
-    const writeIfDirty = (): void => {
-      if (store === undefined || !model.dirty) return;
-      model.dirty = false;
-      finalWrite = store.save(snapshotModel(model));
-    };
     const pipeline = run(initial);
-    if (store !== undefined) subscriber.add(interval(config.storeInterval, scheduler).subscribe(writeIfDirty));
+    store?.start();
     subscriber.add(pipeline.subscribe(subscriber));
     updateReady();
-    // After a drain or an unsubscribe alike: the last snapshot, then the rest of the way down.
+    // After a drain or an unsubscribe alike: the last write (also after failed ones), then the
+    // rest of the way down.
     subscriber.add(() => {
-      writeIfDirty();
-      finalWrite.then(resolveStopped, resolveStopped);
+      (store?.close() ?? Promise.resolve()).then(resolveStopped, resolveStopped);
       line = 0;
       metrics.lineLength.set(0);
       ready$.next(false);
@@ -221,6 +222,7 @@ export function createEnricher(deps: EnricherDeps): Enricher {
       instances: model.instanceCount,
       networks: model.networkCount,
       awaitingAddress,
+      coldStore: store === undefined ? 'off' : store.stale ? 'stale' : 'ok',
     }),
     drain: () => drain$.next(),
     stopped,

@@ -1,10 +1,11 @@
 /**
  * The listener's items as the enricher takes them: lifecycle events decoded against the wanted
- * table, connects and disconnects reported, everything malformed counted and logged.
+ * table, connects and disconnects reported, everything malformed counted and logged (rate-limited).
  */
 import { EMPTY, Observable, OperatorFunction, SchedulerLike, mergeMap, of } from 'rxjs';
 import { IncusStreamItem } from '../incus/api';
 import { Logger } from '../logger';
+import { RateLimitedLog } from '../rateLimitedLog';
 import { decodeEvent, isRefusal } from './decodeEvent';
 import { EnrichedEvent } from './event';
 import { EnricherMetrics } from './metrics';
@@ -25,9 +26,23 @@ export interface DecodeStreamConfig {
  * origin `incus`; a connect or disconnect is reported to `onConnection`; an action nobody wants is
  * counted as dropped (`unwanted`); a malformed frame, an event without an action, project or name,
  * or with a name no Incus object can have, and an item of an unknown kind are counted as malformed
- * and logged, and nothing else is affected.
+ * (every one) and logged through a {@link RateLimitedLog} on `scheduler` (per kind of fault, the
+ * first five of each minute in full, then one summary line with how many more came), and nothing
+ * else is affected. A malformed frame is counted only: the listener (`incusEvents`) logs it, with
+ * the same limit. Unsubscribing logs the summaries still pending.
  */
 export function decodeStream(config: DecodeStreamConfig): OperatorFunction<IncusStreamItem, EnrichedEvent> {
+  const { scheduler, logger } = config;
+  return (items$) =>
+    new Observable<EnrichedEvent>((subscriber) => {
+      // One per subscription, so its summary timers end with it.
+      const badInput = new RateLimitedLog({ logger, scheduler });
+      subscriber.add(items$.pipe(decodeItems(config, badInput)).subscribe(subscriber));
+      return () => badInput.close();
+    });
+}
+
+function decodeItems(config: DecodeStreamConfig, badInput: RateLimitedLog): OperatorFunction<IncusStreamItem, EnrichedEvent> {
   const { wanted, scheduler, metrics, logger, onConnection } = config;
   return mergeMap((item): Observable<EnrichedEvent> => {
     switch (item.kind) {
@@ -49,13 +64,13 @@ export function decodeStream(config: DecodeStreamConfig): OperatorFunction<Incus
           metrics.eventsDropped.labels('unwanted').inc();
         } else {
           metrics.eventsMalformed.inc();
-          logger.warn({ reason: decoded.reason, source: item.event?.source }, 'malformed Incus event ignored');
+          badInput.log('malformed_event', { reason: decoded.reason, source: item.event?.source }, 'malformed Incus event ignored');
         }
         return EMPTY;
       }
       default:
         metrics.eventsMalformed.inc();
-        logger.warn({ item: (item as { kind?: unknown }).kind }, 'unknown stream item ignored');
+        badInput.log('unknown_item', { item: (item as { kind?: unknown }).kind }, 'unknown stream item ignored');
         return EMPTY;
     }
   });

@@ -47,6 +47,10 @@ export class EnricherMetrics {
   readonly warm: Gauge;
   /** Cold store writes, by `result` (`ok`, `failed`). */
   readonly storeWrites: Counter<'result'>;
+  /** 1 from a failed cold store write until a write lands (the file on disk is behind the model). */
+  readonly storeStale: Gauge;
+  /** When a cold store write last landed, Unix seconds (0 before the first). */
+  readonly storeLastSuccess: Gauge;
   // Label children looked up once: a read's outcome is counted on the hot path.
   private readonly readChildren = new Map<string, { count: Counter.Internal; seconds: Histogram.Internal<'kind'> }>();
 
@@ -74,6 +78,8 @@ export class EnricherMetrics {
     this.connected = new Gauge({ name: 'enricher_connected', help: '1 while the Incus event stream is connected', registers });
     this.warm = new Gauge({ name: 'enricher_warm', help: '1 once the model can place instances on networks', registers });
     this.storeWrites = new Counter({ name: 'enricher_store_writes_total', help: 'Cold store writes, by result', labelNames: ['result'], registers });
+    this.storeStale = new Gauge({ name: 'enricher_store_stale', help: '1 from a failed cold store write until a write lands', registers });
+    this.storeLastSuccess = new Gauge({ name: 'enricher_store_last_success_timestamp_seconds', help: 'When a cold store write last landed, Unix seconds (0 before the first)', registers });
 
     for (const result of ['success', 'failed']) this.sweeps.labels(result).inc(0);
     for (const kind of READ_KINDS) {

@@ -93,7 +93,7 @@ describe('the cold store file', () => {
     expect(Object.keys(store.load()?.projects ?? {})).toEqual(['c']);
   });
 
-  it('starts cold, with one warning, from a file that is missing, not JSON, or not a store; a failed write is logged and counted', async () => {
+  it('starts cold, with one warning, from a file that is missing, not JSON, or not a store; a failed write is reported with its error, not logged', async () => {
     const path = join(dir, 'store.json');
     const { logger, lines } = capture();
     const writes: boolean[] = [];
@@ -104,9 +104,18 @@ describe('the cold store file', () => {
     writeFileSync(path, JSON.stringify({ version: 1, projects: { p: { config: 7 } } }));
     expect(store.load()).toBeUndefined();
     expect(lines().map((l) => l.msg)).toEqual(['the cold store is not JSON: starting cold', 'the cold store does not match its schema: starting cold']);
-    const nowhere = fileColdStore(join(dir, 'missing-dir', 'store.json'), { logger, onWrite: (ok) => writes.push(ok) });
+    const errors: unknown[] = [];
+    const nowhere = fileColdStore(join(dir, 'missing-dir', 'store.json'), {
+      logger,
+      onWrite: (ok, error) => {
+        writes.push(ok);
+        errors.push(error);
+      },
+    });
     await nowhere.save({ version: 1, projects: {} });
     expect(writes).toEqual([false]);
-    expect(lines().at(-1)?.msg).toBe('writing the cold store failed');
+    expect((errors[0] as NodeJS.ErrnoException).code).toBe('ENOENT');
+    // The enricher logs it (once, backing off its retries): the store adds no line of its own.
+    expect(lines()).toHaveLength(2);
   });
 });

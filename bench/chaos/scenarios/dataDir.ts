@@ -20,15 +20,30 @@ function fill(dir: string): void {
 }
 
 async function storeFigures(rig: EnrichRig): Promise<Record<string, number>> {
-  return { store_writes_ok: await rig.metric('enricher_store_writes_total', { result: 'ok' }), store_writes_failed: await rig.metric('enricher_store_writes_total', { result: 'failed' }) };
+  return {
+    store_writes_ok: await rig.metric('enricher_store_writes_total', { result: 'ok' }),
+    store_writes_failed: await rig.metric('enricher_store_writes_total', { result: 'failed' }),
+    store_stale: await rig.metric('enricher_store_stale'),
+  };
+}
+
+/** Seconds until a cold store write lands after `okBefore` writes had, or `undefined` past `limitMs`. */
+async function secondsToWrite(rig: EnrichRig, okBefore: number, limitMs: number): Promise<number | undefined> {
+  const started = Date.now();
+  while (Date.now() - started < limitMs) {
+    if ((await rig.metric('enricher_store_writes_total', { result: 'ok' })) > okBefore) return (Date.now() - started) / 1000;
+    await sleep(250);
+  }
+  return undefined;
 }
 
 /**
  * `rxfleet enrich` whose data directory is a full filesystem (a 64 KiB tmpfs filled up), then one
  * that is read-only (remounted ro), while instances change. Goals: the enricher stays up and
- * publishes, and its state converges to LXD's. Reported beside them: store writes that failed,
- * and whether the cold store was written once space came back (DECISIONS: a failed write should
- * be retried; issue 14 item 4). Needs root (mount).
+ * publishes, its state converges to LXD's, and once space is freed the failed write is retried
+ * and lands (within the retries' longest wait, 60 s) without any instance changing. Reported
+ * beside them: store writes ok and failed, staleness, how long the write took to land. Needs root
+ * (mount).
  */
 export const dataDirFaults: Scenario = {
   name: 'data-dir',
@@ -56,7 +71,8 @@ export const dataDirFaults: Scenario = {
       await sleep(3000);
       const whileFull = await storeFigures(rig);
       for (const name of readdirSync(full)) if (name.startsWith('filler-')) rmSync(join(full, name));
-      await sleep(5000);
+      // The retries have backed off to at most 60 s apart by now: one lands within that.
+      const writtenAfterS = await secondsToWrite(rig, whileFull.store_writes_ok, 65_000);
       const afterFreed = await storeFigures(rig);
       const fullAlive = rig.daemon().running();
 
@@ -69,12 +85,14 @@ export const dataDirFaults: Scenario = {
       await sleep(3000);
       const whileReadOnly = await storeFigures(rig);
       return {
-        full: { converged_s: fullConverged ?? null, ...whileFull, store_written_after_space_freed: afterFreed.store_writes_ok > whileFull.store_writes_ok, peak_rss_mib: rig.peakRss() },
+        full: { converged_s: fullConverged ?? null, ...whileFull, store_written_s_after_space_freed: writtenAfterS ?? null, stale_after_freed: afterFreed.store_stale, peak_rss_mib: rig.peakRss() },
         read_only: { converged_s: roConverged ?? null, ...whileReadOnly },
         goals: {
           enricher_stayed_up: fullAlive && rig.daemon().running(),
           published_state_converged: fullConverged !== undefined && roConverged !== undefined,
           failed_writes_counted: whileFull.store_writes_failed > 0 && whileReadOnly.store_writes_failed > 0,
+          store_written_after_space_freed: writtenAfterS !== undefined && afterFreed.store_stale === 0,
+          stale_shown: whileFull.store_stale === 1 && whileReadOnly.store_stale === 1,
         },
       };
     } finally {

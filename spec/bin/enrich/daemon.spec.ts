@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Subject } from 'rxjs';
@@ -103,7 +103,7 @@ describe('rxfleet enrich in-process (fake Incus, real NATS)', () => {
     await waitFor(() => daemon.ready(), 'ready');
     const health = await httpGet(daemon.port as number, '/health');
     expect(health.status).toBe(200);
-    expect(JSON.parse(health.body)).toMatchObject({ status: 'ok', connected: true, warm: true, ready: true, instances: 1, nats: 'connected', held: 0, stopping: false, incus: 'injected' });
+    expect(JSON.parse(health.body)).toMatchObject({ status: 'ok', connected: true, warm: true, ready: true, instances: 1, nats: 'connected', held: 0, stopping: false, incus: 'injected', coldStore: 'off' });
     const metrics = await httpGet(daemon.port as number, '/metrics');
     for (const series of ['enricher_instances 1', 'enricher_connected 1', 'enricher_nats_connected 1', 'enricher_nats_held 0', 'enricher_published_total{output="stdout",result="failed"} 0', 'enricher_sweeps_total{result="success"} 1']) {
       expect(metrics.body).toContain(series);
@@ -198,6 +198,36 @@ describe('rxfleet enrich in-process (fake Incus, real NATS)', () => {
 
     const again = await start(settings, world(), new Subject<IncusStreamItem>());
     expect(again.status()).toMatchObject({ warm: true, connected: false, ready: false, instances: 1 });
+  });
+
+  it('stays ready while the cold store cannot be written, says it is stale, and writes it once the directory is back', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rxfleet-enrich-'));
+    dirs.push(dir);
+    const dataDir = join(dir, 'data');
+    const fake = world();
+    const events = new Subject<IncusStreamItem>();
+    const daemon = await start(daemonSettings(undefined, { storeFile: join(dataDir, COLD_STORE_FILE), storeInterval: 100 }), fake, events);
+    events.next({ kind: 'connected' });
+    await waitFor(() => daemon.ready(), 'ready');
+    // The directory becomes a regular file (a write fails even for root), and an instance changes.
+    rmSync(dataDir, { recursive: true });
+    writeFileSync(dataDir, 'not a directory');
+    fake.createInstance('default', 'c2', { network: 'br0' }).start('default', 'c2', '10.0.0.6');
+    events.next(fake.event('instance-started', 'default', 'c2'));
+    await waitFor(() => daemon.status().coldStore === 'stale', 'a failed cold store write');
+    const ready = await httpGet(daemon.port as number, '/ready');
+    expect(ready.status).toBe(200);
+    expect(JSON.parse(ready.body)).toMatchObject({ ready: true, coldStore: 'stale' });
+    expect(await metricValue(daemon.registry, 'enricher_store_stale')).toBe(1);
+    expect(await metricValue(daemon.registry, 'enricher_store_writes_total', { result: 'failed' })).toBeGreaterThanOrEqual(1);
+
+    rmSync(dataDir);
+    mkdirSync(dataDir, { mode: 0o700 });
+    await waitFor(() => daemon.status().coldStore === 'ok', 'a retried cold store write to land');
+    expect(await metricValue(daemon.registry, 'enricher_store_stale')).toBe(0);
+    const storedNames = (): string[] => Object.keys((JSON.parse(readFileSync(join(dataDir, COLD_STORE_FILE), 'utf8')) as { projects: { default: { instances: Record<string, unknown> } } }).projects.default.instances).sort();
+    await waitFor(() => storedNames().length === 2, 'the store to hold c2');
+    expect(storedNames()).toEqual(['c1', 'c2']);
   });
 
   it('stops by itself, saying so, when the event stream ends', async () => {

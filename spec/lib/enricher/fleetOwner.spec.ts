@@ -40,7 +40,7 @@ describe('the fleet owner', () => {
       deleted = true;
       events.next(fake.event('instance-deleted', 'default', 'c1'));
     });
-    const enricher = createEnricher({ events$: events, reader, config: settings(), registry: new Registry(), scheduler: newTs(), store: () => memoryColdStore(warmStore()) });
+    const enricher = createEnricher({ events$: events, reader, config: settings(), registry: new Registry(), scheduler: newTs(), store: memoryColdStore(warmStore()).open });
     const out: string[] = [];
     enricher.events$.subscribe((event) => out.push(summary(event)));
     events.next(fake.event('instance-updated', 'default', 'c1'));

@@ -76,7 +76,7 @@ export function harness(
     config: settings(options.config),
     registry,
     scheduler: ts,
-    store: () => store,
+    store: store.open,
     ...(options.wanted !== undefined ? { wanted: options.wanted } : {}),
   });
   return { enricher, registry, store };

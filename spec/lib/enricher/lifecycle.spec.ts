@@ -203,6 +203,8 @@ describe('enricher metrics', () => {
       'enricher_events_dropped_total{reason="debounce"} 0',
       'enricher_events_emitted_total{status="failed"} 0',
       'enricher_store_writes_total{result="failed"} 0',
+      'enricher_store_stale 0',
+      'enricher_store_last_success_timestamp_seconds 0',
     ]) {
       expect(text).toContain(line);
     }
@@ -242,7 +244,7 @@ describe('enricher with a promise-based reader', () => {
     fake.createInstance('default', 'n1', { network: 'br0' });
     fake.configure('default', 'c1', { 'user.v': '9' });
     const events = new Subject<IncusStreamItem>();
-    const enricher = createEnricher({ events$: events, reader: fake.asPromiseReader(), config: settings(), registry: new Registry(), store: () => memoryColdStore(initial) });
+    const enricher = createEnricher({ events$: events, reader: fake.asPromiseReader(), config: settings(), registry: new Registry(), store: memoryColdStore(initial).open });
     const out = lastValueFrom(enricher.events$.pipe(take(2), toArray()));
     events.next(fake.event('instance-updated', 'default', 'c1'));
     events.next(fake.event('instance-updated', 'default', 'n1'));

@@ -1,17 +1,20 @@
-import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
-import { Observable, Subject } from 'rxjs';
+import type { NatsConnection, Subscription } from '@nats-io/transport-node';
+import { Observable } from 'rxjs';
 import { BadMessages } from '../lib/choria/badMessages';
-import { StatusCode } from '../lib/choria/errors';
-import { LifecycleFormat, LifecycleType, PROVISION_MODE_COMPONENT, SERVER_COMPONENT, lifecycleEventJson, lifecycleSubject, newLifecycleEvent } from '../lib/choria/lifecycle';
-import { decodeRequest, encodeReply } from '../lib/choria/protocol/codec';
-import { AgentReply, decodeAgentRequest, encodeAgentReply } from '../lib/choria/protocol/mcorpc';
+import { LifecycleFormat, PROVISION_MODE_COMPONENT, lifecycleSubject } from '../lib/choria/lifecycle';
 import { PROVISIONING_COLLECTIVE } from '../lib/choria/protocol/subjects';
-import { ChoriaRequest } from '../lib/choria/protocol/types';
 import { Logger, silentLogger } from '../lib/logger';
 import { FleetKeys, FleetKeysOptions, createFleetKeys } from '../lib/simulate/fleetKeys';
-import { PROVISIONING_AGENTS, ServerContext, discoveryReply, handleRpc, leavesProvisioning, matchesFilter } from '../lib/simulate/serverAgents';
+import { PROVISIONING_AGENTS, matchesFilter } from '../lib/simulate/serverAgents';
 import { NodeRecord, SimulatedNode } from '../lib/simulate/simulatedNode';
-import { SignedRequestPolicy, signedRequestRefusal } from '../lib/simulate/signedRequestCheck';
+import { SignedRequestPolicy } from '../lib/simulate/signedRequestCheck';
+import { FleetBootSchedule } from './simulatedFleetBoot';
+import { SimulatedFleetRuntime } from './simulatedFleetRuntime';
+import { FleetEvent, FleetStats, RequestRecord, fleetStats } from './simulatedFleetStats';
+import { SimulatedServerLifecycle } from './simulatedServerLifecycle';
+import { SimulatedServerReplies } from './simulatedServerReplies';
+
+export type { FleetEvent, FleetStats, RequestRecord } from './simulatedFleetStats';
 
 /** Options for {@link startSimulatedFleet}. */
 export interface SimulatedFleetOptions {
@@ -73,55 +76,6 @@ export interface SimulatedFleetOptions {
    */
   requireSigned?: SignedRequestPolicy;
   logger?: Logger;
-}
-
-/** Counters of a fleet, as it runs. */
-export interface FleetStats {
-  nodes: number;
-  booted: number;
-  /** In provisioning mode now. */
-  provisioning: number;
-  /** Restarted as provisioned servers now. */
-  provisioned: number;
-  shutdown: number;
-  silent: number;
-  /** Successful configure calls. */
-  configured: number;
-  /** Configure calls on a node that had been configured before. */
-  duplicates: number;
-  /** Restarts that came back in provisioning mode. */
-  provisioningLoops: number;
-  upgraded: number;
-  upgradeFailures: number;
-  shutdownRequests: number;
-  lockRefusals: number;
-  tokenRefusals: number;
-  injectedFailures: number;
-  /** Requests that reached a node (RPCs and discovery). */
-  requests: number;
-  discoveryReplies: number;
-  /** Malformed requests (counted and logged, not answered). */
-  badRequests: number;
-  /** Requests outside their TTL (dropped silently, as a server does). */
-  staleRequests: number;
-  /** Requests dropped because they were unsigned or their signature did not verify (`requireSigned`). */
-  signatureRefusals: number;
-}
-
-/** One request a node received: from whom (`callerid`), for what, and when (`now()`, ms). */
-export interface RequestRecord {
-  identity: string;
-  caller: string;
-  agent: string;
-  /** The action, or `ping` for discovery. */
-  action: string;
-  at: number;
-}
-
-/** Something that happened to a node. */
-export interface FleetEvent {
-  type: 'booted' | 'configured' | 'duplicate' | 'provisioned' | 'provisioning-loop' | 'upgraded' | 'upgrade-failed' | 'shutdown' | 'lock-refused' | 'token-refused' | 'failure-injected';
-  identity: string;
 }
 
 /** A running fleet of simulated Choria servers. */
@@ -201,190 +155,30 @@ export async function startSimulatedFleet(options: SimulatedFleetOptions): Promi
   }
   for (const node of order.slice(0, options.silent ?? 0)) node.silent = true;
 
-  const events = new Subject<FleetEvent>();
-  const counters = {
-    configured: 0,
-    duplicates: 0,
-    provisioningLoops: 0,
-    upgraded: 0,
-    upgradeFailures: 0,
-    shutdownRequests: 0,
-    lockRefusals: 0,
-    tokenRefusals: 0,
-    injectedFailures: 0,
-    requests: 0,
-    discoveryReplies: 0,
-    badRequests: 0,
-    staleRequests: 0,
-    signatureRefusals: 0,
-  };
-  const timers = new Set<NodeJS.Timeout>();
-  let stopped = false;
-  const emit = (type: FleetEvent['type'], node: SimulatedNode): void => events.next({ type, identity: node.identity });
-
-  const later = (ms: number, work: () => void): void => {
-    if (stopped) return;
-    const timer = setTimeout(() => {
-      timers.delete(timer);
-      if (!stopped) work();
-    }, ms);
-    timers.add(timer);
-  };
-
-  const publish = (subject: string, body: string): void => {
-    if (stopped || nc.isClosed()) return;
-    try {
-      nc.publish(subject, body);
-    } catch (error) {
-      logger.warn({ err: error, subject }, 'could not publish');
-    }
-  };
-
-  const publishLifecycle = (node: SimulatedNode, type: LifecycleType, fields: { version?: string; newVersion?: string; component?: string } = {}): void => {
-    const eventComponent = fields.component ?? component;
-    const event = newLifecycleEvent(type, { identity: node.identity, component: eventComponent, ...(fields.version !== undefined ? { version: fields.version } : {}), ...(fields.newVersion !== undefined ? { newVersion: fields.newVersion } : {}) });
-    publish(lifecycleSubject(type, eventComponent), lifecycleEventJson(event, lifecycleFormat));
-  };
-
-  const boot = (node: SimulatedNode): void => {
-    node.state = 'provisioning';
-    node.boots++;
-    publishLifecycle(node, 'startup', { version: node.version });
-    emit('booted', node);
-  };
-
-  // A restart: go-choria publishes `shutdown`, waits the splay, then execs itself; the new process
-  // has a new ECDH key (none until the next jwt call) and no lock.
-  const reboot = (node: SimulatedNode, upgradeTo?: string): void => {
-    node.restartPending = false;
-    node.ecdh = undefined;
-    node.lock = undefined;
-    node.boots++;
-    if (upgradeTo !== undefined) {
-      node.version = upgradeTo;
-      publishLifecycle(node, 'startup', { version: node.version });
-    } else if (leavesProvisioning(node.configuration)) {
-      node.state = 'provisioned';
-      node.provisioned++;
-      publishLifecycle(node, 'startup', { version: node.version, component: SERVER_COMPONENT });
-      emit('provisioned', node);
-    } else {
-      node.provisioningLoops++;
-      counters.provisioningLoops++;
-      publishLifecycle(node, 'startup', { version: node.version });
-      emit('provisioning-loop', node);
-    }
-  };
-
-  const context: ServerContext = {
+  const runtime = new SimulatedFleetRuntime(nc, logger);
+  const lifecycle = new SimulatedServerLifecycle(runtime, {
+    lifecycleFormat,
+    component,
+    ...(options.restartDelayMs !== undefined ? { restartDelayMs: options.restartDelayMs } : {}),
+    ...(options.shutdownDelayMs !== undefined ? { shutdownDelayMs: options.shutdownDelayMs } : {}),
+  });
+  const replies = new SimulatedServerReplies(runtime, lifecycle, {
     token,
     keys,
     upgradable,
-    allowUpdates: upgradable,
     failUpgrades,
-    configFile: `${configDir}/server.conf`,
     configDir,
     lockWindowMs,
-    now,
+    latencyMs,
+    failureRate,
     random,
-    publishLifecycle: (node, type, fields) => publishLifecycle(node, type, fields),
-    restart: (node, seconds, upgradeTo) => {
-      if (node.restartPending) return;
-      node.restartPending = true;
-      later(0, () => publishLifecycle(node, 'shutdown'));
-      later(options.restartDelayMs ?? seconds * 1000, () => reboot(node, upgradeTo));
-    },
-    shutdown: (node, seconds) => {
-      counters.shutdownRequests++;
-      later(options.shutdownDelayMs ?? seconds * 1000, () => {
-        publishLifecycle(node, 'shutdown');
-        node.state = 'shutdown';
-        emit('shutdown', node);
-      });
-    },
-    note: (event, node) => {
-      if (event === 'configured') {
-        counters.configured++;
-        if (node.configured > 1) {
-          counters.duplicates++;
-          emit('duplicate', node);
-        }
-      } else if (event === 'lock-refused') counters.lockRefusals++;
-      else if (event === 'token-refused') counters.tokenRefusals++;
-      else if (event === 'upgraded') counters.upgraded++;
-      else counters.upgradeFailures++;
-      emit(event, node);
-    },
-  };
-
-  const send = (node: SimulatedNode, request: ChoriaRequest, payload: string): void => {
-    publish(request.replyTo, encodeReply({ requestId: request.requestId, senderId: node.identity, agent: request.agent, time: Date.now(), payload }, request.version));
-  };
-
-  const answerRpc = (node: SimulatedNode, request: ChoriaRequest, rpc: { agent: string; action: string; data: Record<string, unknown> }): void => {
-    const run = (): void => {
-      if (node.state !== 'provisioning' || node.silent) return;
-      if (failureRate > 0 && random() < failureRate) {
-        counters.injectedFailures++;
-        emit('failure-injected', node);
-        send(node, request, encodeAgentReply({ statuscode: StatusCode.UnknownError, statusmsg: 'simulated failure', data: {}, action: rpc.action }));
-        return;
-      }
-      let outcome: AgentReply | Promise<AgentReply> | undefined;
-      try {
-        outcome = handleRpc(node, request, rpc, context);
-      } catch (error) {
-        logger.error({ err: error, identity: node.identity, agent: rpc.agent, action: rpc.action }, 'simulated agent failed');
-        outcome = { statuscode: StatusCode.UnknownError, statusmsg: 'internal error', data: {}, action: rpc.action };
-      }
-      if (outcome === undefined) return;
-      if (outcome instanceof Promise) void outcome.then((reply) => send(node, request, encodeAgentReply(reply)));
-      else send(node, request, encodeAgentReply(outcome));
-    };
-    if (latencyMs > 0) later(latencyMs, run);
-    else run();
-  };
-
-  const answer = (node: SimulatedNode, request: ChoriaRequest, subject: string): void => {
-    counters.requests++;
-    if (request.agent === 'discovery') {
-      options.onRequest?.({ identity: node.identity, caller: request.callerId, agent: request.agent, action: 'ping', at: now() });
-      const pong = discoveryReply(request.payload);
-      if (pong === undefined) return;
-      counters.discoveryReplies++;
-      if (latencyMs > 0) later(latencyMs, () => send(node, request, pong));
-      else send(node, request, pong);
-      return;
-    }
-    const rpc = decodeAgentRequest(request.payload);
-    if (!rpc.ok) {
-      counters.badRequests++;
-      badMessages.report('request', rpc.error, subject);
-      return;
-    }
-    options.onRequest?.({ identity: node.identity, caller: request.callerId, agent: rpc.value.agent, action: rpc.value.action, at: now() });
-    answerRpc(node, request, rpc.value);
-  };
-
-  const decode = (msg: Msg): ChoriaRequest | undefined => {
-    const decoded = decodeRequest(msg.data);
-    if (decoded.ok) {
-      if (decoded.value.collective !== collective) return undefined;
-      const refusal = options.requireSigned === undefined ? undefined : signedRequestRefusal(decoded.value, options.requireSigned);
-      if (refusal === undefined) return decoded.value;
-      counters.signatureRefusals++;
-      logger.warn({ subject: msg.subject, caller: decoded.value.callerId }, `SecureRequest message did not pass security validation: ${refusal}`);
-      return undefined;
-    }
-    if (decoded.error.reason === 'stale') {
-      counters.staleRequests++;
-      logger.debug({ subject: msg.subject }, decoded.error.message);
-    } else {
-      counters.badRequests++;
-      badMessages.report('request', decoded.error, msg.subject);
-    }
-    return undefined;
-  };
+    now,
+    collective,
+    ...(options.requireSigned !== undefined ? { requireSigned: options.requireSigned } : {}),
+    ...(options.onRequest !== undefined ? { onRequest: options.onRequest } : {}),
+    badMessages,
+    logger,
+  });
 
   const listening = (node: SimulatedNode | undefined): node is SimulatedNode => node !== undefined && node.state === 'provisioning' && !node.silent;
 
@@ -392,67 +186,34 @@ export async function startSimulatedFleet(options: SimulatedFleetOptions): Promi
   const subscriptions: Subscription[] = [
     nc.subscribe(`${collective}.node.>`, {
       callback: (error, msg) => {
-        if (error !== null || stopped) return;
+        if (error !== null || runtime.stopped) return;
         const node = nodes.get(msg.subject.slice(directPrefix.length));
         if (!listening(node)) return;
-        const request = decode(msg);
+        const request = replies.decode(msg);
         if (request === undefined || !matchesFilter(node, request.filter)) return;
-        answer(node, request, msg.subject);
+        replies.answer(node, request, msg.subject);
       },
     }),
     ...PROVISIONING_AGENTS.map((agent) =>
       nc.subscribe(`${collective}.broadcast.agent.${agent}`, {
         callback: (error, msg) => {
-          if (error !== null || stopped) return;
-          const request = decode(msg);
+          if (error !== null || runtime.stopped) return;
+          const request = replies.decode(msg);
           if (request === undefined) return;
-          for (const node of order) if (listening(node) && matchesFilter(node, request.filter)) answer(node, request, msg.subject);
+          for (const node of order) if (listening(node) && matchesFilter(node, request.filter)) replies.answer(node, request, msg.subject);
         },
       }),
     ),
   ];
   await nc.flush();
 
-  let booted = 0;
-  let resolveBooted!: () => void;
-  const allBooted = new Promise<void>((resolve) => (resolveBooted = resolve));
-  const bootNext = (count: number): void => {
-    for (let n = 0; n < count && booted < order.length; n++) boot(order[booted++]);
-    if (booted === order.length) resolveBooted();
-  };
-  let bootTimer: NodeJS.Timeout | undefined;
-  if (bootRate <= 0) bootNext(order.length);
-  else {
-    // Ten batches a second; the fractional remainder carries over, so any rate is honoured on average.
-    let owed = 0;
-    const tick = (): void => {
-      owed += bootRate / 10;
-      const whole = Math.floor(owed);
-      owed -= whole;
-      bootNext(whole);
-      if (booted === order.length && bootTimer !== undefined) clearInterval(bootTimer);
-    };
-    bootTimer = setInterval(tick, 100);
-    tick();
-  }
+  const booting = new FleetBootSchedule(order, bootRate, (node) => lifecycle.boot(node));
 
   const fleet: SimulatedFleet = {
     keys,
     jwtVerifyKey: keys.jwtVerifyKey,
-    events$: events.asObservable(),
-    stats() {
-      let provisioning = 0;
-      let provisioned = 0;
-      let shutdown = 0;
-      let silent = 0;
-      for (const node of order) {
-        if (node.state === 'provisioning') provisioning++;
-        else if (node.state === 'provisioned') provisioned++;
-        else if (node.state === 'shutdown') shutdown++;
-        if (node.silent) silent++;
-      }
-      return { nodes: order.length, booted, provisioning, provisioned, shutdown, silent, ...counters };
-    },
+    events$: runtime.events.asObservable(),
+    stats: () => fleetStats(order, booting.booted, runtime.counters),
     node: (id) => nodes.get(id)?.record(),
     nodes: () => order.map((node) => node.record()),
     identities: () => order.map((node) => node.identity),
@@ -464,15 +225,13 @@ export async function startSimulatedFleet(options: SimulatedFleetOptions): Promi
     unsilence(identities) {
       for (const node of identities === undefined ? order : identities.map((id) => nodes.get(id))) if (node !== undefined) node.silent = false;
     },
-    whenBooted: () => allBooted,
+    whenBooted: () => booting.allBooted,
     async stop() {
-      if (stopped) return;
-      stopped = true;
-      if (bootTimer !== undefined) clearInterval(bootTimer);
-      for (const timer of timers) clearTimeout(timer);
-      timers.clear();
+      if (runtime.stopped) return;
+      runtime.stop();
+      booting.stop();
       for (const subscription of subscriptions) if (!subscription.isClosed()) subscription.unsubscribe();
-      events.complete();
+      runtime.events.complete();
       if (options.badMessages === undefined) badMessages.close();
       if (!nc.isClosed()) await nc.flush().catch(() => undefined);
     },

@@ -4,17 +4,14 @@ import { formatGoDuration } from '../../lib/choria/duration';
 import { Logger, silentLogger } from '../../lib/logger';
 import { HelperCommandError, splitHelperCommand } from '../../lib/provision/helperCommand';
 import { HelperInput } from '../../lib/provision/helperInput';
-import { decodeHelperAnswer, encodeHelperRequest, MAX_HELPER_LINE_BYTES } from '../../lib/provision/helperProtocol';
+import { decodeHelperAnswer, encodeHelperRequest } from '../../lib/provision/helperProtocol';
 import { HelperResponse } from '../../lib/provision/helperResponse';
-import { HelperRestartReason } from '../../lib/provision/helperPoolMetrics';
-import { HelperError, HelperFailure, HelperRunObserver } from './helperRunner';
-import { HelperProcess, HelperProcessEnd } from './helperProcess';
+import { HelperError, HelperFailure } from './helperRunner';
+import { HelperProcess } from './helperProcess';
+import { HelperPoolObserver, HelperProcessPool, HelperSlot } from './helperProcessPool';
 
-/** Where the pool reports restarts and its running processes: {@link HelperPoolMetrics} fits. */
-export interface HelperPoolObserver extends HelperRunObserver {
-  helperRestart(reason: HelperRestartReason): void;
-  setHelperProcesses(running: number): void;
-}
+export { persistentHelperRestartDelay } from './helperProcessPool';
+export type { HelperPoolObserver } from './helperProcessPool';
 
 /** Options for {@link PersistentHelper}. */
 export interface PersistentHelperOptions {
@@ -48,23 +45,7 @@ interface Request {
   detach: () => void;
 }
 
-interface Slot {
-  readonly index: number;
-  process: HelperProcess | undefined;
-  /** Requests written to this process and not yet answered. */
-  readonly inFlight: Map<string, Request>;
-  /** Ids given up on (aborted) while this process runs: their late answers are expected, and dropped. */
-  readonly abandoned: Set<string>;
-  failures: number;
-  answered: number;
-  restartTimer: NodeJS.Timeout | undefined;
-  /** Resolves when the current process has ended. */
-  ended: Promise<void>;
-  markEnded: () => void;
-}
-
-/** The default pause before a slot's `failures`-th restart in a row: 100 ms doubling to 30 s. */
-export const persistentHelperRestartDelay = (failures: number): number => Math.min(30_000, 100 * 2 ** Math.max(0, failures - 1));
+type Slot = HelperSlot<Request>;
 
 /**
  * The persistent helper (DECISIONS P17): `processes` long-running helper processes, each reading
@@ -86,17 +67,16 @@ export const persistentHelperRestartDelay = (failures: number): number => Math.m
  * - A closed pause gate refuses a request before it is sent; an aborted request rejects at once
  *   and its late answer is dropped. `helper_time` is observed for every request and
  *   `helper_errors` counted for every failure.
+ *
+ * This class keeps the requests (ids, timeouts, aborts, matching answers); the processes, their
+ * restarts and backoff are {@link HelperProcessPool}'s.
  */
 export class PersistentHelper {
   private readonly argv: string[] | HelperCommandError;
-  private readonly slots: Slot[];
+  private readonly pool: HelperProcessPool<Request>;
   private readonly waiting = new Set<Request>();
   private readonly timeoutMs: number;
-  private readonly logger: Logger;
   private nextId = 0;
-  private nextSlot = 0;
-  private closed = false;
-  private lastFailure = 'none yet';
 
   constructor(private readonly options: PersistentHelperOptions) {
     try {
@@ -107,9 +87,13 @@ export class PersistentHelper {
     }
     if (!(options.processes >= 1)) throw new RangeError(`processes must be >= 1, got ${options.processes}`);
     this.timeoutMs = options.timeoutMs ?? 10_000;
-    this.logger = options.logger ?? silentLogger;
-    this.slots = Array.from({ length: options.processes }, (_, index) => ({ index, process: undefined, inFlight: new Map(), abandoned: new Set(), failures: 0, answered: 0, restartTimer: undefined, ended: Promise.resolve(), markEnded: () => undefined }));
-    if (!(this.argv instanceof HelperCommandError)) for (const slot of this.slots) this.start(slot);
+    this.pool = new HelperProcessPool<Request>(this.argv instanceof HelperCommandError ? undefined : this.argv, options, options.logger ?? silentLogger, {
+      line: (slot, process, line) => this.onLine(slot, process, line),
+      started: () => this.dispatch(),
+      lost: (slot, kind, why, stderr) => this.failSlot(slot, kind, why, stderr),
+      cannotStart: (message) => this.failWaiting('start', message),
+    });
+    this.pool.startAll();
   }
 
   /** The helper's answer for `input`; `signal` aborts the wait (shutdown). Rejects with {@link HelperError} only. */
@@ -127,7 +111,7 @@ export class PersistentHelper {
 
   /** Processes running now. */
   running(): number {
-    return this.slots.filter((s) => s.process !== undefined).length;
+    return this.pool.running();
   }
 
   /**
@@ -136,37 +120,24 @@ export class PersistentHelper {
    * fail as aborted.
    */
   async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    const ends = this.slots.map(async (slot) => {
-      clearTimeout(slot.restartTimer);
-      const process = slot.process;
-      if (process === undefined) return;
-      const timer = setTimeout(() => process.kill(), this.options.closeGraceMs ?? 2000);
-      process.endInput();
-      await slot.ended;
-      clearTimeout(timer);
-    });
+    if (this.pool.isClosed) return;
+    const ends = this.pool.close();
     this.failWaiting('aborted', `${this.options.command} was stopped`);
-    await Promise.all(ends);
+    await ends;
   }
 
   /** Kills every process group at once and fails what is in flight: for a process about to exit. */
   kill(): void {
-    this.closed = true;
-    for (const slot of this.slots) {
-      clearTimeout(slot.restartTimer);
-      slot.process?.kill();
-      this.failSlot(slot, 'aborted', 'was killed: the provisioner is exiting', '');
-    }
+    this.pool.kill();
     this.failWaiting('aborted', `${this.options.command} was killed: the provisioner is exiting`);
   }
 
   private ask(input: HelperInput, signal: AbortSignal | undefined): Promise<HelperResponse> {
     const command = this.options.command;
+    const closed = this.pool.isClosed;
     if (this.argv instanceof HelperCommandError) return Promise.reject(new HelperError('command', this.argv.message));
     if (this.options.gate?.paused === true) return Promise.reject(new HelperError('paused', `Provisioning is paused, cannot perform ${command}`));
-    if (signal?.aborted === true || this.closed) return Promise.reject(new HelperError('aborted', `${command} was not asked: ${this.closed ? 'the helper is stopped' : 'aborted'}`));
+    if (signal?.aborted === true || closed) return Promise.reject(new HelperError('aborted', `${command} was not asked: ${closed ? 'the helper is stopped' : 'aborted'}`));
     return new Promise<HelperResponse>((resolve, reject) => {
       const id = String(++this.nextId);
       const onAbort = (): void => this.abandon(request);
@@ -191,7 +162,7 @@ export class PersistentHelper {
   /** Sends waiting requests, oldest first, each to the running process with the fewest in flight. */
   private dispatch(): void {
     for (const request of this.waiting) {
-      const slot = this.leastBusy();
+      const slot = this.pool.leastBusy();
       if (slot === undefined) return;
       this.waiting.delete(request);
       request.slot = slot;
@@ -200,46 +171,15 @@ export class PersistentHelper {
     }
   }
 
-  private leastBusy(): Slot | undefined {
-    let best: Slot | undefined;
-    for (let i = 0; i < this.slots.length; i++) {
-      const slot = this.slots[(this.nextSlot + i) % this.slots.length];
-      if (slot.process !== undefined && (best === undefined || slot.inFlight.size < best.inFlight.size)) best = slot;
-    }
-    if (best !== undefined) this.nextSlot = (best.index + 1) % this.slots.length;
-    return best;
-  }
-
-  private start(slot: Slot): void {
-    if (this.closed || this.argv instanceof HelperCommandError) return;
-    const [executable, ...args] = this.argv;
-    const process: HelperProcess = new HelperProcess({
-      executable,
-      args,
-      env: this.options.env,
-      cwd: this.options.cwd,
-      maxLineBytes: this.options.maxLineBytes ?? MAX_HELPER_LINE_BYTES,
-      onLine: (line) => this.onLine(slot, process, line),
-      onOversize: () => this.restart(slot, process, 'oversize', `wrote a line longer than ${this.options.maxLineBytes ?? MAX_HELPER_LINE_BYTES} bytes`),
-      onEnd: (end) => this.ended(slot, process, end),
-    });
-    slot.process = process;
-    slot.answered = 0;
-    slot.ended = new Promise((resolve) => (slot.markEnded = resolve));
-    this.options.metrics?.setHelperProcesses(this.running());
-    this.logger.info({ slot: slot.index, pid: process.pid }, `started persistent helper process ${process.pid ?? '(none)'} (${slot.index + 1} of ${this.slots.length})`);
-    this.dispatch();
-  }
-
   private onLine(slot: Slot, process: HelperProcess, line: string): void {
     if (slot.process !== process) return;
     const answer = decodeHelperAnswer(line);
     if (answer.kind === 'blank') return;
-    if (answer.kind === 'violation') return this.restart(slot, process, 'protocol', `wrote a line that is not an answer: ${answer.reason}`);
+    if (answer.kind === 'violation') return this.pool.restart(slot, process, 'protocol', `wrote a line that is not an answer: ${answer.reason}`);
     const request = slot.inFlight.get(answer.id);
     if (request === undefined) {
       if (slot.abandoned.delete(answer.id)) return;
-      return this.restart(slot, process, 'protocol', `answered request id ${JSON.stringify(answer.id)}, which it was not asked or had already answered`);
+      return this.pool.restart(slot, process, 'protocol', `answered request id ${JSON.stringify(answer.id)}, which it was not asked or had already answered`);
     }
     slot.inFlight.delete(answer.id);
     slot.answered++;
@@ -254,7 +194,7 @@ export class PersistentHelper {
     if (slot === undefined) {
       this.waiting.delete(request);
       request.detach();
-      request.reject(new HelperError('timeout', `${this.options.command} did not answer within ${limit}: no helper process was running (last failure: ${this.lastFailure})`));
+      request.reject(new HelperError('timeout', `${this.options.command} did not answer within ${limit}: no helper process was running (last failure: ${this.pool.lastFailure})`));
       return;
     }
     // A request unanswered past its timeout means the process is hung: its other answers cannot be counted on either.
@@ -262,7 +202,7 @@ export class PersistentHelper {
     slot.inFlight.delete(request.id);
     request.detach();
     request.reject(new HelperError('timeout', `${this.options.command} (pid ${process.pid}) did not answer within ${limit}: its process group was killed and the helper restarted`, process.stderr()));
-    this.restart(slot, process, 'timeout', `did not answer request id ${JSON.stringify(request.id)} within ${limit}`);
+    this.pool.restart(slot, process, 'timeout', `did not answer request id ${JSON.stringify(request.id)} within ${limit}`);
   }
 
   private abandon(request: Request): void {
@@ -270,40 +210,6 @@ export class PersistentHelper {
     if (request.slot === undefined) this.waiting.delete(request);
     else if (request.slot.inFlight.delete(request.id)) request.slot.abandoned.add(request.id);
     request.reject(new HelperError('aborted', `${this.options.command} was aborted: its answer will be ignored`));
-  }
-
-  /** Kills a misbehaving process, fails what it had in flight, and starts another after the backoff. */
-  private restart(slot: Slot, process: HelperProcess, reason: HelperRestartReason, why: string): void {
-    if (slot.process !== process) return;
-    process.kill();
-    slot.markEnded();
-    this.replace(slot, process, reason, why);
-  }
-
-  private ended(slot: Slot, process: HelperProcess, end: HelperProcessEnd): void {
-    if (slot.process !== process) return;
-    slot.markEnded();
-    if (end.spawnError !== undefined && process.pid === undefined) {
-      this.replace(slot, process, 'start', `could not be started: ${end.spawnError.message}`);
-      // Nothing will serve the waiting requests soon if no process runs at all: they fail now.
-      if (this.running() === 0) this.failWaiting('start', `cannot start ${this.options.command}: ${end.spawnError.message}`);
-      return;
-    }
-    this.replace(slot, process, 'exit', `exited: ${end.code === null ? `signal: ${end.signal ?? 'unknown'}` : `exit status ${end.code}`}`);
-  }
-
-  private replace(slot: Slot, process: HelperProcess, reason: HelperRestartReason, why: string): void {
-    slot.process = undefined;
-    slot.abandoned.clear();
-    slot.failures = slot.answered > 0 ? 1 : slot.failures + 1;
-    this.lastFailure = `process ${process.pid ?? '(none)'} ${why}`;
-    this.failSlot(slot, reason, `(pid ${process.pid ?? 'none'}) ${why}`, process.stderr());
-    this.options.metrics?.setHelperProcesses(this.running());
-    if (this.closed) return;
-    this.options.metrics?.helperRestart(reason);
-    const delay = (this.options.restartDelayMs ?? persistentHelperRestartDelay)(slot.failures);
-    this.logger.warn({ slot: slot.index, pid: process.pid, reason, restartInMs: delay }, `persistent helper process ${process.pid ?? '(none)'} ${why}; restarting it in ${delay} ms`);
-    slot.restartTimer = setTimeout(() => this.start(slot), delay);
   }
 
   private failSlot(slot: Slot, kind: HelperFailure, why: string, stderr: string): void {

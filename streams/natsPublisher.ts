@@ -1,6 +1,7 @@
 import { BehaviorSubject, Observable, Subscription, distinctUntilChanged } from 'rxjs';
 import { RingQueue } from '@rxfleet/operators';
 import { Logger, silentLogger } from '../lib/logger';
+import { RateLimitedLog } from '../lib/rateLimitedLog';
 import { ConnectionState, FleetConnection } from './natsConnection';
 
 /** What became of one message handed to {@link NatsPublisher.publish}. */
@@ -56,7 +57,7 @@ interface Held {
  *   it holds converges. They cost one message per key (the instances), not one per event. A
  *   message without a key pushed out of the hold is `dropped` at once.
  * - The client refuses a message (larger than the server's `max_payload`, connection closed):
- *   `failed`, logged with its subject, never thrown.
+ *   `failed`, logged with its subject (the first five a minute, then a summary), never thrown.
  * - Closing: what is held when no connection is up is `dropped`; a live connection is drained
  *   (flushing everything sent) within `drainTimeoutMs`, else closed.
  *
@@ -65,6 +66,8 @@ interface Held {
  */
 export class NatsPublisher {
   private readonly logger: Logger;
+  /** Refused messages: a stream of oversized events must not become a stream of lines. */
+  private readonly refusals: RateLimitedLog;
   private readonly held: RingQueue<Held> = new RingQueue<Held>();
   private readonly state = new BehaviorSubject<PublisherState>('connecting');
   private readonly abort = new AbortController();
@@ -84,6 +87,7 @@ export class NatsPublisher {
 
   constructor(private readonly options: NatsPublisherOptions) {
     this.logger = options.logger ?? silentLogger;
+    this.refusals = new RateLimitedLog({ logger: this.logger });
     this.state$ = this.state.pipe(distinctUntilChanged());
     this.openOnce();
   }
@@ -164,7 +168,7 @@ export class NatsPublisher {
       this.result('sent');
     } catch (error) {
       this.result('failed');
-      this.logger.warn({ err: error, subject: message.subject, bytes: Buffer.byteLength(message.data) }, 'NATS refused a message');
+      this.refusals.log('refused', { err: error, subject: message.subject, bytes: Buffer.byteLength(message.data) }, 'NATS refused a message');
     }
   }
 
@@ -210,6 +214,7 @@ export class NatsPublisher {
 
   private async shutDown(): Promise<void> {
     clearTimeout(this.retryTimer);
+    this.refusals.close();
     const connection = this.connection;
     if (connection === undefined || this.state.value !== 'connected') {
       this.abort.abort();

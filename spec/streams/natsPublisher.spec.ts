@@ -1,3 +1,5 @@
+import { Writable } from 'node:stream';
+import pino from 'pino';
 import { NatsPublisher, PublishResult } from '../../streams/natsPublisher';
 import { openNatsConnection } from '../../streams/natsConnection';
 import { useNatsServer } from '../helpers/nats';
@@ -67,5 +69,22 @@ describe('NatsPublisher over a real nats-server', () => {
       await publisher.close();
       await subscriber.drain();
     }
+  });
+
+  it('logs the first five refused messages of a minute and then one summary, and counts every one', async () => {
+    const lines: { msg: string }[] = [];
+    const logger = pino({ level: 'info' }, new Writable({ write: (chunk, _e, cb) => (lines.push(JSON.parse(String(chunk)) as { msg: string }), cb()) }));
+    const results: PublishResult[] = [];
+    const publisher = new NatsPublisher({ open: (signal) => openNatsConnection({ servers: [server().url], signal }), maxHeld: 10, logger, onResult: (r) => results.push(r) });
+    try {
+      await waitFor(() => publisher.currentState === 'connected', 'connected');
+      for (let i = 0; i < 50; i++) publisher.publish('p.big', 'x'.repeat(4096));
+      expect(results.filter((r) => r === 'failed')).toHaveLength(50);
+      expect(lines.filter((l) => l.msg === 'NATS refused a message')).toHaveLength(5);
+    } finally {
+      await publisher.close();
+    }
+    // Closing logs the interval's summary at once: one line for the 45 held back.
+    expect(lines.filter((l) => /NATS refused a message/.test(l.msg))).toHaveLength(6);
   });
 });

@@ -7,7 +7,6 @@ import { freePort } from '../../streams/natsServerProcess';
 import { useNatsServer } from '../helpers/nats';
 import { MINIMAL_HELPER, sampleValue } from '../helpers/provisioner';
 import { RXFLEET_BIN as bin, RxfleetProcess, killAll, startRxfleet } from '../helpers/rxfleetProcess';
-import { waitFor } from '../helpers/waitFor';
 
 // `rxfleet provision-incus` as a process, without an Incus server: what it refuses, and how the
 // two daemons share one endpoint and one stop. spec/bin/provision/incus.lxd.spec.ts runs it

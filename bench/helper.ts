@@ -5,10 +5,13 @@
  *
  * Helpers: `/usr/bin/printf {...}` (a helper that costs nothing, so the runner's own overhead
  * shows) and `examples/helpers/minimal-helper.mjs` (a real Node helper: its start-up dominates).
+ * Beside them, the cost of the watchdog that ties a helper's life to the daemon's
+ * (`spawnSupervised`: one `/bin/sh` and two forks) against the same bare spawn.
  */
 import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { HelperRunner } from '../streams/helper/helperRunner';
+import { spawnSupervised } from '../streams/helper/supervisedSpawn';
 import { buildHelperInput } from '../lib/provision/helperInput';
 import { benchOutput } from './machineLoad';
 
@@ -29,6 +32,17 @@ async function rate(runs: number, concurrency: number, task: (i: number) => Prom
     }),
   );
   return Math.round((runs / (now() - start)) * 1000);
+}
+
+function supervisedSpawn(executable: string, args: string[]): Promise<void> {
+  return new Promise((done, fail) => {
+    const child = spawnSupervised(executable, args);
+    child.stdin?.end();
+    child.stdout?.resume();
+    child.stderr?.resume();
+    child.on('error', fail);
+    child.on('close', () => done());
+  });
 }
 
 function bareSpawn(executable: string, args: string[]): Promise<void> {
@@ -54,6 +68,8 @@ async function main(): Promise<void> {
       const baseline = await rate(helper.runs, concurrency, () => bareSpawn(helper.executable, helper.args));
       const runs = await rate(helper.runs, concurrency, () => runner.run(input));
       print({ figure: 'helper runs/s', helper: helper.name, concurrency, runsPerSecond: runs, baseline: 'bare spawn+exit/s', baselinePerSecond: baseline, ratio: Number((runs / baseline).toFixed(2)) });
+      const supervised = await rate(helper.runs, concurrency, () => supervisedSpawn(helper.executable, helper.args));
+      print({ figure: 'supervised spawn+exit/s', helper: helper.name, concurrency, runsPerSecond: supervised, baseline: 'bare spawn+exit/s', baselinePerSecond: baseline, ratio: Number((supervised / baseline).toFixed(2)), msPerSpawn: Number((1000 / supervised - 1000 / baseline).toFixed(2)) });
     }
   }
 }

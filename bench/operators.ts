@@ -12,12 +12,12 @@
  * baseline that would take longer than BASELINE_LIMIT_MS is stopped there and reported with what it
  * managed (`baseline_finished: false`): the rate it reached is still a rate.
  *
- * BENCH_ONLY=pool|ordered|admission|memory runs one group and BENCH_DEPTHS=1000 picks depths (for
+ * BENCH_ONLY=pool|ordered|settled|admission|memory runs one group and BENCH_DEPTHS=1000 picks depths (for
  * profiling: see operators/README.md).
  */
 import { cpus, loadavg } from 'node:os';
-import { Observable, Subscription, distinct, from, mergeMap } from 'rxjs';
-import { AdmissionLedger, OrderedLine, RingQueue, TRASH, admit, done, releaseInOrder, workerPool } from '@rxfleet/operators';
+import { Observable, Subject, Subscription, distinct, from, mergeMap } from 'rxjs';
+import { AdmissionLedger, OrderedLine, RingQueue, Settling, TRASH, admit, done, releaseInOrder, releaseSettled, workerPool } from '@rxfleet/operators';
 
 const DEPTHS = (process.env.BENCH_DEPTHS ?? '1000,100000,1000000').split(',').map(Number);
 const CONCURRENCY = 16;
@@ -184,6 +184,104 @@ async function benchReleaseInOrder(): Promise<void> {
   print({ figure: 'OrderedLine push/settle/release', items: released, items_per_s: Math.round((depth / (now() - start)) * 1000) });
 }
 
+/** A value its owner answers through a callback, as the enricher's line entries are. */
+class Answerable implements Settling<number> {
+  private tell: ((answer: number | typeof TRASH) => void) | undefined;
+  private answer: number | undefined;
+
+  constructor(readonly n: number) {}
+
+  whenSettled(tell: (answer: number | typeof TRASH) => void): void {
+    if (this.answer !== undefined) tell(this.answer);
+    else this.tell = tell;
+  }
+
+  settle(answer: number): void {
+    this.answer = answer;
+    const tell = this.tell;
+    this.tell = undefined;
+    tell?.(answer);
+  }
+}
+
+/** The answer as an Observable: what a user of releaseInOrder writes for values answered through a callback. */
+const answerOf = (value: Answerable): Observable<number> =>
+  new Observable<number>((subscriber) =>
+    value.whenSettled((answer) => {
+      subscriber.next(answer as number);
+      subscriber.complete();
+    }),
+  );
+
+/**
+ * A line of values answered through a callback (the enricher's case): `depth` values arrive, then
+ * are answered in `order`; microseconds per value from the first arrival to the last emission.
+ * `releaseInOrder` subscribes to an Observable per value, `releaseSettled` is told through the
+ * callback, `OrderedLine` used directly (push, settle, release) is the floor.
+ */
+function settledLine(kind: 'releaseInOrder' | 'releaseSettled' | 'OrderedLine', depth: number, order: number[]): number {
+  const values = Array.from({ length: depth }, (_, i) => new Answerable(i));
+  let out = 0;
+  const start = now();
+  if (kind === 'OrderedLine') {
+    const line = new OrderedLine<number>();
+    const places = values.map((v) => line.push(v.n));
+    for (const i of order) {
+      line.settle(places[i], i);
+      out += line.release().length;
+    }
+  } else {
+    const source = new Subject<Answerable>();
+    const release = kind === 'releaseSettled' ? releaseSettled<Answerable, number>() : releaseInOrder(answerOf);
+    source.pipe(release).subscribe(() => out++);
+    for (const v of values) source.next(v);
+    for (const i of order) values[i].settle(i);
+  }
+  const us = ((now() - start) * 1000) / depth;
+  if (out !== depth) throw new Error(`${kind}: ${out} of ${depth} released`);
+  return us;
+}
+
+function benchSettledLine(): void {
+  const depth = 100_000;
+  const rounds = 7;
+  const inOrder = Array.from({ length: depth }, (_, i) => i);
+  for (const [answered, order] of [
+    ['in arrival order', () => inOrder],
+    ['at random', () => shuffled(depth)],
+  ] as const) {
+    const rates: Record<string, number[]> = { releaseInOrder: [], releaseSettled: [], OrderedLine: [] };
+    for (let round = 0; round < rounds; round++) {
+      const o = order();
+      const kinds = ['releaseInOrder', 'releaseSettled', 'OrderedLine'] as const;
+      for (const kind of round % 2 === 0 ? kinds : [...kinds].reverse()) rates[kind].push(settledLine(kind, depth, o));
+    }
+    const ours = median(rates.releaseInOrder);
+    const base = median(rates.releaseSettled);
+    print({
+      figure: 'a line answered through callbacks',
+      waiting: depth,
+      answered,
+      rounds,
+      us_per_value: +ours.toFixed(3),
+      baseline: 'releaseSettled (no subscription per value)',
+      baseline_us_per_value: +base.toFixed(3),
+      floor: 'OrderedLine used directly',
+      floor_us_per_value: +median(rates.OrderedLine).toFixed(3),
+      cost_ratio: +(ours / base).toFixed(2),
+    });
+  }
+}
+
+function shuffled(n: number): number[] {
+  const order = Array.from({ length: n }, (_, i) => i);
+  for (let i = n - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [order[i], order[j]] = [order[j], order[i]];
+  }
+  return order;
+}
+
 /** Times a synchronous pipeline over `input` from subscription to completion. */
 function timeSync<T>(input: T[], pipeline: (source: Observable<T>) => Observable<unknown>): { ms: number; out: number } {
   let out = 0;
@@ -218,7 +316,15 @@ function benchAdmission(): void {
       baseline: 'distinct(key)',
       baseline_decisions_per_s: base,
       ...verdict(ours, base, distinctKeys === sightings ? GOALS.admissionNewKeys : undefined),
-      ...(distinctKeys === sightings ? { floor: 'a Map keeping one small object per new key, nothing else', floor_per_s: retainedFloor(input) } : {}),
+      ...(distinctKeys === sightings
+        ? {
+            ledger_alone_per_s: ledgerAlone(input),
+            floor: 'a Map keeping one small object per new key, nothing else',
+            floor_per_s: retainedFloor(input, true),
+            floor_without_objects: 'a Map keeping a number per new key',
+            floor_without_objects_per_s: retainedFloor(input, false),
+          }
+        : {}),
     });
   }
 }
@@ -228,12 +334,29 @@ function benchAdmission(): void {
  * all: a Map keeping one five-field object per key. `distinct` keeps only the key, so this floor,
  * not `distinct`, bounds what a ledger can reach (see operators/README.md, "What the profile said").
  */
-function retainedFloor(input: number[]): number {
+function retainedFloor(input: number[], objects: boolean): number {
   const rates: number[] = [];
   for (let round = 0; round < 3; round++) {
-    const map = new Map<number, { owner: unknown; value: number; key: number; at: number; state: number }>();
     const start = now();
-    for (const value of input) if (map.get(value) === undefined) map.set(value, { owner: map, value, key: value, at: 0, state: 0 });
+    if (objects) {
+      const map = new Map<number, { owner: unknown; value: number; key: number; at: number; state: number }>();
+      for (const value of input) if (map.get(value) === undefined) map.set(value, { owner: map, value, key: value, at: 0, state: 0 });
+    } else {
+      const map = new Map<number, number>();
+      for (const value of input) if (map.get(value) === undefined) map.set(value, 0);
+    }
+    rates.push(Math.round((input.length / (now() - start)) * 1000));
+  }
+  return median(rates);
+}
+
+/** The ledger's decisions without rxjs around them: what `admit` adds is the rest. */
+function ledgerAlone(input: number[]): number {
+  const rates: number[] = [];
+  for (let round = 0; round < 3; round++) {
+    const ledger = new AdmissionLedger<number, number>({ key: (n) => n, window: 60_000, capacity: 2_000_000 });
+    const start = now();
+    for (const value of input) ledger.decide(value);
     rates.push(Math.round((input.length / (now() - start)) * 1000));
   }
   return median(rates);
@@ -303,6 +426,7 @@ async function main(): Promise<void> {
   await warmUp();
   if (ONLY === undefined || ONLY === 'pool') await benchWorkerPool();
   if (ONLY === undefined || ONLY === 'ordered') await benchReleaseInOrder();
+  if (ONLY === undefined || ONLY === 'settled') benchSettledLine();
   if (ONLY === undefined || ONLY === 'admission') benchAdmission();
   if (ONLY === undefined || ONLY === 'memory') {
     benchRingMemory();

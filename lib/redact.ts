@@ -16,3 +16,11 @@ export const REDACTED = '[redacted]';
 export function redactUrlCredentials(text: string): string {
   return text.includes('@') ? text.replace(URL_CREDENTIALS, `$1${REDACTED}@`) : text;
 }
+
+/**
+ * A server address as it may be shown: {@link redactUrlCredentials}, and the user information of
+ * an address written without a scheme too (`user:secret@host:4222` becomes `[redacted]@host:4222`).
+ */
+export function withoutCredentials(address: string): string {
+  return redactUrlCredentials(address).replace(/^(?![a-z][a-z0-9+.-]*:\/\/)[^/@\s]*@/i, `${REDACTED}@`);
+}

@@ -1,4 +1,7 @@
-import { ObservableInput, Subscription, from } from 'rxjs';
+import { ObservableInput } from 'rxjs';
+import { NoAnswerError } from './errors';
+import { OperatorSubscriber, Output, subscribeInner } from './internal/OperatorSubscriber';
+import { reportUnhandled } from './internal/unhandled';
 import type { ReadResult } from './readPerKey';
 import type { SlotClaim, SlotPool } from './SlotPool';
 
@@ -8,60 +11,87 @@ export interface KeyedReadsConfig<T, K, R> {
   key: (request: T) => K;
   /**
    * The read for the flight `lead` leads, as an Observable factory, called when the read starts:
-   * its first value is the answer. With `slots`, the read holds its slot until it answers, or until
+   * its first value is the answer. With `slots`, the read holds its slot until it lands, or until
    * it calls `release()` (a read that waits between its calls gives its slot back and takes one per
    * call itself).
    */
   read: (lead: T, release: () => void) => ObservableInput<R>;
-  /** Reads start once they have a slot of this pool, in the order they were asked for. Default: at once. */
+  /** Reads start once they hold a slot of this pool, first come, first served. Default: at once. */
   slots?: SlotPool;
   /**
-   * Whether `next` needs more than the read running for `running` can give: the running read is
-   * then aborted and a read for `next` takes its place, with every request along. Default: never.
+   * Whether `next` needs more than the read for `running` can give: the running read is then
+   * aborted and a read for `next` takes its place, with every request along. Default: never.
    */
   supersedes?: (next: T, running: T) => boolean;
   /**
    * Whether `request` must be answered by a read that started after it arrived. Such a request
    * arriving once its key's read has started (while it waits for a slot it is still joined) does
-   * not join it: it waits, and the requests that came
-   * that way are read again together, in arrival order, when that read answers. Default: never.
+   * not join it: it waits, and the requests that came that way are read together, in arrival
+   * order, when that read answers (led by the one that superseded the others). Default: never.
    */
   fresh?: (request: T) => boolean;
   /** Told how each read ended, once, for every request that waited on it. */
   onLanded: (result: ReadResult<T, K, R>) => void;
+  /**
+   * Where a throw from `onLanded` goes (see the class comment). Default: rxjs's path for an error
+   * with nowhere to go (`config.onUnhandledError`, or thrown on a later turn).
+   */
+  onError?: (error: unknown) => void;
 }
 
-/** A request and when it first arrived, counted across every key. */
-interface Waiting<T> {
-  readonly request: T;
-  readonly arrival: number;
+/**
+ * One read for one key: the subscriber to it, its requests, and its slot. A flight waiting for a
+ * slot is this object in the pool's line and nothing else.
+ */
+class Flight<T, K, R> extends OperatorSubscriber<R> {
+  /** Arrived once the read started and must be read again afterwards (made when needed). */
+  late: T[] | undefined = undefined;
+  /** Every request, joined or late, in arrival order: made with the first latecomer. */
+  all: T[] | undefined = undefined;
+  /** Who leads the latecomers' read: the one that superseded the others. */
+  lateLead: T | undefined = undefined;
+  started = false;
+  /** Retired: superseded, cancelled, landed or disposed. Nothing it says from then on lands. */
+  done = false;
+  claim: SlotClaim | undefined = undefined;
+  /** Gives the slot back early; handed to `read`. */
+  readonly release = (): void => this.claim?.release();
+
+  constructor(
+    private readonly reads: Reads<T, K, R>,
+    readonly key: K,
+    readonly lead: T,
+    readonly requests: T[],
+  ) {
+    super(reads.output);
+  }
+
+  protected onNext(value: R): void {
+    this.reads.land(this, { status: 'answered', key: this.key, requests: this.requests, value });
+  }
+
+  protected override onError(error: unknown): void {
+    this.reads.land(this, { status: 'failed', key: this.key, requests: withLate(this), error });
+  }
+
+  protected override onComplete(): void {
+    this.reads.land(this, { status: 'failed', key: this.key, requests: withLate(this), error: new NoAnswerError() });
+  }
 }
 
-interface Flight<T, K> {
-  readonly key: K;
-  readonly lead: T;
-  /** Answered by this read: everything that came before it started, and what joins regardless. */
-  readonly requests: Waiting<T>[];
-  /** Arrived after it started and must be answered by a read that started after them (made when needed). */
-  late: Waiting<T>[] | undefined;
-  /** The arrival count when the read started; `undefined` while it waits for a slot. */
-  startedAt: number | undefined;
-  claim: SlotClaim | undefined;
-  subscription: Subscription | undefined;
-  done: boolean;
-}
+const withLate = <T>(flight: { requests: T[]; all: T[] | undefined }): T[] => flight.all ?? flight.requests;
 
 /**
  * One read in flight per key, as a synchronous core: the caller asks for reads from anywhere in
  * its own code (an operator's closure, a landing that needs another read) and is told how each one
- * landed. `readPerKey` is the same rule as an operator over a stream of requests; this is the
- * ledger behind it, the way {@link AdmissionLedger} backs `admit` and {@link OrderedLine} backs
- * `releaseInOrder`, for an owner whose reads are asked for by what its earlier reads found, which a
- * stream could only express by feeding its output back into its input through a Subject.
+ * landed. {@link readPerKey} is this core as an operator over a stream of requests (one core per
+ * subscription), the way {@link AdmissionLedger} backs `admit`; the core is public for an owner
+ * whose reads are asked for by what its earlier reads found, which a stream could only express by
+ * feeding its output back into its input through a Subject.
  *
  * ```
- * key = first letter; x = a1, y = a2, s = a! (supersedes); every request fresh;
- * a read starts when asked and answers 3 ms later
+ * key = first letter; x = a1, s = a! (supersedes), y = a2; every request fresh;
+ * a read answers 3 ms after it starts
  * request:  xsy------
  * read(x):  ^!           aborted by s: its answer never lands
  * read(s):  -^--A        x and s land with A
@@ -73,155 +103,191 @@ interface Flight<T, K> {
  * - Per key, at most one read runs. A request joins it, unless `supersedes` says it needs more
  *   (the running read is unsubscribed, which aborts it, and a new one starts for every request so
  *   far, in arrival order, then this one), or `fresh` says it must not take an answer the read
- *   could have had before it arrived (it waits for the next read of the key).
- * - With `slots`, a read starts once it has a slot, reads waiting in the order they were asked
- *   for; a read waiting for its slot can still be joined, superseded or cancelled, and costs
- *   nothing but its place in the line. The slot goes back when the read lands or is aborted, or
- *   earlier if the read releases it.
+ *   could have had before it arrived (it waits for the key's next read).
+ * - With `slots`, a read starts once it holds a slot, first come, first served; a read waiting for
+ *   its slot can still be joined, superseded or cancelled, and costs nothing but its place in the
+ *   line. The slot goes back after the read lands (once `onLanded` has been told, so the next read
+ *   cannot land first) or is aborted, or earlier if the read calls `release`.
  * - `onLanded` is told exactly once per read that was not superseded: `answered` with its first
- *   value, `failed` when it errors, completes without a value or `read` throws, `cancelled` when
- *   `cancel(key)` stops it. Requests come in arrival order. A failure or a cancel is shared by the
- *   requests waiting for the next read (a failure says the server could not be read now, which is
- *   as true for them); an answer is not: they are asked again, before `onLanded` is told.
+ *   value, `failed` when it errors, completes without a value ({@link NoAnswerError}) or `read`
+ *   throws, `cancelled` when `cancel(key)` stops it. Requests come in arrival order. A failure or
+ *   a cancel is shared by the latecomers (a failure says the server could not be read now, which
+ *   is as true for them); an answer is not: their read is in the books before `onLanded` is told,
+ *   so a request `onLanded` makes for the key joins it, and it starts right after.
  * - A superseded or cancelled read's answer never lands, even one arriving during the abort.
- * - `key`, `supersedes` or `fresh` throwing throws out of `request`, changing nothing.
  * - `dispose()` aborts every read without telling anyone; later requests are ignored.
  *
+ * A callback that throws never leaves the books half-updated:
+ * - `key`, `supersedes` and `fresh` are asked inside `request`, before anything changes: a throw
+ *   comes out of `request` and the request was never made.
+ * - `read` throwing (or returning something that is not an `ObservableInput`) is a `failed` landing.
+ * - `onLanded` is told once the books are done (the read retired, its latecomers' read in place).
+ *   What it throws goes to `onError` (readPerKey's is its output's error); without one, to rxjs's
+ *   path for an error with nowhere to go (`config.onUnhandledError`, or thrown on a later turn),
+ *   never back into whatever called the core: that is often a read's producer, which could not
+ *   take it. The slot is given back and the latecomers' read started either way.
+ *
  * Not thread-safe by design: one owner asks, as an operator's closure does. `onLanded` may ask
- * for more reads (it is called with the key's flight already gone).
+ * for more reads.
  */
 export class KeyedReads<T, K, R> {
-  private readonly flights = new Map<K, Flight<T, K>>();
-  private arrivals = 0;
-  private disposed = false;
+  readonly #reads: Reads<T, K, R>;
 
-  constructor(private readonly config: KeyedReadsConfig<T, K, R>) {}
-
-  /** Keys with a read in flight. */
-  get size(): number {
-    return this.flights.size;
+  constructor(config: KeyedReadsConfig<T, K, R>) {
+    this.#reads = new Reads(config);
   }
 
-  /** Whether `key` has a read in flight (begun or not). */
+  /** Keys with a read in flight (started or waiting for a slot). */
+  get size(): number {
+    return this.#reads.flights.size;
+  }
+
+  /** Whether `key` has a read in flight (started or waiting for a slot). */
   has(key: K): boolean {
-    return this.flights.has(key);
+    return this.#reads.flights.has(key);
   }
 
   /** Asks for a read of `request`'s key: joins, waits for the next, supersedes, or starts one. */
   request(request: T): void {
-    if (this.disposed) return;
-    this.ask({ request, arrival: ++this.arrivals });
-  }
-
-  // A latecomer asked again keeps its first arrival: it came before the next read started.
-  private ask(waiting: Waiting<T>): void {
-    const { supersedes, fresh } = this.config;
-    const { request } = waiting;
-    const key = this.config.key(request);
-    const current = this.flights.get(key);
-    if (current === undefined) {
-      this.launch(key, request, [waiting]);
-      return;
-    }
-    const stronger = supersedes !== undefined && supersedes(request, current.lead);
-    const late = !stronger && current.startedAt !== undefined && waiting.arrival > current.startedAt && fresh !== undefined && fresh(request);
-    if (stronger) {
-      this.retire(current);
-      this.launch(key, request, current.late === undefined ? [...current.requests, waiting] : [...current.requests, ...current.late, waiting]);
-    } else if (late) {
-      (current.late ??= []).push(waiting);
-    } else {
-      current.requests.push(waiting);
-    }
+    this.#reads.request(request);
   }
 
   /** Cancels `key`'s read: its requests land `cancelled`. Whether there was one. */
   cancel(key: K): boolean {
+    return this.#reads.cancel(key);
+  }
+
+  /** Aborts every read in flight without a result; nothing is asked for again. */
+  dispose(): void {
+    this.#reads.dispose();
+  }
+}
+
+/** The books behind a {@link KeyedReads}, kept out of its public type. */
+class Reads<T, K, R> {
+  readonly flights = new Map<K, Flight<T, K, R>>();
+  private disposed = false;
+  /** Where a throw from a handler of a read's subscriber goes. */
+  readonly output: Output;
+
+  constructor(private readonly config: KeyedReadsConfig<T, K, R>) {
+    const { onError } = config;
+    // A throw in a read subscriber's handler, or from `onLanded`, goes here.
+    this.output = { error: onError ?? reportUnhandled, complete: () => undefined };
+  }
+
+  request(request: T): void {
+    if (this.disposed) return;
+    const { supersedes, fresh } = this.config;
+    const key = this.config.key(request);
+    const current = this.flights.get(key);
+    if (current === undefined) {
+      this.begin(this.enter(key, request, [request]));
+      return;
+    }
+    // Every question is asked before anything changes: a callback that throws changes nothing.
+    const stronger = supersedes !== undefined && supersedes(request, current.lead);
+    if (stronger) {
+      this.retire(current);
+      this.begin(this.enter(key, request, [...withLate(current), request]));
+      return;
+    }
+    if (current.started && fresh !== undefined && fresh(request)) {
+      const leads = current.lateLead === undefined || (supersedes !== undefined && supersedes(request, current.lateLead));
+      (current.all ??= [...current.requests]).push(request);
+      (current.late ??= []).push(request);
+      if (leads) current.lateLead = request;
+      return;
+    }
+    current.requests.push(request);
+    current.all?.push(request);
+  }
+
+  cancel(key: K): boolean {
     const flight = this.flights.get(key);
     if (flight === undefined) return false;
-    this.retire(flight);
-    this.config.onLanded({ status: 'cancelled', key, requests: requestsOf(flight.requests, flight.late) });
+    this.retire(flight, true);
+    try {
+      this.tell({ status: 'cancelled', key, requests: withLate(flight) });
+    } finally {
+      flight.claim?.release();
+    }
     return true;
   }
 
-  /** Aborts every read in flight without a result; the reads are not asked for again. */
   dispose(): void {
     this.disposed = true;
     for (const flight of [...this.flights.values()]) this.retire(flight);
   }
 
-  private launch(key: K, lead: T, requests: Waiting<T>[]): void {
-    const flight: Flight<T, K> = { key, lead, requests, late: undefined, startedAt: undefined, claim: undefined, subscription: undefined, done: false };
+  /** A read answered, failed or completed empty. */
+  land(flight: Flight<T, K, R>, result: ReadResult<T, K, R>): void {
+    if (flight.done) return;
+    this.retire(flight, true);
+    // The latecomers' read is in the books before anyone is told, so a request made from
+    // `onLanded` for this key joins it; it starts once the slot this read held is free.
+    const next = result.status === 'answered' && flight.late !== undefined ? this.enter(flight.key, flight.lateLead as T, flight.late) : undefined;
+    try {
+      this.tell(result);
+    } finally {
+      flight.claim?.release();
+      if (next !== undefined) this.begin(next);
+    }
+  }
+
+  private tell(result: ReadResult<T, K, R>): void {
+    try {
+      this.config.onLanded(result);
+    } catch (error) {
+      this.output.error(error);
+    }
+  }
+
+  private enter(key: K, lead: T, requests: T[]): Flight<T, K, R> {
+    const flight = new Flight(this, key, lead, requests);
     this.flights.set(key, flight);
-    // Waiting for a slot costs a place in the pool's line and nothing else: no subscription is
-    // made until the read starts.
+    return flight;
+  }
+
+  // Waiting for a slot costs a place in the pool's line and nothing else: no subscription is made
+  // until the read starts.
+  private begin(flight: Flight<T, K, R>): void {
+    if (flight.done) return;
     if (this.config.slots === undefined) {
       this.start(flight);
       return;
     }
-    // Kept at once, so that a flight retired while it waits takes its claim out of the line; the
-    // callback sets it too, for a slot free at once (it runs before `acquire` returns).
     const claim = this.config.slots.acquire((held) => {
+      // Set here too: a slot free at once is granted before `acquire` returns the claim.
       flight.claim = held;
       this.start(flight);
     });
     flight.claim ??= claim;
   }
 
-  private start(flight: Flight<T, K>): void {
-    if (flight.done) {
+  private start(flight: Flight<T, K, R>): void {
+    if (flight.done || this.disposed) {
       flight.claim?.release();
       return;
     }
-    flight.startedAt = this.arrivals;
+    flight.started = true;
     let input: ObservableInput<R>;
     try {
-      input = this.config.read(flight.lead, () => flight.claim?.release());
+      input = this.config.read(flight.lead, flight.release);
     } catch (error) {
-      this.land(flight, { status: 'failed', error });
+      this.land(flight, { status: 'failed', key: flight.key, requests: withLate(flight), error });
       return;
     }
-    // Set before subscribing: an answer during `subscribe` unsubscribes it, and what is added to a
-    // closed subscription is unsubscribed at once.
-    const subscription = new Subscription();
-    flight.subscription = subscription;
-    let answered = false;
-    subscription.add(
-      from(input).subscribe({
-        next: (value) => {
-          answered = true;
-          this.land(flight, { status: 'answered', value });
-        },
-        error: (error: unknown) => this.land(flight, { status: 'failed', error }),
-        complete: () => {
-          if (!answered) this.land(flight, { status: 'failed', error: new Error('read completed without an answer') });
-        },
-      }),
-    );
+    subscribeInner(input, flight);
   }
 
-  private land(flight: Flight<T, K>, outcome: { status: 'answered'; value: R } | { status: 'failed'; error: unknown }): void {
-    if (flight.done) return;
-    this.retire(flight);
-    const { key } = flight;
-    if (outcome.status === 'answered') {
-      for (const waiting of flight.late ?? []) this.ask(waiting);
-      this.config.onLanded({ status: 'answered', key, requests: requestsOf(flight.requests), value: outcome.value });
-    } else {
-      this.config.onLanded({ status: 'failed', key, requests: requestsOf(flight.requests, flight.late), error: outcome.error });
-    }
-  }
-
-  private retire(flight: Flight<T, K>): void {
+  // Out of the books, and its read aborted; whatever it says from here on, even synchronously
+  // while aborting, is ignored. The slot goes back now unless the caller gives it back itself
+  // after telling `onLanded`.
+  private retire(flight: Flight<T, K, R>, keepSlot = false): void {
     flight.done = true;
     if (this.flights.get(flight.key) === flight) this.flights.delete(flight.key);
-    flight.subscription?.unsubscribe();
-    flight.claim?.release();
+    flight.unsubscribe();
+    if (!keepSlot) flight.claim?.release();
   }
-}
-
-function requestsOf<T>(requests: Waiting<T>[], late?: Waiting<T>[]): T[] {
-  const out = requests.map((waiting) => waiting.request);
-  if (late !== undefined) for (const waiting of late) out.push(waiting.request);
-  return out;
 }

@@ -1,11 +1,6 @@
-import { RingQueue } from './RingQueue';
+import { Line, LinePlace, PlaceState } from './internal/Line';
 
-/**
- * Where a place stands: `pending` until it settles, `settled` (with the value it will leave with)
- * or `trashed` (it will be skipped) while it waits for everything ahead of it, and `released`
- * once it has left the line, by `release` or `drain`.
- */
-export type PlaceState = 'pending' | 'settled' | 'trashed' | 'released';
+export type { PlaceState };
 
 /**
  * A handle on one place in an {@link OrderedLine}, returned by `push` and kept by the caller until
@@ -27,7 +22,7 @@ export interface Place<T> {
 
 // The ring stores these objects rather than values: a resize copies references, so the handle a
 // caller holds is the very object in the line, wherever the ring has moved it.
-class Slot<T> implements Place<T> {
+class Slot<T> implements Place<T>, LinePlace<T> {
   constructor(
     readonly owner: OrderedLine<T>,
     public state: PlaceState,
@@ -54,22 +49,23 @@ class Slot<T> implements Place<T> {
  *   behind it, but never the work behind it, which is already running.
  *
  * Backed by a {@link RingQueue} of places, so a deep line costs O(1) per push and per release and a
- * burst does not leave it the size of its worst moment. A value leaves the line with its place:
+ * burst does not leave it the size of its worst moment. The rule is the kit's one line rule, shared
+ * with `releaseInOrder` and `releaseSettled`, so the three cannot differ. A value leaves the line with its place:
  * neither the ring slot nor the handle keeps it alive afterwards.
  *
  * Not thread-safe by design: one owner pushes, settles and releases, as an operator's closure does.
  */
 export class OrderedLine<T> {
-  private readonly ring = new RingQueue<Slot<T>>();
+  private readonly line = new Line<T, Slot<T>>();
 
   /** Places in the line: pending, settled or trashed, not yet released. */
   get length(): number {
-    return this.ring.length;
+    return this.line.length;
   }
 
   /** Slots allocated by the ring behind the line (for memory accounting and tests). */
   get capacity(): number {
-    return this.ring.capacity;
+    return this.line.capacity;
   }
 
   /**
@@ -81,7 +77,7 @@ export class OrderedLine<T> {
    */
   push(value: T, settled = false): Place<T> {
     const slot = new Slot<T>(this, settled ? 'settled' : 'pending', value);
-    this.ring.push(slot);
+    this.line.push(slot);
     return slot;
   }
 
@@ -142,11 +138,7 @@ export class OrderedLine<T> {
    */
   release(): T[] {
     const out: T[] = [];
-    for (let front = this.ring.peek(); front !== undefined && front.state !== 'pending'; front = this.ring.peek()) {
-      this.ring.shift();
-      if (front.state === 'settled') out.push(front.value as T);
-      this.retire(front);
-    }
+    this.line.release((value) => out.push(value));
     return out;
   }
 
@@ -158,28 +150,18 @@ export class OrderedLine<T> {
    */
   drain(): T[] {
     const out: T[] = [];
-    for (let front = this.ring.shift(); front !== undefined; front = this.ring.shift()) {
-      if (front.state !== 'trashed') out.push(front.value as T);
-      this.retire(front);
-    }
+    this.line.drain((value) => out.push(value));
     return out;
   }
 
   /** The place at the front of the line, or `undefined` when the line is empty. */
   peek(): Place<T> | undefined {
-    return this.ring.peek();
+    return this.line.peek();
   }
 
   /** Iterates the places front to back without removing anything. */
   *[Symbol.iterator](): IterableIterator<Place<T>> {
-    yield* this.ring;
-  }
-
-  // A place's value goes with it: the ring clears its slot, and the handle the caller may still
-  // hold (an operator's closure does, until its inner unsubscribes) must not pin the value either.
-  private retire(slot: Slot<T>): void {
-    slot.state = 'released';
-    slot.value = undefined;
+    yield* this.line;
   }
 
   private own(place: Place<T>): Slot<T> {

@@ -1,4 +1,5 @@
 import { SchedulerLike, Subscription, asyncScheduler } from 'rxjs';
+import { reportUnhandled } from './internal/unhandled';
 
 /** Options for {@link RepairSchedule}. */
 export interface RepairScheduleConfig<K> {
@@ -22,6 +23,12 @@ export interface RepairScheduleConfig<K> {
   onPendingChange?: (pending: number) => void;
   /** Where the retries are timed. Default `asyncScheduler`; pass a `TestScheduler` in specs. */
   scheduler?: SchedulerLike;
+  /**
+   * Where a throw from `onDue` or `onPendingChange` goes when a retry falls due (no call of yours
+   * is on the stack then). Default: rxjs's path for an error with nowhere to go
+   * (`config.onUnhandledError`, or thrown on a later turn).
+   */
+  onError?: (error: unknown) => void;
 }
 
 interface Ladder {
@@ -63,8 +70,13 @@ interface Ladder {
  *   the key's last success; the key stays known (its count kept) until its next report, so a
  *   retry that is never answered is never repeated.
  * - `clear()` cancels every pending retry and forgets every key.
- * - `onDue` and `onPendingChange` are the caller's: what they throw propagates to whoever called
- *   (the scheduler, for `onDue`).
+ *
+ * A callback that throws never leaves the books half-updated: they are brought up to date first
+ * (the retry scheduled and counted, cancelled, or consumed) and the callbacks are told last.
+ * `onPendingChange` called from `fail`, `succeed` or `clear` throws out of that call. When a retry
+ * falls due, the scheduler called, not you: what `onPendingChange` or `onDue` throws then goes to
+ * `onError` (retryLadder's is its output's error; without one, to rxjs's path for an error with
+ * nowhere to go), and a throwing `onPendingChange` keeps `onDue` from being told of that retry.
  */
 export class RepairSchedule<K> {
   private readonly ladders = new Map<K, Ladder>();
@@ -116,8 +128,14 @@ export class RepairSchedule<K> {
     const retry = this.scheduler.schedule(() => {
       retry.unsubscribe();
       owed.pending = undefined;
-      this.count(-1);
-      this.config.onDue(key, number);
+      this.pendingCount--;
+      // A timer runs outside every call of the caller's: a throw is routed, not left to the scheduler.
+      try {
+        this.config.onPendingChange?.(this.pendingCount);
+        this.config.onDue(key, number);
+      } catch (error) {
+        (this.config.onError ?? reportUnhandled)(error);
+      }
     }, this.delay(number - 1));
     // Kept in the ladder, not in a parent Subscription: RxJS removes a finished child with indexOf
     // + splice, quadratic with thousands of keys pending.

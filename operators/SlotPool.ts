@@ -1,4 +1,5 @@
-import { MonoTypeOperatorFunction, Observable, ObservableInput, Subscription, from } from 'rxjs';
+import { MonoTypeOperatorFunction, Observable, ObservableInput, Subscriber } from 'rxjs';
+import { OperatorSubscriber, subscribeInner } from './internal/OperatorSubscriber';
 import { RingQueue } from './RingQueue';
 
 /** A place in a {@link SlotPool}'s line, then a slot: see {@link SlotPool.acquire}. */
@@ -11,14 +12,52 @@ class Claim implements SlotClaim {
   state: 'waiting' | 'holding' | 'done' = 'waiting';
 
   constructor(
-    private readonly pool: SlotPool,
+    private readonly slots: Slots,
     readonly start: (claim: SlotClaim) => void,
   ) {}
 
   release(): void {
     const held = this.state === 'holding';
     this.state = 'done';
-    if (held) this.pool._giveBack();
+    if (held) this.slots.giveBack();
+  }
+}
+
+/** The books behind a {@link SlotPool}, kept out of its public type. */
+class Slots {
+  running = 0;
+  readonly line = new RingQueue<Claim>();
+  private granting = false;
+
+  constructor(readonly size: number) {}
+
+  giveBack(): void {
+    this.running--;
+    this.grant();
+  }
+
+  grant(): void {
+    if (this.granting) return;
+    this.granting = true;
+    let errors: unknown[] | undefined;
+    try {
+      while (this.running < this.size && this.line.length > 0) {
+        const next = this.line.shift() as Claim;
+        if (next.state !== 'waiting') continue;
+        next.state = 'holding';
+        this.running++;
+        try {
+          next.start(next);
+        } catch (error) {
+          // A start that throws has not taken its slot; the line goes on being served.
+          next.release();
+          (errors ??= []).push(error);
+        }
+      }
+    } finally {
+      this.granting = false;
+    }
+    if (errors !== undefined) throw errors.length === 1 ? errors[0] : new AggregateError(errors, `${errors.length} SlotPool starts threw`);
   }
 }
 
@@ -33,124 +72,149 @@ class Claim implements SlotClaim {
  * starve everything else).
  *
  * ```
- * size = 1; a = cold('--a|'), b = cold('-b|'), subscribed together
- * pool.run(a): --a|
- * pool.run(b): ---b|        (waits for a's slot, then runs)
+ * size = 1; a = cold('-a|'), b = cold('-b|'), both subscribed at 0
+ * pool.run(() => a): -a|
+ * pool.run(() => b): ---b|     (b waits for a's slot, is subscribed at 2, answers a frame later)
  * ```
  *
  * Guarantees:
- * - `acquire(start)` is the same line without Observables, for a caller keeping its own books.
- * - `run(work)` is cold: each subscription asks for a slot; once it has one, `work()` is called
- *   and subscribed, and its notifications are passed on. The slot is given back when the work
- *   completes or errors, or when the subscription is unsubscribed, before the completion or error
- *   is passed on, so the next waiter (the oldest) has it first.
- * - Waiters get slots in the order they subscribed; unsubscribing one that still waits takes it
- *   out of the line without using a slot.
- * - `work` throwing errors that subscription (its slot is given back).
- * - A slot given back inside a call that then asks for one (work answering synchronously, a
- *   consumer starting more work) is handed on in order, never recursively: the line is a ring
- *   drained by one loop.
+ * - At most `size` claims hold a slot at once, and slots go to waiting claims in the order they
+ *   asked (first come, first served), also when a claim asks from inside a start or a release
+ *   (a consumer starting more work from an emission): the line is a ring drained by one loop,
+ *   never recursively, so a slot freed inside that loop goes to the oldest waiter.
+ * - No claim waits while a slot is free: whatever a start does, the loop serves the line to the end.
+ * - `acquire(start)`, the core: `start` is called once the claim holds a slot, and the slot is held
+ *   until `claim.release()`. A claim released while it waits leaves the line without a slot.
+ * - `start` throwing is a start that did not take its slot: the claim is released (the slot goes
+ *   to the next waiter), the line is served on, and the error is thrown out of the call that
+ *   granted the slot (`acquire`, or the `release` that freed it) once it has; errors from several
+ *   starts in one pass are thrown together as an `AggregateError`.
+ * - `run(work)` and {@link withSlot} are the operator side, on this line: see {@link SlotPool.run}.
  */
 export class SlotPool {
-  private running = 0;
-  private readonly line = new RingQueue<Claim>();
-  private granting = false;
+  readonly #slots: Slots;
 
+  /** @throws RangeError if `size` is below 1. */
   constructor(readonly size: number) {
     if (!(size >= 1)) throw new RangeError(`a SlotPool needs at least 1 slot, got ${size}`);
+    this.#slots = new Slots(size);
   }
 
-  /** Work running now. */
+  /** Claims holding a slot now. */
   get busy(): number {
-    return this.running;
+    return this.#slots.running;
   }
 
   /** Claims waiting for a slot (including ones released but not yet reached). */
   get waiting(): number {
-    return this.line.length;
+    return this.#slots.line.length;
   }
 
   /**
-   * Joins the line for a slot: `start` is called with the claim once one is free (at once, if one
-   * is), and the slot is held until `claim.release()`. Releasing a claim that still waits takes it
-   * out of the line. The callback form, for a caller that keeps its own books (no subscription is
-   * made while it waits); `start` throwing propagates to whoever gave the slot back.
+   * Joins the line for a slot: `start` is called with the claim once one is free (before
+   * `acquire` returns, if one is), and the slot is held until `claim.release()`. Releasing a claim
+   * that still waits takes it out of the line. No subscription is made while a claim waits: it is
+   * its place in the ring and nothing else.
+   *
+   * @throws What `start` threw, if it threw while this call granted slots (the claim released).
    */
   acquire(start: (claim: SlotClaim) => void): SlotClaim {
-    const claim = new Claim(this, start);
-    this.line.push(claim);
-    this.grant();
+    const slots = this.#slots;
+    const claim = new Claim(slots, start);
+    slots.line.push(claim);
+    slots.grant();
     return claim;
   }
 
-  /** The work, run in a slot of this pool: see {@link SlotPool}. */
+  /**
+   * The work, run in a slot of this pool. Cold: each subscription joins the line; once it holds a
+   * slot, `work()` is called and subscribed and its notifications are passed on.
+   *
+   * - The slot is given back when the work completes or errors, before the notification is passed
+   *   on (so the oldest waiter has it first), or when the subscription is unsubscribed (a waiter
+   *   unsubscribed leaves the line without using a slot).
+   * - `work` throwing, or returning something that is not an `ObservableInput`, errors that
+   *   subscription, its slot given back.
+   * - The work is subscribed through the kit's operator subscriber: nothing it does escapes to
+   *   rxjs's unhandled-error hook.
+   */
   run<T>(work: () => ObservableInput<T>): Observable<T> {
     return new Observable<T>((subscriber) => {
-      // Made before the work is subscribed: an unsubscribe during `subscribe` (work answering at
-      // once to a consumer that then stops) closes it, and what is added to it later goes at once.
-      const inner = new Subscription();
-      const claim = this.acquire((held) => {
-        let input: ObservableInput<T>;
-        try {
-          input = work();
-        } catch (error) {
-          held.release();
-          subscriber.error(error);
-          return;
-        }
-        inner.add(
-          from(input).subscribe({
-            next: (value) => subscriber.next(value),
-            error: (error: unknown) => {
-              held.release();
-              subscriber.error(error);
-            },
-            complete: () => {
-              held.release();
-              subscriber.complete();
-            },
-          }),
-        );
-      });
+      const inner = new InSlot<T>(subscriber, work);
+      inner.claim = this.acquire(inner.begin);
       return () => {
         inner.unsubscribe();
-        claim.release();
+        inner.claim?.release();
       };
     });
   }
+}
 
-  /** @internal A claim gave its slot back. */
-  _giveBack(): void {
-    this.running--;
-    this.grant();
+/** One `run` subscription: the subscriber to the work, and the claim it holds or waits with. */
+class InSlot<T> extends OperatorSubscriber<T> {
+  claim: SlotClaim | undefined;
+  /** The start callback, bound once: called by the pool when the claim holds a slot. */
+  readonly begin: (claim: SlotClaim) => void;
+
+  constructor(
+    private readonly output: Subscriber<T>,
+    work: () => ObservableInput<T>,
+  ) {
+    super(output);
+    this.begin = (claim) => {
+      // Set here too: a slot free at once is granted before `acquire` has returned the claim.
+      this.claim = claim;
+      let input: ObservableInput<T>;
+      try {
+        input = work();
+      } catch (error) {
+        this.error(error);
+        return;
+      }
+      subscribeInner(input, this);
+    };
   }
 
-  private grant(): void {
-    if (this.granting) return;
-    this.granting = true;
-    try {
-      while (this.running < this.size && this.line.length > 0) {
-        const next = this.line.shift() as Claim;
-        if (next.state !== 'waiting') continue;
-        next.state = 'holding';
-        this.running++;
-        next.start(next);
-      }
-    } finally {
-      this.granting = false;
-    }
+  protected onNext(value: T): void {
+    this.output.next(value);
+  }
+
+  // The work is unsubscribed (its teardown run) before its slot goes to the next waiter, and the
+  // slot before the notification is passed on: never more than `size` pieces of work exist at once,
+  // and the oldest waiter has the slot before anyone downstream can ask for one.
+  protected override onError(error: unknown): void {
+    this.unsubscribe();
+    this.claim?.release();
+    this.output.error(error);
+  }
+
+  protected override onComplete(): void {
+    this.unsubscribe();
+    this.claim?.release();
+    this.output.complete();
   }
 }
 
 /**
- * Runs the source in a slot of `pool`: the source is subscribed once a slot is free, and the slot
- * is given back when it completes, errors or is unsubscribed. See {@link SlotPool}.
+ * Runs the source in a slot of `pool`: the source is subscribed once the subscription holds a
+ * slot, and the slot is given back when the source completes or errors (before that is passed on)
+ * or when the subscription is unsubscribed. Waiters get slots first come, first served. See
+ * {@link SlotPool} and {@link SlotPool.run}.
  *
  * ```
- * pool = new SlotPool(1)
- * a.pipe(withSlot(pool)):  --a|
- * b.pipe(withSlot(pool)):  ---b|     (b = cold('-b|') waits for a's slot)
+ * pool = new SlotPool(1); a = cold('-a|'), b = cold('-b|'), both subscribed at 0
+ * a.pipe(withSlot(pool)): -a|
+ * b.pipe(withSlot(pool)): ---b|     (b waits for a's slot)
  * ```
+ *
+ * Semantics:
+ * - Values, the error and the completion of the source are passed on as they are.
+ * - Unsubscribing unsubscribes the source (or leaves the line, if it still waits).
+ * - Nothing of the user's is called but the source; a source that throws while it is subscribed
+ *   errors the output, as rxjs does.
+ *
+ * @param pool The slots shared with whatever else runs in them.
+ * @return A function that returns the source, run in a slot.
  */
 export function withSlot<T>(pool: SlotPool): MonoTypeOperatorFunction<T> {
   return (source) => pool.run(() => source);

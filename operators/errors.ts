@@ -62,3 +62,18 @@ export class PausedError extends OperatorKitError {
     super(message, options);
   }
 }
+
+/**
+ * A line longer than the limit reached {@link splitLines}: the stream is not read further. Its
+ * `maxBytes` is the limit it broke.
+ */
+export class LineTooLongError extends OperatorKitError {
+  override readonly name: string = 'LineTooLongError';
+
+  constructor(
+    readonly maxBytes: number,
+    options?: ErrorOptions,
+  ) {
+    super(`a line longer than ${maxBytes} bytes`, options);
+  }
+}

@@ -23,6 +23,7 @@ export { collectUntilIdle } from './collectUntilIdle';
 export { fromAbortable } from './fromAbortable';
 export { releaseSettled } from './releaseSettled';
 export { withSlot } from './SlotPool';
+export { splitLines } from './splitLines';
 
 // The state behind the operators, public on purpose: a daemon builds its own pipeline from them
 // (an admission ledger shared with its gauges, an ordered line owned by a model, a ring for a
@@ -34,9 +35,10 @@ export { RingQueue } from './RingQueue';
 export { KeyedReads } from './KeyedReads';
 export { SlotPool } from './SlotPool';
 export { RepairSchedule } from './RepairSchedule';
+export { LineSplitter } from './LineSplitter';
 
 // Errors the kit raises itself.
-export { OperatorKitError, NoOutcomeError, NoAnswerError, UnsubscribedError, PausedError } from './errors';
+export { OperatorKitError, NoOutcomeError, NoAnswerError, UnsubscribedError, PausedError, LineTooLongError } from './errors';
 
 export type { AdmitConfig } from './admit';
 export type {
@@ -63,3 +65,5 @@ export type { Settling } from './releaseSettled';
 export type { KeyedReadsConfig } from './KeyedReads';
 export type { SlotClaim } from './SlotPool';
 export type { RepairScheduleConfig } from './RepairSchedule';
+export type { SplitLinesConfig } from './splitLines';
+export type { SplitLines } from './LineSplitter';

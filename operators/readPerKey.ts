@@ -1,7 +1,7 @@
-import { Observable, ObservableInput, OperatorFunction, Subscriber } from 'rxjs';
-import { NoAnswerError } from './errors';
-import { OperatorSubscriber, subscribeInner, subscribeWith } from './internal/OperatorSubscriber';
-import { RingQueue } from './RingQueue';
+import { Observable, ObservableInput, OperatorFunction } from 'rxjs';
+import { subscribeWith } from './internal/OperatorSubscriber';
+import { KeyedReads } from './KeyedReads';
+import { SlotPool } from './SlotPool';
 
 /** Options for {@link readPerKey}. */
 export interface ReadPerKeyConfig<T, K, R> {
@@ -34,7 +34,7 @@ export interface ReadAnswered<T, K, R> extends ReadLanded<T, K> {
   readonly value: R;
 }
 
-/** The read errored, its factory threw, or it completed without an answer ({@link NoAnswerError}). */
+/** The read errored, its factory threw, or it completed without an answer (`NoAnswerError`). */
 export interface ReadFailed<T, K> extends ReadLanded<T, K> {
   readonly status: 'failed';
   readonly error: unknown;
@@ -51,6 +51,9 @@ export type ReadResult<T, K, R> = ReadAnswered<T, K, R> | ReadFailed<T, K> | Rea
 /**
  * Keeps one read in flight per key: a request for a key already being read joins that read, and
  * one that needs more supersedes it; every request waiting on a read gets its one answer.
+ *
+ * It is the {@link KeyedReads} core as an operator, one core per subscription (its `concurrency`
+ * a {@link SlotPool} of that size), so the rule lives in one place.
  *
  * Coalescing saves the read, not the request: both requests come out, carrying what one read
  * found. Superseding exists because some requests need an answer the running read cannot give
@@ -73,15 +76,15 @@ export type ReadResult<T, K, R> = ReadAnswered<T, K, R> | ReadFailed<T, K> | Rea
  * - A superseded read is unsubscribed at once (which aborts it), and its requests move, first,
  *   to the new read. A result of a superseded or cancelled read is never emitted, even if it
  *   arrives synchronously during the abort.
- * - With `concurrency`, flights beyond the limit wait in a ring in arrival order; a waiting flight
- *   can still be joined, superseded or cancelled.
+ * - With `concurrency`, reads beyond the limit wait in the slot pool's ring in arrival order; a
+ *   waiting read can still be joined, superseded or cancelled, and costs nothing but its place.
  * - First come, first served: a new read always joins the back of the queue, then the queue is
  *   pulled, so a request fed from inside an emission of this operator never starts ahead of
  *   reads already waiting.
  * - A read's error, a `read` factory that throws, and a read that completes without an answer
- *   ({@link NoAnswerError}) are a `failed` result for its requests, never an error of the output.
+ *   (`NoAnswerError`) are a `failed` result for its requests, never an error of the output.
  * - A `key` or `supersedes` that throws errors the output (as rxjs's operators do when a callback
- *   throws); the request it was deciding on is lost with the rest.
+ *   throws); the request it was deciding on is lost with the rest, and the books were not touched.
  * - Completes once the source has completed and every read has landed. Errors when the source or
  *   `cancel` errors.
  * - Unsubscribing (or an error) unsubscribes the source and `cancel`, and aborts every running
@@ -103,11 +106,23 @@ export type ReadResult<T, K, R> = ReadAnswered<T, K, R> | ReadFailed<T, K> | Rea
  * @return A function that returns an Observable of one {@link ReadResult} per read that landed.
  */
 export function readPerKey<T, K, R>(config: ReadPerKeyConfig<T, K, R>): OperatorFunction<T, ReadResult<T, K, R>> {
-  const { concurrency = Infinity } = config;
+  const { concurrency = Infinity, read } = config;
   if (!(concurrency >= 1)) throw new RangeError(`concurrency must be >= 1, got ${concurrency}`);
   return (source) =>
     new Observable<ReadResult<T, K, R>>((subscriber) => {
-      const reads = new Reads<T, K, R>(subscriber, config);
+      let sourceDone = false;
+      // The core's books, one per subscription; its slots are this subscription's concurrency.
+      const reads: KeyedReads<T, K, R> = new KeyedReads<T, K, R>({
+        key: config.key,
+        read: (request) => read(request),
+        supersedes: config.supersedes,
+        slots: concurrency === Infinity ? undefined : new SlotPool(concurrency),
+        onLanded: (result) => {
+          subscriber.next(result);
+          if (sourceDone && reads.size === 0) subscriber.complete();
+        },
+        onError: (error) => subscriber.error(error),
+      });
       if (config.cancel !== undefined) {
         subscribeWith(subscriber, subscriber, config.cancel, {
           next: (key) => reads.cancel(key),
@@ -117,152 +132,12 @@ export function readPerKey<T, K, R>(config: ReadPerKeyConfig<T, K, R>): Operator
         if (subscriber.closed) return;
       }
       subscribeWith(subscriber, subscriber, source, {
-        next: (request) => reads.accept(request),
-        complete: () => reads.sourceCompleted(),
+        next: (request) => reads.request(request),
+        complete: () => {
+          sourceDone = true;
+          if (reads.size === 0) subscriber.complete();
+        },
       });
-      return () => reads.teardown();
+      return () => reads.dispose();
     });
-}
-
-/** One subscription's books: the current flight per key, and the flights waiting for a slot. */
-class Reads<T, K, R> {
-  private readonly flights = new Map<K, Flight<T, K, R>>();
-  private readonly waiting = new RingQueue<Flight<T, K, R>>();
-  private inFlight = 0;
-  private sourceDone = false;
-  private pulling = false;
-  private closed = false;
-  private readonly keyOf: (request: T) => K;
-  private readonly supersedes: (next: T, running: T) => boolean;
-  private readonly concurrency: number;
-  readonly read: (request: T) => ObservableInput<R>;
-
-  constructor(
-    readonly output: Subscriber<ReadResult<T, K, R>>,
-    config: ReadPerKeyConfig<T, K, R>,
-  ) {
-    this.keyOf = config.key;
-    this.read = config.read;
-    this.supersedes = config.supersedes ?? (() => false);
-    this.concurrency = config.concurrency ?? Infinity;
-  }
-
-  accept(request: T): void {
-    const key = this.keyOf(request);
-    const current = this.flights.get(key);
-    if (current === undefined) {
-      this.launch(new Flight(this, key, request, [request]));
-      return;
-    }
-    if (!this.supersedes(request, current.lead)) {
-      current.requests.push(request);
-      return;
-    }
-    this.retire(current);
-    this.launch(new Flight(this, key, request, [...current.requests, request]));
-  }
-
-  cancel(key: K): void {
-    const flight = this.flights.get(key);
-    if (flight !== undefined) this.land(flight, { status: 'cancelled', key, requests: flight.requests });
-  }
-
-  sourceCompleted(): void {
-    this.sourceDone = true;
-    this.finishIfIdle();
-  }
-
-  land(flight: Flight<T, K, R>, result: ReadResult<T, K, R>): void {
-    if (!this.retire(flight)) return;
-    this.output.next(result);
-    this.pullNext();
-    this.finishIfIdle();
-  }
-
-  teardown(): void {
-    this.closed = true;
-    for (const flight of this.flights.values()) {
-      flight.dead = true;
-      flight.unsubscribe();
-    }
-    this.flights.clear();
-    this.waiting.clear();
-  }
-
-  // Removes a flight from the books; true if it was still the current one for its key.
-  private retire(flight: Flight<T, K, R>): boolean {
-    if (flight.dead) return false;
-    flight.dead = true;
-    if (this.flights.get(flight.key) === flight) this.flights.delete(flight.key);
-    if (flight.started) this.inFlight--;
-    // Aborts the read; whatever it says from here on, even synchronously while aborting, is ignored.
-    flight.unsubscribe();
-    return true;
-  }
-
-  // Always to the back of the queue, then pull: a newcomer never overtakes a read already waiting.
-  private launch(flight: Flight<T, K, R>): void {
-    this.flights.set(flight.key, flight);
-    this.waiting.push(flight);
-    this.pullNext();
-  }
-
-  private pullNext(): void {
-    if (this.pulling) return;
-    this.pulling = true;
-    try {
-      while (!this.closed && this.inFlight < this.concurrency && this.waiting.length > 0) {
-        const flight = this.waiting.shift() as Flight<T, K, R>;
-        if (!flight.dead) this.start(flight);
-      }
-    } finally {
-      this.pulling = false;
-    }
-  }
-
-  private start(flight: Flight<T, K, R>): void {
-    flight.started = true;
-    this.inFlight++;
-    let input: ObservableInput<R>;
-    try {
-      input = this.read(flight.lead);
-    } catch (error) {
-      this.land(flight, { status: 'failed', key: flight.key, requests: flight.requests, error });
-      return;
-    }
-    subscribeInner(input, flight);
-  }
-
-  private finishIfIdle(): void {
-    if (this.sourceDone && this.flights.size === 0) this.output.complete();
-  }
-}
-
-/** One read for one key: the subscriber to it, and every request waiting on its answer. */
-class Flight<T, K, R> extends OperatorSubscriber<R> {
-  /** Set once the read is subscribed; a flight waiting for a slot is not. */
-  started = false;
-  /** A flight superseded or cancelled while waiting stays in the queue; this skips it. */
-  dead = false;
-
-  constructor(
-    private readonly reads: Reads<T, K, R>,
-    readonly key: K,
-    readonly lead: T,
-    readonly requests: T[],
-  ) {
-    super(reads.output);
-  }
-
-  protected onNext(value: R): void {
-    this.reads.land(this, { status: 'answered', key: this.key, requests: this.requests, value });
-  }
-
-  protected override onError(error: unknown): void {
-    this.reads.land(this, { status: 'failed', key: this.key, requests: this.requests, error });
-  }
-
-  protected override onComplete(): void {
-    this.reads.land(this, { status: 'failed', key: this.key, requests: this.requests, error: new NoAnswerError() });
-  }
 }

@@ -1,7 +1,7 @@
-import { Observable, ObservableInput, OperatorFunction, Subscriber, take, from } from 'rxjs';
+import { Observable, ObservableInput, OperatorFunction, Subscriber, UnsubscriptionError, from, take } from 'rxjs';
+import type { LinePlace, PlaceState } from './internal/Line';
 import { OperatorSubscriber, subscribeInner, subscribeWith } from './internal/OperatorSubscriber';
-import { OrderedLine, Place } from './OrderedLine';
-import { RingQueue } from './RingQueue';
+import { Release } from './internal/Release';
 
 /**
  * Emitted by a settle observable to trash its value in place: the value is skipped on the way out,
@@ -34,8 +34,8 @@ export interface ReleaseInOrderConfig {
  * Work that runs concurrently finishes in whatever order it finishes, and a consumer that sees the
  * answers in that order can be wrong in a way no later step can detect: a create landing after the
  * delete that superseded it is a correctly locked wrong answer. So every source value takes a place
- * in an {@link OrderedLine} when it arrives, and leaves only when its own settle observable has
- * answered and everything ahead of it has left. A value whose answer is "nothing to say" is trashed
+ * in a line when it arrives ({@link OrderedLine}'s rule, the same code), and leaves only when its
+ * own settle observable has answered and everything ahead of it has left. A value whose answer is "nothing to say" is trashed
  * in place rather than removed, so it still holds back what arrived after it. The cost is
  * head-of-line blocking on delivery alone: a slow answer at the front delays the emission of those
  * behind it, never their work, which is already running.
@@ -67,8 +67,11 @@ export interface ReleaseInOrderConfig {
  * - Unsubscribing from the output unsubscribes the source, every pending settle observable and
  *   the drain notifier.
  * - A consumer that reacts to an emission by feeding the source synchronously cannot get later
- *   values ahead of earlier ones: emissions are queued and handed on by the outermost call, so a
- *   synchronous feedback loop runs flat, not a stack frame deeper per value.
+ *   values ahead of earlier ones: one loop hands the line's head on, looking at the front again
+ *   after every emission, so a synchronous feedback loop runs flat, not a stack frame deeper per
+ *   value.
+ * - Cost: a value in flight is one object (its place and the subscriber to its settle work are the
+ *   same object) plus whatever its settle observable is; nothing is allocated per emission.
  * - Synchronous settle work (`of(x)`, an array, a resolved value) settles its place before the
  *   next source value arrives; an array settles with its first element.
  * - Without `drain` the output carries answers only (`R`); with it, unanswered source values may
@@ -111,7 +114,7 @@ export function releaseInOrder<T, R = T>(
 ): OperatorFunction<T, T | R> {
   return (source) =>
     new Observable<T | R>((subscriber) => {
-      const ordering = new Ordering<T, R>(subscriber, settle);
+      const ordering = new InOrder<T, R>(subscriber, settle);
       if (config.drain != null) {
         subscribeWith(subscriber, subscriber, from(config.drain).pipe(take(1)), {
           next: () => ordering.drain(),
@@ -122,125 +125,103 @@ export function releaseInOrder<T, R = T>(
       }
       subscribeWith(subscriber, subscriber, source, {
         next: (value) => ordering.accept(value),
-        complete: () => ordering.sourceCompleted(),
+        complete: () => ordering.release.sourceCompleted(),
       });
       return () => ordering.teardown();
     });
 }
 
 /**
- * One subscription's line. A class rather than closures because every value's settle work refers
- * back to it: a value in flight then costs its place and one subscriber ({@link Settling}).
+ * One subscription of {@link releaseInOrder}: the kit's release loop, and the settle work of every
+ * value still in its line.
  */
-class Ordering<T, R> {
-  private readonly line = new OrderedLine<T | R>();
-  // Values out of the line but not yet emitted. Emitting can re-enter this object (a consumer
-  // feeding the source, whose value settles synchronously). A re-entrant call only queues here and
-  // the outermost call emits: otherwise a value released deeper in the stack would be emitted
-  // before earlier ones the outer call still holds, and a synchronous feedback loop would grow the
-  // stack with every value.
-  private readonly outbox = new RingQueue<T | R>();
-  // Settle work still running, as an intrusive list: O(1) to add and remove, walked by teardown.
-  // (Adding each inner to the subscriber instead made a line 100k deep quadratic: RxJS removes a
-  // finished child with indexOf + splice.)
-  private first: Settling<T, R> | undefined;
-  private emitting = false;
+class InOrder<T, R> {
+  readonly release: Release<T | R, Answering<T, R>>;
   private index = 0;
-  private sourceDone = false;
-  private drained = false;
 
   constructor(
     readonly output: Subscriber<T | R>,
     private readonly settle: (value: T, index: number) => ObservableInput<R | typeof TRASH>,
-  ) {}
+  ) {
+    this.release = new Release(output);
+  }
 
   accept(value: T): void {
-    if (this.drained) return;
-    const place = this.line.push(value);
-    const input = this.settle(value, this.index++);
-    const inner = new Settling<T, R>(this, place);
-    inner.after = this.first;
-    if (this.first !== undefined) this.first.before = inner;
-    this.first = inner;
-    subscribeInner(input, inner);
+    if (this.release.drained) return;
+    // In the line before `settle` runs, so that work answering at once finds its place.
+    const place = new Answering<T, R>(this, value);
+    this.release.line.push(place);
+    subscribeInner(this.settle(value, this.index++), place);
   }
 
   /** A settle observable's first value, or its completion without one (`TRASH`). */
-  answer(inner: Settling<T, R>, answer: R | typeof TRASH): void {
-    if (inner.answered) return;
-    inner.answered = true;
-    this.unlink(inner);
-    inner.unsubscribe();
-    if (this.drained) return;
-    if (answer === TRASH) this.line.trash(inner.place);
-    else this.line.settle(inner.place, answer);
-    // Only the place at the front can let anything out; most answers land behind it.
-    if (this.line.peek() === inner.place) this.handOn(this.line.release());
-  }
-
-  sourceCompleted(): void {
-    this.sourceDone = true;
-    if (!this.drained) this.handOn([]);
+  answer(place: Answering<T, R>, answer: R | typeof TRASH): void {
+    if (place.state !== 'pending') return;
+    place.unsubscribe();
+    if (answer === TRASH) {
+      place.state = 'trashed';
+      place.value = undefined;
+    } else {
+      place.state = 'settled';
+      place.value = answer;
+    }
+    this.release.settled(place);
   }
 
   drain(): void {
-    // Everything arriving or answering from here on is ignored: the line is spoken for.
-    this.drained = true;
-    this.handOn(this.line.drain());
+    this.stopPending();
+    this.release.drain();
   }
 
   teardown(): void {
-    for (let inner = this.first; inner !== undefined; inner = inner.after) {
-      inner.answered = true;
-      inner.unsubscribe();
-    }
-    this.first = undefined;
-  }
-
-  private handOn(values: readonly (T | R)[]): void {
-    if (this.emitting) {
-      for (const value of values) this.outbox.push(value);
-      return;
-    }
-    this.emitting = true;
-    const output = this.output;
     try {
-      for (let i = 0; i < values.length && !output.closed; i++) output.next(values[i]);
-      while (this.outbox.length > 0 && !output.closed) output.next(this.outbox.shift() as T | R);
+      this.stopPending();
     } finally {
-      this.emitting = false;
+      this.release.line.clear();
     }
-    if (this.drained || (this.sourceDone && this.line.length === 0)) output.complete();
   }
 
-  private unlink(inner: Settling<T, R>): void {
-    if (inner.before === undefined) this.first = inner.after;
-    else inner.before.after = inner.after;
-    if (inner.after !== undefined) inner.after.before = inner.before;
-    inner.before = inner.after = undefined;
+  // Every value whose work is still running is in the line (a place leaves only once settled), so
+  // the line is the list of work to stop: no second list per value.
+  private stopPending(): void {
+    const { line } = this.release;
+    let errors: unknown[] | undefined;
+    for (let i = 0; i < line.length; i++) {
+      const place = line.at(i) as Answering<T, R>;
+      if (place.state !== 'pending') continue;
+      try {
+        place.unsubscribe();
+      } catch (error) {
+        (errors ??= []).push(...(error instanceof UnsubscriptionError ? error.errors : [error]));
+      }
+    }
+    if (errors !== undefined) throw new UnsubscriptionError(errors);
   }
 }
 
-/** One value's settle work: the subscriber to it, holding the value's place in the line. */
-class Settling<T, R> extends OperatorSubscriber<R | typeof TRASH> {
-  before: Settling<T, R> | undefined = undefined;
-  after: Settling<T, R> | undefined = undefined;
-  answered = false;
+/**
+ * One value's place in the line and the subscriber to its settle work, in one object: the place
+ * holds the value until its answer replaces it.
+ */
+class Answering<T, R> extends OperatorSubscriber<R | typeof TRASH> implements LinePlace<T | R> {
+  state: PlaceState = 'pending';
+  value: T | R | undefined;
 
   constructor(
-    private readonly ordering: Ordering<T, R>,
-    readonly place: Place<T | R>,
+    private readonly owner: InOrder<T, R>,
+    value: T,
   ) {
-    super(ordering.output);
+    super(owner.output);
+    this.value = value;
   }
 
   protected onNext(answer: R | typeof TRASH): void {
-    this.ordering.answer(this, answer);
+    this.owner.answer(this, answer);
   }
 
   // Completing with nothing to say is an answer too: without it the place would never settle and
   // would hold back the rest of the line for ever.
   protected override onComplete(): void {
-    this.ordering.answer(this, TRASH);
+    this.owner.answer(this, TRASH);
   }
 }

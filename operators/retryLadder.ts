@@ -1,5 +1,6 @@
-import { Observable, OperatorFunction, SchedulerLike, Subscription, asyncScheduler } from 'rxjs';
+import { Observable, OperatorFunction } from 'rxjs';
 import { subscribeWith } from './internal/OperatorSubscriber';
+import { RepairSchedule, RepairScheduleConfig } from './RepairSchedule';
 
 /** The outcome of one attempt at a key, as {@link retryLadder} consumes it. */
 export interface RepairReport<K> {
@@ -7,33 +8,20 @@ export interface RepairReport<K> {
   ok: boolean;
 }
 
-/** Options for {@link retryLadder}. */
-export interface RetryLadderConfig {
-  /** Delay in ms before each of the first `fastAttempts` retries of a key. Default 1000. */
-  fast?: number;
-  /** How many retries of a key are fast, counted since its last success. Default 3. */
-  fastAttempts?: number;
-  /** Delay in ms before every later retry, for as long as the key keeps failing. Default 5000. */
-  slow?: number;
-  /**
-   * Told the number of keys with a retry pending whenever it changes (for a gauge), including 0 when
-   * the subscription ends with retries still pending.
-   */
-  onPendingChange?: (pending: number) => void;
-  /** Where the retries are timed. Default `asyncScheduler`; pass a `TestScheduler` in specs. */
-  scheduler?: SchedulerLike;
-}
-
-/** What one key is owed: retries scheduled since its last success, and the one pending, if any. */
-interface Ladder {
-  scheduled: number;
-  pending: Subscription | undefined;
-}
+/**
+ * Options for {@link retryLadder}: the {@link RepairSchedule}'s, less what the operator does itself
+ * (`onDue` is its output, `onError` its error). `onPendingChange` is also told 0 when the
+ * subscription ends with retries still pending.
+ */
+export type RetryLadderConfig = Omit<RepairScheduleConfig<unknown>, 'onDue' | 'onError'>;
 
 /**
  * Turns reports of attempts on keys into a per-key repair schedule: after a failure the key is
  * emitted ("try it again now") `fast` ms later for its first `fastAttempts` retries, then every
- * `slow` ms for as long as it keeps failing.
+ * `slow` ms for as long as it keeps failing (backing off to `maxSlow`, if given).
+ *
+ * It is the {@link RepairSchedule} core as an operator, one schedule per subscription, so the rule
+ * lives in one place.
  *
  * Why a ladder that never ends: the common failure is a moment of lateness (a lease not yet landed),
  * which a retry a second later fixes; a key that is still failing after that is usually waiting on
@@ -53,7 +41,8 @@ interface Ladder {
  *
  * Semantics:
  * - A failure with no retry pending for its key schedules one: after `fast` ms while fewer than
- *   `fastAttempts` retries were scheduled since the key's last success, after `slow` ms otherwise.
+ *   `fastAttempts` retries were scheduled since the key's last success, after `slow` ms otherwise
+ *   (with `maxSlow`, each slow retry waits twice the one before, up to `maxSlow`).
  * - A failure while a retry is pending for its key changes nothing and is not counted.
  * - A success cancels the key's pending retry, if any, and forgets the key.
  * - Every key is independent. A key that failed and whose retry was emitted stays known (a count)
@@ -72,70 +61,24 @@ interface Ladder {
  * reports.pipe(retryLadder()).subscribe((key) => readAgain(key)); // readAgain reports to `reports`
  * ```
  *
- * @param config `fast`, `fastAttempts`, `slow`, `onPendingChange`, `scheduler`.
+ * @param config `fast`, `fastAttempts`, `slow`, `maxSlow`, `onPendingChange`, `scheduler`.
  * @return A function that returns an Observable of the keys to try again, each when it is due.
  */
 export function retryLadder<K>(config: RetryLadderConfig = {}): OperatorFunction<RepairReport<K>, K> {
-  const { fast = 1000, fastAttempts = 3, slow = 5000, onPendingChange, scheduler = asyncScheduler } = config;
   return (source) =>
     new Observable<K>((subscriber) => {
-      const ladders = new Map<K, Ladder>();
-      let pending = 0;
-      const count = (delta: number): void => {
-        pending += delta;
-        onPendingChange?.(pending);
-      };
-
-      const fail = (key: K): void => {
-        const known = ladders.get(key);
-        const ladder: Ladder = known ?? { scheduled: 0, pending: undefined };
-        if (known === undefined) ladders.set(key, ladder);
-        if (ladder.pending !== undefined) return;
-        const delay = ladder.scheduled < fastAttempts ? fast : slow;
-        ladder.scheduled++;
-        const retry = scheduler.schedule(() => {
-          retry.unsubscribe();
-          ladder.pending = undefined;
-          // A timer is no subscriber's handler: a throwing gauge callback is routed here by hand.
-          try {
-            count(-1);
-          } catch (error) {
-            subscriber.error(error);
-            return;
-          }
-          subscriber.next(key);
-        }, delay);
-        // Kept in the ladder, not added to the subscriber (teardown below cancels it): RxJS removes
-        // a finished child with indexOf + splice, quadratic with thousands of keys pending.
-        ladder.pending = retry;
-        count(+1);
-      };
-
-      const succeed = (key: K): void => {
-        const ladder = ladders.get(key);
-        if (ladder === undefined) return;
-        ladders.delete(key);
-        if (ladder.pending !== undefined) {
-          ladder.pending.unsubscribe();
-          count(-1);
-        }
-      };
-
+      const schedule = new RepairSchedule<K>({
+        ...config,
+        onDue: (key) => subscriber.next(key),
+        onError: (error) => subscriber.error(error),
+      });
       subscribeWith(subscriber, subscriber, source, {
         next: (report) => {
-          if (report.ok) succeed(report.key);
-          else fail(report.key);
+          if (report.ok) schedule.succeed(report.key);
+          else schedule.fail(report.key);
         },
       });
-
       // Cancels every pending retry, and reports the count back to zero.
-      return () => {
-        for (const ladder of ladders.values()) ladder.pending?.unsubscribe();
-        ladders.clear();
-        if (pending !== 0) {
-          pending = 0;
-          onPendingChange?.(0);
-        }
-      };
+      return () => schedule.clear();
     });
 }

@@ -15,7 +15,7 @@ export interface WorkerPoolConfig<T, R> {
   work: (ticket: T) => ObservableInput<Outcome<R>>;
   /** Told the number of busy workers after every change (for a gauge). */
   onBusy?: (busy: number) => void;
-  /** Runs delayed releases. Defaults to `asyncScheduler`. */
+  /** Times delayed releases (one timer per distinct delay). Defaults to `asyncScheduler`. */
   scheduler?: SchedulerLike;
 }
 
@@ -51,6 +51,10 @@ export interface WorkerPoolConfig<T, R> {
  * - `done` with `releaseAfter` tells the ticket `hold()`, then releases it that many milliseconds
  *   later on `scheduler`; any other outcome releases it as the result is emitted. Every ticket
  *   the pool started or still holds is released exactly once.
+ * - Delayed releases share one timer per distinct `releaseAfter`, not one each: tickets held for
+ *   the same delay fall due in the order they were held, so they wait in a ring per delay behind
+ *   one timer for its head (a thousand nodes a second held for a minute are one timer, not sixty
+ *   thousand). A ring is dropped once empty.
  * - A unit of work's error, and a `work` factory that throws, are a `failed` outcome, never an
  *   error of the pool: the work failing is what the outcome is for.
  * - A callback that throws (`onBusy`, or a ticket's `start`, `hold` or `release`) errors the

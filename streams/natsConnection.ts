@@ -5,6 +5,7 @@ import { LogBackoff } from '../lib/logBackoff';
 import { Logger, silentLogger } from '../lib/logger';
 import { ChoriaJwtLogin, choriaJwtAuthenticator } from './choria/brokerLogin';
 import { redactUrlCredentials } from '../lib/redact';
+import { LoginBackoff } from './natsLoginBackoff';
 
 /** Where to connect and as whom. */
 export interface NatsConnectionConfig {
@@ -38,10 +39,11 @@ export interface NatsConnectionConfig {
    * ever reachable leaves no dial loop behind.
    */
   signal?: AbortSignal;
-  /** Between attempts to connect, and to reconnect: this, plus up to `reconnectJitterMs`. Default 1 s. */
+  /**
+   * Between attempts to connect, and to reconnect, while the broker cannot be reached: this, plus
+   * up to as much again. Default 250 ms. A refused login waits longer ({@link LoginBackoff}).
+   */
   reconnectWaitMs?: number;
-  /** Default 500 ms. */
-  reconnectJitterMs?: number;
 }
 
 /** The state a daemon reports (and `/ready` reads). */
@@ -64,8 +66,13 @@ export function normaliseServer(server: string): string {
   return /^[a-z]+:\/\//i.test(trimmed) ? trimmed : `nats://${trimmed}`;
 }
 
-/** The connection options a daemon needs (exported so tests can assert them). */
-export function daemonConnectionOptions(config: NatsConnectionConfig): ConnectionOptions {
+/**
+ * The connection options a daemon needs (exported so tests can assert them): retry for ever, on the
+ * first connection too and when the broker refuses the login, waiting as `backoff` says between
+ * attempts (a quarter to half a second while the broker is unreachable, growing to 30 s while it
+ * refuses the login).
+ */
+export function daemonConnectionOptions(config: NatsConnectionConfig, backoff: LoginBackoff = new LoginBackoff()): ConnectionOptions {
   const options: ConnectionOptions = {
     servers: config.servers.map(normaliseServer),
     name: config.name,
@@ -76,9 +83,9 @@ export function daemonConnectionOptions(config: NatsConnectionConfig): Connectio
     waitOnFirstConnect: false,
     // A broker that refuses the login twice must not end the daemon: go-choria's connector keeps
     // trying (nats.go's IgnoreAuthErrorAbort), so a fixed token or password is picked up in time.
+    // Both daemons behave so; the waits grow while the login is refused (LoginBackoff).
     ignoreAuthErrorAbort: true,
-    reconnectTimeWait: config.reconnectWaitMs ?? 1000,
-    reconnectJitter: config.reconnectJitterMs ?? 500,
+    reconnectDelayHandler: backoff.delay,
     pingInterval: config.pingIntervalMs ?? 10_000,
     maxPingOut: 3,
   };
@@ -87,10 +94,11 @@ export function daemonConnectionOptions(config: NatsConnectionConfig): Connectio
   if (config.token !== undefined) options.token = config.token;
   if (config.inboxPrefix !== undefined) options.inboxPrefix = config.inboxPrefix;
   const authenticators = [
+    backoff.observer,
     ...(config.credentials !== undefined ? [credsAuthenticator(readFileSync(config.credentials))] : []),
     ...(config.jwtLogin !== undefined ? [choriaJwtAuthenticator(config.jwtLogin)] : []),
   ];
-  if (authenticators.length > 0) options.authenticator = authenticators;
+  options.authenticator = authenticators;
   const { signal } = config;
   if (signal !== undefined) {
     // nats.js asks this before every attempt; throwing ends its dial loop (null keeps its own pick).
@@ -150,15 +158,17 @@ function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
  * the same way; nats.js does not say why one failed), `reconnected to NATS`. Credentials never
  * reach the log: the servers are logged without their user information.
  */
-export async function openNatsConnection(config: NatsConnectionConfig, logger: Logger = silentLogger): Promise<FleetConnection> {
-  const options = daemonConnectionOptions(config);
+export async function openNatsConnection(
+  config: NatsConnectionConfig,
+  logger: Logger = silentLogger,
+  backoff: LoginBackoff = new LoginBackoff(config.reconnectWaitMs !== undefined ? { baseMs: config.reconnectWaitMs } : {}),
+): Promise<FleetConnection> {
+  const options = daemonConnectionOptions(config, backoff);
   const servers = (options.servers as string[]).map(redactUrlCredentials);
   const where = servers.join(',');
-  const waitMs = options.reconnectTimeWait ?? 1000;
-  const jitterMs = options.reconnectJitter ?? 500;
   logger.info({ servers, connection: options.name }, 'connecting to NATS');
 
-  const backoff = new LogBackoff();
+  const lines = new LogBackoff();
   const aborted = (): boolean => config.signal?.aborted === true;
   let nc: NatsConnection | undefined;
   for (let attempt = 1; nc === undefined; attempt++) {
@@ -167,8 +177,9 @@ export async function openNatsConnection(config: NatsConnectionConfig, logger: L
       nc = await connect(options);
     } catch (error) {
       if (aborted()) throw abandoned();
-      const retryInMs = Math.round(waitMs + Math.random() * jitterMs);
-      const { log, quiet } = backoff.next(Date.now());
+      // The same wait as between reconnects: short while unreachable, growing while refused.
+      const retryInMs = backoff.delay();
+      const { log, quiet } = lines.next(Date.now());
       if (log) {
         const reason = failureReason(error);
         const since = quiet > 0 ? ` (${quiet + 1} failed since the last line)` : '';
@@ -178,6 +189,7 @@ export async function openNatsConnection(config: NatsConnectionConfig, logger: L
     }
   }
   const connected = nc;
+  backoff.follow(connected);
   const state = new BehaviorSubject<ConnectionState>('connected');
   logger.info({ server: connected.getServer() }, 'connected to NATS');
 
@@ -200,7 +212,7 @@ export async function openNatsConnection(config: NatsConnectionConfig, logger: L
           const { log, quiet } = reconnects.next(Date.now());
           if (log) {
             const since = quiet > 0 ? ` (${quiet + 1} failed since the last line)` : '';
-            logger.warn({ servers, attempt: attempts, downForMs: Date.now() - downSince }, `cannot reconnect to NATS at ${where}: attempt ${attempts} failed${since}, next try in about ${seconds(waitMs)}`);
+            logger.warn({ servers, attempt: attempts, downForMs: Date.now() - downSince }, `cannot reconnect to NATS at ${where}: attempt ${attempts} failed${since}, next try within ${seconds(backoff.ceilingMs())}`);
           }
         }
         attempts++;

@@ -473,6 +473,7 @@ export async function startSimulatedFleet(options: SimulatedFleetOptions): Promi
       timers.clear();
       for (const subscription of subscriptions) if (!subscription.isClosed()) subscription.unsubscribe();
       events.complete();
+      if (options.badMessages === undefined) badMessages.close();
       if (!nc.isClosed()) await nc.flush().catch(() => undefined);
     },
   };

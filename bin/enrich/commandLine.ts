@@ -4,7 +4,7 @@
  * naming the flag or the file and key it came from.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { parse } from 'yaml';
+import { readYamlConfig } from '../../lib/yamlConfig';
 import { incusEndpoint } from '../../streams/incus/incusEndpoint';
 import { EnricherConfigError, EnricherSettings, parseEnricherConfig } from '../../lib/enricher/config';
 
@@ -106,12 +106,21 @@ function readConfigFile(file: string): { raw: Record<string, unknown>; problems:
   } catch (error) {
     return { raw: {}, problems: [`${file}: cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`] };
   }
-  let parsed: unknown;
-  try {
-    parsed = parse(text);
-  } catch (error) {
-    return { raw: {}, problems: [`${file}: not YAML or JSON: ${(error as Error).message.split('\n')[0]}`] };
-  }
+  return readEnricherConfigText(text, file);
+}
+
+/** Keys whose values are secrets: a problem names them and never what they hold. */
+const SECRET_KEYS = new Set(['outputs.nats.password', 'outputs.nats.token', 'incus.client_key']);
+
+/**
+ * The text of an enricher configuration file (YAML or JSON) as the mapping it holds, or its
+ * problems, each `FILE: key: message`. Never throws, and never quotes the text: yaml's own
+ * messages do, and the text may hold the NATS password or the client key.
+ */
+export function readEnricherConfigText(text: string, file: string): { raw: Record<string, unknown>; problems: string[] } {
+  const read = readYamlConfig(text, { secret: (path) => SECRET_KEYS.has(path) });
+  if (read.problems.length > 0) return { raw: {}, problems: read.problems.map((p) => (p.path === '' ? `${file}: ${p.message}` : `${file}: ${p.path}: ${p.message}`)) };
+  const parsed = read.value;
   if (parsed === null || parsed === undefined) return { raw: {}, problems: [] };
   if (!isMapping(parsed)) return { raw: {}, problems: [`${file}: expected a mapping of keys`] };
   return { raw: parsed, problems: [] };

@@ -2,7 +2,7 @@ import { setMaxListeners } from 'node:events';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { EMPTY, NEVER, Observable, SchedulerLike, Subject, Subscription, asyncScheduler, distinctUntilChanged, filter, map, merge, pairwise, share, tap } from 'rxjs';
 import { AdmissionLedger, PauseGate, PoolResult } from '@rxfleet/operators';
-import { BadMessageSource, BadMessages } from '../../lib/choria/badMessages';
+import { BadMessageSource, BadMessages, isUnexpectedReply } from '../../lib/choria/badMessages';
 import { ChoriaClientConfig } from '../../lib/choria/clientConfig';
 import { ElectionMetrics } from '../../lib/choria/electionMetrics';
 import { errorMessage } from '../../lib/choria/errors';
@@ -274,9 +274,12 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
     logger.error({ err: error }, 'could not publish the startup event');
   }
 
+  // Every refused message is counted; the log shows the first few of each minute and a summary.
   const badMessages = new BadMessages({
     logger,
-    onReport: (source) => {
+    scheduler,
+    onReport: (source, refusal) => {
+      if (isUnexpectedReply(refusal.reason)) return metrics.unexpectedReply(refusal.reason);
       const label = MALFORMED_SOURCE[source];
       if (label !== undefined) metrics.malformedInput(label);
     },
@@ -289,6 +292,8 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
     ttl: choria.requestTtlSeconds,
     discoveryTimeoutSeconds: choria.discoveryTimeoutSeconds,
     badMessages,
+    // Requests whose replies a broker outage lost are sent again as soon as it is back.
+    connection: connection.state$,
     scheduler,
     logger,
   });
@@ -524,6 +529,7 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
       results.complete();
       electionEvents.complete();
       client.close();
+      badMessages.close();
       leadershipWatch.unsubscribe();
       gateWatch.unsubscribe();
       ledgerWatch.unsubscribe();

@@ -1,5 +1,5 @@
+import { withoutCredentials } from '../redact';
 import { hostname } from 'node:os';
-import { redactUrlCredentials } from '../redact';
 
 /**
  * The part of a Choria client configuration (`choria.cfg`, `client.conf`) the provisioner reads.
@@ -113,7 +113,9 @@ export function parseChoriaClientConfig(text: string, options: ParseChoriaConfig
     if (line === '' || line.startsWith('#')) return;
     const eq = line.indexOf('=');
     if (eq <= 0) {
-      problems.push({ path: where(index + 1, ''), message: `expected "key = value", got ${JSON.stringify(redactUrlCredentials(line))}; line ignored`, severity: 'warning' });
+      // Only what looks like the key: the rest may be a password written with the wrong separator.
+      const key = /^[A-Za-z0-9_.-]+/.exec(line)?.[0];
+      problems.push({ path: where(index + 1, ''), message: `expected "key = value"${key === undefined ? '' : ` (a line starting ${JSON.stringify(key)})`}; line ignored`, severity: 'warning' });
       return;
     }
     settings.set(line.slice(0, eq).trim(), { value: line.slice(eq + 1).trim(), line: index + 1 });
@@ -154,7 +156,7 @@ export function parseChoriaClientConfig(text: string, options: ParseChoriaConfig
     const parsed = parseMiddlewareHosts(hosts.value);
     middlewareHosts = parsed.urls;
     for (const bad of parsed.invalid) {
-      problems.push({ path: where(hosts.line, 'plugin.choria.middleware_hosts'), message: `expected host:port or nats://host:port, got ${JSON.stringify(redactUrlCredentials(bad))}`, severity: 'error' });
+      problems.push({ path: where(hosts.line, 'plugin.choria.middleware_hosts'), message: `expected host:port or nats://host:port, got ${JSON.stringify(withoutCredentials(bad))}`, severity: 'error' });
     }
   }
 
@@ -208,3 +210,4 @@ export function parseMiddlewareHosts(value: string): { urls: string[]; invalid: 
   }
   return { urls, invalid };
 }
+

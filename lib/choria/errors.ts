@@ -67,15 +67,36 @@ export class ProvisioningLockError extends RpcStatusError {
   override readonly name = 'ProvisioningLockError';
 }
 
-/** No reply within the attempt's timeout (discovery timeout + the agent's DDL timeout). */
+/**
+ * No reply within the attempt's timeout (discovery timeout + the agent's DDL timeout). `refused`
+ * counts the replies that arrived on the attempt's subject and were skipped (DECISIONS P18: they
+ * did not decode, did not match, or came from another node), named in the message when any did.
+ */
 export class RpcTimeoutError extends Error {
   override readonly name = 'RpcTimeoutError';
   constructor(
     readonly rpc: string,
     readonly identity: string,
     readonly timeoutMs: number,
+    readonly refused = 0,
   ) {
-    super(`${rpc}: no reply from ${identity} within ${timeoutMs} ms`);
+    super(`${rpc}: no reply from ${identity} within ${timeoutMs} ms${refused > 0 ? ` (${refused} malformed or foreign repl${refused === 1 ? 'y' : 'ies'} skipped)` : ''}`);
+  }
+}
+
+/**
+ * The connection to the broker was lost while the attempt waited for its reply, and is back. Core
+ * NATS keeps nothing for a subscriber that is away, and nats.js drops what it buffered while
+ * reconnecting, so the request or its reply is gone: the attempt ends now rather than waiting out
+ * its timeout, and the retry wrapper sends it again at once (within its tries).
+ */
+export class RpcConnectionLostError extends Error {
+  override readonly name = 'RpcConnectionLostError';
+  constructor(
+    readonly rpc: string,
+    readonly identity: string,
+  ) {
+    super(`${rpc}: the connection to the broker was lost while waiting for the reply from ${identity}`);
   }
 }
 

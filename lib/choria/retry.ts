@@ -3,7 +3,7 @@ import { Observable, SchedulerLike, Subscription, asyncScheduler } from 'rxjs';
 import { PauseGate, PausedError } from '@rxfleet/operators';
 import { Logger, silentLogger } from '../logger';
 import { FIVE_SEC_BACKOFF_MS, backoffDelay } from './backoff';
-import { ProvisioningLockError, RpcAbortedError, RpcPausedError, RpcRetryError, errorMessage, findCause } from './errors';
+import { ProvisioningLockError, RpcAbortedError, RpcConnectionLostError, RpcPausedError, RpcRetryError, errorMessage, findCause } from './errors';
 
 
 /** One finished attempt, for `rpc_time{rpc}`. */
@@ -75,6 +75,8 @@ const notALockRefusal = (error: unknown): boolean => findCause(error, (e): e is 
  * - Closing the gate, or the shutdown signal, during an attempt or a pause ends the call at once:
  *   the attempt is unsubscribed (its signal aborted) or the pause cancelled, and the call fails
  *   with `RpcPausedError` or {@link RpcAbortedError}. Neither is retried.
+ * - An attempt that ended because the connection was lost and is back ({@link RpcConnectionLostError})
+ *   is followed by the next one at once, without a pause; it still counts as one of the `tries`.
  * - An error that is not `retryable` (by default a provisioning-lock refusal) ends the call after
  *   that attempt, wrapped in `RpcRetryError` so the action and attempt count are named; find the
  *   refusal with `isProvisioningLockError`.
@@ -200,10 +202,12 @@ export function retryRpc<T>(attempt: (context: AttemptContext) => Observable<T>,
       if (error instanceof PausedError || error instanceof RpcAbortedError) return finish(error);
       if (n >= tries || !retryable(error)) return finish(new RpcRetryError(rpc, n, error));
       listen((interrupted) => finish(interrupted));
+      // A reply lost with the connection is no reason to wait: the request goes again at once.
+      const wait = error instanceof RpcConnectionLostError ? 0 : backoffDelay(backoffMs, n, random);
       pause = scheduler.schedule(() => {
         stopListening?.();
         start();
-      }, backoffDelay(backoffMs, n, random));
+      }, wait);
     };
 
     start();

@@ -3,7 +3,7 @@
  * events merged with the rounds), the debounce, the ordered line, the archive.
  */
 import { MonoTypeOperatorFunction, Observable, OperatorFunction, SchedulerLike, connect, endWith, filter, identity, ignoreElements, map, merge, pipe, switchMap, take, takeUntil, tap } from 'rxjs';
-import { debounceByKey, releaseSettled } from '@rxfleet/operators';
+import { debounceByKey, releaseInOrder } from '@rxfleet/operators';
 import { IncusStreamItem } from '../incus/api';
 import { Archive } from './Archive';
 import { DecodeStreamConfig, decodeStream } from './decodeStream';
@@ -98,18 +98,26 @@ export function debounceSubjects(config: DebounceSubjectsConfig): MonoTypeOperat
   );
 }
 
+/** An entry's answer, as the line waits for it: one value, whenever the owner settles the entry. */
+const answerOf = (entry: LineEntry): Observable<Answer> =>
+  new Observable<Answer>((subscriber) =>
+    entry.whenSettled((answer) => {
+      subscriber.next(answer);
+      subscriber.complete();
+    }),
+  );
+
 /**
- * The ordered line (`releaseSettled`, `releaseInOrder`'s rule on the same ring, for entries the
- * owner answers itself): each entry leaves with its answer once everything that arrived before it
- * has left, whatever order the answers come in. When the owner is done (the stream ended, or a
- * drain), the whole line is handed on at once, in order: an entry not answered yet leaves as it
- * arrived. `onLength` follows how many entries wait.
+ * The ordered line (`releaseInOrder`, on a ring): each entry leaves with its answer once
+ * everything that arrived before it has left, whatever order the answers come in. When the owner
+ * is done (the stream ended, or a drain), the whole line is handed on at once, in order: an entry
+ * not answered yet leaves as it arrived. `onLength` follows how many entries wait.
  */
 export function releaseLine(onLength: (length: number) => void): OperatorFunction<LineEntry, Answer> {
   let length = 0;
   return pipe(
     tap(() => onLength(++length)),
-    connect((entries$) => entries$.pipe(releaseSettled<LineEntry, Answer>({ drain: entries$.pipe(ignoreElements(), endWith(true)) }))),
+    connect((entries$) => entries$.pipe(releaseInOrder(answerOf, { drain: entries$.pipe(ignoreElements(), endWith(true)) }))),
     tap(() => onLength(--length)),
     map((out: LineEntry | Answer): Answer => (out instanceof LineEntry ? { event: out.event } : out)),
   );

@@ -1,13 +1,13 @@
 import Ajv, { ErrorObject } from 'ajv';
 import addFormats from 'ajv-formats';
 import { availableParallelism } from 'node:os';
-import { parseDocument } from 'yaml';
+import { readYamlConfig } from '../yamlConfig';
+import { withoutCredentials } from '../redact';
 import { DurationSyntaxError, parseChoriaDuration } from '../choria/duration';
 import { CertDenyList, DenyPatternError } from './certDenyList';
 import { DEPRECATED_KEYS, PROVISIONER_CONFIG_SCHEMA, SECTION_KEYS } from './configSchema';
 import { HelperCommandError, splitHelperCommand } from './helperCommand';
 import { isValidLifecycleComponent } from '../choria/lifecycleComponent';
-import { redactUrlCredentials } from '../redact';
 import { splitNatsUrls } from '../addresses';
 import { IncusFeedSettings, RawIncusFeed, parseIncusFeed } from './incusFeedConfig';
 
@@ -127,6 +127,9 @@ export interface ParseConfigOptions {
   exists?: (path: string) => boolean;
 }
 
+/** Keys whose values are secrets: a problem names them and never what they hold (keys match in any case). */
+const SECRET_KEYS = new Set(['token', 'broker_provisioning_password', 'rxfleet.nats_password']);
+
 const MINUTE_MS = 60_000;
 const HOUR_MS = 60 * MINUTE_MS;
 
@@ -164,13 +167,14 @@ export function parseProvisionerConfig(text: string, options: ParseConfigOptions
   const error = (path: string, message: string): void => void problems.push({ path, message, severity: 'error' });
   const warn = (path: string, message: string): void => void problems.push({ path, message, severity: 'warning' });
 
-  const document = parseDocument(text, { version: '1.1', merge: true, prettyErrors: true });
-  if (document.errors.length > 0) {
-    // Only the first line of yaml's message: the rest is a code frame that could show a secret.
-    for (const e of document.errors) error(file ?? 'configuration', `not valid YAML: ${e.message.split('\n')[0].replace(/:$/, '')}`);
+  // yaml's own messages quote the text (an unquoted `token: *secret` is an "unresolved alias" named
+  // after the secret): readYamlConfig says what is wrong in its own words, with the key's path.
+  const read = readYamlConfig(text, { version: '1.1', merge: true, maxAliasCount: 100, secret: (path) => SECRET_KEYS.has(path.toLowerCase()) });
+  if (read.problems.length > 0) {
+    for (const p of read.problems) error(p.path === '' ? (file ?? 'configuration') : p.path, p.message);
     return { config: undefined, problems };
   }
-  const raw: unknown = document.toJS({ maxAliasCount: 100 }) ?? {};
+  const raw: unknown = read.value ?? {};
   if (!isMapping(raw)) {
     error(file ?? 'configuration', `expected a mapping of keys to values at the top level, got ${describe(raw)}`);
     return { config: undefined, problems };
@@ -487,8 +491,8 @@ function describe(value: unknown): string {
   if (Array.isArray(value)) return 'a list';
   if (typeof value === 'object') return 'a mapping';
   if (typeof value === 'string') {
-    // A URL's user information is a secret wherever it is written (`nats://admin:PASS@broker`).
-    const shown = redactUrlCredentials(value);
+    // A server address may carry a password: never shown.
+    const shown = withoutCredentials(value);
     return `${JSON.stringify(shown.length > 60 ? `${shown.slice(0, 60)}...` : shown)} (a string)`;
   }
   return String(value);

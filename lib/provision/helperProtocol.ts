@@ -12,7 +12,10 @@ import { HelperOutputError, HelperResponse, helperResponseFrom } from './helperR
  * `"id"`, the request's id as a string exactly as received, in any order relative to other answers.
  */
 
-/** The longest line accepted from a helper, bytes: the same cap as the per-node helper's output. */
+/**
+ * The longest line accepted from a helper, bytes: the same cap as the per-node helper's output
+ * (the kit's `LineSplitter` cuts the helper's stdout into lines under it).
+ */
 export const MAX_HELPER_LINE_BYTES = 16 * 1024 * 1024;
 
 /** The request line for `input` under `id`, newline included. */
@@ -58,68 +61,4 @@ export function decodeHelperAnswer(line: string): HelperAnswer {
 /** The start of a line for an error message: enough to recognise it, never a whole certificate. */
 function preview(line: string): string {
   return JSON.stringify(line.length > 80 ? `${line.slice(0, 80)}...` : line);
-}
-
-/** What {@link LineSplitter.push} found in a chunk. */
-export interface SplitLines {
-  /** Complete lines, without their `\n` (nor a `\r` before it), in order. */
-  lines: string[];
-  /** A line grew past the limit before its end: the stream cannot be read further. */
-  oversize: boolean;
-}
-
-/**
- * Cuts a byte stream into lines of at most `maxBytes` bytes, chunk by chunk, without copying a
- * chunk more than once. Once a line is oversize the splitter keeps reporting it and returns no
- * more lines: whoever reads the stream stops trusting it.
- */
-export class LineSplitter {
-  private pending: Uint8Array[] = [];
-  private pendingBytes = 0;
-  private broken = false;
-  private readonly decoder = new TextDecoder();
-
-  constructor(private readonly maxBytes = MAX_HELPER_LINE_BYTES) {}
-
-  /** The lines a chunk completes. */
-  push(chunk: Uint8Array): SplitLines {
-    if (this.broken) return { lines: [], oversize: true };
-    const lines: string[] = [];
-    let start = 0;
-    for (let end = chunk.indexOf(0x0a); end !== -1; end = chunk.indexOf(0x0a, start)) {
-      if (this.pendingBytes + (end - start) > this.maxBytes) return this.overflow(lines);
-      lines.push(this.line(chunk.subarray(start, end)));
-      start = end + 1;
-    }
-    if (start < chunk.length) {
-      this.pendingBytes += chunk.length - start;
-      if (this.pendingBytes > this.maxBytes) return this.overflow(lines);
-      this.pending.push(chunk.subarray(start));
-    }
-    return { lines, oversize: false };
-  }
-
-  private overflow(lines: string[]): SplitLines {
-    this.broken = true;
-    this.pending = [];
-    this.pendingBytes = 0;
-    return { lines, oversize: true };
-  }
-
-  private line(tail: Uint8Array): string {
-    let bytes = tail;
-    if (this.pending.length > 0) {
-      bytes = new Uint8Array(this.pendingBytes + tail.length);
-      let at = 0;
-      for (const part of this.pending) {
-        bytes.set(part, at);
-        at += part.length;
-      }
-      bytes.set(tail, at);
-      this.pending = [];
-      this.pendingBytes = 0;
-    }
-    const end = bytes.length > 0 && bytes[bytes.length - 1] === 0x0d ? bytes.length - 1 : bytes.length;
-    return this.decoder.decode(bytes.subarray(0, end));
-  }
 }

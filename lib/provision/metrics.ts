@@ -29,6 +29,15 @@ export const MALFORMED_INPUT_SOURCES = ['lifecycle_event', 'discovery_reply', 'r
 /** One of {@link MALFORMED_INPUT_SOURCES}. */
 export type MalformedInputSource = (typeof MALFORMED_INPUT_SOURCES)[number];
 
+/**
+ * Why a well-formed reply was not anybody's answer: `unsolicited` (no request waits for its id:
+ * late, after a timeout or an outage) or `stranger` (another node than the one asked, P18).
+ */
+export const UNEXPECTED_REPLY_REASONS = ['unsolicited', 'stranger'] as const;
+
+/** One of {@link UNEXPECTED_REPLY_REASONS}. */
+export type UnexpectedReplyReason = (typeof UNEXPECTED_REPLY_REASONS)[number];
+
 /** Options for {@link ProvisionerMetrics}. */
 export interface ProvisionerMetricsOptions {
   /** The daemon's registry (never prom-client's global one). */
@@ -72,6 +81,7 @@ export class ProvisionerMetrics {
   private readonly admissionRefusedCounter: Counter<'site' | 'reason'>;
   private readonly lockRefusalsCounter: Counter<'site'>;
   private readonly malformedInputCounter: Counter<'site' | 'source'>;
+  private readonly unexpectedRepliesCounter: Counter<'site' | 'reason'>;
   private readonly readmissionsCounter: Counter<'site' | 'via'>;
   private readonly incusDiscoveredCounter: Counter<'site'>;
   private readonly incusEventsCounter: Counter<'site' | 'result'>;
@@ -105,6 +115,7 @@ export class ProvisionerMetrics {
     this.admissionRefusedCounter = counter('choria_provisioner_admission_refused_total', 'Sightings not admitted: held (already admitted within the interval) or full (work queue at capacity); not counted as discovered', ['site', 'reason']);
     this.lockRefusalsCounter = counter('choria_provisioner_lock_refusals_total', 'Nodes whose provisioning lock is held by another provisioner; not retried, not a provision error', ['site']);
     this.malformedInputCounter = counter('choria_provisioner_malformed_input_total', 'Messages dropped because they could not be decoded, by where they came from', ['site', 'source']);
+    this.unexpectedRepliesCounter = counter('choria_provisioner_unexpected_replies_total', 'Well-formed replies that answered no waiting request: unsolicited (its request id is not waited for: late, after a timeout or an outage) or stranger (from another node than the one asked)', ['site', 'reason']);
     this.readmissionsCounter = counter('choria_provisioner_readmissions_total', 'Sightings of a node already admitted whose work had not moved for an interval, admitted again (DECISIONS P1); not counted as discovered', ['site', 'via']);
     // Named beside upstream's discovered and event_discovered (no _total), so the three sources
     // read alike on a dashboard.
@@ -132,6 +143,7 @@ export class ProvisionerMetrics {
     this.helperTimeSummary.reset();
     for (const reason of ADMISSION_REFUSAL_REASONS) this.admissionRefusedCounter.inc({ site, reason }, 0);
     for (const source of MALFORMED_INPUT_SOURCES) this.malformedInputCounter.inc({ site, source }, 0);
+    for (const reason of UNEXPECTED_REPLY_REASONS) this.unexpectedRepliesCounter.inc({ site, reason }, 0);
     for (const via of SIGHTING_SOURCES) this.readmissionsCounter.inc({ site, via }, 0);
     for (const result of INCUS_EVENT_RESULTS) this.incusEventsCounter.inc({ site, result }, 0);
   }
@@ -239,5 +251,10 @@ export class ProvisionerMetrics {
   /** A message dropped as undecodable. */
   malformedInput(source: MalformedInputSource): void {
     this.malformedInputCounter.inc({ site: this.site, source });
+  }
+
+  /** A well-formed reply skipped because it answered no waiting request. */
+  unexpectedReply(reason: UnexpectedReplyReason): void {
+    this.unexpectedRepliesCounter.inc({ site: this.site, reason });
   }
 }

@@ -1,6 +1,5 @@
 import { EMPTY, NEVER, Observable, ObservableInput, SchedulerLike, asyncScheduler, catchError, exhaustMap, from, map, merge, mergeMap, takeUntil, tap, timer } from 'rxjs';
 import { AdmissionLedger, Outcome, PauseGate, PoolResult, Refusal, Ticket, admit, pauseWhen, workerPool } from '@rxfleet/operators';
-import { batchedDelays } from './batchedDelays';
 
 /**
  * Where a sighting of a node came from, each source counted apart: a broadcast discovery round, a
@@ -170,8 +169,9 @@ export function provisionPipeline(config: ProvisionPipelineConfig): Observable<P
         );
       },
       onBusy: (n) => hooks.busy?.(n),
-      // A provisioned node's delayed release is one entry in a ring, not a timer of its own.
-      scheduler: batchedDelays(scheduler),
+      // A provisioned node's delayed release is one entry in the pool's ring for its delay, not a
+      // timer of its own (the pool keeps one timer per distinct delay).
+      scheduler,
     }),
     tap((result) => hooks.finished?.(result)),
   );

@@ -2,7 +2,7 @@ import { Observable, SchedulerLike, asyncScheduler, lastValueFrom, map } from 'r
 import { PauseGate } from '@rxfleet/operators';
 import { fromAbortable } from '@rxfleet/operators';
 import { ActionSpec, Gen25519Output, InventoryOutput, JwtOutput, PROVISION_RPCS } from '../choria/agents';
-import { RpcStatusError, errorMessage, isProvisioningLockError } from '../choria/errors';
+import { NoRespondersError, RpcConnectionLostError, RpcStatusError, RpcTimeoutError, errorMessage, findCause, isProvisioningLockError } from '../choria/errors';
 import { encryptPrivateKey } from '../choria/keyTransport';
 import { retryRpc } from '../choria/retry';
 import { Logger, silentLogger } from '../logger';
@@ -302,9 +302,12 @@ export class ProvisionCycle {
 
     // 15. Restart into the new configuration, after a splay of 1 (2 s on the server).
     try {
-      await this.rpc(PROVISION_RPCS.restart, identity, { token: config.token, splay: 1 }, signal);
+      await this.rpc(PROVISION_RPCS.restart, identity, { token: config.token, splay: 1 }, signal, { lostReplyMeansGone: true });
     } catch (error) {
-      return fail('restart', `restart failed: ${errorMessage(error)}`, error);
+      if (!(error instanceof NodeGoneAfterLostReply)) return fail('restart', `restart failed: ${errorMessage(error)}`, error);
+      // The node was configured, had the restart (its reply was lost with the broker) and is no
+      // longer in provisioning mode: counting it as failed would disagree with the fleet.
+      this.logger.warn({ identity }, `${identity} no longer answers after its restart request's reply was lost with the broker connection: it restarted; counted as provisioned`);
     }
     return 'provisioned';
   }
@@ -358,9 +361,23 @@ export class ProvisionCycle {
   }
 
   /** One RPC through the retry wrapper; resolves with the reply data. */
-  private rpc<I extends object, O extends object>(spec: ActionSpec<I, O>, identity: string, input: I, signal: AbortSignal | undefined, options: { acceptStatusErrors?: boolean } = {}): Promise<O> {
+  private rpc<I extends object, O extends object>(
+    spec: ActionSpec<I, O>,
+    identity: string,
+    input: I,
+    signal: AbortSignal | undefined,
+    options: { acceptStatusErrors?: boolean; lostReplyMeansGone?: boolean } = {},
+  ): Promise<O> {
     const { client, gate, metrics, rpcTimeoutMs, backoffMs, random } = this.options;
     const rpc = spec.rpc as ProvisionerRpc;
+    // With lostReplyMeansGone (restart): once an attempt's reply was lost with the connection, a
+    // node that still does not answer at the last try has done what it was asked and gone away.
+    // Not sooner: right after the broker's return a node's own connection may not be back yet, and
+    // a request lost on the way (not its reply) must reach the node to be done at all.
+    let lostReply = false;
+    const goneAfterLostReply = (error: unknown): boolean =>
+      options.lostReplyMeansGone === true && lostReply && findCause(error, (e): e is Error => e instanceof RpcTimeoutError || e instanceof NoRespondersError) !== undefined;
+    const retryable = (error: unknown): boolean => !isProvisioningLockError(error) && !(options.acceptStatusErrors && error instanceof RpcStatusError);
     const call$ = retryRpc(
       ({ signal: attemptSignal }) =>
         client.call(spec, identity, input, { signal: attemptSignal, ...(rpcTimeoutMs !== undefined ? { timeoutMs: rpcTimeoutMs } : {}) }).pipe(
@@ -375,21 +392,29 @@ export class ProvisionCycle {
         ...(random !== undefined ? { random } : {}),
         ...(backoffMs !== undefined ? { backoffMs } : {}),
         // A status the node answered with is final for shutdown (upstream treats it as done).
-        ...(options.acceptStatusErrors ? { retryable: (error: unknown) => !(error instanceof RpcStatusError) } : {}),
-        onAttempt: (record) => metrics?.observeRpc(rpc, record.seconds),
+        retryable,
+        onAttempt: (record) => {
+          if (record.error instanceof RpcConnectionLostError) lostReply = true;
+          metrics?.observeRpc(rpc, record.seconds);
+        },
         onFailed: (error) => {
           // P10: a lock refusal is counted on its own, not as an RPC error.
-          if (!isProvisioningLockError(error) && !(options.acceptStatusErrors && statusErrorOf(error) !== undefined)) metrics?.rpcError(rpc);
+          if (isProvisioningLockError(error) || goneAfterLostReply(error)) return;
+          if (!(options.acceptStatusErrors && statusErrorOf(error) !== undefined)) metrics?.rpcError(rpc);
         },
         logger: this.logger,
       },
     );
     return lastValueFrom(call$).catch((error: unknown) => {
+      if (goneAfterLostReply(error)) throw new NodeGoneAfterLostReply(errorMessage(error));
       const status = options.acceptStatusErrors ? statusErrorOf(error) : undefined;
       throw status === undefined ? error : new NonOkReply(status);
     });
   }
 }
+
+/** A node that stopped answering after a reply to it was lost with the connection (restart). */
+class NodeGoneAfterLostReply extends Error {}
 
 /** A reply with a non-OK status where that is an answer, not a failure (shutdown). */
 class NonOkReply extends Error {

@@ -8,6 +8,16 @@ import { OperatorSubscriber, subscribeInner } from './OperatorSubscriber';
 const SKIPPED: Skipped = Object.freeze({ status: 'skipped' });
 
 /**
+ * The tickets waiting out one `releaseAfter`, in the order their work ended, and the one timer
+ * armed for the first of them. Tickets held for the same delay fall due in the order they were
+ * held, so a ring per delay and a timer for its head are exact.
+ */
+interface DelayLine<T extends PoolTicket, R> {
+  readonly jobs: RingQueue<Job<T, R>>;
+  timer: Subscription | undefined;
+}
+
+/**
  * One subscription of a {@link workerPool}: its queue, its running work and its delayed releases.
  * A class rather than closures because every ticket's work refers back to it: a unit of work
  * ({@link Job}) then costs one object, not a set of closures.
@@ -17,7 +27,10 @@ export class Pool<T extends PoolTicket, R> {
   // Running work as an intrusive list: O(1) to add and remove, and teardown can walk it.
   private first: Job<T, R> | undefined;
   private busy = 0;
-  private readonly delayed = new Set<Job<T, R>>();
+  // Delayed releases: one timer per distinct delay, not one per ticket (a thousand nodes a second
+  // held for a minute would be sixty thousand timers). A line is dropped once empty, so many
+  // distinct delays leave nothing behind.
+  private readonly delayed = new Map<number, DelayLine<T, R>>();
   // The ticket whose `start()` is being called: if that throws, teardown still releases it.
   private starting: T | undefined;
   private sourceDone = false;
@@ -61,16 +74,7 @@ export class Pool<T extends PoolTicket, R> {
     const after = outcome.status === 'done' ? outcome.releaseAfter : undefined;
     if (after !== undefined && after > 0) {
       // Registered before `hold()` is called: if it throws, teardown still releases the ticket.
-      this.delayed.add(job);
-      job.timer = this.scheduler.schedule(() => {
-        this.delayed.delete(job);
-        // A timer runs outside every subscriber's guard: a throwing release is routed here by hand.
-        try {
-          ticket.release();
-        } catch (error) {
-          this.output.error(error);
-        }
-      }, after);
+      this.holdFor(job, after);
       ticket.hold?.();
     } else {
       ticket.release();
@@ -98,9 +102,9 @@ export class Pool<T extends PoolTicket, R> {
     }
     this.first = undefined;
     this.busy = 0;
-    for (const job of this.delayed) {
-      job.timer?.unsubscribe();
-      release(job.ticket);
+    for (const line of this.delayed.values()) {
+      line.timer?.unsubscribe();
+      for (let job = line.jobs.shift(); job !== undefined; job = line.jobs.shift()) release(job.ticket);
     }
     this.delayed.clear();
     if (this.starting !== undefined) release(this.starting);
@@ -114,6 +118,44 @@ export class Pool<T extends PoolTicket, R> {
       }
     }
     if (errors.length > 0) throw new UnsubscriptionError(errors);
+  }
+
+  private holdFor(job: Job<T, R>, after: number): void {
+    job.due = this.scheduler.now() + after;
+    let line = this.delayed.get(after);
+    if (line === undefined) {
+      line = { jobs: new RingQueue<Job<T, R>>(), timer: undefined };
+      this.delayed.set(after, line);
+    }
+    line.jobs.push(job);
+    if (line.timer === undefined) this.arm(line, after);
+  }
+
+  private arm(line: DelayLine<T, R>, after: number): void {
+    const head = line.jobs.peek() as Job<T, R>;
+    line.timer = this.scheduler.schedule(() => this.fire(line, after), Math.max(0, head.due - this.scheduler.now()));
+  }
+
+  // Releases every ticket of the line that is due (a timer never fires early, but the clock it is
+  // read by may lag it by a millisecond: one not yet due waits for a timer of its own). The timer
+  // stays set while the loop runs, so a release that ends more work (a feedback loop) only queues.
+  private fire(line: DelayLine<T, R>, after: number): void {
+    const now = this.scheduler.now();
+    for (let head = line.jobs.peek(); head !== undefined && head.due <= now; head = line.jobs.peek()) {
+      line.jobs.shift();
+      // A timer runs outside every subscriber's guard: a throwing release is routed here by hand
+      // (and the teardown that follows releases the rest).
+      try {
+        head.ticket.release();
+      } catch (error) {
+        this.output.error(error);
+        return;
+      }
+    }
+    line.timer?.unsubscribe();
+    line.timer = undefined;
+    if (line.jobs.length > 0) this.arm(line, after);
+    else this.delayed.delete(after);
   }
 
   private begin(ticket: T): void {
@@ -176,7 +218,8 @@ class Job<T extends PoolTicket, R> extends OperatorSubscriber<Outcome<R>> {
   before: Job<T, R> | undefined = undefined;
   after: Job<T, R> | undefined = undefined;
   ended = false;
-  timer: Subscription | undefined = undefined;
+  /** When a delayed release falls due, by the pool's scheduler. */
+  due = 0;
 
   constructor(
     private readonly pool: Pool<T, R>,

@@ -127,14 +127,39 @@ describe('rxfleet provision', () => {
     await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/ready`).then((r) => r.status, () => 0)) === 200, '/ready');
     const simulate = startRxfleet(['simulate', '--nats', server().url, '--nodes', '1', '--name-prefix', 'slow', '--report-every', '0']);
     running.push(simulate);
-    const helpers = (): string[] => spawnSync('ps', ['-eo', 'pid,args'], { encoding: 'utf8' }).stdout.split('\n').filter((l) => l.includes(marker) && !l.includes(' ps '));
+    // The helpers, and beside them the watchdogs of their groups (which carry the same arguments).
+    const processes = (): string[] => spawnSync('ps', ['-eo', 'pid,args'], { encoding: 'utf8' }).stdout.split('\n').filter((l) => l.includes(marker) && !l.includes(' ps '));
+    const helpers = (): string[] => processes().filter((l) => !l.includes('rxfleet-supervised'));
     await waitFor(() => helpers().length === 1, 'the helper to run');
 
     provisioner.child.kill('SIGTERM');
     await waitFor(() => provisioner.stdout().includes('stopping'), 'the graceful stop to begin');
     provisioner.child.kill('SIGTERM');
     expect((await provisioner.exited).code).toBe(1);
-    await waitFor(() => helpers().length === 0, 'the helper to be gone', 5000);
+    await waitFor(() => processes().length === 0, 'the helper and its watchdog to be gone', 5000);
+    simulate.child.kill('SIGTERM');
+    expect((await simulate.exited).code).toBe(0);
+  });
+
+  // Issue 14 item 5: helpers ran in their own process group and outlived a daemon killed with
+  // SIGKILL, their timeouts no longer enforced by anybody.
+  it('kill -9 of the daemon mid-helper leaves no helper running', async () => {
+    const marker = `marker-${randomUUID()}`;
+    const port = await freePort();
+    const config = file('killed.yaml', [`helper: ${SCRIPTED_HELPER} by-identity ${marker}`, 'choria_insecure: true', `monitor_port: ${port}`, 'rxfleet: {helper_timeout: 60s}'].join('\n'));
+    const provisioner = startRxfleet(['provision', '--config', config, '--choria-config', choriaConfig()]);
+    running.push(provisioner);
+    await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/ready`).then((r) => r.status, () => 0)) === 200, '/ready');
+    const simulate = startRxfleet(['simulate', '--nats', server().url, '--nodes', '2', '--name-prefix', 'slow', '--report-every', '0']);
+    running.push(simulate);
+    // The helpers, and beside them the watchdogs of their groups (which carry the same arguments).
+    const processes = (): string[] => spawnSync('ps', ['-eo', 'pid,args'], { encoding: 'utf8' }).stdout.split('\n').filter((l) => l.includes(marker) && !l.includes(' ps '));
+    const helpers = (): string[] => processes().filter((l) => !l.includes('rxfleet-supervised'));
+    await waitFor(() => helpers().length === 2, 'both helpers to run');
+
+    provisioner.child.kill('SIGKILL');
+    expect((await provisioner.exited).signal).toBe('SIGKILL');
+    await waitFor(() => processes().length === 0, 'the helpers and their watchdogs to be gone with the daemon', 5000);
     simulate.child.kill('SIGTERM');
     expect((await simulate.exited).code).toBe(0);
   });

@@ -61,6 +61,8 @@ export interface LxdDaemon {
   deleteProject(name: string): Promise<void>;
   /** `lxd shutdown` (which stops the instances), then starts the daemon again on the same directory; instances that were running start again. */
   restart(): Promise<void>;
+  /** Kills the daemon's process (SIGKILL), as a crash would: its instances keep running; `restart()` brings it back. */
+  kill(): Promise<void>;
   /** Stops the daemon's process (SIGSTOP) without closing anything, and resolves once every thread of it has stopped: its sockets go silent. */
   freeze(): Promise<void>;
   /** Resumes a frozen daemon (SIGCONT). */
@@ -331,6 +333,12 @@ export async function startLxdDaemon(): Promise<LxdDaemon> {
       async restart() {
         await shutdown();
         await launchDaemon();
+      },
+      async kill() {
+        const running = child;
+        if (running === undefined || running.exitCode !== null || running.signalCode !== null) return;
+        running.kill('SIGKILL');
+        await exited(running);
       },
       async freeze() {
         const pid = child?.pid;

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { firstValueFrom, filter, toArray, take } from 'rxjs';
+import { LoginBackoff } from '../../streams/natsLoginBackoff';
 import { daemonConnectionOptions, normaliseServer, openNatsConnection } from '../../streams/natsConnection';
 import { freePort, startNatsServer } from '../../streams/natsServerProcess';
 import { useNatsServer } from '../helpers/nats';
@@ -22,7 +23,7 @@ describe('the daemon NATS connection', () => {
       servers: ['nats://b:4222'],
       maxReconnectAttempts: -1,
       waitOnFirstConnect: false,
-      reconnectTimeWait: 1000,
+      ignoreAuthErrorAbort: true,
       pingInterval: 10_000,
       inboxPrefix: 'provisioning.reply',
       user: 'provisioner',
@@ -89,7 +90,8 @@ describe('the daemon NATS connection', () => {
   it('logs every failed first attempt at warn with the server, the reason and the next try, thinning out, then connected', async () => {
     const port = await freePort(); // nothing listens there yet
     const { logger, lines } = capturingLogger();
-    const opening = openNatsConnection({ servers: [`nats://admin:PASS@127.0.0.1:${port}`], name: 'spec', reconnectWaitMs: 100, reconnectJitterMs: 0 }, logger);
+    const steady = new LoginBackoff({ baseMs: 100, random: () => 0 });
+    const opening = openNatsConnection({ servers: [`nats://admin:PASS@127.0.0.1:${port}`], name: 'spec' }, logger, steady);
     const failures = (): typeof lines => lines.filter((l) => String(l.msg).startsWith('cannot connect to NATS'));
     // The first failure at once, the next once the first gap (1 s) has passed: ten attempts meanwhile.
     await waitFor(() => failures().length >= 2, 'two failure lines');
@@ -119,7 +121,7 @@ describe('the daemon NATS connection', () => {
   it('logs the connection\'s life: disconnected, failed reconnect attempts, reconnected', async () => {
     const own = await startNatsServer({ jetstream: false });
     const { logger, lines } = capturingLogger();
-    const connection = await openNatsConnection({ servers: [own.url], reconnectWaitMs: 100, reconnectJitterMs: 0 }, logger);
+    const connection = await openNatsConnection({ servers: [own.url] }, logger, new LoginBackoff({ baseMs: 100, random: () => 0 }));
     try {
       await own.kill();
       await waitFor(() => lines.some((l) => String(l.msg).startsWith('cannot reconnect to NATS')), 'a failed reconnect attempt');
@@ -134,7 +136,7 @@ describe('the daemon NATS connection', () => {
       expect(reconnected).toBeGreaterThan(failed);
       expect(lines[disconnected].level).toBe(40);
       expect(lines[failed]).toMatchObject({ level: 40, attempt: 1 });
-      expect(messages[failed]).toBe(`cannot reconnect to NATS at ${own.url}: attempt 1 failed, next try in about 0.1 s`);
+      expect(messages[failed]).toBe(`cannot reconnect to NATS at ${own.url}: attempt 1 failed, next try within 0.2 s`);
     } finally {
       await connection.drain();
       await own.stop();

@@ -1,35 +1,19 @@
 import type { Msg, NatsConnection } from '@nats-io/transport-node';
-import { Observable, SchedulerLike, asyncScheduler } from 'rxjs';
+import type { ValidateFunction } from 'ajv';
+import { Observable, SchedulerLike, Subscription, asyncScheduler } from 'rxjs';
 import { ActionSpec, DEFAULT_DISCOVERY_TIMEOUT_SECONDS, attemptTimeoutMs, replyDataErrors } from '../../lib/choria/agents';
 import { BadMessages } from '../../lib/choria/badMessages';
-import {
-  MalformedReplyError,
-  NoRespondersError,
-  PROVISIONING_LOCK_MESSAGE,
-  ProtocolError,
-  ProvisioningLockError,
-  RpcAbortedError,
-  RpcStatusError,
-  RpcTimeoutError,
-  StatusCode,
-} from '../../lib/choria/errors';
+import { NoRespondersError, ProtocolError, RpcAbortedError, RpcConnectionLostError, RpcTimeoutError } from '../../lib/choria/errors';
 import { DEFAULT_MAX_BYTES, EncodeRequestOptions, decodeReply, encodeRequest } from '../../lib/choria/protocol/codec';
-import { decodeAgentReply, encodeAgentRequest } from '../../lib/choria/protocol/mcorpc';
+import { encodeAgentRequest } from '../../lib/choria/protocol/mcorpc';
 import { PROVISIONING_COLLECTIVE, broadcastSubject, callerIdFor, directSubject, newRequestId, replyPrefix } from '../../lib/choria/protocol/subjects';
-import { ChoriaReply, Filter, ProtocolVersion, newFilter } from '../../lib/choria/protocol/types';
+import { ChoriaReply, Filter, newFilter } from '../../lib/choria/protocol/types';
+import { RpcReply, judgeReply } from '../../lib/choria/replyCheck';
 import { Logger, silentLogger } from '../../lib/logger';
+import type { ConnectionState } from '../natsConnection';
 import { ReplyInbox } from './replyInbox';
 
-/** A successful RPC reply (status 0). */
-export interface RpcReply<T = unknown> {
-  /** The replying node (transport header). */
-  sender: string;
-  requestId: string;
-  statuscode: number;
-  statusmsg: string;
-  data: T;
-  version: ProtocolVersion;
-}
+export type { RpcReply } from '../../lib/choria/replyCheck';
 
 /** Options for {@link ChoriaRpcClient}. */
 export interface ChoriaRpcClientOptions {
@@ -55,6 +39,13 @@ export interface ChoriaRpcClientOptions {
   maxBytes?: number;
   /** The clock requests are stamped with, ms. Default `Date.now`. */
   now?: () => number;
+  /**
+   * The connection's state (the daemon's `FleetConnection.state$`). When it comes back after being
+   * lost, every attempt still waiting ends at once with {@link RpcConnectionLostError}, so the retry
+   * wrapper sends it again instead of waiting out a timeout for a reply that was lost with the
+   * connection. Without it, such attempts time out.
+   */
+  connection?: Observable<ConnectionState>;
   logger?: Logger;
 }
 
@@ -70,8 +61,16 @@ export interface RequestOptions {
  * Choria RPC over the daemon's one NATS connection: direct requests to one node, and broadcasts.
  * Requests are published to `<collective>.node.<identity>` with the reply subject in the transport
  * header (and as the NATS reply, so a node nobody serves is reported at once by the server's
- * no-responders status instead of after the whole timeout). Every reply is decoded and validated;
- * a malformed one is counted and logged once in `badMessages`.
+ * no-responders status instead of after the whole timeout).
+ *
+ * Guarantees:
+ * - Every reply is decoded and validated. One that does not decode, names another request, comes
+ *   from another node than the one asked, or carries data that does not fit the action is counted
+ *   in `badMessages` and skipped: the attempt goes on waiting for the real reply or its timeout
+ *   (DECISIONS P18), so one broken or hostile node publishing to `provisioning.reply.>` cannot fail
+ *   anybody else's attempts.
+ * - With `connection`, attempts still waiting when the connection comes back after a loss end at
+ *   once with {@link RpcConnectionLostError} (their request or reply is gone).
  */
 export class ChoriaRpcClient {
   readonly identity: string;
@@ -87,6 +86,10 @@ export class ChoriaRpcClient {
   private readonly maxBytes: number;
   private readonly now: () => number;
   private readonly logger: Logger;
+  /** How to end each attempt waiting now, should the connection come back after a loss. */
+  private readonly waiting = new Set<() => void>();
+  private readonly connectionWatch: Subscription | undefined;
+  private readonly ownBadMessages: boolean;
 
   constructor(options: ChoriaRpcClientOptions) {
     this.nc = options.nc;
@@ -100,8 +103,21 @@ export class ChoriaRpcClient {
     this.maxBytes = options.maxBytes ?? DEFAULT_MAX_BYTES;
     this.now = options.now ?? Date.now;
     this.logger = options.logger ?? silentLogger;
-    this.badMessages = options.badMessages ?? new BadMessages({ logger: this.logger });
-    this.inbox = new ReplyInbox(this.nc, replyPrefix(this.collective, this.callerId), this.logger);
+    this.ownBadMessages = options.badMessages === undefined;
+    this.badMessages = options.badMessages ?? new BadMessages({ logger: this.logger, scheduler: this.scheduler });
+    this.inbox = new ReplyInbox(this.nc, replyPrefix(this.collective, this.callerId), {
+      logger: this.logger,
+      onUnsolicited: (subject) => this.badMessages.report('reply', { reason: 'unsolicited', layer: 'inbox', message: 'a reply for no waiting request (late, after a timeout or an outage, or for another process with this caller id)' }, subject),
+      scheduler: this.scheduler,
+    });
+    let lost = false;
+    this.connectionWatch = options.connection?.subscribe((state) => {
+      if (state !== 'connected') lost = true;
+      else if (lost) {
+        lost = false;
+        this.connectionBack();
+      }
+    });
   }
 
   /** The per-attempt timeout for `agent`, ms. */
@@ -118,10 +134,24 @@ export class ChoriaRpcClient {
    * One attempt of `agent#action` against one node, as an Observable of its reply: it emits the
    * reply and completes, or errors with {@link RpcStatusError} (a non-zero status; a
    * {@link ProvisioningLockError} for the lock refusal), {@link RpcTimeoutError},
-   * {@link NoRespondersError}, {@link MalformedReplyError} or {@link RpcAbortedError}.
+   * {@link NoRespondersError}, {@link RpcConnectionLostError} or {@link RpcAbortedError}. Replies
+   * that are not this node's answer to this request are counted and skipped (see the class).
    * Nothing is sent until subscription; unsubscribing stops waiting (the request is already out).
    */
   request(identity: string, agent: string, action: string, data: object, options: RequestOptions = {}): Observable<RpcReply> {
+    return this.attempt(identity, agent, action, data, options);
+  }
+
+  /**
+   * One attempt of a provisioning RPC with typed input and output: as {@link request}, and only a
+   * reply whose data passes the action's schema (DDL defaults filled in) answers it; another is
+   * counted and skipped like any malformed reply.
+   */
+  call<I extends object, O>(spec: ActionSpec<I, O>, identity: string, input: I, options: RequestOptions = {}): Observable<RpcReply<O>> {
+    return this.attempt(identity, spec.agent, spec.action, input, options, spec.validate) as Observable<RpcReply<O>>;
+  }
+
+  private attempt(identity: string, agent: string, action: string, data: object, options: RequestOptions, validate?: ValidateFunction): Observable<RpcReply> {
     const rpc = `${agent}#${action}`;
     return new Observable<RpcReply>((subscriber) => {
       const { signal, timeoutMs = this.timeoutMs(agent) } = options;
@@ -130,20 +160,33 @@ export class ChoriaRpcClient {
         return;
       }
       const requestId = newRequestId();
+      let refused = 0;
+      const expected = { rpc, identity, requestId, maxBytes: this.maxBytes, validate, describeErrors: replyDataErrors };
       const stopListening = this.inbox.listen(requestId, (msg) => {
-        const outcome = this.interpret(msg, rpc, identity, requestId);
-        if (outcome instanceof Error) subscriber.error(outcome);
-        else {
-          subscriber.next(outcome);
+        if (isNoResponders(msg)) {
+          subscriber.error(new NoRespondersError(rpc, identity));
+          return;
+        }
+        const verdict = judgeReply(msg.data, expected);
+        if (verdict.kind === 'refused') {
+          refused++;
+          this.badMessages.report('reply', verdict.refusal, msg.subject);
+        } else if (verdict.kind === 'status') {
+          subscriber.error(verdict.error);
+        } else {
+          subscriber.next(verdict.reply);
           subscriber.complete();
         }
       });
       const onAbort = (): void => subscriber.error(new RpcAbortedError(rpc, signal?.reason));
       signal?.addEventListener('abort', onAbort, { once: true });
-      const timer = this.scheduler.schedule(() => subscriber.error(new RpcTimeoutError(rpc, identity, timeoutMs)), timeoutMs);
+      const timer = this.scheduler.schedule(() => subscriber.error(new RpcTimeoutError(rpc, identity, timeoutMs, refused)), timeoutMs);
+      const interrupt = (): void => subscriber.error(new RpcConnectionLostError(rpc, identity));
+      this.waiting.add(interrupt);
       subscriber.add(() => {
         stopListening();
         timer.unsubscribe();
+        this.waiting.delete(interrupt);
         signal?.removeEventListener('abort', onAbort);
       });
       try {
@@ -152,28 +195,6 @@ export class ChoriaRpcClient {
         subscriber.error(error);
       }
     });
-  }
-
-  /**
-   * One attempt of a provisioning RPC with typed input and output: as {@link request}, and the
-   * reply data must pass the action's schema (DDL defaults filled in), else {@link MalformedReplyError}.
-   */
-  call<I extends object, O>(spec: ActionSpec<I, O>, identity: string, input: I, options: RequestOptions = {}): Observable<RpcReply<O>> {
-    return new Observable<RpcReply<O>>((subscriber) =>
-      this.request(identity, spec.agent, spec.action, input, options).subscribe({
-        next: (reply) => {
-          if (spec.validate(reply.data)) {
-            subscriber.next(reply as RpcReply<O>);
-            return;
-          }
-          const error = new ProtocolError('payload', 'agent', `${spec.rpc} reply data: ${replyDataErrors(spec.validate)}`);
-          this.badMessages.report('reply', error, this.inbox.subject(reply.requestId));
-          subscriber.error(new MalformedReplyError(spec.rpc, identity, error));
-        },
-        error: (error: unknown) => subscriber.error(error),
-        complete: () => subscriber.complete(),
-      }),
-    );
   }
 
   /**
@@ -211,9 +232,19 @@ export class ChoriaRpcClient {
     });
   }
 
-  /** Stops receiving replies. The connection stays open (it is the daemon's). */
+  /** Stops receiving replies and watching the connection. The connection stays open (it is the daemon's). */
   close(): void {
+    this.connectionWatch?.unsubscribe();
     this.inbox.close();
+    if (this.ownBadMessages) this.badMessages.close();
+  }
+
+  /** The connection is back after a loss: every attempt waiting ends, to be sent again. */
+  private connectionBack(): void {
+    const waiting = [...this.waiting];
+    if (waiting.length === 0) return;
+    this.logger.info({ requests: waiting.length }, `connection to the broker is back: sending again the ${waiting.length} request${waiting.length === 1 ? '' : 's'} whose replies were lost with it`);
+    for (const interrupt of waiting) interrupt();
   }
 
   private publish(subject: string, requestId: string, agent: string, payload: string, filter: Filter, payloadEncoding: 'raw' | 'base64'): void {
@@ -224,27 +255,6 @@ export class ChoriaRpcClient {
     );
     this.nc.publish(subject, body, { reply: replyTo });
     this.logger.trace({ subject, requestId, agent }, 'published request');
-  }
-
-  private interpret(msg: Msg, rpc: string, identity: string, requestId: string): RpcReply | Error {
-    if (isNoResponders(msg)) return new NoRespondersError(rpc, identity);
-    const decoded = decodeReply(msg.data, { maxBytes: this.maxBytes });
-    if (!decoded.ok) return this.malformed(decoded.error, msg, rpc, identity);
-    const reply = decoded.value;
-    if (reply.requestId !== requestId) return this.malformed(new ProtocolError('schema', 'reply', 'request id does not match the reply subject'), msg, rpc, identity);
-    const agentReply = decodeAgentReply(reply.payload);
-    if (!agentReply.ok) return this.malformed(agentReply.error, msg, rpc, identity);
-    const { statuscode, statusmsg, data } = agentReply.value;
-    if (statuscode !== StatusCode.OK) {
-      const Type = statuscode === StatusCode.Aborted && statusmsg === PROVISIONING_LOCK_MESSAGE ? ProvisioningLockError : RpcStatusError;
-      return new Type(rpc, reply.sender, statuscode, statusmsg);
-    }
-    return { sender: reply.sender, requestId, statuscode, statusmsg, data, version: reply.version };
-  }
-
-  private malformed(error: ProtocolError, msg: Msg, rpc: string, identity: string): MalformedReplyError {
-    this.badMessages.report('reply', error, msg.subject);
-    return new MalformedReplyError(rpc, identity, error);
   }
 }
 

@@ -1,5 +1,6 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import { LineSplitter, MAX_HELPER_LINE_BYTES } from '../../lib/provision/helperProtocol';
+import { LineSplitter } from '@rxfleet/operators';
+import { MAX_HELPER_LINE_BYTES } from '../../lib/provision/helperProtocol';
 
 /** How a persistent helper process ended. */
 export interface HelperProcessEnd {

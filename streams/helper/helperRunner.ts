@@ -1,4 +1,4 @@
-import { ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { PauseGate } from '@rxfleet/operators';
 import { formatGoDuration } from '../../lib/choria/duration';
@@ -6,6 +6,8 @@ import { Logger, silentLogger } from '../../lib/logger';
 import { HelperCommandError, splitHelperCommand } from '../../lib/provision/helperCommand';
 import { HelperInput, encodeHelperInput } from '../../lib/provision/helperInput';
 import { HelperOutputError, HelperResponse, decodeHelperResponse } from '../../lib/provision/helperResponse';
+import { HelperOutputBudget } from './outputBudget';
+import { killGroup, spawnSupervised } from './supervisedSpawn';
 
 /** Why a helper run failed. */
 export type HelperFailure =
@@ -29,6 +31,8 @@ export type HelperFailure =
   | 'aborted'
   /** A persistent helper wrote a line that is not an answer, or answered an id it was not asked. */
   | 'protocol';
+
+export type { HelperOutputBudget } from './outputBudget';
 
 /**
  * A failed helper run. The message is upstream's (`could not invoke configure helper: ...`),
@@ -65,8 +69,14 @@ export interface HelperRunnerOptions {
   gate?: PauseGate;
   /** How much of stderr to keep for the error; default 4 KiB. */
   stderrLimitBytes?: number;
-  /** The most stdout to accept; default 16 MiB. */
+  /** The most stdout to accept from one run; default 16 MiB (at most `totalOutputBytes`). */
   maxOutputBytes?: number;
+  /**
+   * The most stdout held at once across every run in flight (each is held until its helper exits);
+   * default 64 MiB. A run whose output does not fit is ended and fails, so the daemon's memory for
+   * helper output is bounded whatever `workers` says.
+   */
+  totalOutputBytes?: number;
   metrics?: HelperRunObserver;
   logger?: Logger;
   /** The helper's environment; default this process's. */
@@ -78,8 +88,11 @@ export interface HelperRunnerOptions {
 /**
  * Runs the helper for one node at a time per call, as upstream's `runHelper` + `getConfig`, with
  * DECISIONS P11:
- * - the command is split like go-shellquote (arguments allowed, no expansion) and run directly,
- *   without a shell, in its own process group;
+ * - the command is split like go-shellquote (arguments allowed, no expansion) and run without a
+ *   shell reading it, in its own process group, under a watchdog ({@link spawnSupervised}) that
+ *   kills the group when this process ends, even by SIGKILL: no helper outlives the daemon;
+ * - stdout is capped per run (`maxOutputBytes`) and across the runs in flight
+ *   (`totalOutputBytes`): past either, the run's group is killed and the run fails;
  * - the helper input JSON goes to stdin, which is then closed; stdout is decoded as the helper
  *   response; the first few KiB of stderr are kept for the error;
  * - past the timeout the whole process group is killed (SIGKILL), children included; when the
@@ -94,6 +107,7 @@ export class HelperRunner {
   private readonly timeoutMs: number;
   private readonly stderrLimit: number;
   private readonly maxOutput: number;
+  private readonly budget: HelperOutputBudget;
   private readonly logger: Logger;
 
   constructor(private readonly options: HelperRunnerOptions) {
@@ -105,7 +119,8 @@ export class HelperRunner {
     }
     this.timeoutMs = options.timeoutMs ?? 10_000;
     this.stderrLimit = options.stderrLimitBytes ?? 4096;
-    this.maxOutput = options.maxOutputBytes ?? 16 * 1024 * 1024;
+    this.budget = new HelperOutputBudget(options.totalOutputBytes ?? 64 * 1024 * 1024);
+    this.maxOutput = Math.min(options.maxOutputBytes ?? 16 * 1024 * 1024, this.budget.limitBytes);
     this.logger = options.logger ?? silentLogger;
   }
 
@@ -140,8 +155,8 @@ export class HelperRunner {
     return new Promise<string>((resolve, reject) => {
       let child: ChildProcess;
       try {
-        // detached: the helper leads a new process group, so the group can be killed as one.
-        child = spawn(executable, args, { detached: true, stdio: ['pipe', 'pipe', 'pipe'], env: this.options.env ?? process.env, cwd: this.options.cwd, windowsHide: true });
+        // Its own process group (killed as one), tied to this process's life by a watchdog.
+        child = spawnSupervised(executable, args, { env: this.options.env ?? process.env, ...(this.options.cwd !== undefined ? { cwd: this.options.cwd } : {}) });
       } catch (error) {
         reject(new HelperError('start', `cannot start ${command}: ${(error as Error).message}`));
         return;
@@ -153,26 +168,26 @@ export class HelperRunner {
       let ended: HelperFailure | undefined;
       let spawnError: Error | undefined;
 
-      const killGroup = (): void => {
-        if (child.pid === undefined) return;
-        try {
-          process.kill(-child.pid, 'SIGKILL');
-        } catch {
-          // ESRCH: the group is already gone.
-        }
-      };
       const stop = (why: HelperFailure): void => {
         if (ended === undefined) ended = why;
-        killGroup();
+        killGroup(child);
       };
       const timer = setTimeout(() => stop('timeout'), this.timeoutMs);
       const onAbort = (): void => stop('aborted');
       signal?.addEventListener('abort', onAbort, { once: true });
 
+      let held = 0;
+      let overBudget = false;
       child.stdout?.on('data', (chunk: Buffer) => {
         stdoutBytes += chunk.length;
-        if (stdoutBytes > this.maxOutput) stop('oversize');
-        else stdout.push(chunk);
+        if (ended !== undefined) return;
+        if (stdoutBytes > this.maxOutput) return stop('oversize');
+        if (!this.budget.take(chunk.length)) {
+          overBudget = true;
+          return stop('oversize');
+        }
+        held += chunk.length;
+        stdout.push(chunk);
       });
       child.stderr?.on('data', (chunk: Buffer) => {
         // Keep reading past the limit, so a chatty helper never blocks on a full pipe.
@@ -187,6 +202,8 @@ export class HelperRunner {
       const finish = (): boolean => {
         if (settled) return false;
         settled = true;
+        this.budget.give(held);
+        held = 0;
         clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
         return true;
@@ -196,7 +213,6 @@ export class HelperRunner {
         // A helper that never started emits no 'close' on every Node version: settle here.
         if (child.pid === undefined && finish()) reject(new HelperError('start', `cannot start ${command}: ${error.message}`));
       });
-      child.on('exit', () => killGroup());
       child.on('close', (code, exitSignal) => {
         if (!finish()) return;
         const errText = Buffer.concat(stderr).toString('utf8');
@@ -204,6 +220,7 @@ export class HelperRunner {
         if (spawnError !== undefined) return fail('start', `cannot start ${command}: ${spawnError.message}`);
         if (ended === 'timeout') return fail('timeout', `${command} did not finish within ${formatGoDuration(this.timeoutMs)}: its process group was killed`);
         if (ended === 'aborted') return fail('aborted', `${command} was aborted: its process group was killed`);
+        if (ended === 'oversize' && overBudget) return fail('oversize', `${command} was stopped: the helpers in flight held more than ${this.budget.limitBytes} bytes of output between them; its process group was killed`);
         if (ended === 'oversize') return fail('oversize', `${command} wrote more than ${this.maxOutput} bytes: its process group was killed`);
         if (code !== 0) return fail('exit', `could not wait for ${command}: ${code === null ? `signal: ${exitSignal ?? 'unknown'}` : `exit status ${code}`}`);
         if (stdoutBytes === 0) return fail('empty', `cannot read ${command} output: zero bytes received`);

@@ -3,6 +3,7 @@ import { Counter, Gauge, Registry } from 'prom-client';
 import { IncusStreamItem } from '../../lib/incus/api';
 import { decodeLifecycle } from '../../lib/incus/decodeLifecycle';
 import { Logger, silentLogger } from '../../lib/logger';
+import { RateLimitedLog } from '../../lib/rateLimitedLog';
 import { EventSocket, EventSocketOpener, wsEventSocket } from './eventSocket';
 import { IncusEndpoint, IncusEndpointOptions, toEndpoint } from './incusEndpoint';
 
@@ -32,6 +33,8 @@ export interface IncusEventsOptions {
   backoffMaxMs?: number;
   /** A longer frame ends the session. Default 1 MiB. */
   maxFrameBytes?: number;
+  /** Malformed frames logged in full per minute before one summary line takes over. Default 5. */
+  malformedLogBurst?: number;
   /** Where the backoff, the pings and the deadline are timed. Default `asyncScheduler`. */
   scheduler?: SchedulerLike;
   logger?: Logger;
@@ -87,7 +90,9 @@ function eventMetrics(registry: Registry): EventMetrics {
  *   completes, then one `event` per lifecycle frame and one `malformed` per frame that is not what
  *   a server sends (both shapes of E9 are decoded; other event types and empty actions are counted
  *   as ignored and not emitted), then `disconnected` with the reason when the session ends.
- *   `connected` and `disconnected` strictly alternate; events only arrive between them.
+ *   `connected` and `disconnected` strictly alternate; events only arrive between them. Every
+ *   malformed frame is counted (`incus_events_frames_total{result="malformed"}`) and emitted; the
+ *   log shows the first few of each minute and then one summary line, so a flood stays readable.
  * - Any end is followed by a new attempt: the first after `backoffInitialMs`, each further one
  *   after twice the wait before, at most `backoffMaxMs`. The wait goes back to `backoffInitialMs`
  *   only when a session actually opened. A failed attempt is logged and counted, not emitted.
@@ -118,6 +123,7 @@ export function incusEvents(options: IncusEventsOptions = {}): Observable<IncusS
   const where = endpoint?.address ?? 'injected socket';
 
   return new Observable<IncusStreamItem>((subscriber) => {
+    const malformedLog = new RateLimitedLog({ logger, scheduler, ...(options.malformedLogBurst !== undefined ? { burst: options.malformedLogBurst } : {}) });
     let socket: EventSocket | undefined;
     // One timer of each kind at most, each rescheduling itself, so a long session arms nothing new.
     let handshakeTimer: Subscription | undefined;
@@ -198,7 +204,7 @@ export function incusEvents(options: IncusEventsOptions = {}): Observable<IncusS
           if (decoding.kind === 'event') {
             subscriber.next({ kind: 'event', event: decoding.event });
           } else if (decoding.kind === 'malformed') {
-            logger.warn({ incus: where, reason: decoding.reason }, 'incus events: malformed frame');
+            malformedLog.log('incus_frame', { incus: where, reason: decoding.reason }, 'incus events: malformed frame');
             subscriber.next({ kind: 'malformed', reason: decoding.reason });
           } else {
             logger.debug({ reason: decoding.reason }, 'incus events: frame ignored');
@@ -219,6 +225,7 @@ export function incusEvents(options: IncusEventsOptions = {}): Observable<IncusS
       attempt += 1;
       stopTimers();
       reconnectTimer?.unsubscribe();
+      malformedLog.close();
       if (socket !== undefined) {
         metrics.connected.set(0);
         socket.terminate();

@@ -48,8 +48,21 @@ describe('rxfleet enrich settings from a file and flags', () => {
   it('names a file that cannot be read or parsed', () => {
     expect(problems({ config: join(dir, 'missing.yaml'), stdout: true })).toEqual([`${join(dir, 'missing.yaml')}: cannot be read (ENOENT)`]);
     const broken = file('c.yaml', 'workers: [\n');
-    expect(problems({ config: broken, stdout: true })[0]).toMatch(new RegExp(`^${broken}: not YAML or JSON: `));
+    expect(problems({ config: broken, stdout: true })[0]).toMatch(new RegExp(`^${broken}: workers: not valid YAML at line \\d+, column \\d+: `));
     expect(problems({ config: file('d.yaml', '- a\n- b\n'), stdout: true })).toEqual([`${join(dir, 'd.yaml')}: expected a mapping of keys`]);
+  });
+
+  // Issue 14 item 3: yaml's messages quote the text; an unquoted password starting with * became
+  // an "unresolved alias" named after it.
+  it('names the file and key of YAML it cannot read, never quoting a secret', () => {
+    const secret = file('e.yaml', 'outputs:\n  nats:\n    url: nats://b:4222\n    password: *Zq9-secret\n');
+    expect(problems({ config: secret, stdout: true })).toEqual([`${secret}: outputs.nats.password: not valid YAML (line 4): an alias (*name) names no anchor (&name) defined before it; a value starting with * must be quoted`]);
+    const bomb = file('f.yaml', 'a: &a [x,x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\n');
+    expect(problems({ config: bomb, stdout: true })).toEqual([`${bomb}: c: not valid YAML (line 3): too many aliases: refused as a resource exhaustion attack (an alias bomb)`]);
+    const quote = file('g.yaml', 'outputs:\n  nats:\n    token: "Zq9-secret\n');
+    const lines = problems({ config: quote, stdout: true });
+    expect(lines[0]).toMatch(new RegExp(`^${quote}: outputs\\.nats\\.token: not valid YAML at line`));
+    expect(lines.join('\n')).not.toContain('Zq9');
   });
 
   it('checks what the settings mean together: an output, NATS servers and TLS files, an Incus endpoint that can be built', () => {

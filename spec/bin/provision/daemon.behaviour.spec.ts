@@ -4,6 +4,8 @@ import { CycleError } from '../../../lib/provision/provisionCycle';
 import { useNatsServer } from '../../helpers/nats';
 import { SCRIPTED_HELPER, UPSTREAM_NAME_FINDINGS, capturingLogger, promtool, sampleValue, startProvisionerWorld } from '../../helpers/provisioner';
 import { waitFor } from '../../helpers/waitFor';
+import { md5Hex } from '../../../lib/choria/protocol/encoding';
+import { newRequestId } from '../../../lib/choria/protocol/subjects';
 
 const byIdentity = `${SCRIPTED_HELPER} by-identity`;
 const names = (...list: string[]) => (i: number) => list[i - 1];
@@ -43,12 +45,46 @@ describe('the provisioner daemon, end to end', () => {
     }
   });
 
+  // Issue 14 item 6: replies to request ids nobody waits for were counted only in memory.
+  it('counts junk and replies nobody waits for in their series, logging a flood in a few lines', async () => {
+    const { logger, messages } = capturingLogger();
+    // The reply subscription is made with the first request, the discovery at start, and reaches
+    // the server before that request does (one connection keeps the order): once the discovery is
+    // heard here, the subscription is in place.
+    let discoveries = 0;
+    const spy = raw.subscribe('provisioning.broadcast.agent.discovery', { callback: () => void discoveries++ });
+    await raw.flush();
+    const world = await startProvisionerWorld(server().url, { noFleet: true, identity: 'counter.example.net', logger });
+    try {
+      const inbox = `provisioning.reply.${md5Hex('choria=counter.example.net')}`;
+      await waitFor(() => discoveries >= 1, 'the first discovery');
+      spy.unsubscribe();
+      for (let i = 0; i < 50; i++) {
+        raw.publish('choria.lifecycle.event.startup.provision_mode_server', `junk ${i}`);
+        raw.publish(`${inbox}.${newRequestId()}`, 'late');
+      }
+      await raw.flush();
+      await waitFor(async () => (await world.metric('choria_provisioner_unexpected_replies_total', { reason: 'unsolicited' })) === 50, 'the unsolicited replies to be counted');
+      await waitFor(async () => (await world.metric('choria_provisioner_malformed_input_total', { source: 'lifecycle_event' })) === 50, 'the junk events to be counted');
+      expect(await world.metric('choria_provisioner_unexpected_replies_total', { reason: 'stranger' })).toBe(0);
+      // Five of each in full; the rest wait for the minute's summary.
+      expect(messages().filter((m) => m.startsWith('refused a malformed lifecycle'))).toHaveLength(5);
+      expect(messages().filter((m) => m.startsWith('ignored a reply'))).toHaveLength(5);
+    } finally {
+      await world.stop();
+    }
+    // The stop logs the summaries still pending.
+    expect(messages().filter((m) => m.startsWith('45 more like this'))).toHaveLength(2);
+  });
+
   it('helper outcomes: ok, defer, shutdown, failure, bad JSON and timeout each end as upstream says, and the metrics move as §5 says', async () => {
     const identities = ['ok-1', 'ok-2', 'defer-1', 'shutdown-1', 'fail-1', 'badjson-1', 'slow-1'];
     const world = await startProvisionerWorld(server().url, {
       helper: byIdentity,
       workers: 7,
-      yaml: ['rxfleet: {helper_timeout: 1s}'],
+      // Long enough for seven Node.js helpers starting at once on a loaded 2-core machine; slow-1
+      // sleeps for ever and still meets it.
+      yaml: ['rxfleet: {helper_timeout: 4s}'],
       fleet: { nodes: identities.length, identity: names(...identities) },
     });
     try {

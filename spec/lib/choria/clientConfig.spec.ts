@@ -115,7 +115,7 @@ describe('parseChoriaClientConfig', () => {
       { file: 'c.cfg' },
     );
     expect(problems).toEqual([
-      { path: 'c.cfg:2', message: 'expected "key = value", got "this line has no equals sign"; line ignored', severity: 'warning' },
+      { path: 'c.cfg:2', message: 'expected "key = value" (a line starting "this"); line ignored', severity: 'warning' },
       { path: 'c.cfg:3 discovery_timeout', message: 'expected a whole number of seconds >= 1, got "soon"', severity: 'error' },
       { path: 'c.cfg:4 plugin.choria.middleware_hosts', message: 'expected host:port or nats://host:port, got "bad host"', severity: 'error' },
       { path: 'c.cfg:4 plugin.choria.middleware_hosts', message: 'expected host:port or nats://host:port, got "http://web:80"', severity: 'error' },
@@ -123,6 +123,18 @@ describe('parseChoriaClientConfig', () => {
     ]);
     expect(config.discoveryTimeoutSeconds).toBe(2);
     expect(config.middlewareHosts).toEqual(['nats://good:4222']);
+  });
+});
+
+describe('the Choria client configuration never echoes a secret (issue 14 item 3)', () => {
+  it('names only the key of a line that is not key = value, and hides credentials in a broker URL', () => {
+    const { problems } = parseChoriaClientConfig(['plugin.nats.pass: Zq9-secret', 'plugin.nats.pass Zq9-secret', 'plugin.choria.middleware_hosts = nats://prov:Zq9-secret@broker:4222/x'].join('\n'), { file: 'c.cfg' });
+    expect(problems).toEqual([
+      { path: 'c.cfg:1', message: 'expected "key = value" (a line starting "plugin.nats.pass"); line ignored', severity: 'warning' },
+      { path: 'c.cfg:2', message: 'expected "key = value" (a line starting "plugin.nats.pass"); line ignored', severity: 'warning' },
+      { path: 'c.cfg:3 plugin.choria.middleware_hosts', message: 'expected host:port or nats://host:port, got "nats://[redacted]@broker:4222/x"', severity: 'error' },
+    ]);
+    expect(JSON.stringify(problems)).not.toContain('Zq9');
   });
 });
 

@@ -4,6 +4,7 @@ import { PauseGate } from '@rxfleet/operators';
 import {
   ProvisioningLockError,
   RpcAbortedError,
+  RpcConnectionLostError,
   RpcPausedError,
   RpcRetryError,
   RpcStatusError,
@@ -60,6 +61,26 @@ describe('the retry wrapper', () => {
       expect(failures).toHaveLength(1);
       expect(failures[0].message).toBe('choria_provision#configure failed after 3 attempts: choria_provision#configure: no reply from n1 within 22000 ms');
       expect(failures[0].cause).toBe(timeout);
+    });
+  });
+
+  it('sends an attempt whose reply was lost with the connection again at once, counting it among the tries', () => {
+    ts.run(({ cold, expectObservable, expectSubscriptions }) => {
+      const lost = new RpcConnectionLostError('choria_provision#restart', 'n1');
+      const attempts: Cold<string>[] = [cold('30ms #', undefined, lost), cold('10ms #', undefined, timeout), cold('20ms (a|)')];
+      const result = retryRpc(({ attempt }) => attempts[attempt - 1], { rpc: 'choria_provision#restart', tries: 3, random: exact, scheduler: ts });
+      // No pause after the lost attempt; the usual 1000 ms pause after the second.
+      expectObservable(result).toBe('30ms 10ms 1000ms 20ms (a|)');
+      expectSubscriptions(attempts[1].subscriptions).toBe('30ms ^ 9ms !');
+      expectSubscriptions(attempts[2].subscriptions).toBe('1040ms ^ 19ms !');
+    });
+  });
+
+  it('does not send a lost attempt again past its tries', () => {
+    ts.run(({ cold, expectObservable }) => {
+      const lost = new RpcConnectionLostError('choria_provision#gencsr', 'n1');
+      const result = retryRpc(() => cold<string>('30ms #', undefined, lost), { rpc: 'choria_provision#gencsr', tries: 1, random: exact, scheduler: ts });
+      expectObservable(result).toBe('30ms #', undefined, new RpcRetryError('choria_provision#gencsr', 1, lost));
     });
   });
 

@@ -213,11 +213,28 @@ describe('parseProvisionerConfig: refusals', () => {
     expect(parse('helper: h\njwt_verify_cert: /exists.pem\n', (p) => p === '/exists.pem').problems).toEqual([]);
   });
 
-  it('refuses YAML that does not parse, naming the line but not quoting it', () => {
+  it('refuses YAML that does not parse, naming the key and the line but not quoting it', () => {
     const problems = errors('helper: h\ntoken: [s3cret\n');
     expect(problems).toHaveLength(1);
-    expect(problems[0].message).toMatch(/^not valid YAML: .* at line \d+, column \d+$/);
+    expect(problems[0].path).toMatch(/^token/);
+    expect(problems[0].message).toMatch(/^not valid YAML at line \d+, column \d+: /);
     expect(problems[0].message).not.toContain('s3cret');
+  });
+
+  // Issue 14 item 3: yaml's conversion threw these past the error handling (a bare `rxfleet: ...`
+  // line), one of them echoing the token written unquoted.
+  it.each([
+    ['an unquoted token read as an unresolved alias', 'helper: h\ntoken: *Zq9-secret-token\n', 'token', /^not valid YAML \(line 2\): an alias \(\*name\) names no anchor/],
+    ['an alias bomb', 'a: &a [x,x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\n', 'c', /too many aliases: refused as a resource exhaustion attack/],
+    ['a merge of a number', 'helper: h\n<<: 5\n', '<<', /a merge key \(<<\) must name a mapping/],
+    ['a merge of a string inside a section', 'helper: h\nrxfleet:\n  <<: Zq9-secret-token\n', 'rxfleet.<<', /a merge key \(<<\) must name a mapping/],
+    ['a nested unresolved alias', 'helper: h\nrxfleet:\n  nats_password: *Zq9-secret-token\n', 'rxfleet.nats_password', /^not valid YAML \(line 3\): an alias/],
+  ])('refuses %s with the key and no secret, never throwing', (_what, text, path, message) => {
+    const problems = errors(text);
+    expect(problems).toHaveLength(1);
+    expect(problems[0].path).toBe(path);
+    expect(problems[0].message).toMatch(message);
+    expect(JSON.stringify(problems)).not.toContain('Zq9');
   });
 
   it('refuses a top level that is not a mapping', () => {

@@ -1,7 +1,5 @@
 import { buildHelperInput } from '../../../lib/provision/helperInput';
-import { LineSplitter, decodeHelperAnswer, encodeHelperRequest } from '../../../lib/provision/helperProtocol';
-
-const bytes = (text: string): Uint8Array => new TextEncoder().encode(text);
+import { decodeHelperAnswer, encodeHelperRequest } from '../../../lib/provision/helperProtocol';
 
 describe('the persistent helper protocol', () => {
   it('a request is the per-node input with the id first, compact, on one line', () => {
@@ -25,26 +23,5 @@ describe('the persistent helper protocol', () => {
     expect(decodeHelperAnswer('null')).toMatchObject({ kind: 'violation' });
     expect(decodeHelperAnswer('{"id":7}')).toMatchObject({ kind: 'violation', reason: expect.stringMatching(/^no string "id"/) });
     expect(decodeHelperAnswer(`{"id":7,"msg":"${'x'.repeat(200)}"}`)).toMatchObject({ reason: expect.stringMatching(/\.\.\."$/) });
-  });
-
-  describe('LineSplitter', () => {
-    it('joins lines across chunks, splits several in one, drops a CR before the LF, keeps UTF-8 whole', () => {
-      const splitter = new LineSplitter(100);
-      const euro = bytes('€');
-      expect(splitter.push(bytes('{"a":'))).toEqual({ lines: [], oversize: false });
-      expect(splitter.push(new Uint8Array([...bytes('1}\r\nb'), euro[0]]))).toEqual({ lines: ['{"a":1}'], oversize: false });
-      expect(splitter.push(new Uint8Array([...euro.subarray(1), ...bytes('\nc\n\n')])).lines).toEqual(['b€', 'c', '']);
-    });
-
-    it('reports a line longer than the limit, whether it arrives whole or in pieces, and then nothing more', () => {
-      const whole = new LineSplitter(8);
-      expect(whole.push(bytes('ok\n123456789\nlater\n'))).toEqual({ lines: ['ok'], oversize: true });
-      expect(whole.push(bytes('more\n'))).toEqual({ lines: [], oversize: true });
-      const pieces = new LineSplitter(8);
-      expect(pieces.push(bytes('12345')).oversize).toBe(false);
-      expect(pieces.push(bytes('6789')).oversize).toBe(true);
-      const exact = new LineSplitter(8);
-      expect(exact.push(bytes('12345678\n'))).toEqual({ lines: ['12345678'], oversize: false });
-    });
   });
 });

@@ -28,6 +28,8 @@ describe('ProvisionerMetrics', () => {
       'choria_provisioner_readmissions_total{site="TEST",via="event"} 0',
       'choria_provisioner_readmissions_total{site="TEST",via="incus"} 0',
       ...['sighted', 'already_up', 'not_up', 'unselected', 'unmapped'].map((result) => `choria_provisioner_incus_events_total{site="TEST",result="${result}"} 0`),
+      'choria_provisioner_unexpected_replies_total{site="TEST",reason="unsolicited"} 0',
+      'choria_provisioner_unexpected_replies_total{site="TEST",reason="stranger"} 0',
     ];
     expect([...lines].sort()).toEqual([...expected].sort());
     expect(lines.some((l) => l.includes('quantile'))).toBe(false);

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { Observable } from 'rxjs';
 import { PauseGate } from '@rxfleet/operators';
 import { ActionSpec } from '../../../lib/choria/agents';
-import { ProvisioningLockError, RpcStatusError, RpcTimeoutError } from '../../../lib/choria/errors';
+import { NoRespondersError, ProvisioningLockError, RpcConnectionLostError, RpcStatusError, RpcTimeoutError } from '../../../lib/choria/errors';
 import { decryptPrivateKey, generateX25519KeyPair } from '../../../lib/choria/keyTransport';
 import { decodeJwt } from 'jose';
 import { ProvisionerConfig, parseProvisionerConfig, requireValidConfig } from '../../../lib/provision/config';
@@ -217,6 +217,28 @@ describe('ProvisionCycle', () => {
     });
     expect(flaky.rpcs()).toEqual([...Array(3).fill('rpcutil#inventory'), ...Array(5).fill('choria_provision#configure')]);
     expect(metrics.log).toEqual([...Array(3).fill('time rpcutil#inventory'), ...Array(5).fill('time choria_provision#configure'), 'error choria_provision#configure']);
+  });
+
+  it('a restart whose reply was lost with the broker, after which the node no longer answers, is provisioned: it restarted', async () => {
+    const restart = 'choria_provision#restart';
+    const lostThenGone = (gone: Error) => scriptedClient((rpc, input, attempt) => (rpc !== restart ? node(keys)(rpc, input, attempt) : attempt === 1 ? new RpcConnectionLostError(restart, 'n1') : gone));
+    for (const gone of [new NoRespondersError(restart, 'n1'), new RpcTimeoutError(restart, 'n1', 22_000)]) {
+      const client = lostThenGone(gone);
+      const metrics = recordingMetrics();
+      expect(await new ProvisionCycle({ config: config(), client, helper: helperReturning({}), metrics, clock, ...fast }).run(sighting)).toBe('provisioned');
+      // Its tries are all spent first (right after the broker's return the node may not be back
+      // yet), and then no RPC error is counted.
+      expect(client.rpcs().filter((r) => r === restart)).toHaveLength(3);
+      expect(metrics.log).not.toContain(`error ${restart}`);
+    }
+    // Without a lost reply, a node that does not answer its restart is a failure, as upstream.
+    const silent = scriptedClient((rpc, input, attempt) => (rpc === restart ? new NoRespondersError(restart, 'n1') : node(keys)(rpc, input, attempt)));
+    await expect(new ProvisionCycle({ config: config(), client: silent, helper: helperReturning({}), clock, ...fast }).run(sighting)).rejects.toMatchObject({ step: 'restart' });
+    expect(silent.rpcs().filter((r) => r === restart)).toHaveLength(3);
+    // A configure whose reply was lost is sent again and its answer taken: not assumed.
+    const configure = 'choria_provision#configure';
+    const lostConfigure = scriptedClient((rpc, input, attempt) => (rpc === configure && attempt === 1 ? new RpcConnectionLostError(configure, 'n1') : rpc === configure ? new NoRespondersError(configure, 'n1') : node(keys)(rpc, input, attempt)));
+    await expect(new ProvisionCycle({ config: config(), client: lostConfigure, helper: helperReturning({}), clock, ...fast }).run(sighting)).rejects.toMatchObject({ step: 'configure' });
   });
 
   it('a provisioning-lock refusal ends the cycle as locked: one attempt, counted as a lock refusal, not an RPC error (P10)', async () => {

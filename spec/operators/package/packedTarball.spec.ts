@@ -75,10 +75,18 @@ describe('@rxfleet/operators as a packed tarball', () => {
     if (scratch !== undefined) rmSync(scratch, { recursive: true, force: true });
   });
 
-  it('holds the manifest, the README and the build with declarations, and nothing else', () => {
+  it('holds the manifest, the README, the LICENSE and the build with declarations, and nothing else', () => {
     const paths = packed.files.map((f) => f.path).sort();
-    expect(paths.filter((p) => !/^(package\.json|README\.md|dist\/.+\.(js|d\.ts))$/.test(p))).toEqual([]);
-    expect(paths).toEqual(expect.arrayContaining(['package.json', 'README.md', 'dist/index.js', 'dist/index.d.ts', 'dist/testing/index.js', 'dist/testing/index.d.ts']));
+    expect(paths.filter((p) => !/^(package\.json|README\.md|LICENSE|dist\/.+\.(js|d\.ts))$/.test(p))).toEqual([]);
+    expect(paths).toEqual(expect.arrayContaining(['package.json', 'README.md', 'LICENSE', 'dist/index.js', 'dist/index.d.ts', 'dist/testing/index.js', 'dist/testing/index.d.ts']));
+  });
+
+  it("claims the licence its LICENSE holds (Apache-2.0) and the root's Node lines", () => {
+    const manifest = JSON.parse(readFileSync(join(root, 'operators', 'package.json'), 'utf8')) as { license: string; engines: { node: string } };
+    const rootManifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { license: string; engines: { node: string } };
+    expect(manifest.license).toBe('Apache-2.0');
+    expect(manifest.engines).toEqual(rootManifest.engines);
+    expect(readFileSync(join(root, 'operators', 'LICENSE'), 'utf8')).toMatch(/^\s*Apache License\s+Version 2\.0, January 2004/);
   });
 
   describe.each([
@@ -102,7 +110,7 @@ describe('@rxfleet/operators as a packed tarball', () => {
       expect(manifest.peerDependencies).toEqual({ rxjs: '^7.5.0' });
       expect(manifest.dependencies).toBeUndefined();
       expect(readdirSync(join(project, 'node_modules')).filter((n) => !n.startsWith('.')).sort()).toEqual(['@rxfleet', 'rxjs', 'tslib']);
-      expect(readdirSync(installed).sort()).toEqual(['README.md', 'dist', 'package.json']);
+      expect(readdirSync(installed).sort()).toEqual(['LICENSE', 'README.md', 'dist', 'package.json']);
       // The declarations carry the doc comments an editor shows.
       expect(readFileSync(join(installed, 'dist', 'workerPool.d.ts'), 'utf8')).toContain('First come, first served');
     });

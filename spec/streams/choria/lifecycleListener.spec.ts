@@ -1,3 +1,5 @@
+import pino from 'pino';
+import { Writable } from 'node:stream';
 import { firstValueFrom, take, toArray } from 'rxjs';
 import { BadMessages } from '../../../lib/choria/badMessages';
 import { InvalidLifecycleComponentError } from '../../../lib/choria/errors';
@@ -89,5 +91,32 @@ describe('the lifecycle listener over a real nats-server', () => {
     await publisher.nc.flush();
     await listener.nc.flush();
     expect(seen).toHaveLength(4);
+  });
+});
+
+describe('the lifecycle listener on a broker that refuses the subscription', () => {
+  const server = useNatsServer({
+    jetstream: false,
+    config: `authorization: { users: [ { user: fenced, password: fenced-pw, permissions: { subscribe: { deny: ["choria.lifecycle.>"] } } } ] }`,
+  });
+
+  it('logs the refusal, never errors, and subscribes again with a growing wait (the daemon goes on on discovery)', async () => {
+    const connection = await openNatsConnection({ servers: [server().url], user: 'fenced', password: 'fenced-pw' });
+    const chunks: string[] = [];
+    const logger = pino({ level: 'error' }, new Writable({ write: (chunk, _enc, done) => (chunks.push(String(chunk)), done()) }));
+    let failed: unknown;
+    let completed = false;
+    const subscription = lifecycleEvents(connection.nc, { logger, resubscribeMs: 50 }).subscribe({ error: (e: unknown) => (failed = e), complete: () => (completed = true) });
+    try {
+      await waitFor(() => chunks.length >= 3, 'three refusals', 10_000);
+      const lines = chunks.map((c) => JSON.parse(c) as { msg: string; retryInMs: number });
+      expect(lines[0].msg).toMatch(/^the broker refused the lifecycle subscription: Permissions Violation for Subscription to "choria\.lifecycle\.event\.startup\.provision_mode_server"; nodes are found by discovery only until it is accepted; subscribing again in 50 ms$/);
+      expect(lines.slice(0, 3).map((l) => l.retryInMs)).toEqual([50, 100, 200]);
+      expect(failed).toBeUndefined();
+      expect(completed).toBe(false);
+    } finally {
+      subscription.unsubscribe();
+      await connection.drain();
+    }
   });
 });

@@ -4,10 +4,10 @@ import { createPublicKey, verify } from 'node:crypto';
 import { firstValueFrom, lastValueFrom } from 'rxjs';
 import { PROVISION_RPCS } from '../../../lib/choria/agents';
 import {
-  MalformedReplyError,
   NoRespondersError,
   ProvisioningLockError,
   RpcAbortedError,
+  RpcConnectionLostError,
   RpcRetryError,
   RpcStatusError,
   RpcTimeoutError,
@@ -19,8 +19,11 @@ import { newRequestId } from '../../../lib/choria/protocol/subjects';
 import { AttemptRecord, retryRpc } from '../../../lib/choria/retry';
 import { ChoriaRpcClient } from '../../../streams/choria/rpcClient';
 import { openNatsConnection } from '../../../streams/natsConnection';
+import { startNatsServer } from '../../../streams/natsServerProcess';
 import { ChoriaWorld, startChoriaWorld } from '../../helpers/choria';
 import { useNatsServer } from '../../helpers/nats';
+import { waitFor } from '../../helpers/waitFor';
+import { md5Hex } from '../../../lib/choria/protocol/encoding';
 
 const N1 = 'node-1.example.net';
 
@@ -165,19 +168,29 @@ describe('the Choria RPC client over a real nats-server', () => {
     expect(reply.data.ssldir).toBe('/etc/choria/ssl');
   });
 
-  describe('against a node that answers badly', () => {
+  describe('against a node that answers badly (DECISIONS P18: counted and skipped, never the end of the attempt)', () => {
     let rogue: Awaited<ReturnType<typeof openNatsConnection>>;
     let client: ChoriaRpcClient;
-    const answers: ((replyTo: string, requestId: string) => string)[] = [];
+    /** What the rogue node answers to each request, in turn: every string of one entry is published. */
+    const answers: ((replyTo: string, requestId: string) => string[])[] = [];
+    const ROGUE = 'rogue.example.net';
+    const reply = (id: string, data: object, sender = ROGUE, agent = 'rpcutil'): string =>
+      encodeReply({ requestId: id, senderId: sender, agent, time: Date.now(), payload: encodeAgentReply({ statuscode: 0, statusmsg: 'OK', data }) }, 'v1');
+    const wrongHash = (id: string): string => {
+      const good = JSON.parse(reply(id, {}));
+      const secure = JSON.parse(Buffer.from(good.data, 'base64').toString());
+      secure.message = secure.message.replace('rpcutil', 'rpcutiL');
+      return JSON.stringify({ ...good, data: Buffer.from(JSON.stringify(secure)).toString('base64') });
+    };
 
     beforeAll(async () => {
       rogue = await openNatsConnection({ servers: [server().url] });
-      rogue.nc.subscribe('provisioning.node.rogue.example.net', {
+      rogue.nc.subscribe(`provisioning.node.${ROGUE}`, {
         callback: (_e, msg) => {
           const request = decodeRequest(msg.data);
           if (!request.ok) return;
           const answer = answers.shift();
-          if (answer !== undefined) rogue.nc.publish(request.value.replyTo, answer(request.value.replyTo, request.value.requestId));
+          for (const text of answer?.(request.value.replyTo, request.value.requestId) ?? []) rogue.nc.publish(request.value.replyTo, text);
         },
       });
       await rogue.nc.flush();
@@ -185,38 +198,117 @@ describe('the Choria RPC client over a real nats-server', () => {
     });
     afterAll(() => rogue.drain());
 
-    it('refuses a reply that is not JSON, counting it and failing the attempt', async () => {
-      answers.push(() => 'this is not json');
-      const error = await failureOf(firstValueFrom(client.call(PROVISION_RPCS.inventory, 'rogue.example.net', {})));
-      expect(error).toBeInstanceOf(MalformedReplyError);
-      expect(client.badMessages.count('reply', 'not_json')).toBe(1);
+    it.each<[string, (id: string) => string, string]>([
+      ['not JSON', () => 'this is not json', 'not_json'],
+      ['a hash that does not match its body', (id) => wrongHash(id), 'hash'],
+      ['another request id', () => reply(newRequestId(), {}), 'schema'],
+    ])('skips a reply with %s, counts it, and takes the real reply that follows', async (_what, junk, reason) => {
+      const before = client.badMessages.count('reply', reason as never);
+      answers.push((_to, id) => [junk(id), junk(id), reply(id, { version: '1.2.3' })]);
+      const answer = await firstValueFrom(client.call(PROVISION_RPCS.inventory, ROGUE, {}));
+      expect(answer.data.version).toBe('1.2.3');
+      expect(client.badMessages.count('reply', reason as never)).toBe(before + 2);
     });
 
-    it('refuses a reply whose hash does not match its body', async () => {
-      answers.push((_to, id) => {
-        const good = JSON.parse(encodeReply({ requestId: id, senderId: 'rogue.example.net', agent: 'rpcutil', time: Date.now(), payload: encodeAgentReply({ statuscode: 0, statusmsg: 'OK', data: {} }) }, 'v1'));
-        const secure = JSON.parse(Buffer.from(good.data, 'base64').toString());
-        secure.message = secure.message.replace('rpcutil', 'rpcutiL');
-        return JSON.stringify({ ...good, data: Buffer.from(JSON.stringify(secure)).toString('base64') });
-      });
-      const error = await failureOf(firstValueFrom(client.call(PROVISION_RPCS.inventory, 'rogue.example.net', {})));
-      expect(error).toBeInstanceOf(MalformedReplyError);
-      expect(client.badMessages.count('reply', 'hash')).toBe(1);
+    it('skips a reply from another node than the one asked (a stranger), counting it', async () => {
+      answers.push((_to, id) => [reply(id, { version: '6.6.6' }, 'intruder.example.net'), reply(id, { version: '1.0.0' })]);
+      const answer = await firstValueFrom(client.call(PROVISION_RPCS.inventory, ROGUE, {}));
+      expect(answer).toMatchObject({ sender: ROGUE, data: { version: '1.0.0' } });
+      expect(client.badMessages.count('reply', 'stranger')).toBe(1);
     });
 
-    it('refuses reply data that does not fit the action', async () => {
-      answers.push((_to, id) => encodeReply({ requestId: id, senderId: 'rogue.example.net', agent: 'choria_provision', time: Date.now(), payload: encodeAgentReply({ statuscode: 0, statusmsg: 'OK', data: { jwt: 42, ecdh_public: '' } }) }, 'v1'));
-      const error = await failureOf(firstValueFrom(client.call(PROVISION_RPCS.jwt, 'rogue.example.net', { token: 'x' })));
-      expect(error).toBeInstanceOf(MalformedReplyError);
-      expect((error as Error).message).toMatch(/^choria_provision#jwt: malformed reply from rogue\.example\.net: agent: choria_provision#jwt reply data: data\/jwt must be string/);
+    it('skips reply data that does not fit the action, and the attempt times out naming what it skipped', async () => {
+      answers.push((_to, id) => [reply(id, { jwt: 42, ecdh_public: '' }, ROGUE, 'choria_provision')]);
+      const error = await failureOf(firstValueFrom(client.call(PROVISION_RPCS.jwt, ROGUE, { token: 'x' }, { timeoutMs: 300 })));
+      expect(error).toBeInstanceOf(RpcTimeoutError);
+      expect(error).toMatchObject({ refused: 1 });
+      expect((error as Error).message).toBe(`choria_provision#jwt: no reply from ${ROGUE} within 300 ms (1 malformed or foreign reply skipped)`);
       expect(client.badMessages.count('reply', 'payload')).toBe(1);
     });
 
-    it('refuses a reply for another request id arriving on this request\'s subject', async () => {
-      answers.push(() => encodeReply({ requestId: newRequestId(), senderId: 'rogue.example.net', agent: 'rpcutil', time: Date.now(), payload: encodeAgentReply({ statuscode: 0, statusmsg: 'OK', data: {} }) }, 'v1'));
-      const error = await failureOf(firstValueFrom(client.call(PROVISION_RPCS.inventory, 'rogue.example.net', {})));
-      expect(error).toBeInstanceOf(MalformedReplyError);
-      expect(client.badMessages.count('reply', 'schema')).toBe(1);
+    it('still ends the attempt on a real answer with a non-zero status', async () => {
+      answers.push((_to, id) => [
+        'junk first',
+        encodeReply({ requestId: id, senderId: ROGUE, agent: 'rpcutil', time: Date.now(), payload: encodeAgentReply({ statuscode: 4, statusmsg: 'bad input', data: {} }) }, 'v1'),
+      ]);
+      const error = await failureOf(firstValueFrom(client.call(PROVISION_RPCS.inventory, ROGUE, {})));
+      expect(error).toBeInstanceOf(RpcStatusError);
+      expect((error as Error).message).toBe(`invalid response from ${ROGUE}: bad input (4)`);
+    });
+
+    it('counts a reply for a request nobody waits for (unsolicited), without failing anything', async () => {
+      const before = client.badMessages.count('reply', 'unsolicited');
+      // The client's own inbox: a reply to a request id that is not (or no longer) waited for.
+      const inbox = `provisioning.reply.${md5Hex(client.callerId)}.${newRequestId()}`;
+      rogue.nc.publish(inbox, reply(newRequestId(), {}));
+      await rogue.nc.flush();
+      await waitFor(() => client.badMessages.count('reply', 'unsolicited') === before + 1, 'the unsolicited reply to be counted', 5000);
+      expect(client.pending).toBe(0);
+    });
+  });
+
+  describe('a node flooding every request with junk answers first', () => {
+    it('slows nobody: every call answers with the real reply, and the junk is counted', async () => {
+      const hostile = await openNatsConnection({ servers: [server().url] });
+      let junk = 0;
+      hostile.nc.subscribe('provisioning.node.>', {
+        callback: (_e, msg) => {
+          const request = decodeRequest(msg.data);
+          if (!request.ok) return;
+          junk++;
+          hostile.nc.publish(request.value.replyTo, '{"protocol":"choria:transport:1","data":"!!!"}');
+        },
+      });
+      await hostile.nc.flush();
+      const slowFleet = await startChoriaWorld(server().url, { nodes: 8, token: 's3cret', latencyMs: 30, identity: (i) => `slow-${i}.example.net` });
+      try {
+        const started = Date.now();
+        const replies = await Promise.all(slowFleet.fleet.identities().map((id) => firstValueFrom(slowFleet.client.call(PROVISION_RPCS.inventory, id, {}))));
+        expect(replies.map((r) => r.sender)).toEqual(slowFleet.fleet.identities());
+        expect(Date.now() - started).toBeLessThan(3000);
+        expect(slowFleet.client.badMessages.count('reply')).toBe(junk);
+        expect(junk).toBe(8);
+      } finally {
+        await slowFleet.stop();
+        await hostile.drain();
+      }
+    });
+  });
+
+  describe('when the broker goes away and comes back', () => {
+    it('sends the attempts waiting across the outage again at once instead of waiting out their timeout', async () => {
+      const own = await startNatsServer({ jetstream: false });
+      let received = 0;
+      const outage = await startChoriaWorld(own.url, { nodes: 2, token: 's3cret', latencyMs: 400, onRequest: () => void received++ });
+      try {
+        const client = outage.newClient({ connection: outage.clientConnection.state$ });
+        const attempts: AttemptRecord[] = [];
+        const started = Date.now();
+        const call = lastValueFrom(
+          retryRpc(({ signal }) => client.call(PROVISION_RPCS.inventory, N1, {}, { signal, timeoutMs: 20_000 }), {
+            rpc: 'rpcutil#inventory',
+            tries: 5,
+            backoffMs: [100, 100, 100, 100, 100],
+            onAttempt: (r) => attempts.push(r),
+          }),
+        );
+        // The node has the request and answers in 400 ms: its reply is lost with the broker.
+        await waitFor(() => received === 1, 'the node to receive the request', 5000);
+        await own.kill();
+        await new Promise((r) => setTimeout(r, 1500));
+        await own.restart();
+        const reply = await call;
+        expect(reply.sender).toBe(N1);
+        expect(attempts[0].error).toBeInstanceOf(RpcConnectionLostError);
+        expect((attempts[0].error as Error).message).toBe(`rpcutil#inventory: the connection to the broker was lost while waiting for the reply from ${N1}`);
+        expect(attempts.at(-1)?.error).toBeUndefined();
+        // Well within the one attempt's 20 s, which is what it would have waited.
+        expect(Date.now() - started).toBeLessThan(10_000);
+        expect(client.pending).toBe(0);
+      } finally {
+        await outage.stop();
+        await own.stop();
+      }
     });
   });
 });

@@ -159,4 +159,18 @@ describe('HelperRunner with real helper processes', () => {
     const responses = await Promise.all(identities.map((identity) => runner.run(buildHelperInput({ identity }))));
     expect(responses.map((r) => r.configuration.identity)).toEqual(identities);
   });
+
+  // Issue 14 item 7: the stdout cap was per run, so the daemon could hold workers x 16 MiB.
+  it('caps the output held across the runs in flight: a run that would pass it is stopped, and the rest is given back', async () => {
+    const slowWriter = `/bin/sh -c "for i in 1 2 3; do head -c 1000000 /dev/zero; sleep 0.3; done"`;
+    const runner = new HelperRunner({ command: slowWriter, totalOutputBytes: 4_000_000, timeoutMs: 20_000 });
+    const errors = await Promise.all([1, 2, 3].map(() => failure(runner)));
+    const stopped = errors.filter((e) => e.kind === 'oversize');
+    expect(stopped.length).toBeGreaterThanOrEqual(1);
+    expect(stopped[0].message).toBe(`could not invoke configure helper: ${slowWriter} was stopped: the helpers in flight held more than 4000000 bytes of output between them; its process group was killed`);
+    // The others got all they wrote (3 MB of zeros: not a helper response).
+    expect(errors.filter((e) => e.kind !== 'oversize').every((e) => e.kind === 'decode')).toBe(true);
+    // Everything was given back: one run alone fits again.
+    expect((await failure(runner)).kind).toBe('decode');
+  }, 30_000);
 });

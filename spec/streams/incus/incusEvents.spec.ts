@@ -1,4 +1,6 @@
 import fc from 'fast-check';
+import pino from 'pino';
+import { Writable } from 'node:stream';
 import { Registry } from 'prom-client';
 import { TestScheduler } from 'rxjs/testing';
 import { IncusStreamItem } from '../../../lib/incus/api';
@@ -239,6 +241,29 @@ describe('incusEvents', () => {
     expect(text).toContain('incus_events_connects_total{result="failed"} 1');
     // unsubscribed while open: no longer connected
     expect(text).toContain('incus_events_connected 0');
+  });
+
+  it('counts and emits every malformed frame of a flood, but logs five a minute and a summary (issue 14 item 6)', () => {
+    const chunks: string[] = [];
+    const logger = pino({ level: 'warn' }, new Writable({ write: (chunk, _enc, done) => (chunks.push(String(chunk)), done()) }));
+    const server = fakeServer(ts, [
+      (s) => {
+        s.handlers.open();
+        for (let i = 1; i <= 5000; i++) s.at(i, (h) => h.frame(`junk ${i}`));
+      },
+    ]);
+    let malformed = 0;
+    ts.run(() => {
+      const sub = incusEvents({ openSocket: server.opener, scheduler: ts, logger, pingIntervalMs: 1_000_000, readDeadlineMs: 1_000_000 }).subscribe((item) => {
+        if (item.kind === 'malformed') malformed++;
+      });
+      ts.schedule(() => sub.unsubscribe(), 70_000);
+    });
+    expect(malformed).toBe(5000);
+    const lines = chunks.join('').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const frames = lines.filter((l) => l.key === 'incus_frame');
+    expect(frames).toHaveLength(6);
+    expect(frames[5]).toMatchObject({ suppressed: 4995, total: 5000, reason: 'not JSON: junk 5000' });
   });
 
   it('alternates connected and disconnected, events only in between, and keeps to the backoff, whatever the server does', () => {

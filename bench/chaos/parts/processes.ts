@@ -1,0 +1,56 @@
+import { readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { RxfleetProcess, startRxfleet } from '../../../spec/helpers/rxfleetProcess';
+
+/** Every process a scenario started, so an interrupted run (Ctrl-C, a timeout) leaves none behind. */
+const children = new Set<RxfleetProcess>();
+const cleanUps = new Set<() => Promise<void>>();
+
+/** `rxfleet ...args` (the built command), tracked for clean-up; its stdout is always read. */
+export function rxfleet(args: string[], env?: Record<string, string | undefined>): RxfleetProcess {
+  const child = startRxfleet(args, env === undefined ? {} : { env });
+  children.add(child);
+  void child.exited.then(() => children.delete(child));
+  return child;
+}
+
+/** SIGTERM, then SIGKILL after `graceMs`; resolves once it has exited. */
+export async function stopProcess(child: RxfleetProcess, graceMs = 30_000): Promise<void> {
+  if (child.running()) child.child.kill('SIGTERM');
+  const killer = setTimeout(() => child.child.kill('SIGKILL'), graceMs);
+  await child.exited;
+  clearTimeout(killer);
+}
+
+/** Runs `fn` when the run ends however it ends (servers, directories). */
+export function onCleanUp(fn: () => Promise<void>): () => void {
+  cleanUps.add(fn);
+  return () => cleanUps.delete(fn);
+}
+
+/** Kills every tracked process and runs every clean-up. */
+export async function cleanUpAll(): Promise<void> {
+  for (const child of children) if (child.running()) child.child.kill('SIGKILL');
+  await Promise.all([...children].map((c) => c.exited));
+  for (const fn of [...cleanUps].reverse()) await fn().catch(() => undefined);
+  cleanUps.clear();
+}
+
+/** Peak resident set (VmHWM) of a running process, MiB; undefined once it is gone. */
+export function peakRssMiB(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return hwm === null ? undefined : Math.round(Number(hwm[1]) / 102.4) / 10;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The 1, 5 and 15 minute load averages, rounded: printed at the start and end of every run. */
+export function loadAverage(): number[] {
+  return loadavg().map((l) => Math.round(l * 100) / 100);
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+export const now = (): number => Date.now();

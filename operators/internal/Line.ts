@@ -1,0 +1,93 @@
+import { RingQueue } from '../RingQueue';
+
+/**
+ * Where a place stands: `pending` until it settles, `settled` (with the value it will leave with)
+ * or `trashed` (it will be skipped) while it waits for everything ahead of it, and `released`
+ * once it has left the line.
+ */
+export type PlaceState = 'pending' | 'settled' | 'trashed' | 'released';
+
+/** What a {@link Line} reads and writes of the object that holds a place. */
+export interface LinePlace<T> {
+  state: PlaceState;
+  value: T | undefined;
+}
+
+/**
+ * The ordered-release rule, once for the whole kit: places join at the back, and the front place
+ * leaves as soon as it is no longer pending, a settled one with its value, a trashed one without.
+ * `OrderedLine`, `releaseInOrder` and `releaseSettled` all keep their places here, so the rule
+ * cannot drift apart between them.
+ *
+ * Generic over the object that holds the place, so that an operator's per-value subscriber can be
+ * its own place: one object per value, not a place and a subscriber that points at it. Every
+ * place still in the line is reachable from it (a pending one included), so an operator tears its
+ * pending work down by walking the line rather than keeping a second list.
+ */
+export class Line<T, P extends LinePlace<T> = LinePlace<T>> {
+  private readonly ring = new RingQueue<P>();
+
+  get length(): number {
+    return this.ring.length;
+  }
+
+  get capacity(): number {
+    return this.ring.capacity;
+  }
+
+  push(place: P): void {
+    this.ring.push(place);
+  }
+
+  peek(): P | undefined {
+    return this.ring.peek();
+  }
+
+  /** The place `index` behind the front, for walking the line without changing it. */
+  at(index: number): P | undefined {
+    return this.ring.at(index);
+  }
+
+  /**
+   * Takes the front places out while they are not pending, handing each settled one's value to
+   * `emit` (a trashed one leaves without), and stops at the first pending place or an empty line.
+   * The front is looked at again after every `emit`, so a place that settles from inside `emit`
+   * (a consumer feeding the source, whose work answers at once) leaves in this same pass, in its
+   * turn; and a line cleared from inside `emit` (teardown) ends the pass.
+   */
+  release(emit: (value: T) => void): void {
+    for (let front = this.ring.peek(); front !== undefined && front.state !== 'pending'; front = this.ring.peek()) {
+      this.ring.shift();
+      const settled = front.state === 'settled';
+      const value = front.value;
+      retire(front);
+      if (settled) emit(value as T);
+    }
+  }
+
+  /** Takes every place out, front first, handing on the value of each one not trashed (pending as it holds). */
+  drain(emit: (value: T) => void): void {
+    for (let front = this.ring.shift(); front !== undefined; front = this.ring.shift()) {
+      const kept = front.state !== 'trashed';
+      const value = front.value;
+      retire(front);
+      if (kept) emit(value as T);
+    }
+  }
+
+  /** Drops every place without handing anything on (teardown, once pending work is stopped). */
+  clear(): void {
+    this.ring.clear();
+  }
+
+  *[Symbol.iterator](): IterableIterator<P> {
+    yield* this.ring;
+  }
+}
+
+// A place's value goes with it: a handle kept after the fact (a caller's, an unsubscribed inner's)
+// must not keep the value alive.
+function retire<T>(place: LinePlace<T>): void {
+  place.state = 'released';
+  place.value = undefined;
+}

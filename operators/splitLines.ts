@@ -1,0 +1,85 @@
+import { Observable, OperatorFunction } from 'rxjs';
+import { LineTooLongError } from './errors';
+import { subscribeWith } from './internal/OperatorSubscriber';
+import { DEFAULT_MAX_LINE_BYTES, LineSplitter } from './LineSplitter';
+import { RingQueue } from './RingQueue';
+
+/** Options for {@link splitLines}. */
+export interface SplitLinesConfig {
+  /** The longest line accepted, in bytes of UTF-8. Default 1 MiB. */
+  maxBytes?: number;
+}
+
+/**
+ * Cuts a stream of chunks (`Uint8Array` bytes or strings) into its lines.
+ *
+ * <span class="informal">What `readline` does for a Node stream, for any Observable of chunks, with
+ * a limit: a line protocol over a pipe or a socket (a helper process's answers, NDJSON) arrives in
+ * chunks that know nothing of lines.</span>
+ *
+ * ```
+ * a = 'x\ny', b = 'z\r\n\nw'
+ * source: -a--b------|
+ * result: -x--(YE)---(W|)      Y = 'yz', E = '' (an empty line), W = 'w'
+ * ```
+ * (`x` is complete in the first chunk; `y` waits for the rest of its line; the CR before a newline
+ * is dropped; the last line, unterminated, goes out when the source completes)
+ *
+ * Exactly:
+ * - Each line is emitted once its `\n` has arrived, in order, without the `\n` or a `\r` just
+ *   before it; a multi-byte character split across chunks comes out whole.
+ * - When the source completes, what follows the last `\n` (if anything) is emitted as the last
+ *   line, then the output completes.
+ * - A line longer than `maxBytes` bytes errors the output with a {@link LineTooLongError} (the
+ *   lines before it are emitted first) and unsubscribes the source: a stream that sends one is not
+ *   to be trusted further, and holding the line would cost unbounded memory.
+ * - When the source errors, the output errors at once; a partial line is dropped.
+ * - Nothing of the user's is called: there is no callback to throw.
+ * - A consumer that feeds the source synchronously from an emission cannot get a later chunk's
+ *   lines ahead of the rest of an earlier chunk's: lines are handed on by one loop, in order.
+ * - Unsubscribing unsubscribes the source.
+ *
+ * @param config `maxBytes`.
+ * @return A function that returns an Observable of the lines.
+ * @throws RangeError (when called) if `maxBytes` is below 1.
+ */
+export function splitLines(config: SplitLinesConfig = {}): OperatorFunction<Uint8Array | string, string> {
+  const { maxBytes = DEFAULT_MAX_LINE_BYTES } = config;
+  if (!(maxBytes >= 1)) throw new RangeError(`maxBytes must be >= 1, got ${maxBytes}`);
+  return (source) =>
+    new Observable<string>((subscriber) => {
+      const splitter = new LineSplitter(maxBytes);
+      const lines = new RingQueue<string>();
+      let emitting = false;
+      let tooLong = false;
+      let ended = false;
+      // A chunk fed from inside an emission only queues its lines: the loop already running hands
+      // them on after the ones it holds.
+      const handOn = (): void => {
+        if (emitting) return;
+        emitting = true;
+        try {
+          while (lines.length > 0 && !subscriber.closed) subscriber.next(lines.shift() as string);
+        } finally {
+          emitting = false;
+        }
+        if (tooLong) subscriber.error(new LineTooLongError(maxBytes));
+        else if (ended) subscriber.complete();
+      };
+      subscribeWith(subscriber, subscriber, source, {
+        next: (chunk) => {
+          if (tooLong || ended) return;
+          const found = splitter.push(chunk);
+          for (const line of found.lines) lines.push(line);
+          tooLong = found.oversize;
+          handOn();
+        },
+        complete: () => {
+          ended = true;
+          const last = splitter.end();
+          if (last !== undefined) lines.push(last);
+          handOn();
+        },
+      });
+    });
+}

@@ -9,7 +9,9 @@ import { freeSubnet, imageBuildScript, killPrivateLxd, privateLxdLeftovers, priv
 /**
  * A private LXD daemon started at run time (`rxfleet demo --incus`): its own `LXD_DIR` in a
  * temporary directory, its own bridge with no firewall or NAT, the offline busybox image
- * (`scripts/lxd/build-image.sh`) imported as `bbx`. Nothing is shared with a system LXD.
+ * (`scripts/lxd/build-image.sh`) imported as `bbx`. Nothing is shared with a system LXD. Its
+ * directory is made under the temporary directory, whose parents an unprivileged container's
+ * mapped root must be able to traverse (`/tmp` is; a 0700 `TMPDIR` is not).
  */
 export interface PrivateLxd {
   /** Its `LXD_DIR`. */

@@ -1,23 +1,14 @@
 import { Subscription } from 'rxjs';
+export type { DemoTransport } from './demoTransport';
 import { parseChoriaClientConfig } from '../lib/choria/clientConfig';
-import { ElectionStore } from '../lib/election/ElectionStore';
-import { MemoryElectionBucket } from '../streams/election/memoryElectionStore';
 import { Logger, silentLogger } from '../lib/logger';
 import { cleanUpOnExit } from '../streams/exitCleanup';
 import { parseProvisionerConfig, requireValidConfig } from '../lib/provision/config';
 import { ProvisionerDaemon, startProvisioner } from './provision/daemon';
 import { sampleHelperPath } from './sampleHelpers';
 import { SimulatedFleet, startSimulatedFleet } from '../streams/simulatedFleet';
-import { createElectionBucket } from '../streams/election/electionBucket';
-import { ClaimStore } from '../lib/provision/claims';
-import { createClaimsBucket } from '../streams/claims/claimsBucket';
-import { MemoryClaimBucket } from '../streams/claims/memoryClaimBucket';
-import { MemoryNatsServer, memoryFleetConnection } from '../streams/memoryNats';
-import { FleetConnection, openNatsConnection } from '../streams/natsConnection';
-import { NatsServerProcess, natsServerAvailable, startNatsServer } from '../streams/natsServerProcess';
-
-/** How the demo's parts talk: a private nats-server, or the in-process transport. */
-export type DemoTransport = 'auto' | 'nats' | 'memory';
+import { FleetConnection } from '../streams/natsConnection';
+import { DemoTransport, demoTransport } from './demoTransport';
 
 /** Options of `rxfleet demo`. */
 export interface DemoOptions {
@@ -57,60 +48,7 @@ export interface DemoSummary {
   provisionedBy: Record<string, number>;
 }
 
-const BUCKET_TTL_MS = 10_000;
-// Claims outlive the demo's queue of sightings (older ones are refused, docs/provisioner.md).
-const CLAIMS_TTL_MS = 120_000;
 const IDENTITIES = ['demo-provisioner-a.example.net', 'demo-provisioner-b.example.net'];
-
-/** The transport the demo runs on, with what it must stop. */
-interface Transport {
-  kind: 'nats' | 'memory';
-  url: string;
-  connect(name: string): Promise<FleetConnection>;
-  electionStore(): ElectionStore | undefined;
-  claimStore(): ClaimStore | undefined;
-  stop(): Promise<void>;
-}
-
-async function natsTransport(logger: Logger): Promise<Transport> {
-  const server: NatsServerProcess = await startNatsServer({ jetstream: true });
-  let admin: FleetConnection | undefined;
-  try {
-    admin = await openNatsConnection({ servers: [server.url], name: 'rxfleet-demo-broker' }, logger);
-    // What a Choria broker with Streams does at start: the election bucket.
-    await createElectionBucket(admin.nc, { ttlMs: BUCKET_TTL_MS });
-    // What a site's administrator does once for active-active: the claims bucket.
-    await createClaimsBucket(admin.nc, { ttlMs: CLAIMS_TTL_MS });
-    await admin.drain();
-  } catch (error) {
-    // Closed before the server goes, or its reconnect loop would keep the demo alive.
-    await admin?.nc.close();
-    await server.stop();
-    throw error;
-  }
-  return {
-    kind: 'nats',
-    url: server.url,
-    connect: (name) => openNatsConnection({ servers: [server.url], name, inboxPrefix: 'provisioning.reply' }, logger),
-    electionStore: () => undefined,
-    claimStore: () => undefined,
-    stop: () => server.stop(),
-  };
-}
-
-function memoryTransport(): Transport {
-  const server = new MemoryNatsServer();
-  const bucket = new MemoryElectionBucket({ ttlMs: BUCKET_TTL_MS });
-  const claims = new MemoryClaimBucket({ ttlMs: CLAIMS_TTL_MS });
-  return {
-    kind: 'memory',
-    url: 'memory://',
-    connect: async (name) => memoryFleetConnection(server.connect({ name, inboxPrefix: 'provisioning.reply' })),
-    electionStore: () => bucket.store(),
-    claimStore: () => claims.store(),
-    stop: async () => undefined,
-  };
-}
 
 function bar(done: number, total: number, width = 30): string {
   const filled = total === 0 ? width : Math.round((done / total) * width);
@@ -131,12 +69,8 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
   const logger: Logger = options.logger ?? silentLogger;
   const showProgress = options.progress ?? (out as NodeJS.WriteStream).isTTY === true;
 
-  let kind: 'nats' | 'memory' = options.transport === 'memory' ? 'memory' : 'nats';
-  if (options.transport === 'auto' && !natsServerAvailable()) {
-    print('nats-server is not on PATH (install it with `apt-get install nats-server`): running on an in-process transport instead');
-    kind = 'memory';
-  }
-  const transport = kind === 'nats' ? await natsTransport(logger) : memoryTransport();
+  const transport = await demoTransport(options.transport, logger, print);
+  const kind = transport.kind;
 
   const connections: FleetConnection[] = [];
   const daemons: ProvisionerDaemon[] = [];

@@ -175,3 +175,25 @@ export function natsServers(flags: NatsFlags): { servers: string[]; user?: strin
 export function addMonitorOption(command: Command, fallback: string): Command {
   return command.addOption(new Option('--monitor <[host]:port>', `serve /metrics, /health and /ready here, such as :9153 or 127.0.0.1:9153; "" for nowhere (default: ${fallback})`).argParser(listenAddress).env('RXFLEET_MONITOR'));
 }
+
+// ---------------------------------------------------------------------------------------------
+// The Incus or LXD server the enricher reads (`enrich`, `provision-incus`).
+
+/** What the Incus server options give a command. */
+export interface IncusFlags {
+  incus?: string;
+  clientCert?: string;
+  clientKey?: string;
+  serverCert?: string;
+  serverFingerprint?: string;
+}
+
+/** Adds `--incus` and the https client's certificate, key and server pin. */
+export function addIncusOptions(command: Command): Command {
+  return command
+    .option('--incus <url>', 'the server: a unix socket path, or https://host[:port] (default: the local socket)')
+    .option('--client-cert <file>', 'https: the client certificate the server trusts (PEM)')
+    .option('--client-key <file>', 'https: its private key (PEM; never logged)')
+    .option('--server-cert <file>', 'https: the server certificate to pin (PEM)')
+    .option('--server-fingerprint <sha256>', 'https: the SHA-256 fingerprint of the server certificate to pin');
+}

@@ -1,8 +1,9 @@
 import { rmSync, writeFileSync } from 'node:fs';
+import type { EnricherSettings } from '../lib/enricher/config';
 import { createLogger } from '../lib/logger';
 import { redactUrlCredentials } from '../lib/redact';
 import { cleanUpOnExit } from '../streams/exitCleanup';
-import { LogFlags, logSettings } from './options';
+import { IncusFlags, LogFlags, logSettings } from './options';
 import { ProvisionerDaemon, startProvisioner } from './provision/daemon';
 import { preflight } from './provision/preflight';
 import { ProvisionFlags, provisionSources } from './provisionSources';
@@ -16,6 +17,38 @@ export interface ProvisionOptions extends ProvisionFlags, LogFlags {
   pid?: string;
 }
 
+/** `rxfleet provision-incus`: the enricher's settings, beside the provisioner's. */
+export interface EnricherFlags extends IncusFlags {
+  /** The enricher's configuration file (`rxfleet enrich --config`). */
+  enrichConfig?: string;
+  dataDir?: string;
+}
+
+/** The enricher's settings from its flags, or every problem as a line (`error: ...`). */
+async function enricherSettings(flags: EnricherFlags): Promise<{ settings?: EnricherSettings; lines: string[] }> {
+  // Loaded only for provision-incus, so `provision` does not pay for the enricher's modules.
+  const { loadEnrichSettings } = await import('./enrich/commandLine.js');
+  const { EnricherConfigError } = await import('../lib/enricher/config.js');
+  try {
+    const { settings, warnings } = loadEnrichSettings(
+      {
+        ...(flags.enrichConfig !== undefined ? { config: flags.enrichConfig } : {}),
+        ...(flags.incus !== undefined ? { incus: flags.incus } : {}),
+        ...(flags.clientCert !== undefined ? { clientCert: flags.clientCert } : {}),
+        ...(flags.clientKey !== undefined ? { clientKey: flags.clientKey } : {}),
+        ...(flags.serverCert !== undefined ? { serverCert: flags.serverCert } : {}),
+        ...(flags.serverFingerprint !== undefined ? { serverFingerprint: flags.serverFingerprint } : {}),
+        ...(flags.dataDir !== undefined ? { dataDir: flags.dataDir } : {}),
+      },
+      { outputRequired: false },
+    );
+    return { settings, lines: warnings.map((w) => `warning: ${w}`) };
+  } catch (error) {
+    if (!(error instanceof EnricherConfigError)) throw error;
+    return { lines: error.problems.map((p) => redactUrlCredentials(`error: ${p}`)) };
+  }
+}
+
 /**
  * Runs `rxfleet provision` until a signal: runs the {@link preflight} checks `rxfleet validate`
  * runs and refuses to start on any error (every problem printed, one line each, exit 1); logs the
@@ -24,19 +57,27 @@ export interface ProvisionOptions extends ProvisionFlags, LogFlags {
  * a second signal exits at once (DECISIONS P9). However the process ends short of SIGKILL (a
  * second signal, a crash), the helpers in flight are killed and the pid file removed.
  * Resolves with the exit code when it returns rather than exits.
+ *
+ * With `withEnricher` it is `rxfleet provision-incus`: the enricher's settings are checked too
+ * (every problem of both printed before anything starts), and the enricher runs in the same
+ * process feeding the provisioner ({@link startProvisionerWithEnricher}); a signal stops both.
  */
-export async function runProvision(options: ProvisionOptions): Promise<number> {
+export async function runProvision(options: ProvisionOptions, withEnricher?: EnricherFlags): Promise<number> {
+  const command = withEnricher === undefined ? 'provision' : 'provision-incus';
   const checked = await preflight(provisionSources(options));
-  if (checked.config === undefined) {
-    for (const line of checked.lines) process.stderr.write(`${line}\n`);
-    process.stderr.write(`rxfleet provision: not started: ${checked.errors} configuration error${checked.errors === 1 ? '' : 's'}\n`);
+  const enrich = withEnricher === undefined ? undefined : await enricherSettings(withEnricher);
+  const problems = [...checked.lines, ...(enrich?.lines ?? [])];
+  const errors = problems.filter((line) => line.startsWith('error: ')).length;
+  if (checked.config === undefined || errors > 0 || (enrich !== undefined && enrich.settings === undefined)) {
+    for (const line of problems) process.stderr.write(`${line}\n`);
+    process.stderr.write(`rxfleet ${command}: not started: ${errors} configuration error${errors === 1 ? '' : 's'}\n`);
     return 1;
   }
   const config = checked.config;
   const { level, format } = logSettings(options, config.logLevel);
-  const logger = createLogger({ level, format: format ?? config.rxfleet.logFormat, destination: config.logDestination, name: 'rxfleet-provision' });
+  const logger = createLogger({ level, format: format ?? config.rxfleet.logFormat, destination: config.logDestination, name: `rxfleet-${command}` });
   // The same lines `rxfleet validate` prints, without their severity: the log level says it.
-  for (const line of checked.lines) logger.warn(line.replace(/^warning: /, ''));
+  for (const line of problems) logger.warn(line.replace(/^warning: /, ''));
 
   let daemon: ProvisionerDaemon | undefined;
   const removePid = (): void => {
@@ -69,12 +110,17 @@ export async function runProvision(options: ProvisionOptions): Promise<number> {
 
   try {
     applyDaemonHeapPolicy(logger);
-    daemon = await startProvisioner({ config, choria: checked.choria, logger, version: options.version });
+    const daemonOptions = { config, choria: checked.choria, logger, version: options.version };
+    if (enrich?.settings === undefined) daemon = await startProvisioner(daemonOptions);
+    else {
+      const { startProvisionerWithEnricher } = await import('./provision/withEnricher.js');
+      daemon = await startProvisionerWithEnricher(daemonOptions, enrich.settings);
+    }
   } catch (error) {
     removeHandlers();
     forgetExitCleanup();
     logger.fatal({ err: error }, `Provisioning could not start: ${(error as Error).message}`);
-    process.stderr.write(`rxfleet provision: ${redactUrlCredentials((error as Error).message)}\n`);
+    process.stderr.write(`rxfleet ${command}: ${redactUrlCredentials((error as Error).message)}\n`);
     return 1;
   }
   if (options.pid !== undefined) writeFileSync(options.pid, `${process.pid}\n`, { mode: 0o644 });

@@ -8,6 +8,7 @@ import { registerValidate } from './commands/validate';
 import { registerSimulate } from './commands/simulate';
 import { registerEnrich } from './commands/enrich';
 import { registerProvision } from './commands/provision';
+import { registerProvisionIncus } from './commands/provisionIncus';
 import { redactUrlCredentials } from '../lib/redact';
 
 // Read at run time rather than imported, so the compiled bin does not carry its own copy.
@@ -28,6 +29,7 @@ registerValidate(program);
 registerSimulate(program);
 registerEnrich(program);
 registerProvision(program);
+registerProvisionIncus(program);
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   console.error(redactUrlCredentials(`rxfleet: ${error instanceof Error ? error.message : String(error)}`));

@@ -11,12 +11,16 @@ interface DemoFlags extends LogFlags {
   timeout: number;
   helperMode: 'persistent' | 'per-node';
   activeActive?: boolean;
+  incus?: boolean;
+  instances: number;
 }
 
 /**
  * `rxfleet demo`: the embedded default. The first SIGINT or SIGTERM ends it early: what it started
- * is stopped (the provisioners, the fleet, the private nats-server and its directory), the summary
- * so far is printed, and it exits 1; a second signal exits at once, still leaving nothing behind.
+ * is stopped (the provisioners, the fleet, the private nats-server and its directory, and with
+ * `--incus` the private LXD daemon with its instances, bridge and directory), the summary so far is
+ * printed, and it exits 1; a second signal exits at once, still leaving nothing behind. `--incus`
+ * where no private LXD daemon can start (not root, no lxd) says why in one line and exits 1.
  */
 export function registerDemo(program: Command): void {
   const command = program
@@ -28,7 +32,9 @@ export function registerDemo(program: Command): void {
     .addOption(new Option('--transport <kind>', 'nats: a private nats-server; memory: in-process; auto: nats when nats-server is on PATH').choices(['auto', 'nats', 'memory']).default('auto'))
     .addOption(durationOption('--timeout <duration>', 'give up after this long', 600_000, '10m'))
     .addOption(new Option('--helper-mode <mode>', 'persistent: long-running sample helper processes; per-node: a helper process per node, as upstream').choices(['persistent', 'per-node']).default('persistent'))
-    .option('--active-active', 'the two provisioners share the fleet through claims in a KV bucket instead of electing a leader');
+    .option('--active-active', 'the two provisioners share the fleet through claims in a KV bucket instead of electing a leader')
+    .option('--incus', 'instead: the provisioner and the Incus enricher in one process (provision-incus) on a private LXD daemon, provisioning the nodes of instances as they come up (needs root and lxd)')
+    .option('--instances <n>', 'with --incus: LXD instances to launch', positiveInt, 3);
   addLogOptions(command, { defaultLevel: 'silent', stream: 'stderr' }).action(async (flags: DemoFlags) => {
     // Loaded when the command runs, so --help and other commands do not pay for NATS and the fleet.
     const { runDemo } = await import('../demoRun.js');
@@ -37,7 +43,7 @@ export function registerDemo(program: Command): void {
     const { level, format } = logSettings(flags, 'silent');
     const logger = createLogger({ level, ...(format !== undefined ? { format } : {}), destination: 'stderr', name: 'rxfleet-demo' });
     const interrupt = new AbortController();
-    let running: Promise<DemoSummary> | undefined;
+    let running: Promise<unknown> | undefined;
     const removeSignals = handleShutdownSignals({
       logger,
       graceMs: 15_000,
@@ -49,8 +55,17 @@ export function registerDemo(program: Command): void {
       exit: (code) => (code === 0 ? undefined : process.exit(code)),
     });
     try {
-      running = runDemo({ nodes: flags.nodes, workers: flags.workers, bootMs: flags.bootTime, transport: flags.transport, timeoutMs: flags.timeout, helperMode: flags.helperMode, activeActive: flags.activeActive === true, logger, out: process.stdout, signal: interrupt.signal });
-      const summary = await running;
+      if (flags.incus === true) {
+        const { runIncusDemo } = await import('../demoIncus.js');
+        const incus = runIncusDemo({ instances: flags.instances, transport: flags.transport, timeoutMs: flags.timeout, logger, out: process.stdout, err: process.stderr, signal: interrupt.signal });
+        running = incus;
+        const summary = await incus;
+        process.exitCode = summary.unavailable === undefined && summary.provisioned === summary.instances ? 0 : 1;
+        return;
+      }
+      const demo: Promise<DemoSummary> = runDemo({ nodes: flags.nodes, workers: flags.workers, bootMs: flags.bootTime, transport: flags.transport, timeoutMs: flags.timeout, helperMode: flags.helperMode, activeActive: flags.activeActive === true, logger, out: process.stdout, signal: interrupt.signal });
+      running = demo;
+      const summary = await demo;
       process.exitCode = summary.provisioned === summary.nodes ? 0 : 1;
     } finally {
       removeSignals();

@@ -1,6 +1,6 @@
 import { Command, Option } from 'commander';
 import type { EnrichFlags } from '../enrich/commandLine';
-import { LogFlags, addLogOptions, addMonitorOption, addNatsOptions, logSettings, repeated } from '../options';
+import { LogFlags, addIncusOptions, addLogOptions, addMonitorOption, addNatsOptions, logSettings, repeated } from '../options';
 
 /** The flags commander parses, with those that only steer the log. */
 interface EnrichOptions extends EnrichFlags, LogFlags {}
@@ -57,12 +57,8 @@ export function registerEnrich(program: Command): void {
   const command = program
     .command('enrich')
     .description('enrich an Incus or LXD server\'s lifecycle events and publish them to NATS subjects and/or JSON lines on stdout; flags override the configuration file')
-    .option('--config <file>', 'configuration file (YAML or JSON)')
-    .option('--incus <url>', 'the server: a unix socket path, or https://host[:port] (default: the local socket)')
-    .option('--client-cert <file>', 'https: the client certificate the server trusts (PEM)')
-    .option('--client-key <file>', 'https: its private key (PEM; never logged)')
-    .option('--server-cert <file>', 'https: the server certificate to pin (PEM)')
-    .option('--server-fingerprint <sha256>', 'https: the SHA-256 fingerprint of the server certificate to pin');
+    .option('--config <file>', 'configuration file (YAML or JSON)');
+  addIncusOptions(command);
   addNatsOptions(command, { token: true, tls: true })
     .option('--subject-prefix <prefix>', 'subjects are <prefix>.<project>.<kind>.<action>.<name> (default: incus.events)')
     .option('--stdout', 'write each event as a JSON line on stdout (the log goes to stderr)');

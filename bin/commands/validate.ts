@@ -55,6 +55,7 @@ function summary(file: string, c: ProvisionerConfig, choria: ChoriaClientConfig,
     c.monitorPort === 0 ? 'no /metrics' : c.rxfleet.monitorHost === undefined ? `/metrics on port ${c.monitorPort}` : `/metrics on ${c.rxfleet.monitorHost}:${c.monitorPort}`,
     c.leaderElection ? 'leader election on' : 'no leader election',
   ];
+  if (c.rxfleet.incus !== undefined) parts.push(`Incus feed from ${c.rxfleet.incus.subjectPrefix}.*.instance.> with identity ${c.rxfleet.incus.identity.text}`);
   const brokers = brokerSource(choria, c.rxfleet.natsServers);
   const nats =
     brokers.kind === 'srv' ? `NATS servers from DNS SRV records in ${brokers.domain ?? "the host's domain"} (else puppet:4222)` : `${brokers.servers.length} NATS server${brokers.servers.length === 1 ? '' : 's'}${brokers.kind === 'default' ? ' (puppet:4222)' : ''}`;

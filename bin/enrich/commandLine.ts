@@ -129,14 +129,15 @@ export function readEnricherConfigText(text: string, file: string): { raw: Recor
 /**
  * The settings `rxfleet enrich` runs with. Reads `flags.config` (YAML or JSON; absent: every
  * default), lays the flags over it, and checks the result: the configuration schema, the
- * `--project`/`--project-marker` choice, that there is an output, that the Incus endpoint can be
+ * `--project`/`--project-marker` choice, that there is an output (unless `outputRequired` is false:
+ * a consumer in the same process takes the events), that the Incus endpoint can be
  * built (files readable, the key the certificate's, a pin for https), that NATS TLS files exist.
  *
  * Throws an {@link EnricherConfigError} listing every problem, each starting with the flag
  * (`--workers: must be integer`) or the file and key (`enrich.yaml: read_timeout: ...`) it came
  * from. No problem line ever contains a secret's value. Unknown keys come back as `warnings`.
  */
-export function loadEnrichSettings(flags: EnrichFlags): { settings: EnricherSettings; warnings: string[] } {
+export function loadEnrichSettings(flags: EnrichFlags, options: { outputRequired?: boolean } = {}): { settings: EnricherSettings; warnings: string[] } {
   const { raw, problems } = flags.config === undefined ? { raw: {}, problems: [] as string[] } : readConfigFile(flags.config);
   // Whether the file says anything about the server, before the flags are laid over it.
   const fileNamesIncus = isMapping(raw.incus) && Object.keys(raw.incus).length > 0;
@@ -180,7 +181,7 @@ export function loadEnrichSettings(flags: EnrichFlags): { settings: EnricherSett
   // What the flags and file mean together, checked even when the schema refused something, so
   // that one run reports everything.
   const outputs = isMapping(raw.outputs) ? raw.outputs : {};
-  if (outputs.nats === undefined && outputs.stdout !== true) problems.push('no output: publish to NATS (--nats URL, outputs.nats.url) or write JSON lines (--stdout, outputs.stdout: true)');
+  if (options.outputRequired !== false && outputs.nats === undefined && outputs.stdout !== true) problems.push('no output: publish to NATS (--nats URL, outputs.nats.url) or write JSON lines (--stdout, outputs.stdout: true)');
   const nats = parsed?.settings.outputs.nats;
   if (nats !== undefined && nats.servers.length === 0) problems.push(attribute('outputs.nats.url: required to publish to NATS'));
   for (const [which, file] of Object.entries(nats?.tls ?? {})) {

@@ -24,7 +24,7 @@ import { EnricherSettings } from '../../lib/enricher/config';
 import { Enricher, EnricherStatus, createEnricher } from '../../lib/enricher/createEnricher';
 import { EnrichDaemonMetrics } from '../../lib/enricher/daemonMetrics';
 import { EnrichedEvent } from '../../lib/enricher/event';
-import { toPayload } from '../../lib/enricher/payload';
+import { EventPayload, toPayload } from '../../lib/enricher/payload';
 import { subjectFor } from '../../lib/enricher/subject';
 import { PublishedEventMetrics } from './publishedEventMetrics';
 
@@ -42,6 +42,11 @@ export interface EnrichDaemonOverrides {
   stdout?: Writable;
   /** The enricher's scheduler. Default `asyncScheduler`. */
   scheduler?: SchedulerLike;
+  /**
+   * A consumer in the same process (the provisioner, in `rxfleet provision-incus`): handed every
+   * event's payload, in order, before the other outputs; with it, no other output is required.
+   */
+  consumer?: (payload: EventPayload) => void;
 }
 
 /** Why the daemon stopped. */
@@ -96,7 +101,7 @@ export async function startEnrichDaemon(settings: EnricherSettings, overrides: E
   const logger = overrides.logger ?? silentLogger;
   const registry = overrides.registry ?? new Registry();
   const natsSettings = settings.outputs.nats;
-  if (natsSettings === undefined && !settings.outputs.stdout) throw new EnrichDaemonError('no output: publish to NATS (outputs.nats.url, --nats) or write JSON lines (outputs.stdout, --stdout)');
+  if (natsSettings === undefined && !settings.outputs.stdout && overrides.consumer === undefined) throw new EnrichDaemonError('no output: publish to NATS (outputs.nats.url, --nats) or write JSON lines (outputs.stdout, --stdout)');
   if (natsSettings !== undefined && natsSettings.servers.length === 0) throw new EnrichDaemonError('outputs.nats names no server (outputs.nats.url, --nats)');
 
   const endpoint = overrides.reader !== undefined && overrides.events$ !== undefined ? undefined : incusEndpoint(settings.incus);
@@ -144,16 +149,27 @@ export async function startEnrichDaemon(settings: EnricherSettings, overrides: E
   if (settings.outputs.stdout) lines = lineWriter(overrides.stdout ?? process.stdout, logger);
 
   const prefix = natsSettings?.subjectPrefix ?? '';
+  const consumer = overrides.consumer;
   const publish = (event: EnrichedEvent): void => {
+    let payload: EventPayload;
     let json: string;
     try {
-      json = JSON.stringify(toPayload(event));
+      payload = toPayload(event);
+      json = publisher === undefined && lines === undefined ? '' : JSON.stringify(payload);
     } catch (error) {
       // A bug, not bad input: the event is lost, the daemon is not.
       logger.error({ err: error, action: event.action, project: event.project, name: event.name }, 'an enriched event could not be serialised');
       return;
     }
     published.count(event);
+    if (consumer !== undefined) {
+      try {
+        consumer(payload);
+      } catch (error) {
+        // The consumer's bug: logged, and the other outputs still get the event.
+        logger.error({ err: error, action: event.action, project: event.project, name: event.name }, 'the in-process consumer failed on an event');
+      }
+    }
     // Keyed by what the event is about, so an outage past the hold still ends with its latest word.
     if (publisher !== undefined) publisher.publish(subjectFor(prefix, event), json, `${event.project}/${event.kind}/${event.name}`);
     if (lines !== undefined) metrics.published.labels('stdout', lines.write(json) ? 'sent' : 'failed').inc();
@@ -165,6 +181,7 @@ export async function startEnrichDaemon(settings: EnricherSettings, overrides: E
       nats: natsSettings?.servers,
       subjectPrefix: natsSettings?.subjectPrefix,
       stdout: settings.outputs.stdout,
+      inProcess: consumer !== undefined,
       http: monitor?.port,
       projects: settings.projects,
       instances: settings.instances,

@@ -27,6 +27,9 @@ import { CycleError, ProvisionCycle } from '../../lib/provision/provisionCycle';
 import { ClaimStore } from '../../lib/provision/claims';
 import { ActiveActive, STARTUP_QUEUE_GROUP, startActiveActive } from './activeActive';
 import { startHelper } from './helperSetup';
+import { EventPayload } from '../../lib/enricher/payload';
+import { defaultIncusFeed } from '../../lib/provision/incusFeedConfig';
+import { incusFeed } from './incusFeed';
 
 /** The KV key (and election name) provisioners campaign for, as upstream. */
 export const ELECTION_KEY = 'provisioner';
@@ -91,6 +94,17 @@ export interface ProvisionerDaemonOptions {
    * sharing one process (the demo), where the figures would be the same process's twice.
    */
   processMetrics?: boolean;
+  /**
+   * Enriched Incus events handed over in-process (`rxfleet provision-incus` runs the enricher in
+   * the same process): the Incus feed reads these instead of the enricher's NATS subjects, with
+   * `rxfleet.incus` or, when the file has no such section, every default.
+   */
+  incusEvents?: Observable<EventPayload>;
+  /**
+   * Another part of the same process that /ready waits for and /health describes under `name`
+   * (the enricher, in `rxfleet provision-incus`).
+   */
+  companion?: { name: string; ready(): boolean; status(): object };
   tuning?: DaemonTuning;
 }
 
@@ -150,6 +164,9 @@ export interface ProvisionerDaemon {
   readonly stopped: Promise<StopReport>;
 }
 
+/** How the admission line says where a sighting came from (upstream's words for its two). */
+const ADMITTED_AFTER: Record<Sighting['via'], string> = { discovery: 'discovering it', event: 'receiving an event', incus: 'its Incus instance came up' };
+
 const MALFORMED_SOURCE: Record<BadMessageSource, MalformedInputSource | undefined> = {
   reply: 'rpc_reply',
   broadcast_reply: 'discovery_reply',
@@ -206,7 +223,8 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
 
   let connection: FleetConnection | undefined = options.connection;
   let activeActive: ActiveActive | undefined;
-  const ready = (): boolean => state === 'running' && connection?.state === 'connected' && (!electionOn || electionReady) && (activeActive?.ready() ?? true);
+  const companion = options.companion;
+  const ready = (): boolean => state === 'running' && connection?.state === 'connected' && (!electionOn || electionReady) && (activeActive?.ready() ?? true) && (companion?.ready() ?? true);
   const status = (): DaemonStatus => ({
     state,
     connection: connection?.state ?? 'disconnected',
@@ -220,7 +238,7 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
 
   const monitorPort = tuning.monitorPort ?? (config.monitorPort > 0 ? config.monitorPort : undefined);
   let monitor: MonitorEndpoint | undefined;
-  if (monitorPort !== undefined) monitor = await serveMonitorEndpoint({ port: monitorPort, ...(config.rxfleet.monitorHost !== undefined ? { host: config.rxfleet.monitorHost } : {}), registry, ready, describe: () => ({ ...status() }), logger });
+  if (monitorPort !== undefined) monitor = await serveMonitorEndpoint({ port: monitorPort, ...(config.rxfleet.monitorHost !== undefined ? { host: config.rxfleet.monitorHost } : {}), registry, ready, describe: () => ({ ...status(), ...(companion !== undefined ? { [companion.name]: companion.status() } : {}) }), logger });
 
   logger.info({ config: config.file, intervalMs, workers: config.workers, identity, leaderElection: electionOn, mode: config.rxfleet.mode, helperMode: config.rxfleet.helperMode }, `Choria Provisioner starting using configuration file ${config.file ?? '(none)'}`);
 
@@ -381,8 +399,9 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
       // Upstream counts a node once while it is held; a re-admission (P1) has a series of its own.
       if (ticket.value.readmission === true) metrics.readmitted(ticket.value.via);
       else if (ticket.value.via === 'event') metrics.eventDiscovered();
+      else if (ticket.value.via === 'incus') metrics.incusDiscovered();
       else metrics.discovered();
-      logger.info({ identity: ticket.key, via: ticket.value.via }, `Adding ${ticket.key} to the provision list after ${ticket.value.via === 'event' ? 'receiving an event' : 'discovering it'}`);
+      logger.info({ identity: ticket.key, via: ticket.value.via }, `Adding ${ticket.key} to the provision list after ${ADMITTED_AFTER[ticket.value.via]}`);
     },
     refused: (refusal) => {
       metrics.admissionRefused(refusal.reason);
@@ -432,11 +451,15 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
     return lifecycleEvents(nc, { component: config.lifecycleComponent, badMessages, logger, ...(activeActive !== undefined ? { queue: STARTUP_QUEUE_GROUP } : {}) }).pipe(map((event) => event.identity));
   }
 
+  // The Incus feed: from the file, or every default for events handed over in-process.
+  const incus = config.rxfleet.incus ?? (options.incusEvents !== undefined ? defaultIncusFeed() : undefined);
+
   let resolvePipelineDone!: () => void;
   const pipelineDone = new Promise<void>((resolve) => (resolvePipelineDone = resolve));
   const pipeline = provisionPipeline({
     discover: () => (activeActive === undefined ? broadcastDiscovery(client, discoveryOptions) : broadcastDiscovery(client, discoveryOptions).pipe(map(activeActive.spread))),
     startupEvents: startupEvents(),
+    ...(incus !== undefined ? { incusSightings: incusFeed({ feed: incus, nc, metrics, logger, ...(options.incusEvents !== undefined ? { events$: options.incusEvents } : {}) }) } : {}),
     ...(activeActive !== undefined ? { claims: activeActive.claims } : {}),
     ...(won$ !== undefined ? { won: won$ } : {}),
     // A round at once after a reconnect (startup events sent meanwhile were lost: core NATS is at

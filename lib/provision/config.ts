@@ -9,6 +9,7 @@ import { DEPRECATED_KEYS, PROVISIONER_CONFIG_SCHEMA, SECTION_KEYS } from './conf
 import { HelperCommandError, splitHelperCommand } from './helperCommand';
 import { isValidLifecycleComponent } from '../choria/lifecycleComponent';
 import { splitNatsUrls } from '../addresses';
+import { IncusFeedSettings, RawIncusFeed, parseIncusFeed } from './incusFeedConfig';
 
 /** One problem found in a configuration: the key's path, what was wrong or expected, how bad. */
 export interface ConfigProblem {
@@ -97,6 +98,8 @@ export interface RxfleetSettings {
   claimsBucket: string;
   /** Where the claims bucket's JetStream API is: `choria.streams` (default) or `$JS.API`. */
   claimsApiPrefix: string;
+  /** The Incus feed (`rxfleet.incus:`): enriched instance events as a third sighting source; undefined: off. */
+  incus: IncusFeedSettings | undefined;
 }
 
 /** The outcome of reading a configuration: the config when there is no error, and every problem. */
@@ -178,9 +181,15 @@ export function parseProvisionerConfig(text: string, options: ParseConfigOptions
   }
 
   const folded = foldSection(raw, '', warn);
+  // `incus:` left empty is null, which keeps the default (no feed) like any key: say so, since the
+  // section's whole point is turning the feed on.
+  if (isMapping(folded.rxfleet) && Object.entries(folded.rxfleet).some(([key, value]) => key.toLowerCase() === 'incus' && value === null)) {
+    warn('rxfleet.incus', 'empty, so the Incus feed is off: write `incus: {}` to turn it on with every default');
+  }
   for (const section of ['features', 'rxfleet'] as const) {
     if (isMapping(folded[section])) folded[section] = foldSection(folded[section], section, warn);
   }
+  if (isMapping(folded.rxfleet) && isMapping(folded.rxfleet.incus)) folded.rxfleet.incus = foldSection(folded.rxfleet.incus, 'rxfleet.incus', warn);
   for (const key of Object.keys(DEPRECATED_KEYS)) {
     if (key in folded) warn(key, `deprecated: ${DEPRECATED_KEYS[key]}`);
   }
@@ -283,6 +292,7 @@ export function parseProvisionerConfig(text: string, options: ParseConfigOptions
   if (usable('workers') && usable('rxfleet.helper_processes') && c.rxfleet.helper_processes > 0 && c.rxfleet.helper_processes > workers) {
     warn('rxfleet.helper_processes', `${c.rxfleet.helper_processes} processes for ${workers} workers: at most one request per worker is in flight, so the others stand idle`);
   }
+  const incus = c.rxfleet.incus === undefined || refused.has('rxfleet') || refused.has('rxfleet.incus') ? undefined : parseIncusFeed(c.rxfleet.incus, error, usable);
   if (problems.some((p) => p.severity === 'error')) return { config: undefined, problems };
 
   // A server URL's `user:password@` is taken out of it (the keys win), so no server logged or shown
@@ -330,6 +340,7 @@ export function parseProvisionerConfig(text: string, options: ParseConfigOptions
       helperProcesses: c.rxfleet.helper_processes === 0 ? Math.max(1, Math.min(workers, cpus)) : c.rxfleet.helper_processes,
       claimsBucket: c.rxfleet.claims_bucket,
       claimsApiPrefix: c.rxfleet.claims_api_prefix,
+      incus,
     },
   };
   return { config, problems };
@@ -391,6 +402,7 @@ interface RawConfig {
     helper_processes: number;
     claims_bucket: string;
     claims_api_prefix: string;
+    incus?: RawIncusFeed;
   };
 }
 
@@ -408,7 +420,7 @@ function isMapping(value: unknown): value is Record<string, unknown> {
  * Maps each key to its canonical spelling case-insensitively (Go's JSON rule: the last of two
  * spellings wins), drops keys set to null (Go leaves the default) and warns about unknown keys.
  */
-function foldSection(section: Record<string, unknown>, prefix: '' | 'features' | 'rxfleet', warn: (path: string, message: string) => void): Record<string, unknown> {
+function foldSection(section: Record<string, unknown>, prefix: keyof typeof SECTION_KEYS, warn: (path: string, message: string) => void): Record<string, unknown> {
   const known = SECTION_KEYS[prefix];
   const at = (key: string): string => (prefix === '' ? key : `${prefix}.${key}`);
   const out: Record<string, unknown> = {};

@@ -4,6 +4,7 @@
  * one file serves both). Two annotation keywords are ours: `expected` is the text a problem shows
  * when a value is refused, and `secret: true` keeps a refused value out of the message.
  */
+import { INCUS_FEED_SCHEMA } from './incusFeedConfig';
 
 const string = (defaultValue: string | undefined, expected = 'a string', extra: Record<string, unknown> = {}) => ({
   type: 'string',
@@ -79,16 +80,19 @@ export const PROVISIONER_CONFIG_SCHEMA = {
         helper_processes: { type: 'integer', minimum: 0, default: 0, expected: 'a whole number >= 0 (0: the worker count, at most one per CPU)' },
         claims_bucket: string('RXFLEET_PROVISIONER_CLAIMS', 'a JetStream KV bucket name (letters, digits, - and _)', { pattern: '^[-\\w]+$' }),
         claims_api_prefix: string('choria.streams', 'a JetStream API prefix such as choria.streams or $JS.API', { pattern: '^[^\\s*>]+$' }),
+        // No default: the section present turns the Incus feed on.
+        incus: INCUS_FEED_SCHEMA,
       },
     },
   },
 } as const;
 
 /** The keys a section accepts, for case-insensitive folding and unknown-key warnings. */
-export const SECTION_KEYS: Record<'' | 'features' | 'rxfleet', readonly string[]> = {
+export const SECTION_KEYS: Record<'' | 'features' | 'rxfleet' | 'rxfleet.incus', readonly string[]> = {
   '': Object.keys(PROVISIONER_CONFIG_SCHEMA.properties),
   features: Object.keys(PROVISIONER_CONFIG_SCHEMA.properties.features.properties),
   rxfleet: Object.keys(PROVISIONER_CONFIG_SCHEMA.properties.rxfleet.properties),
+  'rxfleet.incus': Object.keys(INCUS_FEED_SCHEMA.properties),
 };
 
 /** Keys accepted for compatibility and ignored (DECISIONS P15), with what to do instead. */

@@ -1,8 +1,11 @@
 import { EMPTY, NEVER, Observable, ObservableInput, SchedulerLike, asyncScheduler, catchError, exhaustMap, from, map, merge, mergeMap, takeUntil, tap, timer } from 'rxjs';
 import { AdmissionLedger, Outcome, PauseGate, PoolResult, Refusal, Ticket, admit, pauseWhen, workerPool } from '@rxfleet/operators';
 
-/** Where a sighting of a node came from; the two sources are counted apart. */
-export type SightingSource = 'discovery' | 'event';
+/**
+ * Where a sighting of a node came from, each source counted apart: a broadcast discovery round, a
+ * lifecycle startup event, or an enriched Incus event saying its instance came up.
+ */
+export type SightingSource = 'discovery' | 'event' | 'incus';
 
 /** One sighting of a node in provisioning mode. */
 export interface Sighting {
@@ -57,6 +60,8 @@ export interface ProvisionPipelineConfig {
   discover: () => ObservableInput<string[]>;
   /** Identities from `startup` lifecycle events of the configured component. */
   startupEvents: Observable<string>;
+  /** Identities of Incus instances that came up with an address (`incusSightings`). Default none. */
+  incusSightings?: Observable<string>;
   /** Each emission is a won election: discover at once. */
   won?: Observable<unknown>;
   /** Each emission asks for a discovery round at once too (a reconnect to the broker, active-active set up). */
@@ -87,14 +92,15 @@ export interface ProvisionPipelineConfig {
   scheduler?: SchedulerLike;
   /** Supplied by the caller when it wants to read sizes (gauges); otherwise made here. */
   ledger?: AdmissionLedger<Sighting, string>;
-  /** Stops the sources (discovery and events) while letting admitted work finish: graceful shutdown. */
+  /** Stops the sources (discovery, events, Incus) while letting admitted work finish: graceful shutdown. */
   stop?: Observable<unknown>;
 }
 
 /**
  * The provisioner, as the design card says it: discovery ticks (every `interval`, plus one at
  * start), election-won triggers and other requests for a round at once (`discoverNow`) start
- * discovery rounds, which with lifecycle startup messages pass `pauseWhen`; each sighting goes through admission (a ledger keyed by identity, window
+ * discovery rounds, which with lifecycle startup messages and Incus instances coming up pass
+ * `pauseWhen`; each sighting goes through admission (a ledger keyed by identity, window
  * `interval`, bounded queue); the worker pool runs the provisioning cycle for each current ticket,
  * under a claim on the node when `claims` is given (active-active); the outcome releases the
  * identity now (failure, upgrade, claimed by another instance), after `settleMs` (provisioned,
@@ -105,6 +111,8 @@ export interface ProvisionPipelineConfig {
  * - No discovery round starts while paused, and one round runs at a time (a tick during a round is
  *   dropped, as Go's ticker drops ticks for a busy receiver).
  * - Sightings arriving while paused are dropped, whichever source they came from.
+ * - One identity has one ticket at a time, whichever sources sighted it: a node discovery, its
+ *   startup event and its Incus instance all sight is admitted once (the others are refused as held).
  * - A failed discovery round is reported and the next tick tries again; it never ends the pipeline.
  * - A cycle's error is a failed outcome; it never ends the pipeline.
  * - When `stop` emits, no new round starts and no sighting is admitted; the result completes once
@@ -136,8 +144,9 @@ export function provisionPipeline(config: ProvisionPipelineConfig): Observable<P
   );
 
   const eventSightings$ = startupEvents.pipe(map((identity): Sighting => ({ identity, via: 'event' })));
+  const incusSightings$ = (config.incusSightings ?? EMPTY).pipe(map((identity): Sighting => ({ identity, via: 'incus' })));
 
-  const sightings$ = merge(discoveryRounds$, eventSightings$).pipe(
+  const sightings$ = merge(discoveryRounds$, eventSightings$, incusSightings$).pipe(
     pauseWhen(gate.paused$, { onDrop: (s) => hooks.droppedWhilePaused?.(s) }),
     takeUntil(config.stop ?? NEVER),
   );

@@ -95,5 +95,12 @@ describe('rxfleet demo', () => {
       expect(stdout.split('\n')[0]).toBe('nats-server is not on PATH (install it with `apt-get install nats-server`): running on an in-process transport instead');
       expectCompleteSummary(stdout, 20);
     });
+
+    it('--incus without lxd says why in one line on stderr, starts nothing and exits 1', async () => {
+      const { code, stdout, stderr } = await demo(['--incus'], { ...process.env, PATH: dir });
+      expect(code).toBe(1);
+      expect(stdout).toBe('');
+      expect(stderr).toBe('rxfleet demo --incus: cannot run: a private LXD daemon needs lxd (apt-get install lxd iptables dnsmasq-base busybox-static); rxfleet demo without --incus needs neither\n');
+    });
   });
 });

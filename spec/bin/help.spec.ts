@@ -5,7 +5,7 @@ import { RXFLEET_BIN } from '../helpers/rxfleetProcess';
 // `--help` of every command, from the built bin (`npm test` builds first): one option vocabulary,
 // spelled, described and read from the environment the same way wherever it appears.
 const run = promisify(execFile);
-const COMMANDS = ['demo', 'validate', 'simulate', 'enrich', 'provision'] as const;
+const COMMANDS = ['demo', 'validate', 'simulate', 'enrich', 'provision', 'provision-incus'] as const;
 
 /** One option as `--help` shows it: its flags, its value placeholder, its whole description. */
 interface HelpOption {
@@ -56,7 +56,19 @@ describe('rxfleet <command> --help', () => {
       if (command !== 'validate') expect(longs).toEqual(expect.arrayContaining(['--log-level', '--log-format', '--debug', '--pretty']));
       if (command !== 'demo') expect(longs).toEqual(expect.arrayContaining(['--nats', '--nats-user', '--nats-password', '--nats-creds']));
     }
-    for (const command of ['enrich', 'provision', 'validate']) expect(helps.get(command)?.options.map((o) => o.long)).toContain('--monitor');
+    for (const command of ['enrich', 'provision', 'provision-incus', 'validate']) expect(helps.get(command)?.options.map((o) => o.long)).toContain('--monitor');
+  });
+
+  it('provision-incus takes every flag of provision, and the enricher\'s server, cold store and configuration in the words enrich uses', () => {
+    const options = (command: string): HelpOption[] => helps.get(command)?.options ?? [];
+    const longs = options('provision-incus').map((o) => o.long);
+    expect(longs).toEqual(expect.arrayContaining(options('provision').map((o) => o.long)));
+    expect(helps.get('provision-incus')?.usage).toBe('Usage: rxfleet provision-incus --config <file> [options]');
+    expect(longs).toContain('--enrich-config');
+    for (const long of ['--incus', '--client-cert', '--client-key', '--server-cert', '--server-fingerprint', '--data-dir']) {
+      const here = options('provision-incus').find((o) => o.long === long);
+      expect(here).toEqual(options('enrich').find((o) => o.long === long));
+    }
   });
 
   it('keeps upstream\'s own flags on provision', () => {
@@ -88,6 +100,7 @@ describe('rxfleet <command> --help', () => {
     const required: Array<[string, string]> = [
       ['validate', '--config'],
       ['provision', '--config'],
+      ['provision-incus', '--config'],
       ['simulate', '--nodes'],
     ];
     for (const [command, long] of required) {
@@ -112,6 +125,6 @@ describe('rxfleet <command> --help', () => {
 
   it('lists every command at the top level', async () => {
     const { stdout } = await run(process.execPath, [RXFLEET_BIN, '--help']);
-    for (const command of ['demo', 'validate', 'simulate', 'enrich', 'provision|run']) expect(stdout).toMatch(new RegExp(`^  ${command.replace('|', '\\|')} `, 'm'));
+    for (const command of ['demo', 'validate', 'simulate', 'enrich', 'provision|run', 'provision-incus']) expect(stdout).toMatch(new RegExp(`^  ${command.replace('|', '\\|')} `, 'm'));
   });
 });

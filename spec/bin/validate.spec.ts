@@ -57,6 +57,18 @@ describe('rxfleet validate', () => {
     expect(stdout).not.toContain('s3cret');
   });
 
+  it('names the Incus feed in the summary when it is on, and refuses its bad keys as provision does', async () => {
+    const choria = file('feed.cfg', 'identity = a\nplugin.choria.middleware_hosts = b:4222\n');
+    const on = file('feed.yaml', `helper: ${MINIMAL_HELPER}\nchoria_insecure: true\nrxfleet:\n  incus: {subject_prefix: site.incus, identity: "{name}.example.net"}\n`);
+    const good = await rxfleet('validate', '--config', on, '--choria-config', choria);
+    expect(good.code).toBe(0);
+    expect(good.stdout).toContain(', no leader election, Incus feed from site.incus.*.instance.> with identity {name}.example.net; choria config');
+    const bad = file('badfeed.yaml', `helper: ${MINIMAL_HELPER}\nchoria_insecure: true\nrxfleet:\n  incus: {identity: "{hostname}"}\n`);
+    const refused = await rxfleet('validate', '--config', bad, '--choria-config', choria);
+    expect(refused.code).toBe(1);
+    expect(refused.stdout.trim().split('\n')).toEqual([`error: ${bad}: rxfleet.incus.identity: unknown placeholder {hostname}: use {name}, {project} or {config.KEY}`, '1 error, 0 warnings']);
+  });
+
   it('prints every problem with its path and exits 1', async () => {
     const config = file('bad.yaml', 'workers: many\ninterval: 10s\nbogus: 1\nhelper: /bin/h\ntoken: 12345678\n');
     const choria = file('bad.cfg', 'discovery_timeout = soon\n');

@@ -9,6 +9,7 @@ import { loadEnrichSettings } from '../../bin/enrich/commandLine';
 import { parseChoriaClientConfig } from '../../lib/choria/clientConfig';
 import { ENRICHER_CONFIG_SCHEMA } from '../../lib/enricher/config';
 import { DEPRECATED_KEYS, SECTION_KEYS } from '../../lib/provision/configSchema';
+import { parseProvisionerConfig, requireValidConfig } from '../../lib/provision/config';
 import { useNatsServer } from '../helpers/nats';
 import { RXFLEET_BIN, RxfleetProcess, killAll, startRxfleet } from '../helpers/rxfleetProcess';
 import { waitFor } from '../helpers/waitFor';
@@ -131,10 +132,16 @@ describe('examples/provisioner-full.yaml with examples/choria.cfg', () => {
       ...SECTION_KEYS[''].filter((k) => !(k in DEPRECATED_KEYS) && k !== 'features' && k !== 'rxfleet'),
       ...SECTION_KEYS.features,
       ...SECTION_KEYS.rxfleet,
+      ...SECTION_KEYS['rxfleet.incus'],
     ];
     for (const key of keys) expect(`${key}: ${new RegExp(`^\\s*#?\\s*${key}:`, 'm').test(text)}`).toBe(`${key}: true`);
     // What is not commented out is a valid file on its own (checked above); the commented keys parse too.
     expect(() => parse(text.replace(/^(\s*)# (nats_\w+:)/gm, '$1$2'))).not.toThrow();
+    // The Incus feed's block, uncommented, is the feed with every default.
+    const uncommented = text.replace(/^ {2}# (incus:)$/m, '  $1').replace(/^ {2}# {3}(\w+:)/gm, '    $1');
+    const feed = requireValidConfig(parseProvisionerConfig(uncommented)).rxfleet.incus;
+    expect(feed).toMatchObject({ subjectPrefix: 'incus.events', projects: { mode: 'all' }, instances: { mode: 'all' } });
+    expect(feed?.identity.text).toBe('{name}');
   });
 
   it('examples/choria.cfg is a file-provider configuration with no problem', () => {

@@ -105,8 +105,8 @@ describe('examples/grafana/rxfleet-provisioner.json', () => {
       expect(missing(dashboard, series)).toEqual([]);
       const queried = new Set(queries(dashboard).flatMap((q) => readsOf(q).metrics));
       for (const name of [...UPSTREAM_COUNTERS, 'choria_provisioner_busy_workers', 'choria_provisioner_work_queue_entries', 'choria_provisioner_waiting_nodes', 'choria_provisioner_paused']) expect(queried).toContain(name);
-      // rxfleet's own: the election, refusals, malformed input.
-      for (const name of ['choria_election_leader', 'choria_election_campaigns', 'choria_provisioner_admission_refused_total', 'choria_provisioner_lock_refusals_total', 'choria_provisioner_malformed_input_total']) expect(queried).toContain(name);
+      // rxfleet's own: the election, refusals, malformed input, the Incus feed's sightings.
+      for (const name of ['choria_election_leader', 'choria_election_campaigns', 'choria_provisioner_admission_refused_total', 'choria_provisioner_lock_refusals_total', 'choria_provisioner_malformed_input_total', 'choria_provisioner_incus_discovered']) expect(queried).toContain(name);
     } finally {
       await daemon.stop({ graceMs: 0 });
     }

@@ -1,8 +1,9 @@
-import { ChildProcess, execFile, spawn, spawnSync } from 'node:child_process';
+import { ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
+import { freeSubnet, imageBuildScript, killPrivateLxd, privateLxdLeftovers, privateLxdPreseed, privateLxdUnavailable, processesOf } from '../../streams/incus/lxdHost';
 
 /**
  * A private LXD daemon for a test suite: its own `LXD_DIR` under the temporary directory, its own
@@ -77,17 +78,10 @@ export interface LxdDaemon {
 }
 
 const IMAGE_ALIAS = 'bbx';
-const BUILD_SCRIPT = resolve(__dirname, '../../scripts/lxd/build-image.sh');
 
 /** Why LXD integration specs cannot run here, or `undefined` when they can. */
 export function lxdUnavailable(): string | undefined {
-  if (process.getuid?.() !== 0) return 'the LXD integration specs need root';
-  for (const binary of ['lxd', 'lxc', 'dnsmasq', 'iptables']) {
-    if (spawnSync('sh', ['-c', `command -v ${binary}`], { stdio: 'ignore' }).status !== 0) {
-      return `the LXD integration specs need ${binary} (apt-get install lxd iptables dnsmasq-base busybox-static)`;
-    }
-  }
-  return undefined;
+  return privateLxdUnavailable()?.replace(/^a private LXD daemon needs/, 'the LXD integration specs need');
 }
 
 /** A name no other suite or run will pick: `prefix` + 6 hex digits. */
@@ -116,62 +110,9 @@ async function testImage(fallbackDir: string): Promise<string> {
   if (existsSync(image)) return image;
   // Built under a private name, then renamed: a concurrent suite never sees half a tarball.
   const scratch = join(dir, `image-${process.pid}-${randomBytes(3).toString('hex')}`);
-  await run('sh', [BUILD_SCRIPT, scratch], process.env);
+  await run('sh', [imageBuildScript(), scratch], process.env);
   renameSync(`${scratch}.tar.gz`, image);
   return image;
-}
-
-/** A 10.x.y.0/24 that no route on this machine covers yet. */
-function freeSubnet(taken: Set<string>): string {
-  const routes = spawnSync('ip', ['-4', 'route', 'show'], { encoding: 'utf8' }).stdout ?? '';
-  for (let i = 0; i < 1000; i++) {
-    const prefix = `10.${100 + Math.floor(Math.random() * 100)}.${Math.floor(Math.random() * 256)}`;
-    if (!routes.includes(`${prefix}.`) && !taken.has(prefix)) {
-      taken.add(prefix);
-      return prefix;
-    }
-  }
-  throw new Error('no free 10.x.y.0/24 for a test bridge');
-}
-
-function linkExists(name: string): boolean {
-  return spawnSync('ip', ['link', 'show', 'dev', name], { stdio: 'ignore' }).status === 0;
-}
-
-/** Processes (not zombies) whose command line mentions `dir`, and all their descendants. */
-function processesOf(dir: string, extraPids: number[] = []): Array<{ pid: number; cmd: string }> {
-  const table = new Map<number, { ppid: number; cmd: string; zombie: boolean }>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const after = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      const cmd = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
-      table.set(Number(entry), { ppid: Number(after[1]), cmd, zombie: after[0] === 'Z' });
-    } catch {
-      // it exited while we looked
-    }
-  }
-  const mine = new Set<number>([...table].filter(([, p]) => p.cmd.includes(dir)).map(([pid]) => pid));
-  for (const pid of extraPids) if (table.has(pid)) mine.add(pid);
-  for (let grown = true; grown; ) {
-    grown = false;
-    for (const [pid, p] of table) {
-      if (!mine.has(pid) && mine.has(p.ppid)) {
-        mine.add(pid);
-        grown = true;
-      }
-    }
-  }
-  return [...mine].filter((pid) => pid !== process.pid && table.get(pid)?.zombie === false).map((pid) => ({ pid, cmd: table.get(pid)?.cmd ?? '' }));
-}
-
-function mountsUnder(dir: string): string[] {
-  return readFileSync('/proc/self/mountinfo', 'utf8')
-    .split('\n')
-    .map((line) => line.split(' ')[4])
-    .filter((point): point is string => point !== undefined && (point === dir || point.startsWith(`${dir}/`)))
-    .sort((a, b) => b.length - a.length);
 }
 
 function exited(child: ChildProcess): Promise<void> {
@@ -213,41 +154,14 @@ export async function startLxdDaemon(): Promise<LxdDaemon> {
     clearTimeout(killer);
   };
 
-  const leftovers = (): string[] => {
-    const found: string[] = [];
-    for (const p of processesOf(dir)) found.push(`process ${p.pid}: ${p.cmd}`);
-    for (const bridge of bridges) if (linkExists(bridge)) found.push(`bridge ${bridge}`);
-    for (const point of mountsUnder(dir)) found.push(`mount ${point}`);
-    const rules = spawnSync('iptables-save', [], { encoding: 'utf8' }).stdout ?? '';
-    for (const bridge of bridges) if (rules.includes(bridge)) found.push(`iptables rules for ${bridge}`);
-    if (existsSync(dir)) found.push(`directory ${dir}`);
-    return found;
-  };
+  const leftovers = (): string[] => privateLxdLeftovers(dir, bridges);
 
   try {
     await launchDaemon();
     const prefix = freeSubnet(subnets);
     const bridge = uniqueName('rxbr');
     bridges.add(bridge);
-    const preseed = [
-      'storage_pools:',
-      '- name: default',
-      '  driver: dir',
-      'networks:',
-      `- name: ${bridge}`,
-      '  type: bridge',
-      '  config:',
-      `    ipv4.address: ${prefix}.1/24`,
-      '    ipv6.address: none',
-      '    ipv4.firewall: "false"',
-      '    ipv4.nat: "false"',
-      'profiles:',
-      '- name: default',
-      '  devices:',
-      '    root: {type: disk, path: /, pool: default}',
-      `    eth0: {type: nic, name: eth0, network: ${bridge}}`,
-      '',
-    ].join('\n');
+    const preseed = privateLxdPreseed(bridge, prefix);
     await new Promise<void>((resolvePromise, reject) => {
       const init = spawn('lxd', ['init', '--preseed'], { env, stdio: ['pipe', 'ignore', 'pipe'] });
       let stderr = '';
@@ -373,15 +287,7 @@ export async function startLxdDaemon(): Promise<LxdDaemon> {
     await shutdown();
     // What a clean shutdown leaves nothing of, a failed one may: dnsmasq, instance monitors and
     // the instances under them.
-    for (const p of processesOf(dir)) {
-      try {
-        process.kill(p.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
-    for (const bridge of bridges) if (linkExists(bridge)) spawnSync('ip', ['link', 'delete', 'dev', bridge], { stdio: 'ignore' });
-    for (const point of mountsUnder(dir)) spawnSync('umount', ['-l', point], { stdio: 'ignore' });
+    killPrivateLxd(dir, bridges);
     rmSync(dir, { recursive: true, force: true });
     for (let i = 0; i < 20 && processesOf(dir).length > 0; i++) await sleep(100);
     const left = leftovers();

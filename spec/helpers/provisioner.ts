@@ -1,4 +1,6 @@
 import { spawn } from 'node:child_process';
+import { Observable } from 'rxjs';
+import { EventPayload } from '../../lib/enricher/payload';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { join, resolve } from 'node:path';
@@ -38,6 +40,8 @@ export interface WorldOptions {
   electionStore?: ElectionStore;
   /** The daemon's logger. Default silent. */
   logger?: Logger;
+  /** Enriched Incus events handed to the daemon in-process (its Incus feed then reads these). */
+  incusEvents?: Observable<EventPayload>;
 }
 
 /** A daemon and a fleet on one nats-server, each on its own connection. */
@@ -79,6 +83,7 @@ export async function startProvisionerWorld(url: string, options: WorldOptions =
     logger: options.logger ?? silentLogger,
     processMetrics: false,
     ...(options.electionStore !== undefined ? { electionStore: options.electionStore } : {}),
+    ...(options.incusEvents !== undefined ? { incusEvents: options.incusEvents } : {}),
     tuning: { ...FAST, helperEnv: { ...process.env, RXFLEET_HELPER_BROKERS: url, ...options.helperEnv }, ...options.tuning },
   });
   if (!options.fleetFirst && !options.noFleet) await startFleet();
@@ -143,9 +148,10 @@ export const UPSTREAM_COUNTERS = [
 
 /**
  * Every counter a provisioner's registry carries under an upstream name without `_total`: the
- * provisioner's and go-choria's election counter (whose series exist at zero in every mode).
+ * provisioner's, go-choria's election counter (whose series exist at zero in every mode), and the
+ * Incus feed's `incus_discovered`, named beside upstream's `discovered` and `event_discovered`.
  */
-export const UPSTREAM_NAMED_COUNTERS = [...UPSTREAM_COUNTERS, 'choria_election_campaigns'];
+export const UPSTREAM_NAMED_COUNTERS = [...UPSTREAM_COUNTERS, 'choria_election_campaigns', 'choria_provisioner_incus_discovered'];
 
 /** What promtool's linter says of a provisioner's exposition, upstream's names being kept. */
 export const UPSTREAM_NAME_FINDINGS = UPSTREAM_NAMED_COUNTERS.map((n) => `${n} counter metrics should have "_total" suffix`);

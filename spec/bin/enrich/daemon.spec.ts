@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Subject } from 'rxjs';
+import { NEVER, Subject, concatWith, of } from 'rxjs';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { IncusStreamItem } from '../../../lib/incus/api';
 import { FakeIncus } from '../../helpers/FakeIncus';
@@ -239,5 +239,25 @@ describe('rxfleet enrich in-process (fake Incus, real NATS)', () => {
 
   it('refuses to start without an output', async () => {
     await expect(startEnrichDaemon(daemonSettings(undefined, { outputs: { stdout: false } }), { reader: world(), events$: new Subject() })).rejects.toThrow(EnrichDaemonError);
+  });
+
+  it('hands every payload to a consumer in the same process, in order and as stdout carries it; with one, no other output is needed', async () => {
+    const fake = world();
+    const events = new Subject<IncusStreamItem>();
+    const stdout = lineSink();
+    const handed: EventPayload[] = [];
+    const withStdout = await startEnrichDaemon(daemonSettings(undefined), { reader: fake.asPromiseReader(), events$: events, stdout: stdout.stream, consumer: (p) => handed.push(p) });
+    running.push(withStdout);
+    events.next({ kind: 'connected' });
+    fake.createInstance('default', 'c2', { network: 'br0' }).start('default', 'c2', '10.0.0.6');
+    events.next(fake.event('instance-started', 'default', 'c2'));
+    await waitFor(() => handed.some(about('instance-started', 'c2')), 'instance-started c2 handed over');
+    await waitFor(() => stdout.lines.length === handed.length, 'stdout to carry the same events');
+    expect(stdout.lines.map(lineOf)).toEqual(handed);
+
+    const alone: EventPayload[] = [];
+    const bare = await startEnrichDaemon(daemonSettings(undefined, { outputs: { stdout: false } }), { reader: world().asPromiseReader(), events$: of<IncusStreamItem>({ kind: 'connected' }).pipe(concatWith(NEVER)), consumer: (p) => alone.push(p) });
+    running.push(bare);
+    await waitFor(() => alone.some(about('instance-updated', 'c1')), 'the first round handed over without any other output');
   });
 });

@@ -3,6 +3,7 @@ import addFormats from 'ajv-formats';
 import { IncusApiError, IncusStreamItem } from '../../../lib/incus/api';
 import { EnrichedEvent } from '../../../lib/enricher/event';
 import { EVENT_PAYLOAD_SCHEMA, EventPayload, toPayload } from '../../../lib/enricher/payload';
+import { decodeEventPayload } from '../../../lib/enricher/payloadDecoder';
 import { subjectFor, subjectToken } from '../../../lib/enricher/subject';
 import { harness, newTs, smallWorld, storeOf } from './harness';
 
@@ -87,6 +88,30 @@ describe('the published payload', () => {
   it('a dropped event has no payload', () => {
     const dropped = { ...events[0], status: 'dropped' as const, reason: 'debounce' };
     expect(() => toPayload(dropped)).toThrow(/dropped event/);
+  });
+});
+
+describe('decodeEventPayload (a consumer reading the payload back)', () => {
+  const bytes = (text: string): Uint8Array => new TextEncoder().encode(text);
+
+  it('gives back exactly what toPayload made, for every kind of event', () => {
+    for (const event of sample()) {
+      const payload = toPayload(event);
+      expect(decodeEventPayload(bytes(JSON.stringify(payload)))).toEqual({ ok: true, value: payload });
+    }
+  });
+
+  it('refuses what is not a version-1 enriched event, saying why without quoting it', () => {
+    const payload = toPayload(sample()[0]);
+    const reason = (data: Uint8Array, max?: number): string => {
+      const decoded = decodeEventPayload(data, max);
+      return decoded.ok ? 'accepted' : decoded.reason;
+    };
+    expect(reason(bytes('{"secret": "s3cret"'))).toBe('not UTF-8 JSON');
+    expect(reason(new Uint8Array([0x7b, 0xff, 0x7d]))).toBe('not UTF-8 JSON');
+    expect(reason(bytes(JSON.stringify({ ...payload, version: 2 })))).toBe('not an enriched event (version 1): /version must be equal to constant');
+    expect(reason(bytes(JSON.stringify({ ...payload, kind: 'user.secret=s3cret' })))).not.toContain('s3cret');
+    expect(reason(bytes(JSON.stringify(payload)), 10)).toMatch(/^\d+ bytes, more than 10$/);
   });
 });
 

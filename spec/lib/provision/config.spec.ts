@@ -300,6 +300,39 @@ describe('parseProvisionerConfig: files upstream starts with', () => {
   });
 });
 
+describe('parseProvisionerConfig: the Incus feed (rxfleet.incus)', () => {
+  it('is off without the section; `incus: {}` turns it on with every default', () => {
+    expect(valid('helper: h\n').rxfleet.incus).toBeUndefined();
+    const feed = valid('helper: h\nrxfleet:\n  incus: {}\n').rxfleet.incus;
+    expect(feed).toMatchObject({ subjectPrefix: 'incus.events', projects: { mode: 'all' }, instances: { mode: 'all' } });
+    expect(feed?.identity.text).toBe('{name}');
+  });
+
+  it('reads the selectors as the enricher does, and the identity template; keys fold case-insensitively', () => {
+    const feed = valid('helper: h\nrxfleet:\n  Incus:\n    Subject_Prefix: site.incus\n    projects: [default, p2]\n    instances: ["user.choria=provision", "web-*"]\n    identity: "{name}.{project}.example.net"\n').rxfleet.incus;
+    expect(feed?.subjectPrefix).toBe('site.incus');
+    expect(feed?.projects).toEqual({ mode: 'list', names: ['default', 'p2'] });
+    expect(feed?.instances).toEqual({ mode: 'match', selectors: [{ kind: 'label', key: 'user.choria', values: ['provision'] }, { kind: 'name', pattern: 'web-*' }] });
+    expect(feed?.identity.fill({ name: 'web1', project: 'p2', config: {} })).toEqual({ ok: true, identity: 'web1.p2.example.net' });
+    expect(valid('helper: h\nrxfleet:\n  incus: {projects: "user.choria=yes", instances: "db-?"}\n').rxfleet.incus).toMatchObject({ projects: { mode: 'marker', key: 'user.choria', values: ['yes'] }, instances: { mode: 'match' } });
+  });
+
+  it('refuses every bad key of the section at once, each with its path; warns about unknown keys and an empty section', () => {
+    const text = 'helper: h\nrxfleet:\n  incus:\n    subject_prefix: "incus.>"\n    instances: ["web-*", "=x", "a b"]\n    identity: "{nam}.example.net"\n    selector: x\n';
+    expect(errors(text).map((p) => p.path)).toEqual(['rxfleet.incus.subject_prefix', 'rxfleet.incus.instances[1]', 'rxfleet.incus.instances[2]', 'rxfleet.incus.identity']);
+    expect(errors(text)[3].message).toBe('unknown placeholder {nam}: use {name}, {project} or {config.KEY}');
+    expect(warnings(text).map((p) => p.path)).toEqual(['rxfleet.incus.selector']);
+    expect(errors('helper: h\nrxfleet:\n  incus: {identity: "{config.volatile.eth0.hwaddr}", projects: 3}\n').map((p) => `${p.path}: ${p.message}`)).toEqual([
+      'rxfleet.incus.projects: expected a list of project names, or one KEY=VALUE marker on the project configuration, got 3',
+      'rxfleet.incus.identity: {config.volatile.eth0.hwaddr}: the enricher never publishes volatile.* keys, so no instance would map',
+    ]);
+    expect(errors('helper: h\nrxfleet:\n  incus: yes\n').map((p) => p.path)).toEqual(['rxfleet.incus']);
+    const empty = parse('helper: h\nrxfleet:\n  incus:\n');
+    expect(empty.config?.rxfleet.incus).toBeUndefined();
+    expect(empty.problems).toEqual([{ path: 'rxfleet.incus', severity: 'warning', message: 'empty, so the Incus feed is off: write `incus: {}` to turn it on with every default' }]);
+  });
+});
+
 describe('a parsed configuration in a log line', () => {
   it('has its secrets redacted by the daemon logger\'s paths', () => {
     const config = valid('helper: h\ntoken: tok-918273\nbroker_provisioning_password: pw-564738\nrxfleet: {nats_password: nats-192837}\n');

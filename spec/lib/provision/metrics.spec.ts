@@ -14,7 +14,7 @@ describe('ProvisionerMetrics', () => {
     new ProvisionerMetrics({ registry, site: 'TEST' });
     const lines = samples(await registry.metrics());
     const expected = [
-      ...['discovered', 'event_discovered', 'discover_cycles', 'discovery_errors', 'provision_errors', 'busy_workers', 'provisioned', 'work_queue_entries', 'waiting_nodes', 'paused', 'helper_errors', 'helper_shutdown_requests', 'lock_refusals_total'].map((n) => `choria_provisioner_${n}{site="TEST"} 0`),
+      ...['discovered', 'event_discovered', 'incus_discovered', 'discover_cycles', 'discovery_errors', 'provision_errors', 'busy_workers', 'provisioned', 'work_queue_entries', 'waiting_nodes', 'paused', 'helper_errors', 'helper_shutdown_requests', 'lock_refusals_total'].map((n) => `choria_provisioner_${n}{site="TEST"} 0`),
       'choria_provisioner_helper_time_sum{site="TEST"} 0',
       'choria_provisioner_helper_time_count{site="TEST"} 0',
       ...PROVISIONER_RPCS.flatMap((rpc) => [`choria_provisioner_rpc_time_sum{site="TEST",rpc="${rpc}"} 0`, `choria_provisioner_rpc_time_count{site="TEST",rpc="${rpc}"} 0`, `choria_provisioner_rpc_errors{site="TEST",rpc="${rpc}"} 0`]),
@@ -23,8 +23,11 @@ describe('ProvisionerMetrics', () => {
       'choria_provisioner_malformed_input_total{site="TEST",source="lifecycle_event"} 0',
       'choria_provisioner_malformed_input_total{site="TEST",source="discovery_reply"} 0',
       'choria_provisioner_malformed_input_total{site="TEST",source="rpc_reply"} 0',
+      'choria_provisioner_malformed_input_total{site="TEST",source="incus_event"} 0',
       'choria_provisioner_readmissions_total{site="TEST",via="discovery"} 0',
       'choria_provisioner_readmissions_total{site="TEST",via="event"} 0',
+      'choria_provisioner_readmissions_total{site="TEST",via="incus"} 0',
+      ...['sighted', 'already_up', 'not_up', 'unselected', 'unmapped'].map((result) => `choria_provisioner_incus_events_total{site="TEST",result="${result}"} 0`),
       'choria_provisioner_unexpected_replies_total{site="TEST",reason="unsolicited"} 0',
       'choria_provisioner_unexpected_replies_total{site="TEST",reason="stranger"} 0',
     ];
@@ -57,6 +60,9 @@ describe('ProvisionerMetrics', () => {
     m.lockRefused();
     m.malformedInput('lifecycle_event');
     m.readmitted('discovery');
+    m.incusDiscovered();
+    m.incusEvent('unmapped');
+    m.incusEvent('unmapped');
     const after = samples(await registry.metrics());
     const changed = after.filter((l) => !before.includes(l)).sort();
     expect(changed).toEqual(
@@ -82,6 +88,8 @@ describe('ProvisionerMetrics', () => {
         'choria_provisioner_lock_refusals_total{site="s"} 1',
         'choria_provisioner_malformed_input_total{site="s",source="lifecycle_event"} 1',
         'choria_provisioner_readmissions_total{site="s",via="discovery"} 1',
+        'choria_provisioner_incus_discovered{site="s"} 1',
+        'choria_provisioner_incus_events_total{site="s",result="unmapped"} 2',
       ].sort(),
     );
     m.setPaused(false);

@@ -336,4 +336,54 @@ describe('provisionPipeline', () => {
       expectSubscriptions(events.subscriptions).toBe('^--!');
     });
   });
+
+  describe('the Incus source (a third sighting source)', () => {
+    it('admits an Incus sighting at once, counted apart; discovery and the startup event of the same node are refused while it is held', () => {
+      const scheduler = newScheduler();
+      const { hooks, log } = recorder(scheduler);
+      scheduler.run(({ cold, hot, expectObservable }) => {
+        const incus = hot('--i------', { i: 'web1' });
+        const events = hot('----e----', { e: 'web1' });
+        let round = 0;
+        const result = provisionPipeline({
+          discover: () => of(round++ === 0 ? [] : ['web1']),
+          startupEvents: events,
+          incusSightings: incus,
+          gate: new PauseGate(),
+          provision: () => cold('10ms d', { d: done('provisioned') as CycleOutcome }),
+          interval: 6,
+          workers: 2,
+          hooks,
+          scheduler,
+        }).pipe(map(summary));
+        expectObservable(result, '14ms !').toBe('12ms a', { a: 'web1:done' });
+      });
+      expect(log).toEqual(['0 discover', '2 admit web1 via incus', '4 refuse web1 held', '6 discover', '6 refuse web1 held', '12 discover', '12 refuse web1 held']);
+    });
+
+    it('drops Incus sightings while paused, like any other, and stops reading them on stop', () => {
+      const scheduler = newScheduler();
+      const { hooks, log } = recorder(scheduler);
+      scheduler.run(({ cold, hot, expectObservable, expectSubscriptions }) => {
+        const gate = new PauseGate(true);
+        scheduler.schedule(() => gate.resume(), 3);
+        const incus = hot('-a---b--c', { a: 'n1', b: 'n2', c: 'n3' });
+        const result = provisionPipeline({
+          discover: () => of([]),
+          startupEvents: hot('-'),
+          incusSightings: incus,
+          gate,
+          provision: () => cold('d', { d: done('provisioned') as CycleOutcome }),
+          interval: 100,
+          workers: 1,
+          hooks,
+          stop: hot('-------s'),
+          scheduler,
+        }).pipe(map(summary));
+        expectObservable(result).toBe('5ms a-|', { a: 'n2:done' });
+        expectSubscriptions(incus.subscriptions).toBe('^------!');
+      });
+      expect(log).toEqual(['0 skip discovery', '1 dropped n1 via incus', '5 admit n2 via incus']);
+    });
+  });
 });

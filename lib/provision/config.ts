@@ -1,131 +1,19 @@
-import Ajv, { ErrorObject } from 'ajv';
+import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
 import { availableParallelism } from 'node:os';
 import { readYamlConfig } from '../yamlConfig';
-import { withoutCredentials } from '../redact';
 import { DurationSyntaxError, parseChoriaDuration } from '../choria/duration';
 import { CertDenyList, DenyPatternError } from './certDenyList';
 import { DEPRECATED_KEYS, PROVISIONER_CONFIG_SCHEMA, SECTION_KEYS } from './configSchema';
 import { HelperCommandError, splitHelperCommand } from './helperCommand';
 import { isValidLifecycleComponent } from '../choria/lifecycleComponent';
 import { splitNatsUrls } from '../addresses';
-import { IncusFeedSettings, RawIncusFeed, parseIncusFeed } from './incusFeedConfig';
+import { RawIncusFeed, parseIncusFeed } from './incusFeedConfig';
+import { ConfigProblem, ConfigurationError, LogDestination, ParseConfigOptions, ProvisionerConfig, ProvisionerConfigResult, RxfleetSettings } from './configTypes';
+import { describe, editDistance, errorPath, schemaMessage } from './configProblems';
 
-/** One problem found in a configuration: the key's path, what was wrong or expected, how bad. */
-export interface ConfigProblem {
-  /** Dotted path of the key (`features.pki`, `cert_deny_list[2]`), or the file for file-level problems. */
-  path: string;
-  message: string;
-  /** Errors refuse to start; warnings are logged and the daemon starts. */
-  severity: 'error' | 'warning';
-}
-
-/** Where logs go (DECISIONS P6: stdout unless `logfile` names a file). */
-export type LogDestination = 'stdout' | 'stderr' | 'discard' | { file: string };
-
-/** The provisioner's configuration after validation, defaults and derived values. */
-export interface ProvisionerConfig {
-  /** The file it was read from, if any. */
-  file: string | undefined;
-  /** Worker count; `workers: 0` (the default) resolved to the number of CPUs. */
-  workers: number;
-  /** `interval` as written, and in milliseconds (at least one minute). */
-  interval: string;
-  intervalMs: number;
-  logDestination: LogDestination;
-  /** Default `info` (DECISIONS P6); a level upstream does not know means `warn`, as upstream. */
-  logLevel: 'debug' | 'info' | 'warn' | 'error' | 'fatal';
-  /** The helper command line, split shell-style when run. */
-  helper: string;
-  token: string;
-  lifecycleComponent: string;
-  choriaInsecure: boolean;
-  site: string;
-  /** 0: no monitoring endpoint. */
-  monitorPort: number;
-  brokerProvisioningPassword: string;
-  /** After defaulting: upstream's four patterns when the file gives none. */
-  certDenyList: string[];
-  jwtVerifyCert: string;
-  jwtSigningKey: string;
-  jwtSigningToken: string;
-  serverJwtValidity: string;
-  serverJwtValidityMs: number;
-  leaderElection: boolean;
-  upgradesRepository: string;
-  upgradesOptional: boolean;
-  /** `jwt` is forced on by `ed25519`, as upstream. */
-  features: { pki: boolean; jwt: boolean; ed25519: boolean; upgrades: boolean };
-  /** rxfleet's own settings (the `rxfleet:` section). */
-  rxfleet: RxfleetSettings;
-}
-
-/** The `rxfleet:` section: what the Go provisioner has no key for. */
-export interface RxfleetSettings {
-  /** Overrides the Choria config's `plugin.choria.middleware_hosts` when non-empty. */
-  natsServers: string[];
-  /** Override the NATS user/password (upstream: user `provisioner` + `broker_provisioning_password`). */
-  natsUser: string | undefined;
-  natsPassword: string | undefined;
-  /** A NATS `.creds` file (JWT + nkey seed), for accounts set up that way. */
-  natsCredentials: string | undefined;
-  /** Admitted-but-not-started tickets held at most; default 50 000 (upstream's channel size). */
-  queueCapacity: number;
-  /** DECISIONS P9 grace period; default 30 s. */
-  shutdownGraceMs: number;
-  /** The helper's hard timeout; default 10 s (upstream's fixed value). */
-  helperTimeoutMs: number;
-  /**
-   * Where the election's JetStream API is: `choria.streams` (default) through a Choria broker's
-   * account imports, `$JS.API` on a plain JetStream server.
-   */
-  electionApiPrefix: string;
-  /** The longest a candidate waits between attempts (DECISIONS P14); undefined: a quarter of the bucket TTL. */
-  electionCandidateIntervalMs: number | undefined;
-  /** DNS servers (`ip` or `ip:port`) asked for the brokers' SRV records; empty: the system's. */
-  dnsServers: string[];
-  /** How log lines are written; undefined: pretty on a terminal, JSON otherwise. */
-  logFormat: 'json' | 'logfmt' | 'pretty' | undefined;
-  /** The address `monitor_port` is served on; undefined: every interface, as upstream. */
-  monitorHost: string | undefined;
-  /** `active-active`: several instances share the fleet, each node claimed in a KV bucket (DECISIONS P16). */
-  mode: 'single' | 'active-active';
-  /** `persistent`: long-running helper processes speaking one JSON line each way (DECISIONS P17). */
-  helperMode: 'per-node' | 'persistent';
-  /** Persistent helper processes; `helper_processes: 0` (the default) resolved to min(workers, CPUs). */
-  helperProcesses: number;
-  /** The claims' JetStream KV bucket (active-active). */
-  claimsBucket: string;
-  /** Where the claims bucket's JetStream API is: `choria.streams` (default) or `$JS.API`. */
-  claimsApiPrefix: string;
-  /** The Incus feed (`rxfleet.incus:`): enriched instance events as a third sighting source; undefined: off. */
-  incus: IncusFeedSettings | undefined;
-}
-
-/** The outcome of reading a configuration: the config when there is no error, and every problem. */
-export interface ProvisionerConfigResult {
-  config: ProvisionerConfig | undefined;
-  problems: ConfigProblem[];
-}
-
-/** Thrown by {@link requireValidConfig}; `problems` holds every error and warning found. */
-export class ConfigurationError extends Error {
-  constructor(readonly problems: ConfigProblem[]) {
-    const errors = problems.filter((p) => p.severity === 'error');
-    super(`Provisioning could not be configured: ${errors.map((p) => `${p.path}: ${p.message}`).join('; ')}`);
-    this.name = 'ConfigurationError';
-  }
-}
-
-/** Options for {@link parseProvisionerConfig}. */
-export interface ParseConfigOptions {
-  /** Named in file-level problems and kept in the result. */
-  file?: string;
-  /** What `workers: 0` means; default `os.availableParallelism()`. */
-  cpus?: number;
-  /** How file names are checked for the warnings about missing files; default: not checked (the file loader passes `fs.existsSync`). */
-  exists?: (path: string) => boolean;
-}
+export { ConfigurationError } from './configTypes';
+export type { ConfigProblem, LogDestination, ParseConfigOptions, ProvisionerConfig, ProvisionerConfigResult, RxfleetSettings } from './configTypes';
 
 /** Keys whose values are secrets: a problem names them and never what they hold (keys match in any case). */
 const SECRET_KEYS = new Set(['token', 'broker_provisioning_password', 'rxfleet.nats_password']);
@@ -439,61 +327,4 @@ function foldSection(section: Record<string, unknown>, prefix: keyof typeof SECT
     else out[canonical] = value;
   }
   return out;
-}
-
-function editDistance(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    let diagonal = row[0];
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const above = row[j];
-      row[j] = Math.min(row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] === b[j - 1] ? 0 : 1));
-      diagonal = above;
-    }
-  }
-  return row[b.length];
-}
-
-function errorPath(e: ErrorObject): string {
-  return e.instancePath
-    .split('/')
-    .slice(1)
-    .map((segment) => segment.replace(/~1/g, '/').replace(/~0/g, '~'))
-    .reduce((path, segment) => (/^\d+$/.test(segment) ? `${path}[${segment}]` : path === '' ? segment : `${path}.${segment}`), '');
-}
-
-interface SchemaNode {
-  expected?: string;
-  secret?: boolean;
-  properties?: Record<string, SchemaNode>;
-  items?: SchemaNode;
-}
-
-/** The schema node describing the value at an ajv instance path, for its `expected` text. */
-function schemaAt(instancePath: string): SchemaNode | undefined {
-  let node: SchemaNode | undefined = PROVISIONER_CONFIG_SCHEMA as unknown as SchemaNode;
-  for (const segment of instancePath.split('/').slice(1)) {
-    node = /^\d+$/.test(segment) ? node?.items : node?.properties?.[segment];
-  }
-  return node;
-}
-
-function schemaMessage(e: ErrorObject): string {
-  const node = schemaAt(e.instancePath);
-  const got = node?.secret === true ? `a ${Array.isArray(e.data) ? 'list' : typeof e.data} (value not shown: it is a secret)` : describe(e.data);
-  const expected = node?.expected ?? (e.message ?? 'a valid value');
-  return `expected ${expected}, got ${got}`;
-}
-
-function describe(value: unknown): string {
-  if (value === null || value === undefined) return 'nothing';
-  if (Array.isArray(value)) return 'a list';
-  if (typeof value === 'object') return 'a mapping';
-  if (typeof value === 'string') {
-    // A server address may carry a password: never shown.
-    const shown = withoutCredentials(value);
-    return `${JSON.stringify(shown.length > 60 ? `${shown.slice(0, 60)}...` : shown)} (a string)`;
-  }
-  return String(value);
 }

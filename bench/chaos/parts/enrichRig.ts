@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { jetstreamManager } from '@nats-io/jetstream';
 import { EventPayload } from '../../../lib/enricher/payload';
 import { FleetConnection, openNatsConnection } from '../../../streams/natsConnection';
 import { NatsServerProcess, freePort, startNatsServer } from '../../../streams/natsServerProcess';
@@ -47,7 +48,7 @@ export { lxdUnavailable };
 export async function startEnrichRig(instances: number): Promise<EnrichRig> {
   const dir = mkdtempSync(join(tmpdir(), 'rxfleet-chaos-enrich-'));
   const lxd = await startLxdDaemon();
-  const nats = await startNatsServer({ jetstream: false });
+  const nats = await startNatsServer({ jetstream: true });
   const removeCleanUp = onCleanUp(async () => {
     await nats.stop();
     await lxd.stop().catch(() => undefined);
@@ -63,26 +64,37 @@ export async function startEnrichRig(instances: number): Promise<EnrichRig> {
   };
   for (let i = 0; i < instances; i++) await launch();
 
-  // The consumer: the state the events describe. It reconnects by itself after an outage.
+  // The consumer: the state the events describe, read in order from a stream on the subjects (file
+  // storage, so it survives the broker's restart). A core subscription would race the enricher's
+  // reconnection after an outage and miss what was sent before its own: a consumer that must not
+  // miss an event uses JetStream, as docs/enricher.md says.
   const seen = new Map<string, Seen>();
   let events = 0;
   const consumer: FleetConnection = await openNatsConnection({ servers: [nats.url], name: 'chaos-consumer' });
-  consumer.nc.subscribe('incus.events.>', {
-    callback: (_e, msg) => {
-      const payload = JSON.parse(msg.string()) as EventPayload;
-      events++;
-      if (payload.kind !== 'instance') return;
-      const key = `${payload.project}/${payload.name}`;
-      if (payload.old_name !== undefined) seen.delete(`${payload.project}/${payload.old_name}`);
-      if (payload.action === 'instance-deleted') seen.delete(key);
-      else if (payload.instance !== undefined) seen.set(key, { running: payload.instance.running, ipv4: payload.instance.interfaces.flatMap((i) => i.ipv4).sort() });
-    },
-  });
-  await consumer.nc.flush();
+  const jsm = await jetstreamManager(consumer.nc);
+  await jsm.streams.add({ name: 'CHAOS_EVENTS', subjects: ['incus.events.>'] });
+  let read = 0;
+  const apply = (payload: EventPayload): void => {
+    events++;
+    if (payload.kind !== 'instance') return;
+    const key = `${payload.project}/${payload.name}`;
+    if (payload.old_name !== undefined) seen.delete(`${payload.project}/${payload.old_name}`);
+    if (payload.action === 'instance-deleted') seen.delete(key);
+    else if (payload.instance !== undefined) seen.set(key, { running: payload.instance.running, ipv4: payload.instance.interfaces.flatMap((i) => i.ipv4).sort() });
+  };
+  /** Applies what the stream holds beyond what was read; a request while reconnecting waits for the next call. */
+  const catchUp = async (): Promise<void> => {
+    const last = (await jsm.streams.info('CHAOS_EVENTS')).state.last_seq;
+    for (; read < last; read++) {
+      const message = await jsm.streams.getMessage('CHAOS_EVENTS', { seq: read + 1 });
+      if (message !== null) apply(message.json<EventPayload>());
+    }
+  };
 
   let daemon: RxfleetProcess | undefined;
   let port = 0;
   const differences = async (): Promise<string[]> => {
+    if (!(await catchUp().then(() => true, () => false))) return ['the consumer is reconnecting'];
     type Listed = { name: string; project: string; status: string; state?: { network?: Record<string, { addresses: { family: string; scope: string; address: string }[] }> } };
     const listed = await lxd.query<Listed[]>('/1.0/instances?recursion=2&all-projects=true');
     const truth = new Map<string, Seen>();

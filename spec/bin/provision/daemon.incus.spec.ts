@@ -77,8 +77,12 @@ describe('the provisioner daemon with the Incus feed (rxfleet.incus)', () => {
     world = await startProvisionerWorld(server().url, { yaml: FEED, noFleet: true });
     const w = world;
     w.daemon.gate.pause();
-    await publish(instanceEvent('instance-started', 'node-1'));
-    await waitFor(async () => (await incusEvents(w, 'sighted')) === 1, 'the Incus sighting');
+    // The daemon's subscription may not have reached the server yet (core NATS drops what nobody
+    // hears): the event is sent again until the feed has seen it. Every copy is dropped the same way.
+    await waitFor(async () => {
+      await publish(instanceEvent('instance-started', 'node-1'));
+      return (await incusEvents(w, 'sighted')) >= 1;
+    }, 'the Incus sighting');
     expect(await w.metric('choria_provisioner_incus_discovered')).toBe(0);
     expect(w.daemon.status().held).toBe(0);
   });
@@ -88,6 +92,8 @@ describe('the provisioner daemon with the Incus feed (rxfleet.incus)', () => {
     const { logger, messages } = capturingLogger();
     world = await startProvisionerWorld(server().url, { yaml, noFleet: true, logger });
     const w = world;
+    // Subscribed before the round at start: once it has run, the feed's subscription has had time to reach the server.
+    await waitFor(async () => (await w.metric('choria_provisioner_discover_cycles')) === 1, 'the discovery round at start');
     raw.publish('incus.events.default.instance.instance-started.bad', '{"version": 1, "secret": "s3cret-in-config"');
     raw.publish('incus.events.default.instance.instance-started.old', JSON.stringify({ ...instanceEvent('instance-started', 'old'), version: 2 }));
     await publish(instanceEvent('instance-started', 'db-1'));

@@ -13,7 +13,8 @@ import { NatsServerProcess, natsServerAvailable, startNatsServer } from '../stre
 export type DemoTransport = 'auto' | 'nats' | 'memory';
 
 const BUCKET_TTL_MS = 10_000;
-// Claims outlive the demo's queue of sightings (older ones are refused, docs/provisioner.md).
+// Claims outlive the demo's queue of sightings (older ones are refused,
+// docs/provisioner/high-availability.md).
 const CLAIMS_TTL_MS = 120_000;
 
 /** The transport the demo runs on, with what it must stop. */

@@ -11,8 +11,9 @@ const HEAP_FLAGS = /--(heap-growing-percent|max-old-space-size|max-heap-size|ini
  * the demo and specs run inside other processes): V8 grows the old generation to up to four times
  * what is live when its collector is fast, and a daemon whose live set is a few tens of MiB then
  * holds hundreds of MiB of RSS by the end of a 100,000-node run. Capping the growth at twice the
- * live set keeps RSS flat once the fleet is admitted, for a few percent of CPU (docs/provisioner.md,
- * "Memory"). V8 reads this flag at every collection, so setting it at start takes effect.
+ * live set keeps RSS flat once the fleet is admitted, for a few percent of CPU
+ * (docs/provisioner/behaviour.md, "Memory"). V8 reads this flag at every collection, so setting it
+ * at start takes effect.
  *
  * A heap flag given to node (`NODE_OPTIONS` or the command line) wins: nothing is changed then.
  * Returns what was done, for the start-up log line.

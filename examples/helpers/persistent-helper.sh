@@ -7,10 +7,10 @@
 #   rxfleet: {helper_mode: persistent}
 #
 # sh has no JSON parser, so this helper takes apart only what rxfleet guarantees about a request
-# line (docs/provisioner.md, "The persistent helper"): it starts {"id":"<id>","identity":"<identity>",
-# compact, and neither value needs escaping for a Choria identity. It reads nothing else; a helper
-# that needs the inventory, the CSR or the JWT wants a JSON parser (examples/helpers/persistent-helper.mjs,
-# or jq where it is installed).
+# line (docs/provisioner/helper.md, "The persistent helper"): it starts
+# {"id":"<id>","identity":"<identity>", compact, and neither value needs escaping for a Choria
+# identity. It reads nothing else; a helper that needs the inventory, the CSR or the JWT wants a JSON
+# parser (examples/helpers/persistent-helper.mjs, or jq where it is installed).
 #
 # Environment: RXFLEET_HELPER_BROKERS, plugin.choria.middleware_hosts for the node (default
 # nats://localhost:4222). read and printf are shell built-ins: no process is started per request.

@@ -4,8 +4,8 @@
  * provisioners and provisioning-mode servers connect) may only read the bucket's stream info and
  * publish to the election key, through imports under `choria.streams`, and otherwise use
  * `provisioning.>` and `choria.lifecycle.>` subjects. The claims bucket of active-active
- * provisioning is granted the same way (docs/provisioner.md, "Active-active"): its stream info,
- * direct get of a key's last value, and publishing to its keys.
+ * provisioning is granted the same way (docs/provisioner/high-availability.md, "Active-active"):
+ * its stream info, direct get of a key's last value, and publishing to its keys.
  */
 export const CHORIA_ADMIN = { user: 'choria', password: 'choria-admin' };
 export const PROVISIONER = { user: 'provisioner', password: 's3cret' };

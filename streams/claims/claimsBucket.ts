@@ -18,7 +18,8 @@ export interface ClaimsBucketOptions {
  * Creates the claims bucket as `nats kv add <bucket> --ttl <ttl> --history 1` does (a KV bucket:
  * stream `KV_<bucket>` on `$KV.<bucket>.>`, one value per key, max age the TTL, direct get on,
  * rollups on, deletes by marker only), for the demo, the specs and the benchmarks; a site makes it
- * once with the `nats` CLI in the account that owns it (docs/provisioner.md, "Active-active").
+ * once with the `nats` CLI in the account that owns it (docs/provisioner/high-availability.md,
+ * "Active-active").
  * An existing bucket of the same configuration is left as it is.
  */
 export async function createClaimsBucket(nc: NatsConnection, options: ClaimsBucketOptions): Promise<void> {

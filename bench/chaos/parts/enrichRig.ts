@@ -67,7 +67,7 @@ export async function startEnrichRig(instances: number): Promise<EnrichRig> {
   // The consumer: the state the events describe, read in order from a stream on the subjects (file
   // storage, so it survives the broker's restart). A core subscription would race the enricher's
   // reconnection after an outage and miss what was sent before its own: a consumer that must not
-  // miss an event uses JetStream, as docs/enricher.md says.
+  // miss an event uses JetStream, as docs/enricher/getting-started.md says.
   const seen = new Map<string, Seen>();
   let events = 0;
   const consumer: FleetConnection = await openNatsConnection({ servers: [nats.url], name: 'chaos-consumer' });

@@ -161,7 +161,12 @@ async function main(): Promise<void> {
   const worldOnly = heapAfterGc();
   const rig = new Rig(fake, 250);
   const firstRound = await rig.warm();
-  print({ figure: 'first round (fast) over the fleet', instances: INSTANCES, ms: round(firstRound, 1), reads_per_s: Math.round((INSTANCES / firstRound) * 1000) });
+  print({
+    figure: 'first round (fast) over the fleet',
+    instances: INSTANCES,
+    ms: round(firstRound, 1),
+    reads_per_s: Math.round((INSTANCES / firstRound) * 1000),
+  });
 
   // Throughput: a burst of one changed instance each (distinct subjects: nothing collapses).
   // Three runs each, alternating, medians reported: the machine is shared and noisy.

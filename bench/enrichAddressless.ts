@@ -31,7 +31,8 @@ const MINUTE = 60_000;
 const output = benchOutput('bench/enrichAddressless.ts');
 const print = (figure: Record<string, unknown>): void => output.print(figure);
 const round = (n: number, digits = 3): number => +n.toFixed(digits);
-const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+const percentile = (sorted: number[], p: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 
 interface Run {
   /** GETs on the addressless instances, by minute. */
@@ -49,12 +50,18 @@ function scenario(addressless: number, minutes: number, addresses?: Ladder): Run
   for (let i = 0; i < addressless; i++) fake.createInstance('default', `a${i}`, { network: 'br0' }).start('default', `a${i}`);
   const getsPerMinute = new Array<number>(minutes + 1).fill(0);
   fake.failWhen = (call) => {
-    if (call.name?.startsWith('a') === true && (call.method === 'getInstance' || call.method === 'getInstanceState')) getsPerMinute[Math.floor(vts.now() / MINUTE)]++;
+    if (call.name?.startsWith('a') === true && (call.method === 'getInstance' || call.method === 'getInstanceState'))
+      getsPerMinute[Math.floor(vts.now() / MINUTE)]++;
     return undefined;
   };
   const events = new Subject<IncusStreamItem>();
   // Warm from a store holding the bridge: no round, only what the events and repairs read.
-  const store = memoryColdStore({ version: 1, projects: { default: { config: {}, networks: { br0: { name: 'br0', project: 'default', managed: true, type: 'bridge', ipv4: '10.0.0.1/16' } } } } });
+  const store = memoryColdStore({
+    version: 1,
+    projects: {
+      default: { config: {}, networks: { br0: { name: 'br0', project: 'default', managed: true, type: 'bridge', ipv4: '10.0.0.1/16' } } },
+    },
+  });
   const enricher = createEnricher({
     events$: events,
     reader: fake,
@@ -93,10 +100,16 @@ const delays = (run: Run, from: number, to: number): number[] =>
     .map((a) => a.ms)
     .sort((a, b) => a - b);
 
-const perSecond = (run: Run, from: number, to: number): number => run.getsPerMinute.slice(from, to).reduce((a, b) => a + b, 0) / ((to - from) * 60);
+const perSecond = (run: Run, from: number, to: number): number =>
+  run.getsPerMinute.slice(from, to).reduce((a, b) => a + b, 0) / ((to - from) * 60);
 
 function main(): void {
-  print({ bench: 'enrich, instances without an address (virtual time)', latency_ms_per_call: LATENCY_MS, addressless: ADDRESSLESS, workers: WORKERS });
+  print({
+    bench: 'enrich, instances without an address (virtual time)',
+    latency_ms_per_call: LATENCY_MS,
+    addressless: ADDRESSLESS,
+    workers: WORKERS,
+  });
   const ours = scenario(ADDRESSLESS, 60);
   // Upstream's pace: a repair every 5 s for ever, each polling for the whole address timeout.
   const upstream = scenario(ADDRESSLESS, 10, { fast: 5000, fastAttempts: Number.MAX_SAFE_INTEGER, slow: 5000 });

@@ -31,7 +31,8 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 
 function summary(values: number[]): { min_ms: number; median_ms: number; max_ms: number } {
   const sorted = [...values].sort((a, b) => a - b);
-  const median = sorted.length % 2 === 1 ? sorted[(sorted.length - 1) / 2] : (sorted[sorted.length / 2 - 1] + sorted[sorted.length / 2]) / 2;
+  const median =
+    sorted.length % 2 === 1 ? sorted[(sorted.length - 1) / 2] : (sorted[sorted.length / 2 - 1] + sorted[sorted.length / 2]) / 2;
   return { min_ms: Math.round(sorted[0]), median_ms: Math.round(median), max_ms: Math.round(sorted[sorted.length - 1]) };
 }
 
@@ -41,7 +42,9 @@ async function ipv4Seen(client: IncusRestClient, name: string, deadlineMs = 60_0
   while (now() < deadline) {
     try {
       const state = await client.getInstanceState('default', name);
-      const found = Object.values(state.network ?? {}).some((nic) => nic.addresses.some((a) => a.family === 'inet' && a.scope === 'global'));
+      const found = Object.values(state.network ?? {}).some((nic) =>
+        nic.addresses.some((a) => a.family === 'inet' && a.scope === 'global'),
+      );
       if (found) return now();
     } catch (error) {
       // Not created yet: the launch is still on its way.
@@ -117,10 +120,16 @@ async function main(): Promise<void> {
       runs: RUNS,
       unit: 'ms',
       ...summary(enriched),
-      baseline: 'lxc launch to the IPv4 address in LXD\'s own instance state (polled every 20 ms)',
+      baseline: "lxc launch to the IPv4 address in LXD's own instance state (polled every 20 ms)",
       baseline_ms: summary(leased),
     });
-    print({ figure: 'enriched instance-started on NATS after LXD shows the IPv4', runs: RUNS, unit: 'ms', ...summary(added), note: 'the enricher polls a started instance\'s state every 150 ms' });
+    print({
+      figure: 'enriched instance-started on NATS after LXD shows the IPv4',
+      runs: RUNS,
+      unit: 'ms',
+      ...summary(added),
+      note: "the enricher polls a started instance's state every 150 ms",
+    });
   } finally {
     client.close();
     await daemon.stop();

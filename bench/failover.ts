@@ -32,14 +32,25 @@ async function failover(ttlMs: number): Promise<{ firstRpcMs: number; wonMs: num
     // Enough slow nodes that plenty are still waiting in provisioning mode when the new leader wins.
     const fleet = ha.simulate(['--nodes', '300', '--latency', '100ms', '--restart-delay', '100ms', '--lock-window', '1s']);
     const rpcs = () => tracedRequests(fleet).filter((r) => r.agent !== 'discovery');
-    await waitFor(() => rpcs().filter((r) => r.caller === leader.callerId && r.action === 'restart').length >= 5, 'the leader to provision 5 nodes', 60_000);
+    await waitFor(
+      () => rpcs().filter((r) => r.caller === leader.callerId && r.action === 'restart').length >= 5,
+      'the leader to provision 5 nodes',
+      60_000,
+    );
     const killedAt = Date.now();
     leader.process.child.kill('SIGKILL');
     await leader.process.exited;
-    const successor = await leaderOf(provisioners.filter((p) => p !== leader), ttlMs + UPSTREAM_MAX_CANDIDATE_WAIT_MS + 10_000);
+    const successor = await leaderOf(
+      provisioners.filter((p) => p !== leader),
+      ttlMs + UPSTREAM_MAX_CANDIDATE_WAIT_MS + 10_000,
+    );
     const createdAt = await successor.logged('election key created; confirming leadership');
-    await waitFor(() => rpcs().some((r) => r.caller === successor.callerId), 'the new leader\'s first RPC', 30_000);
-    const firstRpcAt = Math.min(...rpcs().filter((r) => r.caller === successor.callerId).map((r) => r.at));
+    await waitFor(() => rpcs().some((r) => r.caller === successor.callerId), "the new leader's first RPC", 30_000);
+    const firstRpcAt = Math.min(
+      ...rpcs()
+        .filter((r) => r.caller === successor.callerId)
+        .map((r) => r.at),
+    );
     return { firstRpcMs: firstRpcAt - killedAt, wonMs: createdAt - killedAt };
   } finally {
     await ha.stop();
@@ -52,7 +63,13 @@ async function main(): Promise<void> {
     for (let run = 1; run <= RUNS; run++) {
       const result = await failover(ttlMs);
       runs.push(result);
-      print({ figure: 'failover run', ttl_s: ttlMs / 1000, run, kill_to_win_s: seconds(result.wonMs), kill_to_first_rpc_s: seconds(result.firstRpcMs) });
+      print({
+        figure: 'failover run',
+        ttl_s: ttlMs / 1000,
+        run,
+        kill_to_win_s: seconds(result.wonMs),
+        kill_to_first_rpc_s: seconds(result.firstRpcMs),
+      });
     }
     const sorted = runs.map((r) => r.firstRpcMs).sort((a, b) => a - b);
     print({

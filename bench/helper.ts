@@ -54,7 +54,10 @@ function bareSpawn(executable: string, args: string[]): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const input = buildHelperInput({ identity: 'bench.example.net', inventory: { version: '0.29.0', agents: ['rpcutil', 'choria_provision'], facts: {} } });
+  const input = buildHelperInput({
+    identity: 'bench.example.net',
+    inventory: { version: '0.29.0', agents: ['rpcutil', 'choria_provision'], facts: {} },
+  });
   const helpers = [
     { name: 'printf', executable: '/usr/bin/printf', args: ['{"configuration":{"a":"b"}}'], runs: RUNS * 5 },
     { name: 'minimal-helper.mjs', executable: MINIMAL, args: [], runs: RUNS },
@@ -67,9 +70,26 @@ async function main(): Promise<void> {
     for (const concurrency of CONCURRENCY) {
       const baseline = await rate(helper.runs, concurrency, () => bareSpawn(helper.executable, helper.args));
       const runs = await rate(helper.runs, concurrency, () => runner.run(input));
-      print({ figure: 'helper runs/s', helper: helper.name, concurrency, runsPerSecond: runs, baseline: 'bare spawn+exit/s', baselinePerSecond: baseline, ratio: Number((runs / baseline).toFixed(2)) });
+      print({
+        figure: 'helper runs/s',
+        helper: helper.name,
+        concurrency,
+        runsPerSecond: runs,
+        baseline: 'bare spawn+exit/s',
+        baselinePerSecond: baseline,
+        ratio: Number((runs / baseline).toFixed(2)),
+      });
       const supervised = await rate(helper.runs, concurrency, () => supervisedSpawn(helper.executable, helper.args));
-      print({ figure: 'supervised spawn+exit/s', helper: helper.name, concurrency, runsPerSecond: supervised, baseline: 'bare spawn+exit/s', baselinePerSecond: baseline, ratio: Number((supervised / baseline).toFixed(2)), msPerSpawn: Number((1000 / supervised - 1000 / baseline).toFixed(2)) });
+      print({
+        figure: 'supervised spawn+exit/s',
+        helper: helper.name,
+        concurrency,
+        runsPerSecond: supervised,
+        baseline: 'bare spawn+exit/s',
+        baselinePerSecond: baseline,
+        ratio: Number((supervised / baseline).toFixed(2)),
+        msPerSpawn: Number((1000 / supervised - 1000 / baseline).toFixed(2)),
+      });
     }
   }
 }

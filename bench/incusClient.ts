@@ -37,7 +37,12 @@ function benchDecode(): void {
   perSecond(100_000, (i) => JSON.parse(FRAMES[i & 3]));
   const baseline = perSecond(count, (i) => JSON.parse(FRAMES[i & 3]));
   const decoded = perSecond(count, (i) => decodeLifecycle(FRAMES[i & 3]));
-  print({ figure: 'decodeLifecycle', unit: 'frames/s', value: decoded, baseline: { what: 'JSON.parse of the same frames', value: baseline } });
+  print({
+    figure: 'decodeLifecycle',
+    unit: 'frames/s',
+    value: decoded,
+    baseline: { what: 'JSON.parse of the same frames', value: baseline },
+  });
 }
 
 /** One GET over a new connection to the socket, as a client without keep-alive makes it. */
@@ -83,7 +88,13 @@ async function benchRest(): Promise<void> {
       const calls = 3000;
       const baseline = await rate(calls, concurrency, () => freshGet(lxd.socket, path));
       const kept = await rate(calls, concurrency, () => client.getInstance('default', 'b1'));
-      print({ figure: 'getInstance', concurrency, unit: 'calls/s', value: kept, baseline: { what: 'http.get, a new connection per call', value: baseline } });
+      print({
+        figure: 'getInstance',
+        concurrency,
+        unit: 'calls/s',
+        value: kept,
+        baseline: { what: 'http.get, a new connection per call', value: baseline },
+      });
     }
     client.close();
   } finally {

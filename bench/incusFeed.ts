@@ -36,7 +36,8 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 
 function summary(values: number[]): { min_ms: number; median_ms: number; max_ms: number } {
   const sorted = [...values].sort((a, b) => a - b);
-  const median = sorted.length % 2 === 1 ? sorted[(sorted.length - 1) / 2] : (sorted[sorted.length / 2 - 1] + sorted[sorted.length / 2]) / 2;
+  const median =
+    sorted.length % 2 === 1 ? sorted[(sorted.length - 1) / 2] : (sorted[sorted.length / 2 - 1] + sorted[sorted.length / 2]) / 2;
   return { min_ms: Math.round(sorted[0]), median_ms: Math.round(median), max_ms: Math.round(sorted[sorted.length - 1]) };
 }
 
@@ -46,7 +47,8 @@ async function ipv4Seen(client: IncusRestClient, name: string, deadlineMs = 60_0
   while (Date.now() < deadline) {
     try {
       const state = await client.getInstanceState('default', name);
-      if (Object.values(state.network ?? {}).some((nic) => nic.addresses.some((a) => a.family === 'inet' && a.scope === 'global'))) return Date.now();
+      if (Object.values(state.network ?? {}).some((nic) => nic.addresses.some((a) => a.family === 'inet' && a.scope === 'global')))
+        return Date.now();
     } catch (error) {
       // Not created yet: the launch is still on its way.
       if (!(error instanceof IncusApiError && error.notFound)) throw error;
@@ -70,10 +72,19 @@ async function main(): Promise<void> {
   const firstRpc = new Map<string, number>();
   const fleetConnection = await openNatsConnection({ servers: [nats.url], name: 'bench-fleet' });
   const config = requireValidConfig(
-    parseProvisionerConfig(['interval: 1h', 'helper: /bin/true', `token: ${TOKEN}`, 'choria_insecure: true', `rxfleet: {nats_servers: ["${nats.url}"], incus: {identity: "{name}.example.net"}}`].join('\n')),
+    parseProvisionerConfig(
+      [
+        'interval: 1h',
+        'helper: /bin/true',
+        `token: ${TOKEN}`,
+        'choria_insecure: true',
+        `rxfleet: {nats_servers: ["${nats.url}"], incus: {identity: "{name}.example.net"}}`,
+      ].join('\n'),
+    ),
   );
   const registry = new Registry();
-  const rounds = async (): Promise<number> => (await registry.getSingleMetric('choria_provisioner_discover_cycles')?.get())?.values.reduce((sum, v) => sum + v.value, 0) ?? 0;
+  const rounds = async (): Promise<number> =>
+    (await registry.getSingleMetric('choria_provisioner_discover_cycles')?.get())?.values.reduce((sum, v) => sum + v.value, 0) ?? 0;
   const daemon = await startProvisionerWithEnricher(
     { config, choria: parseChoriaClientConfig('identity = bench.example.net\n').config, registry, processMetrics: false },
     defaultEnricherSettings({ incus: { url: lxd.socket }, http: undefined, storeFile: undefined }),
@@ -108,8 +119,13 @@ async function main(): Promise<void> {
       }
       await lxd.deleteInstance(name);
     }
-    out.print({ figure: 'lxc launch to the provisioner\'s first RPC to its identity (provision-incus)', runs: RUNS, ...summary(toRpc), baseline: { figure: 'lxc launch to the instance\'s IPv4 address (LXD\'s own state)', ...summary(toAddress) } });
-    out.print({ figure: 'added beyond LXD\'s own address time (enricher, feed, admission, first RPC)', runs: RUNS, ...summary(added) });
+    out.print({
+      figure: "lxc launch to the provisioner's first RPC to its identity (provision-incus)",
+      runs: RUNS,
+      ...summary(toRpc),
+      baseline: { figure: "lxc launch to the instance's IPv4 address (LXD's own state)", ...summary(toAddress) },
+    });
+    out.print({ figure: "added beyond LXD's own address time (enricher, feed, admission, first RPC)", runs: RUNS, ...summary(added) });
     await answering.stop();
   } finally {
     await daemon.stop({ graceMs: 1000 });

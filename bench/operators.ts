@@ -17,7 +17,18 @@
  */
 import { cpus } from 'node:os';
 import { Observable, Subject, Subscription, distinct, from, mergeMap } from 'rxjs';
-import { AdmissionLedger, OrderedLine, RingQueue, Settling, TRASH, admit, done, releaseInOrder, releaseSettled, workerPool } from '@rxfleet/operators';
+import {
+  AdmissionLedger,
+  OrderedLine,
+  RingQueue,
+  Settling,
+  TRASH,
+  admit,
+  done,
+  releaseInOrder,
+  releaseSettled,
+  workerPool,
+} from '@rxfleet/operators';
 import { benchOutput } from './machineLoad';
 
 const DEPTHS = (process.env.BENCH_DEPTHS ?? '1000,100000,1000000').split(',').map(Number);
@@ -126,7 +137,10 @@ function ticketsOf(depth: number): () => ReturnType<AdmissionLedger<number, numb
   };
 }
 
-const pool = workerPool({ concurrency: CONCURRENCY, work: (t: NonNullable<ReturnType<AdmissionLedger<number, number>['decide']>>) => microtask(done(t.value)) });
+const pool = workerPool({
+  concurrency: CONCURRENCY,
+  work: (t: NonNullable<ReturnType<AdmissionLedger<number, number>['decide']>>) => microtask(done(t.value)),
+});
 const unordered = mergeMap((i: number) => microtask(i), CONCURRENCY);
 // The head answers last (a macrotask later), so every other item waits in the line first.
 const ordered = releaseInOrder((i: number): Observable<number | typeof TRASH> =>
@@ -146,7 +160,11 @@ async function warmUp(): Promise<void> {
 
 async function benchWorkerPool(): Promise<void> {
   for (const depth of DEPTHS) {
-    const r = await compare(depth, { input: ticketsOf(depth) as () => never[], pipeline: (s) => s.pipe(pool) }, { input: numbers(depth), pipeline: (s) => s.pipe(unordered) });
+    const r = await compare(
+      depth,
+      { input: ticketsOf(depth) as () => never[], pipeline: (s) => s.pipe(pool) },
+      { input: numbers(depth), pipeline: (s) => s.pipe(unordered) },
+    );
     print({
       figure: 'workerPool throughput',
       waiting: depth,
@@ -163,7 +181,11 @@ async function benchWorkerPool(): Promise<void> {
 
 async function benchReleaseInOrder(): Promise<void> {
   for (const depth of DEPTHS) {
-    const r = await compare(depth, { input: numbers(depth), pipeline: (s) => s.pipe(ordered) }, { input: numbers(depth), pipeline: (s) => s.pipe(unordered) });
+    const r = await compare(
+      depth,
+      { input: numbers(depth), pipeline: (s) => s.pipe(ordered) },
+      { input: numbers(depth), pipeline: (s) => s.pipe(unordered) },
+    );
     print({
       figure: 'releaseInOrder throughput',
       waiting: depth,
@@ -409,7 +431,13 @@ async function benchPoolMemory(): Promise<void> {
   const before = heapAfterGc();
   await measure(ticketsOf(1_000_000)() as never[], (s) => s.pipe(pool));
   const after = heapAfterGc() - before;
-  print({ figure: 'heap retained after 1M tickets through workerPool', burst: 1_000_000, retained_bytes: after, goal: 'flat (< 1 MB)', meets_goal: after < 1_000_000 });
+  print({
+    figure: 'heap retained after 1M tickets through workerPool',
+    burst: 1_000_000,
+    retained_bytes: after,
+    goal: 'flat (< 1 MB)',
+    meets_goal: after < 1_000_000,
+  });
 }
 
 async function main(): Promise<void> {
@@ -422,7 +450,8 @@ async function main(): Promise<void> {
     baseline_limit_ms: BASELINE_LIMIT_MS,
     items_per_figure: ITEMS_PER_FIGURE,
   });
-  if (!require.resolve('@rxfleet/operators').endsWith('.js')) console.error('warning: measuring the kit\'s TypeScript sources; `npm run bench:operators` measures its build');
+  if (!require.resolve('@rxfleet/operators').endsWith('.js'))
+    console.error("warning: measuring the kit's TypeScript sources; `npm run bench:operators` measures its build");
   await warmUp();
   if (ONLY === undefined || ONLY === 'pool') await benchWorkerPool();
   if (ONLY === undefined || ONLY === 'ordered') await benchReleaseInOrder();

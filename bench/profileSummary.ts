@@ -28,14 +28,26 @@ const ROOT = join(__dirname, '..');
 /** `function (file:line)`, with the project's files relative to its root and node_modules shortened. */
 function where(frame: CallFrame): string {
   const url = frame.url.replace(/^file:\/\//, '');
-  const file = url === '' ? '' : url.includes('node_modules/') ? url.slice(url.lastIndexOf('node_modules/') + 'node_modules/'.length) : url.startsWith(ROOT) ? relative(ROOT, url) : url;
+  const file =
+    url === ''
+      ? ''
+      : url.includes('node_modules/')
+        ? url.slice(url.lastIndexOf('node_modules/') + 'node_modules/'.length)
+        : url.startsWith(ROOT)
+          ? relative(ROOT, url)
+          : url;
   return `${frame.functionName === '' ? '(anonymous)' : frame.functionName}${file === '' ? '' : ` ${file}:${frame.lineNumber + 1}`}`;
 }
 
 function file(frame: CallFrame): string {
   const url = frame.url.replace(/^file:\/\//, '');
   if (url === '') return frame.functionName.startsWith('(') ? frame.functionName : '(native)';
-  if (url.includes('node_modules/')) return url.slice(url.lastIndexOf('node_modules/') + 'node_modules/'.length).split('/').slice(0, 2).join('/');
+  if (url.includes('node_modules/'))
+    return url
+      .slice(url.lastIndexOf('node_modules/') + 'node_modules/'.length)
+      .split('/')
+      .slice(0, 2)
+      .join('/');
   if (url.startsWith('node:')) return 'node internals';
   return url.startsWith(ROOT) ? relative(ROOT, url) : url;
 }
@@ -55,7 +67,10 @@ export function profiles(dir: string, extension: string): string[] {
 }
 
 /** Self time of a `.cpuprofile`: the top functions and the top files (or packages), as percentages of all samples. */
-export function summariseCpuProfile(path: string, count = 15): { samples: number; functions: Array<{ what: string; percent: number }>; files: Array<{ what: string; percent: number }> } {
+export function summariseCpuProfile(
+  path: string,
+  count = 15,
+): { samples: number; functions: Array<{ what: string; percent: number }>; files: Array<{ what: string; percent: number }> } {
   const profile = JSON.parse(readFileSync(path, 'utf8')) as { nodes: CpuNode[] };
   const byFunction = new Map<string, number>();
   const byFile = new Map<string, number>();
@@ -71,7 +86,10 @@ export function summariseCpuProfile(path: string, count = 15): { samples: number
 }
 
 /** Self size of a `.heapprofile` (what the sampled heap held when it was written): the top allocation sites. */
-export function summariseHeapProfile(path: string, count = 15): { sampledMiB: number; sites: Array<{ what: string; percent: number }>; files: Array<{ what: string; percent: number }> } {
+export function summariseHeapProfile(
+  path: string,
+  count = 15,
+): { sampledMiB: number; sites: Array<{ what: string; percent: number }>; files: Array<{ what: string; percent: number }> } {
   const profile = JSON.parse(readFileSync(path, 'utf8')) as { head: HeapNode };
   const bySite = new Map<string, number>();
   const byFile = new Map<string, number>();

@@ -30,7 +30,23 @@ import { join } from 'node:path';
 import { sampleHelperPath } from '../bin/sampleHelpers';
 import { freePort, startNatsServer } from '../streams/natsServerProcess';
 import { waitFor } from '../spec/helpers/waitFor';
-import { failures, helperStartLimit, metric, natsLimits, now, onInterrupt, persistentHelperLimit, print, printFooter, printHeader, processUsage, round, sleep, start, stop } from './provisionHarness';
+import {
+  failures,
+  helperStartLimit,
+  metric,
+  natsLimits,
+  now,
+  onInterrupt,
+  persistentHelperLimit,
+  print,
+  printFooter,
+  printHeader,
+  processUsage,
+  round,
+  sleep,
+  start,
+  stop,
+} from './provisionHarness';
 import { profiles, summariseCpuProfile, summariseHeapProfile } from './profileSummary';
 
 const NODES = (process.env.NODES ?? '10000,50000,100000').split(',').map(Number);
@@ -64,24 +80,73 @@ interface Run {
 
 async function provisionRun(url: string, brokerPid: number, dir: string, run: Run, limits: Record<string, number>): Promise<void> {
   const helper = HELPER_COMMANDS[run.helper];
-  const fleet = start(['simulate', '--nats', url, '--nodes', String(run.nodes), '--token', TOKEN, '--latency', `${LATENCY}ms`, '--restart-delay', '0', '--json', '--report-every', '0', '--log-level', 'error']);
+  const fleet = start([
+    'simulate',
+    '--nats',
+    url,
+    '--nodes',
+    String(run.nodes),
+    '--token',
+    TOKEN,
+    '--latency',
+    `${LATENCY}ms`,
+    '--restart-delay',
+    '0',
+    '--json',
+    '--report-every',
+    '0',
+    '--log-level',
+    'error',
+  ]);
   await fleet.next((l) => l.type === 'ready');
 
   const port = await freePort();
   const name = `provision-${run.nodes}-${run.helper}`;
   const config = join(dir, `${name}.yaml`);
-  const rxfleet = [`helper_mode: ${helper.mode}`, `queue_capacity: ${Math.max(50_000, run.nodes)}`, ...(helper.mode === 'persistent' ? [`helper_processes: ${helperProcesses()}`] : [])];
-  writeFileSync(config, [`helper: ${helper.command}`, `token: ${TOKEN}`, 'choria_insecure: true', `workers: ${WORKERS}`, `monitor_port: ${port}`, 'loglevel: error', 'interval: 1m', `rxfleet: {${rxfleet.join(', ')}}`].join('\n'));
+  const rxfleet = [
+    `helper_mode: ${helper.mode}`,
+    `queue_capacity: ${Math.max(50_000, run.nodes)}`,
+    ...(helper.mode === 'persistent' ? [`helper_processes: ${helperProcesses()}`] : []),
+  ];
+  writeFileSync(
+    config,
+    [
+      `helper: ${helper.command}`,
+      `token: ${TOKEN}`,
+      'choria_insecure: true',
+      `workers: ${WORKERS}`,
+      `monitor_port: ${port}`,
+      'loglevel: error',
+      'interval: 1m',
+      `rxfleet: {${rxfleet.join(', ')}}`,
+    ].join('\n'),
+  );
   const choria = join(dir, 'choria.cfg');
   writeFileSync(choria, `identity = bench-provisioner.example.net\nplugin.choria.middleware_hosts = ${url}\n`);
   const profileDir = PROFILE.length > 0 ? (process.env.PROFILE_DIR ?? join(dir, 'profiles', name)) : undefined;
-  const nodeArgs = profileDir === undefined ? [...DAEMON_NODE_ARGS] : [...DAEMON_NODE_ARGS, ...(PROFILE.includes('cpu') ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), ...(PROFILE.includes('heap') ? ['--heap-prof', `--heap-prof-dir=${profileDir}`] : [])];
+  const nodeArgs =
+    profileDir === undefined
+      ? [...DAEMON_NODE_ARGS]
+      : [
+          ...DAEMON_NODE_ARGS,
+          ...(PROFILE.includes('cpu') ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
+          ...(PROFILE.includes('heap') ? ['--heap-prof', `--heap-prof-dir=${profileDir}`] : []),
+        ];
   const daemon = start(['provision', '--config', config, '--choria-config', choria], nodeArgs);
   try {
-    await waitFor(async () => {
-      if (!daemon.running()) throw new Error(`the daemon exited before it was ready: ${daemon.stderr().slice(-500)}`);
-      return (await fetch(`http://127.0.0.1:${port}/ready`).then((r) => r.status, () => 0)) === 200;
-    }, 'the daemon to be ready', 60_000);
+    await waitFor(
+      async () => {
+        if (!daemon.running()) throw new Error(`the daemon exited before it was ready: ${daemon.stderr().slice(-500)}`);
+        return (
+          (await fetch(`http://127.0.0.1:${port}/ready`).then(
+            (r) => r.status,
+            () => 0,
+          )) === 200
+        );
+      },
+      'the daemon to be ready',
+      60_000,
+    );
     const pid = daemon.child.pid as number;
     const before = processUsage(pid);
     // Where the rest of the machine goes: the fleet's and the broker's CPU over the same run.
@@ -101,13 +166,17 @@ async function provisionRun(url: string, brokerPid: number, dir: string, run: Ru
     const after = processUsage(pid);
     const fleetAfter = processUsage(fleet.child.pid as number);
     const brokerAfter = processUsage(brokerPid);
-    const perNode = (from: { cpuSeconds: number }, to: { cpuSeconds: number }): number | null => (provisioned > 0 ? round(((to.cpuSeconds - from.cpuSeconds) / provisioned) * 1000, 2) : null);
+    const perNode = (from: { cpuSeconds: number }, to: { cpuSeconds: number }): number | null =>
+      provisioned > 0 ? round(((to.cpuSeconds - from.cpuSeconds) / provisioned) * 1000, 2) : null;
     const errors = await metric(port, 'choria_provisioner_provision_errors');
     // The fleet's own count: a node configured twice is a duplicate, whatever the daemon believes.
     await stop(fleet);
     const fleetSummary = await fleet.next((l) => l.type === 'summary').catch(() => ({}) as Record<string, unknown>);
     const rate = provisioned / seconds;
-    const limit = helper.mode === 'per-node' ? limits[`helper_start_limit_${run.helper}`] : Math.min(limits.request_reply_per_second_64_in_flight / RPCS_PER_CYCLE, limits[`persistent_helper_limit_${run.helper}`]);
+    const limit =
+      helper.mode === 'per-node'
+        ? limits[`helper_start_limit_${run.helper}`]
+        : Math.min(limits.request_reply_per_second_64_in_flight / RPCS_PER_CYCLE, limits[`persistent_helper_limit_${run.helper}`]);
     const { byStep, examples } = failures(daemon.lines);
     print({
       figure: 'nodes provisioned per second',
@@ -120,7 +189,10 @@ async function provisionRun(url: string, brokerPid: number, dir: string, run: Ru
       finished: provisioned >= run.nodes,
       seconds: round(seconds),
       nodes_per_second: round(rate),
-      limit: helper.mode === 'per-node' ? 'helper starts/s, as many at once as workers' : 'min(NATS request/reply with 64 in flight / 3 RPCs per cycle, persistent helper round trips/s)',
+      limit:
+        helper.mode === 'per-node'
+          ? 'helper starts/s, as many at once as workers'
+          : 'min(NATS request/reply with 64 in flight / 3 RPCs per cycle, persistent helper round trips/s)',
       limit_per_second: round(limit),
       ratio_to_limit: round(rate / limit, 2),
       cpu_ms_per_node: perNode(before, after),
@@ -144,19 +216,48 @@ async function provisionRun(url: string, brokerPid: number, dir: string, run: Ru
 }
 
 function printProfiles(dir: string, run: string): void {
-  for (const path of profiles(dir, '.cpuprofile')) print({ figure: 'daemon CPU profile (self time)', run, profile: process.env.PROFILE_DIR === undefined ? undefined : path, ...summariseCpuProfile(path) });
-  for (const path of profiles(dir, '.heapprofile')) print({ figure: 'daemon heap profile at exit (sampled, self size)', run, profile: process.env.PROFILE_DIR === undefined ? undefined : path, ...summariseHeapProfile(path) });
+  for (const path of profiles(dir, '.cpuprofile'))
+    print({
+      figure: 'daemon CPU profile (self time)',
+      run,
+      profile: process.env.PROFILE_DIR === undefined ? undefined : path,
+      ...summariseCpuProfile(path),
+    });
+  for (const path of profiles(dir, '.heapprofile'))
+    print({
+      figure: 'daemon heap profile at exit (sampled, self size)',
+      run,
+      profile: process.env.PROFILE_DIR === undefined ? undefined : path,
+      ...summariseHeapProfile(path),
+    });
 }
 
 async function main(): Promise<void> {
-  printHeader('bench/provision.ts', ['NODES', 'HELPERS', 'WORKERS', 'LATENCY', 'HELPER_PROCESSES', 'LIMIT_SECONDS', 'RUN_TIMEOUT_MINUTES', 'PROFILE', 'PROFILE_DIR', 'DAEMON_NODE_ARGS'], {
-    nodes: NODES,
-    helpers: HELPERS,
-    workers: WORKERS,
-    rpc_latency_ms: LATENCY,
-    helper_processes: helperProcesses(),
-  });
-  for (const helper of HELPERS) if (HELPER_COMMANDS[helper] === undefined) throw new Error(`unknown helper ${helper}: one of ${Object.keys(HELPER_COMMANDS).join(', ')}`);
+  printHeader(
+    'bench/provision.ts',
+    [
+      'NODES',
+      'HELPERS',
+      'WORKERS',
+      'LATENCY',
+      'HELPER_PROCESSES',
+      'LIMIT_SECONDS',
+      'RUN_TIMEOUT_MINUTES',
+      'PROFILE',
+      'PROFILE_DIR',
+      'DAEMON_NODE_ARGS',
+    ],
+    {
+      nodes: NODES,
+      helpers: HELPERS,
+      workers: WORKERS,
+      rpc_latency_ms: LATENCY,
+      helper_processes: helperProcesses(),
+    },
+  );
+  for (const helper of HELPERS)
+    if (HELPER_COMMANDS[helper] === undefined)
+      throw new Error(`unknown helper ${helper}: one of ${Object.keys(HELPER_COMMANDS).join(', ')}`);
   const server = await startNatsServer({ jetstream: false });
   const dir = mkdtempSync(join(tmpdir(), 'rxfleet-bench-provision-'));
   const cleanUp = async (): Promise<void> => {

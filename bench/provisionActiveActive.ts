@@ -54,13 +54,35 @@ async function run(kind: string, instances: number, baseline: RunResult | undefi
   onInterrupt(() => fleetOf.stop());
   try {
     const names = Array.from({ length: instances }, (_, i) => `aa-${String.fromCharCode(97 + i)}`);
-    const provisioners = await Promise.all(names.map((name) => fleetOf.provisioner(name, { mode: kind === 'one' ? 'single' : 'active-active', helperMode: 'persistent', helper: HELPER, workers: WORKERS, logLevel: 'error' })));
+    const provisioners = await Promise.all(
+      names.map((name) =>
+        fleetOf.provisioner(name, {
+          mode: kind === 'one' ? 'single' : 'active-active',
+          helperMode: 'persistent',
+          helper: HELPER,
+          workers: WORKERS,
+          logLevel: 'error',
+        }),
+      ),
+    );
     for (const p of provisioners) tracked(p.process);
     // Ready: connected and, active-active, the claims bucket read (its first round runs then).
-    await Promise.all(provisioners.map((p) => waitFor(async () => (await p.ready()), `${p.name} to be ready`, 60_000)));
+    await Promise.all(provisioners.map((p) => waitFor(async () => await p.ready(), `${p.name} to be ready`, 60_000)));
     // The fleet boots once the instances are up: each node reaches one of them by its startup event
     // (the queue group spreads them); discovery rounds find whatever an instance left behind.
-    const fleet = tracked(fleetOf.simulate(['--nodes', String(NODES), '--latency', `${LATENCY}ms`, '--restart-delay', '0', '--lock-window', '10s', '--exit-when-provisioned']));
+    const fleet = tracked(
+      fleetOf.simulate([
+        '--nodes',
+        String(NODES),
+        '--latency',
+        `${LATENCY}ms`,
+        '--restart-delay',
+        '0',
+        '--lock-window',
+        '10s',
+        '--exit-when-provisioned',
+      ]),
+    );
     await fleet.next((l) => l.type === 'ready');
     const started = now();
     const startedAt = Date.now();
@@ -88,7 +110,12 @@ async function run(kind: string, instances: number, baseline: RunResult | undefi
       inFlight = new Set(before.map((r) => r.identity).filter((id) => !restarted.has(id))).size;
     }
     print({
-      figure: kind === 'one' ? 'one instance' : kind === 'three' ? 'three active-active instances' : 'three active-active instances, one killed with SIGKILL mid-run',
+      figure:
+        kind === 'one'
+          ? 'one instance'
+          : kind === 'three'
+            ? 'three active-active instances'
+            : 'three active-active instances, one killed with SIGKILL mid-run',
       nodes: NODES,
       instances,
       workers_each: WORKERS,
@@ -99,10 +126,19 @@ async function run(kind: string, instances: number, baseline: RunResult | undefi
       finished: provisioned >= NODES,
       seconds: round(seconds),
       nodes_per_second: round(result.nodesPerSecond),
-      ...(baseline !== undefined && kind === 'three' ? { one_instance_nodes_per_second: round(baseline.nodesPerSecond), ratio_to_one_instance: round(result.nodesPerSecond / baseline.nodesPerSecond, 2) } : {}),
-      configures_by_instance: Object.fromEntries(provisioners.map((p) => [p.name, requests.filter((r) => r.caller === p.callerId && r.action === 'configure').length])),
+      ...(baseline !== undefined && kind === 'three'
+        ? {
+            one_instance_nodes_per_second: round(baseline.nodesPerSecond),
+            ratio_to_one_instance: round(result.nodesPerSecond / baseline.nodesPerSecond, 2),
+          }
+        : {}),
+      configures_by_instance: Object.fromEntries(
+        provisioners.map((p) => [p.name, requests.filter((r) => r.caller === p.callerId && r.action === 'configure').length]),
+      ),
       claims_by_instance: perInstance,
-      ...(killed !== undefined ? { killed: killed.victim.name, killed_after_s: round((killed.at - startedAt) / 1000), killed_instance_cycles_in_flight: inFlight } : {}),
+      ...(killed !== undefined
+        ? { killed: killed.victim.name, killed_after_s: round((killed.at - startedAt) / 1000), killed_instance_cycles_in_flight: inFlight }
+        : {}),
     });
     return result;
   } finally {
@@ -111,7 +147,13 @@ async function run(kind: string, instances: number, baseline: RunResult | undefi
 }
 
 async function main(): Promise<void> {
-  printHeader('bench/provisionActiveActive.ts', ['NODES', 'WORKERS', 'LATENCY', 'CLAIMS_TTL', 'RUNS', 'RUN_TIMEOUT_MINUTES'], { nodes: NODES, workers_each: WORKERS, rpc_latency_ms: LATENCY, claims_ttl_s: CLAIMS_TTL_MS / 1000, runs: RUNS });
+  printHeader('bench/provisionActiveActive.ts', ['NODES', 'WORKERS', 'LATENCY', 'CLAIMS_TTL', 'RUNS', 'RUN_TIMEOUT_MINUTES'], {
+    nodes: NODES,
+    workers_each: WORKERS,
+    rpc_latency_ms: LATENCY,
+    claims_ttl_s: CLAIMS_TTL_MS / 1000,
+    runs: RUNS,
+  });
   try {
     let baseline: RunResult | undefined;
     if (RUNS.includes('one')) baseline = await run('one', 1, undefined);

@@ -19,7 +19,8 @@ const CLOCK_TICKS = 100; // Linux USER_HZ: /proc times are in hundredths of a se
 export const now = (): number => Number(process.hrtime.bigint()) / 1e6;
 let output: BenchOutput | undefined;
 /** Prints one JSON line; once the header is out, figures are marked when the machine was busy ({@link benchOutput}). */
-export const print = (figure: Record<string, unknown>): void => (output !== undefined ? output.print(figure) : console.log(JSON.stringify(figure)));
+export const print = (figure: Record<string, unknown>): void =>
+  output !== undefined ? output.print(figure) : console.log(JSON.stringify(figure));
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 export const round = (value: number, digits = 1): number => Math.round(value * 10 ** digits) / 10 ** digits;
 
@@ -30,7 +31,9 @@ export const round = (value: number, digits = 1): number => Math.round(value * 1
  */
 export function printHeader(script: string, environment: readonly string[], settings: Record<string, unknown>): void {
   output = benchOutput(script);
-  const env = environment.filter((name) => process.env[name] !== undefined).map((name) => `${name}=${JSON.stringify(process.env[name]).slice(1, -1)}`);
+  const env = environment
+    .filter((name) => process.env[name] !== undefined)
+    .map((name) => `${name}=${JSON.stringify(process.env[name]).slice(1, -1)}`);
   print({ command: [...env, 'node --import tsx', script].join(' '), node: process.version, cpus: cpus().length, ...settings });
 }
 
@@ -55,7 +58,13 @@ export async function perSecond(inFlight: number, seconds: number, call: () => P
 }
 
 /** CPU seconds (user + system), peak RSS and current RSS (MiB), and read and write system calls of a process, from /proc. */
-export function processUsage(pid: number): { cpuSeconds: number; peakRssMiB: number; rssMiB: number; readCalls: number; writeCalls: number } {
+export function processUsage(pid: number): {
+  cpuSeconds: number;
+  peakRssMiB: number;
+  rssMiB: number;
+  readCalls: number;
+  writeCalls: number;
+} {
   // Fields after the command name (which may hold spaces) start at field 3; utime and stime are 14 and 15.
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
@@ -64,7 +73,13 @@ export function processUsage(pid: number): { cpuSeconds: number; peakRssMiB: num
   const kib = (field: string): number => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0);
   const io = readFileSync(`/proc/${pid}/io`, 'utf8');
   const calls = (field: string): number => Number(new RegExp(`${field}: (\\d+)`).exec(io)?.[1] ?? 0);
-  return { cpuSeconds, peakRssMiB: round(kib('VmHWM') / 1024), rssMiB: round(kib('VmRSS') / 1024), readCalls: calls('syscr'), writeCalls: calls('syscw') };
+  return {
+    cpuSeconds,
+    peakRssMiB: round(kib('VmHWM') / 1024),
+    rssMiB: round(kib('VmRSS') / 1024),
+    readCalls: calls('syscr'),
+    writeCalls: calls('syscw'),
+  };
 }
 
 // Every child, so an interrupted run (Ctrl-C) leaves no daemon, fleet or nats-server behind.
@@ -104,7 +119,10 @@ export async function stop(child: RxfleetProcess): Promise<void> {
 
 /** A sample's value from /metrics; NaN when the scrape failed (a daemon under full load may reset it). */
 export async function metric(port: number, name: string, labels: Record<string, string> = {}): Promise<number> {
-  const text = await fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text(), () => '');
+  const text = await fetch(`http://127.0.0.1:${port}/metrics`).then(
+    (r) => r.text(),
+    () => '',
+  );
   return sampleValue(text, name, labels);
 }
 
@@ -121,7 +139,10 @@ export function failures(lines: Record<string, unknown>[]): { byStep: Record<str
 }
 
 /** Request/reply round trips per second over `url` (a payload the size of a Choria RPC request), 1 and 64 in flight. */
-export async function natsLimits(url: string, seconds: number): Promise<{ request_reply_per_second_1_in_flight: number; request_reply_per_second_64_in_flight: number }> {
+export async function natsLimits(
+  url: string,
+  seconds: number,
+): Promise<{ request_reply_per_second_1_in_flight: number; request_reply_per_second_64_in_flight: number }> {
   const a = await openNatsConnection({ servers: [url], name: 'bench-requester' });
   const b = await openNatsConnection({ servers: [url], name: 'bench-responder' });
   try {
@@ -129,7 +150,10 @@ export async function natsLimits(url: string, seconds: number): Promise<{ reques
     b.nc.subscribe('bench.echo', { callback: (_, msg) => void msg.respond(msg.data) });
     await b.nc.flush();
     const request = () => a.nc.request('bench.echo', payload, { timeout: 5000 });
-    return { request_reply_per_second_1_in_flight: await perSecond(1, seconds, request), request_reply_per_second_64_in_flight: await perSecond(64, seconds, request) };
+    return {
+      request_reply_per_second_1_in_flight: await perSecond(1, seconds, request),
+      request_reply_per_second_64_in_flight: await perSecond(64, seconds, request),
+    };
   } finally {
     await a.drain();
     await b.drain();

@@ -47,9 +47,13 @@ async function roundTrips(inFlight: number, seconds: number, call: () => Promise
 
 function simulateProcess(url: string, nodes: number): Promise<{ child: ChildProcess; stop: () => Promise<void> }> {
   // The built command, exactly as a user runs it (`npm run bench:wire` builds first).
-  const child = spawn(process.execPath, [join(__dirname, '../dist/bin/rxfleet.js'), 'simulate', '--nats', url, '--nodes', String(nodes), '--json', '--report-every', '0'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    [join(__dirname, '../dist/bin/rxfleet.js'), 'simulate', '--nats', url, '--nodes', String(nodes), '--json', '--report-every', '0'],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   return new Promise((resolve, reject) => {
     child.once('error', reject);
@@ -92,7 +96,9 @@ async function main(): Promise<void> {
     for (const inFlight of [1, 64]) {
       const raw = await roundTrips(inFlight, RPC_SECONDS, () => provisioner.nc.request('bench.echo', payload, { timeout: 5000 }));
       let next = 0;
-      const rpc = await roundTrips(inFlight, RPC_SECONDS, () => firstValueFrom(client.call(PROVISION_RPCS.inventory, `node-${(next++ % 64) + 1}.example.net`, {})));
+      const rpc = await roundTrips(inFlight, RPC_SECONDS, () =>
+        firstValueFrom(client.call(PROVISION_RPCS.inventory, `node-${(next++ % 64) + 1}.example.net`, {})),
+      );
       print({
         figure: 'rpc round trips/s',
         in_flight: inFlight,

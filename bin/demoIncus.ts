@@ -72,7 +72,14 @@ export async function runIncusDemo(options: IncusDemoOptions): Promise<IncusDemo
   const { instances, out } = options;
   const print = (text: string): void => void out.write(`${text}\n`);
   const logger = options.logger ?? silentLogger;
-  const summary: IncusDemoSummary = { instances, provisioned: 0, foundBy: { incus: 0, discovery: 0, event: 0 }, errors: 0, duplicates: 0, launchToProvisionedMs: [] };
+  const summary: IncusDemoSummary = {
+    instances,
+    provisioned: 0,
+    foundBy: { incus: 0, discovery: 0, event: 0 },
+    errors: 0,
+    duplicates: 0,
+    launchToProvisionedMs: [],
+  };
   const unavailable = privateLxdUnavailable();
   if (unavailable !== undefined) {
     options.err.write(`rxfleet demo --incus: cannot run: ${unavailable}; rxfleet demo without --incus needs neither\n`);
@@ -89,7 +96,9 @@ export async function runIncusDemo(options: IncusDemoOptions): Promise<IncusDemo
   const interrupted = (): boolean => options.signal?.aborted === true;
   try {
     transport = await demoTransport(options.transport, logger, print);
-    print(`rxfleet demo --incus: ${instances} LXD instance${instances === 1 ? '' : 's'} on a private LXD daemon, the enricher and the provisioner in one process (provision-incus), over ${transport.kind === 'nats' ? `a private nats-server (${transport.url})` : 'the in-process transport'}`);
+    print(
+      `rxfleet demo --incus: ${instances} LXD instance${instances === 1 ? '' : 's'} on a private LXD daemon, the enricher and the provisioner in one process (provision-incus), over ${transport.kind === 'nats' ? `a private nats-server (${transport.url})` : 'the in-process transport'}`,
+    );
     print('starting a private LXD daemon and building its busybox image...');
     lxd = await startPrivateLxd();
     if (interrupted()) return summary;
@@ -119,7 +128,8 @@ export async function runIncusDemo(options: IncusDemoOptions): Promise<IncusDemo
     daemon = await startProvisionerWithEnricher(
       {
         config,
-        choria: parseChoriaClientConfig(`identity = demo-provisioner.example.net\nplugin.choria.middleware_hosts = ${transport.url}\n`).config,
+        choria: parseChoriaClientConfig(`identity = demo-provisioner.example.net\nplugin.choria.middleware_hosts = ${transport.url}\n`)
+          .config,
         connection,
         registry,
         logger,
@@ -152,7 +162,15 @@ export async function runIncusDemo(options: IncusDemoOptions): Promise<IncusDemo
 
     const fleetConnection = await transport.connect('rxfleet-demo-fleet');
     connections.push(fleetConnection);
-    fleet = await startSimulatedFleet({ nc: fleetConnection.nc, nodes: instances, identity: (i) => identityOf(instanceName(i - 1)), component: 'demo_unheard', token: TOKEN, restartDelayMs: 200, logger });
+    fleet = await startSimulatedFleet({
+      nc: fleetConnection.nc,
+      nodes: instances,
+      identity: (i) => identityOf(instanceName(i - 1)),
+      component: 'demo_unheard',
+      token: TOKEN,
+      restartDelayMs: 200,
+      logger,
+    });
 
     const launchedAt = new Map<string, number>();
     const launching = lxd;
@@ -179,7 +197,9 @@ export async function runIncusDemo(options: IncusDemoOptions): Promise<IncusDemo
     summary.launchToProvisionedMs = [...provisionedAt].map(([identity, at]) => at - (launchedAt.get(identity) ?? at));
     const cut = interrupted() ? ' (interrupted)' : ` (gave up after ${Number((options.timeoutMs / 1000).toFixed(1))} s)`;
     print(`nodes provisioned: ${summary.provisioned} of ${instances}${complete ? '' : cut}`);
-    print(`found by:          Incus ${summary.foundBy.incus}, discovery ${summary.foundBy.discovery}, startup events ${summary.foundBy.event}`);
+    print(
+      `found by:          Incus ${summary.foundBy.incus}, discovery ${summary.foundBy.discovery}, startup events ${summary.foundBy.event}`,
+    );
     print(`errors:            ${summary.errors}`);
     print(`duplicates:        ${summary.duplicates}`);
     return summary;

@@ -132,12 +132,15 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
       watches.push(
         daemon.results$.subscribe(({ outcome }) => {
           if (outcome.status === 'failed') errors++;
-          else if (outcome.status === 'done' && outcome.value === 'provisioned') provisionedBy[identity] = (provisionedBy[identity] ?? 0) + 1;
+          else if (outcome.status === 'done' && outcome.value === 'provisioned')
+            provisionedBy[identity] = (provisionedBy[identity] ?? 0) + 1;
         }),
       );
     }
 
-    print(`rxfleet demo: ${nodes} simulated Choria servers booting over ${Number((options.bootMs / 1000).toFixed(1))} s, 2 provisioners ${activeActive ? 'sharing the fleet (active-active)' : 'electing a leader'}, ${persistent ? 'persistent helpers' : 'a helper per node'}, over ${kind === 'nats' ? `a private nats-server (${transport.url})` : 'the in-process transport'}`);
+    print(
+      `rxfleet demo: ${nodes} simulated Choria servers booting over ${Number((options.bootMs / 1000).toFixed(1))} s, 2 provisioners ${activeActive ? 'sharing the fleet (active-active)' : 'electing a leader'}, ${persistent ? 'persistent helpers' : 'a helper per node'}, over ${kind === 'nats' ? `a private nats-server (${transport.url})` : 'the in-process transport'}`,
+    );
     const started = Date.now();
     fleet = await startSimulatedFleet({
       nc: fleetConnection.nc,
@@ -161,7 +164,9 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
         const stats = running.stats();
         if (showProgress) {
           const leader = activeActive ? 'active-active' : (leaders.at(-1) ?? 'electing...');
-          out.write(`\r${bar(stats.provisioned, nodes)} ${stats.provisioned}/${nodes} provisioned  ${activeActive ? '' : 'leader: '}${leader}   `);
+          out.write(
+            `\r${bar(stats.provisioned, nodes)} ${stats.provisioned}/${nodes} provisioned  ${activeActive ? '' : 'leader: '}${leader}   `,
+          );
         }
         if (stats.provisioned >= nodes) resolve(true);
         else if (Date.now() - started > options.timeoutMs) resolve(false);
@@ -195,7 +200,10 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     print(`time:              ${(elapsedMs / 1000).toFixed(1)} s`);
     print(`nodes/s:           ${summary.nodesPerSecond.toFixed(1)}`);
     if (activeActive) print(`provisioned by:    ${IDENTITIES.map((id) => `${id} ${provisionedBy[id] ?? 0}`).join(', ')}`);
-    else print(`leader:            ${leaders.length === 0 ? 'nobody won the election' : leaders.join(', then ')}${standby.length > 0 ? ` (${standby.join(', ')} stood by)` : ''}`);
+    else
+      print(
+        `leader:            ${leaders.length === 0 ? 'nobody won the election' : leaders.join(', then ')}${standby.length > 0 ? ` (${standby.join(', ')} stood by)` : ''}`,
+      );
     return summary;
   } finally {
     if (progressTimer !== undefined) clearInterval(progressTimer);

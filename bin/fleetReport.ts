@@ -4,8 +4,18 @@ import { FleetEvent, FleetStats, RequestRecord } from '../streams/simulatedFleet
 export type ReportFormat = 'json' | 'text';
 
 /** The line saying the fleet is listening, with what a provisioner needs to trust its JWT. */
-export function readyLine(format: ReportFormat, fields: { nodes: number; jwtVerifyKey: string; jwtKeyType: string; servers: string[] }): string {
-  if (format === 'json') return JSON.stringify({ type: 'ready', nodes: fields.nodes, servers: fields.servers, jwt_key_type: fields.jwtKeyType, jwt_verify_cert: fields.jwtVerifyKey });
+export function readyLine(
+  format: ReportFormat,
+  fields: { nodes: number; jwtVerifyKey: string; jwtKeyType: string; servers: string[] },
+): string {
+  if (format === 'json')
+    return JSON.stringify({
+      type: 'ready',
+      nodes: fields.nodes,
+      servers: fields.servers,
+      jwt_key_type: fields.jwtKeyType,
+      jwt_verify_cert: fields.jwtVerifyKey,
+    });
   const key = fields.jwtKeyType === 'ed25519' ? fields.jwtVerifyKey : '(RSA public key; write it out with --jwt-public-key-out)';
   return `simulating ${fields.nodes} Choria servers in provisioning mode on ${fields.servers.join(',')}; jwt_verify_cert: ${key}`;
 }

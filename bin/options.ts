@@ -68,7 +68,13 @@ export function listenAddress(value: string): ListenAddress | null {
 
 /** Appends comma-separated values to the list given so far (an option given twice adds to it). */
 export function list(value: string, previous: string[] = []): string[] {
-  return [...previous, ...value.split(',').map((s) => s.trim()).filter((s) => s !== '')];
+  return [
+    ...previous,
+    ...value
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s !== ''),
+  ];
 }
 
 /** Appends one value to the list given so far. */
@@ -102,8 +108,19 @@ export type LogStream = 'stdout' | 'stderr';
  */
 export function addLogOptions(command: Command, options: { defaultLevel: LogLevel | string; stream: LogStream | string }): Command {
   return command
-    .addOption(new Option('--log-level <level>', `log level (default: ${options.defaultLevel}; logs go to ${options.stream})`).choices(LOG_LEVELS).env('RXFLEET_LOG_LEVEL'))
-    .addOption(new Option('--log-format <format>', 'json lines, logfmt (the key=value text of upstream\'s logrus), or pretty (default: pretty on a terminal, json otherwise)').choices(LOG_FORMATS).env('RXFLEET_LOG_FORMAT'))
+    .addOption(
+      new Option('--log-level <level>', `log level (default: ${options.defaultLevel}; logs go to ${options.stream})`)
+        .choices(LOG_LEVELS)
+        .env('RXFLEET_LOG_LEVEL'),
+    )
+    .addOption(
+      new Option(
+        '--log-format <format>',
+        "json lines, logfmt (the key=value text of upstream's logrus), or pretty (default: pretty on a terminal, json otherwise)",
+      )
+        .choices(LOG_FORMATS)
+        .env('RXFLEET_LOG_FORMAT'),
+    )
     .addOption(new Option('--debug', 'log at debug level (as --log-level debug)'))
     .addOption(new Option('--pretty', 'human-readable log lines (as --log-format pretty)'));
 }
@@ -114,7 +131,10 @@ export function addLogOptions(command: Command, options: { defaultLevel: LogLeve
  * asked for, so a configuration file or the terminal can decide.
  */
 export function logSettings(flags: LogFlags, defaultLevel: LogLevel): { level: LogLevel; format: LogFormat | undefined } {
-  return { level: flags.debug === true ? 'debug' : (flags.logLevel ?? defaultLevel), format: flags.pretty === true ? 'pretty' : flags.logFormat };
+  return {
+    level: flags.debug === true ? 'debug' : (flags.logLevel ?? defaultLevel),
+    format: flags.pretty === true ? 'pretty' : flags.logFormat,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -143,10 +163,21 @@ export interface NatsOptionSet {
 /** Adds `--nats` and the credentials options, each with its environment variable. */
 export function addNatsOptions(command: Command, set: NatsOptionSet = {}): Command {
   command
-    .addOption(new Option('--nats <urls>', 'NATS servers: nats://host:4222 or tls://host:4222, comma separated or repeated').argParser(list).env('RXFLEET_NATS_URL'))
+    .addOption(
+      new Option('--nats <urls>', 'NATS servers: nats://host:4222 or tls://host:4222, comma separated or repeated')
+        .argParser(list)
+        .env('RXFLEET_NATS_URL'),
+    )
     .addOption(new Option('--nats-user <user>', 'NATS user').env('RXFLEET_NATS_USER'))
-    .addOption(new Option('--nats-password <password>', 'NATS password (never logged; prefer the environment variable)').env('RXFLEET_NATS_PASSWORD'));
-  if (set.token === true) command.addOption(new Option('--nats-token <token>', 'NATS token (never logged; prefer the environment variable)').env('RXFLEET_NATS_TOKEN'));
+    .addOption(
+      new Option('--nats-password <password>', 'NATS password (never logged; prefer the environment variable)').env(
+        'RXFLEET_NATS_PASSWORD',
+      ),
+    );
+  if (set.token === true)
+    command.addOption(
+      new Option('--nats-token <token>', 'NATS token (never logged; prefer the environment variable)').env('RXFLEET_NATS_TOKEN'),
+    );
   command.addOption(new Option('--nats-creds <file>', 'NATS credentials file (a user JWT and its nkey seed)').env('RXFLEET_NATS_CREDS'));
   if (set.tls === true) {
     command
@@ -173,7 +204,14 @@ export function natsServers(flags: NatsFlags): { servers: string[]; user?: strin
 
 /** Adds `--monitor <[host]:port>`; `fallback` says what applies without it. */
 export function addMonitorOption(command: Command, fallback: string): Command {
-  return command.addOption(new Option('--monitor <[host]:port>', `serve /metrics, /health and /ready here, such as :9153 or 127.0.0.1:9153; "" for nowhere (default: ${fallback})`).argParser(listenAddress).env('RXFLEET_MONITOR'));
+  return command.addOption(
+    new Option(
+      '--monitor <[host]:port>',
+      `serve /metrics, /health and /ready here, such as :9153 or 127.0.0.1:9153; "" for nowhere (default: ${fallback})`,
+    )
+      .argParser(listenAddress)
+      .env('RXFLEET_MONITOR'),
+  );
 }
 
 // ---------------------------------------------------------------------------------------------

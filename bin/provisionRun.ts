@@ -75,7 +75,12 @@ export async function runProvision(options: ProvisionOptions, withEnricher?: Enr
   }
   const config = checked.config;
   const { level, format } = logSettings(options, config.logLevel);
-  const logger = createLogger({ level, format: format ?? config.rxfleet.logFormat, destination: config.logDestination, name: `rxfleet-${command}` });
+  const logger = createLogger({
+    level,
+    format: format ?? config.rxfleet.logFormat,
+    destination: config.logDestination,
+    name: `rxfleet-${command}`,
+  });
   // The same lines `rxfleet validate` prints, without their severity: the log level says it.
   for (const line of problems) logger.warn(line.replace(/^warning: /, ''));
 

@@ -18,7 +18,10 @@ export interface ProvisionFlags extends NatsFlags {
 export function addProvisionSourceOptions(command: Command): Command {
   command
     .addOption(new Option('--config <file>', `the provisioner YAML configuration ${REQUIRED}`).makeOptionMandatory())
-    .option('--choria-config <file>', 'the Choria client configuration (default: the first of ~/.choriarc, ~/.mcollective, /etc/choria/client.conf, /usr/local/etc/choria/client.conf)');
+    .option(
+      '--choria-config <file>',
+      'the Choria client configuration (default: the first of ~/.choriarc, ~/.mcollective, /etc/choria/client.conf, /usr/local/etc/choria/client.conf)',
+    );
   addNatsOptions(command);
   return addMonitorOption(command, 'monitor_port of the configuration, on every interface');
 }

@@ -20,7 +20,13 @@ export interface ShutdownOptions {
  * is said twice. Returns a function that removes the handlers.
  */
 export function handleShutdownSignals(options: ShutdownOptions): () => void {
-  const { graceful, graceMs = 30_000, logger = silentLogger, exit = (code) => process.exit(code), signals = ['SIGINT', 'SIGTERM'] } = options;
+  const {
+    graceful,
+    graceMs = 30_000,
+    logger = silentLogger,
+    exit = (code) => process.exit(code),
+    signals = ['SIGINT', 'SIGTERM'],
+  } = options;
   let stopping = false;
   const onSignal = (signal: NodeJS.Signals): void => {
     if (stopping) {

@@ -44,7 +44,8 @@ export interface SimulateOptions extends NatsFlags, LogFlags {
 }
 
 /** What `simulate` says when it has no server and cannot start one. */
-export const NO_NATS_SERVER = 'rxfleet simulate: no --nats given and nats-server is not on PATH to start a private one: install it (apt-get install nats-server) or pass --nats nats://host:4222';
+export const NO_NATS_SERVER =
+  'rxfleet simulate: no --nats given and nats-server is not on PATH to start a private one: install it (apt-get install nats-server) or pass --nats nats://host:4222';
 
 /**
  * Runs `rxfleet simulate`: connects (to `--nats`, or to a private nats-server it starts on a free
@@ -58,7 +59,12 @@ export async function runSimulate(options: SimulateOptions): Promise<number> {
   const format: ReportFormat = options.json === true ? 'json' : 'text';
   const print = (line: string): void => void process.stdout.write(`${line}\n`);
   const { level, format: logFormat } = logSettings(options, 'warn');
-  const logger = createLogger({ level, ...(logFormat !== undefined ? { format: logFormat } : {}), destination: 'stderr', name: 'rxfleet-simulate' });
+  const logger = createLogger({
+    level,
+    ...(logFormat !== undefined ? { format: logFormat } : {}),
+    destination: 'stderr',
+    name: 'rxfleet-simulate',
+  });
   const jwtSigningKey = options.jwtKey === undefined ? undefined : readFileSync(options.jwtKey, 'utf8');
 
   let privateServer: NatsServerProcess | undefined;
@@ -79,10 +85,15 @@ export async function runSimulate(options: SimulateOptions): Promise<number> {
       }
       privateServer = await startNatsServer({ jetstream: false });
       servers = [privateServer.url];
-      process.stderr.write(`rxfleet simulate: no --nats given: started a private nats-server on ${privateServer.url} (it stops with this command)\n`);
+      process.stderr.write(
+        `rxfleet simulate: no --nats given: started a private nats-server on ${privateServer.url} (it stops with this command)\n`,
+      );
     }
     const { user, password } = natsServers(options);
-    const tls = options.natsCa !== undefined || options.natsCert !== undefined || options.natsKey !== undefined ? { ca: options.natsCa, cert: options.natsCert, key: options.natsKey } : undefined;
+    const tls =
+      options.natsCa !== undefined || options.natsCert !== undefined || options.natsKey !== undefined
+        ? { ca: options.natsCa, cert: options.natsCert, key: options.natsKey }
+        : undefined;
     connection = await openNatsConnection(
       {
         servers,
@@ -96,7 +107,16 @@ export async function runSimulate(options: SimulateOptions): Promise<number> {
       },
       logger,
     );
-    return await runFleet(options, { servers, connection, logger, print, format, jwtSigningKey, setFinish: (f) => (finish = f), privateServer });
+    return await runFleet(options, {
+      servers,
+      connection,
+      logger,
+      print,
+      format,
+      jwtSigningKey,
+      setFinish: (f) => (finish = f),
+      privateServer,
+    });
   } catch (error) {
     if (abandon.signal.aborted) return 0;
     await connection?.drain();
@@ -139,14 +159,20 @@ async function runFleet(options: SimulateOptions, run: FleetRun): Promise<number
     silent: options.silent,
     ...(options.restartDelay !== undefined ? { restartDelayMs: options.restartDelay } : {}),
     ...(options.shutdownDelay !== undefined ? { shutdownDelayMs: options.shutdownDelay } : {}),
-    jwt: { jwtKeyType: options.jwtKeyType, perNodeKeys: options.perNodeKeys === true, urls: servers, ...(jwtSigningKey !== undefined ? { jwtSigningKey } : {}) },
+    jwt: {
+      jwtKeyType: options.jwtKeyType,
+      perNodeKeys: options.perNodeKeys === true,
+      urls: servers,
+      ...(jwtSigningKey !== undefined ? { jwtSigningKey } : {}),
+    },
     ...(options.seed !== undefined ? { random: seededRandom(options.seed) } : {}),
     ...(options.lockWindow !== undefined ? { lockWindowMs: options.lockWindow } : {}),
     ...(caPem !== undefined ? { requireSigned: { caPem } } : {}),
     ...(options.trace === true ? { onRequest: (request: RequestRecord) => print(requestLine(format, request)) } : {}),
     logger,
   });
-  if (options.jwtPublicKeyOut !== undefined) writeFileSync(options.jwtPublicKeyOut, fleet.jwtVerifyKey.endsWith('\n') ? fleet.jwtVerifyKey : `${fleet.jwtVerifyKey}\n`);
+  if (options.jwtPublicKeyOut !== undefined)
+    writeFileSync(options.jwtPublicKeyOut, fleet.jwtVerifyKey.endsWith('\n') ? fleet.jwtVerifyKey : `${fleet.jwtVerifyKey}\n`);
   print(readyLine(format, { nodes: options.nodes, jwtVerifyKey: fleet.jwtVerifyKey, jwtKeyType: fleet.keys.jwtKeyType, servers }));
 
   let finished = false;
@@ -172,7 +198,10 @@ async function runFleet(options: SimulateOptions, run: FleetRun): Promise<number
       if (stats.provisioned + stats.shutdown === stats.nodes) void finish();
     }
   });
-  const reporter = options.reportEvery > 0 ? setInterval(() => print(progressLine(format, fleet.stats(), Date.now() - started)), options.reportEvery) : undefined;
+  const reporter =
+    options.reportEvery > 0
+      ? setInterval(() => print(progressLine(format, fleet.stats(), Date.now() - started)), options.reportEvery)
+      : undefined;
   const deadline = options.duration !== undefined ? setTimeout(() => void finish(), options.duration) : undefined;
 
   await done;

@@ -18,7 +18,8 @@ export function parseListenAddress(text: string): ListenAddress | undefined {
   if (trimmed === '') return undefined;
   const match = /^(?:\[([^\]]+)\]|([^:\s]*)):?(\d+)$/.exec(trimmed.includes(':') ? trimmed : `:${trimmed}`);
   const port = match === null ? NaN : Number(match[3]);
-  if (match === null || !Number.isInteger(port) || port > 65535) throw new Error(`expected [host]:port such as :9153 or 127.0.0.1:9153 ("" for none), got "${text}"`);
+  if (match === null || !Number.isInteger(port) || port > 65535)
+    throw new Error(`expected [host]:port such as :9153 or 127.0.0.1:9153 ("" for none), got "${text}"`);
   const host = match[1] ?? match[2];
   return host === undefined || host === '' ? { port } : { host, port };
 }

@@ -14,14 +14,13 @@ export class DurationSyntaxError extends Error {
 const NS_PER_UNIT: Record<string, number> = {
   ns: 1,
   us: 1e3,
-  'µs': 1e3, // U+00B5 micro sign
-  'μs': 1e3, // U+03BC Greek mu
+  µs: 1e3, // U+00B5 micro sign
+  μs: 1e3, // U+03BC Greek mu
   ms: 1e6,
   s: 1e9,
   m: 60e9,
   h: 3600e9,
 };
-
 
 /**
  * Go's `time.ParseDuration`, returning milliseconds: a sequence of decimal numbers, each with an
@@ -69,7 +68,9 @@ export function formatGoDuration(ms: number): string {
   ns = Math.abs(ns);
   const fixed = (value: number, digits: number): string => {
     const whole = Math.floor(value / 10 ** digits);
-    const fraction = String(value % 10 ** digits).padStart(digits, '0').replace(/0+$/, '');
+    const fraction = String(value % 10 ** digits)
+      .padStart(digits, '0')
+      .replace(/0+$/, '');
     return fraction === '' ? String(whole) : `${whole}.${fraction}`;
   };
   if (ns < 1e3) return `${sign}${ns}ns`;

@@ -40,7 +40,26 @@ export interface LoggerOptions {
 
 // Wherever a secret could sit in an object handed to the logger, it is replaced: tokens,
 // passwords and keys never reach a log line, whatever a caller passes by mistake.
-const SECRET_FIELDS = ['token', 'password', 'pass', 'passwd', 'secret', 'key', 'seed', 'privateKey', 'private_key', 'jwt_signing_key', 'broker_provisioning_password', 'brokerProvisioningPassword', 'natsPassword', 'nats_password', 'cht', 'chpwd', 'clientKey', 'client_key'];
+const SECRET_FIELDS = [
+  'token',
+  'password',
+  'pass',
+  'passwd',
+  'secret',
+  'key',
+  'seed',
+  'privateKey',
+  'private_key',
+  'jwt_signing_key',
+  'broker_provisioning_password',
+  'brokerProvisioningPassword',
+  'natsPassword',
+  'nats_password',
+  'cht',
+  'chpwd',
+  'clientKey',
+  'client_key',
+];
 export const REDACTED_PATHS = [...SECRET_FIELDS, ...SECRET_FIELDS.map((f) => `*.${f}`), ...SECRET_FIELDS.map((f) => `*.*.${f}`)];
 
 /** A logger that writes nothing: the default for library code (a user passes their own). */
@@ -83,17 +102,33 @@ function toLogfmt(line: string): string {
  */
 export function createLogger(options: LoggerOptions = {}): Logger {
   const { level = 'info', name } = options;
-  const destination: LogDestination = options.destination ?? (options.file !== undefined ? { file: options.file } : (options.stream ?? 'stdout'));
+  const destination: LogDestination =
+    options.destination ?? (options.file !== undefined ? { file: options.file } : (options.stream ?? 'stdout'));
   if (destination === 'discard') return pino({ level: 'silent' });
   const fd = destination === 'stderr' ? 2 : 1;
   const terminal = typeof destination === 'string' && (destination === 'stderr' ? process.stderr : process.stdout).isTTY === true;
-  const format: LogFormat = options.format ?? (options.pretty === true ? 'pretty' : options.pretty === false ? 'json' : terminal ? 'pretty' : 'json');
+  const format: LogFormat =
+    options.format ?? (options.pretty === true ? 'pretty' : options.pretty === false ? 'json' : terminal ? 'pretty' : 'json');
   const base = { level, name, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } };
   if (format === 'pretty') {
     const target = typeof destination === 'object' ? destination.file : fd;
-    return pino(base, rewriting(pretty({ colorize: terminal, sync: true, ignore: 'pid,hostname', destination: target, ...(typeof destination === 'object' ? { append: true, mkdir: true } : {}) })));
+    return pino(
+      base,
+      rewriting(
+        pretty({
+          colorize: terminal,
+          sync: true,
+          ignore: 'pid,hostname',
+          destination: target,
+          ...(typeof destination === 'object' ? { append: true, mkdir: true } : {}),
+        }),
+      ),
+    );
   }
   // Synchronous to a file: a line written before a crash is on disk, and the volume is modest.
-  const sink = typeof destination === 'object' ? pino.destination({ dest: destination.file, append: true, sync: true, mkdir: true }) : pino.destination({ dest: fd, sync: false });
+  const sink =
+    typeof destination === 'object'
+      ? pino.destination({ dest: destination.file, append: true, sync: true, mkdir: true })
+      : pino.destination({ dest: fd, sync: false });
   return pino(base, rewriting(sink, format === 'logfmt' ? toLogfmt : undefined));
 }

@@ -19,7 +19,17 @@ function needsQuoting(text: string): boolean {
   return !/^[A-Za-z0-9\-._/@^+]*$/.test(text);
 }
 
-const GO_ESCAPES: Record<string, string> = { '\x07': '\\a', '\b': '\\b', '\f': '\\f', '\n': '\\n', '\r': '\\r', '\t': '\\t', '\v': '\\v', '"': '\\"', '\\': '\\\\' };
+const GO_ESCAPES: Record<string, string> = {
+  '\x07': '\\a',
+  '\b': '\\b',
+  '\f': '\\f',
+  '\n': '\\n',
+  '\r': '\\r',
+  '\t': '\\t',
+  '\v': '\\v',
+  '"': '\\"',
+  '\\': '\\\\',
+};
 
 /** Go's `strconv.Quote` for the text a log line carries: control characters escaped, printable Unicode kept. */
 export function goQuote(text: string): string {

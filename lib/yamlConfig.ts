@@ -66,14 +66,24 @@ export function readYamlConfig(text: string, options: ReadYamlOptions = {}): { v
   let document: Document.Parsed;
   try {
     // logLevel silent: yaml's warnings go to the process's stderr and quote the text.
-    document = parseDocument(text, { version, merge: options.merge ?? version === '1.1', prettyErrors: false, lineCounter: lines, uniqueKeys: true, logLevel: 'silent' });
+    document = parseDocument(text, {
+      version,
+      merge: options.merge ?? version === '1.1',
+      prettyErrors: false,
+      lineCounter: lines,
+      uniqueKeys: true,
+      logLevel: 'silent',
+    });
   } catch (error) {
     return { problems: [{ path: '', message: `not valid YAML: ${describeThrown(error)}` }] };
   }
   if (document.errors.length > 0) {
     const problems = document.errors.slice(0, MAX_PROBLEMS).map((e) => {
       const { line, col } = lines.linePos(e.pos[0]);
-      return { path: shorten(keyPathAt(document.contents, e.pos[0], '', isSecret)), message: `not valid YAML at line ${line}, column ${col}: ${CODE_MESSAGES[e.code] ?? 'the text cannot be parsed'}` };
+      return {
+        path: shorten(keyPathAt(document.contents, e.pos[0], '', isSecret)),
+        message: `not valid YAML at line ${line}, column ${col}: ${CODE_MESSAGES[e.code] ?? 'the text cannot be parsed'}`,
+      };
     });
     const more = document.errors.length - problems.length;
     if (more > 0) problems.push({ path: '', message: `not valid YAML: ${more} more problem${more === 1 ? '' : 's'} after these` });
@@ -104,7 +114,8 @@ function shorten(path: string): string {
 function describeThrown(error: unknown): string {
   const message = error instanceof Error ? error.message : '';
   if (/excessive alias count/i.test(message)) return 'too many aliases: refused as a resource exhaustion attack (an alias bomb)';
-  if (/unresolved alias/i.test(message)) return 'an alias (*name) names no anchor (&name) defined before it; a value starting with * must be quoted';
+  if (/unresolved alias/i.test(message))
+    return 'an alias (*name) names no anchor (&name) defined before it; a value starting with * must be quoted';
   if (/merge sources/i.test(message)) return 'a merge key (<<) must name a mapping or a list of mappings';
   if (/maximum call stack/i.test(message)) return 'nested too deeply';
   return `cannot be converted (${error instanceof Error ? error.name : typeof error})`;
@@ -126,7 +137,8 @@ function keyPathAt(node: unknown, offset: number, path: string, isSecret: (path:
   } else if (isSeq(node)) {
     node.items.forEach((item, i) => {
       const range = (item as Node | null)?.range;
-      if (range !== undefined && range !== null && offset >= range[0] && offset <= range[2]) path = keyPathAt(item, offset, `${path}[${i}]`, isSecret);
+      if (range !== undefined && range !== null && offset >= range[0] && offset <= range[2])
+        path = keyPathAt(item, offset, `${path}[${i}]`, isSecret);
     });
   }
   return path;
@@ -136,13 +148,20 @@ function keyPathAt(node: unknown, offset: number, path: string, isSecret: (path:
  * The innermost key whose value cannot be converted alone, and why. A merge key whose source is
  * not a mapping is found by looking (converting it alone would not fail).
  */
-function findCulprit(document: Document.Parsed, node: unknown, path: string, maxAliasCount: number, isSecret: (path: string) => boolean): { path: string; error: unknown; node?: Node } | undefined {
+function findCulprit(
+  document: Document.Parsed,
+  node: unknown,
+  path: string,
+  maxAliasCount: number,
+  isSecret: (path: string) => boolean,
+): { path: string; error: unknown; node?: Node } | undefined {
   if (path !== '' && isSecret(path)) return undefined;
   const children: [string, unknown][] = [];
   if (isMap(node)) {
     for (const pair of node.items) {
       const key = keyName(pair);
-      if (key === '<<' && isBadMergeSource(document, pair.value)) return { path: join(path, '<<'), error: new Error('Merge sources must be maps'), node: pair.value as Node };
+      if (key === '<<' && isBadMergeSource(document, pair.value))
+        return { path: join(path, '<<'), error: new Error('Merge sources must be maps'), node: pair.value as Node };
       if (key === undefined || !KEY_NAME.test(key)) continue;
       children.push([join(path, key), pair.value]);
     }
@@ -152,7 +171,13 @@ function findCulprit(document: Document.Parsed, node: unknown, path: string, max
   for (const [childPath, child] of children) {
     const failure = convertAlone(document, child, maxAliasCount);
     if (failure === undefined) continue;
-    return findCulprit(document, isAlias(child) ? undefined : child, childPath, maxAliasCount, isSecret) ?? { path: childPath, error: failure, node: child as Node };
+    return (
+      findCulprit(document, isAlias(child) ? undefined : child, childPath, maxAliasCount, isSecret) ?? {
+        path: childPath,
+        error: failure,
+        node: child as Node,
+      }
+    );
   }
   return undefined;
 }

@@ -226,7 +226,8 @@ class Reads<T, K, R> {
     this.retire(flight, true);
     // The latecomers' read is in the books before anyone is told, so a request made from
     // `onLanded` for this key joins it; it starts once the slot this read held is free.
-    const next = result.status === 'answered' && flight.late !== undefined ? this.enter(flight.key, flight.lateLead as T, flight.late) : undefined;
+    const next =
+      result.status === 'answered' && flight.late !== undefined ? this.enter(flight.key, flight.lateLead as T, flight.late) : undefined;
     try {
       this.tell(result);
     } finally {

@@ -125,18 +125,21 @@ export class RepairSchedule<K> {
     if (ladder.pending !== undefined) return false;
     const owed = ladder;
     const number = ++owed.scheduled;
-    const retry = this.scheduler.schedule(() => {
-      retry.unsubscribe();
-      owed.pending = undefined;
-      this.pendingCount--;
-      // A timer runs outside every call of the caller's: a throw is routed, not left to the scheduler.
-      try {
-        this.config.onPendingChange?.(this.pendingCount);
-        this.config.onDue(key, number);
-      } catch (error) {
-        (this.config.onError ?? reportUnhandled)(error);
-      }
-    }, this.delay(number - 1));
+    const retry = this.scheduler.schedule(
+      () => {
+        retry.unsubscribe();
+        owed.pending = undefined;
+        this.pendingCount--;
+        // A timer runs outside every call of the caller's: a throw is routed, not left to the scheduler.
+        try {
+          this.config.onPendingChange?.(this.pendingCount);
+          this.config.onDue(key, number);
+        } catch (error) {
+          (this.config.onError ?? reportUnhandled)(error);
+        }
+      },
+      this.delay(number - 1),
+    );
     // Kept in the ladder, not in a parent Subscription: RxJS removes a finished child with indexOf
     // + splice, quadratic with thousands of keys pending.
     owed.pending = retry;

@@ -41,15 +41,7 @@ export { LineSplitter } from './LineSplitter';
 export { OperatorKitError, NoOutcomeError, NoAnswerError, UnsubscribedError, PausedError, LineTooLongError } from './errors';
 
 export type { AdmitConfig } from './admit';
-export type {
-  AdmissionLedgerConfig,
-  Admission,
-  Admitted,
-  Refusal,
-  RefusalReason,
-  LedgerSizes,
-  TicketState,
-} from './AdmissionLedger';
+export type { AdmissionLedgerConfig, Admission, Admitted, Refusal, RefusalReason, LedgerSizes, TicketState } from './AdmissionLedger';
 export type { PauseWhenConfig } from './pauseWhen';
 export type { WorkerPoolConfig } from './workerPool';
 export type { PoolTicket, Outcome, Done, Failed, Skipped, PoolResult } from './outcomes';

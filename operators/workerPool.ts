@@ -98,4 +98,3 @@ export function workerPool<T extends PoolTicket, R>(config: WorkerPoolConfig<T, 
       return () => pool.teardown();
     });
 }
-

@@ -63,7 +63,8 @@ export function fileColdStore(path: string, options: FileColdStoreOptions = {}):
       try {
         text = readFileSync(path, 'utf8');
       } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') logger.warn({ err: error, path }, 'reading the cold store failed: starting cold');
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT')
+          logger.warn({ err: error, path }, 'reading the cold store failed: starting cold');
         return undefined;
       }
       let parsed: unknown;

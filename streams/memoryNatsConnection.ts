@@ -1,11 +1,24 @@
-import { ClosedConnectionError, InvalidOperationError, Msg, Payload, PublishOptions, RequestOptions, Stats, Status, Subscription, SubscriptionOptions, nuid } from '@nats-io/transport-node';
+import {
+  ClosedConnectionError,
+  InvalidOperationError,
+  Msg,
+  Payload,
+  PublishOptions,
+  RequestOptions,
+  Stats,
+  Status,
+  Subscription,
+  SubscriptionOptions,
+  nuid,
+} from '@nats-io/transport-node';
 import type { MemoryNatsServer } from './memoryNats';
 import { awaitReply } from './memoryNatsRequest';
 import { validSubject } from './memoryNatsSubjects';
 import { MemorySubscription } from './memoryNatsSubscription';
 
 const encoder = new TextEncoder();
-const bytes = (payload: Payload | undefined): Uint8Array => (payload === undefined ? new Uint8Array(0) : typeof payload === 'string' ? encoder.encode(payload) : payload);
+const bytes = (payload: Payload | undefined): Uint8Array =>
+  payload === undefined ? new Uint8Array(0) : typeof payload === 'string' ? encoder.encode(payload) : payload;
 
 /**
  * One client connection to a {@link MemoryNatsServer}: the part of nats.js's `NatsConnection`
@@ -47,7 +60,10 @@ export class MemoryNatsConnection {
   }
 
   publishMessage(msg: Msg): void {
-    this.publish(msg.subject, msg.data, { ...(msg.reply !== undefined ? { reply: msg.reply } : {}), ...(msg.headers !== undefined ? { headers: msg.headers } : {}) });
+    this.publish(msg.subject, msg.data, {
+      ...(msg.reply !== undefined ? { reply: msg.reply } : {}),
+      ...(msg.headers !== undefined ? { headers: msg.headers } : {}),
+    });
   }
 
   respondMessage(msg: Msg): boolean {
@@ -71,7 +87,8 @@ export class MemoryNatsConnection {
       inbox: `${this.inboxPrefix}.${nuid.next()}`,
       timeoutMs: options.timeout,
       subscribe: (inbox, subscriptionOptions) => this.subscribe(inbox, subscriptionOptions),
-      send: (inbox) => this.publishAndCount(subject, payload, { reply: inbox, ...(options.headers !== undefined ? { headers: options.headers } : {}) }),
+      send: (inbox) =>
+        this.publishAndCount(subject, payload, { reply: inbox, ...(options.headers !== undefined ? { headers: options.headers } : {}) }),
     });
   }
 
@@ -111,7 +128,10 @@ export class MemoryNatsConnection {
     // Nothing can disconnect a connection in memory: the iterator only ends when it closes.
     return {
       [Symbol.asyncIterator]: () => ({
-        next: () => (this.closedFlag ? Promise.resolve({ value: undefined, done: true }) : new Promise<IteratorResult<Status>>((resolve) => this.statusWaiters.push(resolve))),
+        next: () =>
+          this.closedFlag
+            ? Promise.resolve({ value: undefined, done: true })
+            : new Promise<IteratorResult<Status>>((resolve) => this.statusWaiters.push(resolve)),
       }),
     };
   }

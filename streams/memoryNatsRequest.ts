@@ -26,7 +26,8 @@ export function awaitReply(request: MemoryRequest): Promise<Msg> {
       max: 1,
       callback: (_, msg) => {
         clearTimeout(timer);
-        if (msg.data.length === 0 && msg.headers?.code === 503) reject(new RequestError(`no responders: '${subject}'`, { cause: new NoRespondersError(subject) }));
+        if (msg.data.length === 0 && msg.headers?.code === 503)
+          reject(new RequestError(`no responders: '${subject}'`, { cause: new NoRespondersError(subject) }));
         else resolve(msg);
       },
     });

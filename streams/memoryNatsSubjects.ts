@@ -6,7 +6,13 @@
 export function validSubject(subject: string, wildcards: boolean): boolean {
   if (subject === '' || /\s/.test(subject)) return false;
   const tokens = subject.split('.');
-  return tokens.every((t, i) => t !== '' && (wildcards ? (t === '>' ? i === tokens.length - 1 : !t.includes('>')) && (t === '*' || !t.includes('*')) : !t.includes('*') && !t.includes('>')));
+  return tokens.every(
+    (t, i) =>
+      t !== '' &&
+      (wildcards
+        ? (t === '>' ? i === tokens.length - 1 : !t.includes('>')) && (t === '*' || !t.includes('*'))
+        : !t.includes('*') && !t.includes('>')),
+  );
 }
 
 /**

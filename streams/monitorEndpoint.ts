@@ -48,7 +48,9 @@ export async function serveMonitorEndpoint(config: MonitorEndpointConfig): Promi
     }
     if (path === '/health' || path === '/ready') {
       const ok = path === '/health' || ready();
-      res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify({ status: ok ? 'ok' : 'not ready', ...describe() }));
+      res
+        .writeHead(ok ? 200 : 503, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ status: ok ? 'ok' : 'not ready', ...describe() }));
       return;
     }
     res.writeHead(404).end();

@@ -183,7 +183,10 @@ export async function openNatsConnection(
       if (log) {
         const reason = failureReason(error);
         const since = quiet > 0 ? ` (${quiet + 1} failed since the last line)` : '';
-        logger.warn({ servers, attempt, reason, retryInMs }, `cannot connect to NATS at ${where}: ${reason}; attempt ${attempt}${since}, next try in ${seconds(retryInMs)}`);
+        logger.warn(
+          { servers, attempt, reason, retryInMs },
+          `cannot connect to NATS at ${where}: ${reason}; attempt ${attempt}${since}, next try in ${seconds(retryInMs)}`,
+        );
       }
       await pause(retryInMs, config.signal);
     }
@@ -212,12 +215,18 @@ export async function openNatsConnection(
           const { log, quiet } = reconnects.next(Date.now());
           if (log) {
             const since = quiet > 0 ? ` (${quiet + 1} failed since the last line)` : '';
-            logger.warn({ servers, attempt: attempts, downForMs: Date.now() - downSince }, `cannot reconnect to NATS at ${where}: attempt ${attempts} failed${since}, next try within ${seconds(backoff.ceilingMs())}`);
+            logger.warn(
+              { servers, attempt: attempts, downForMs: Date.now() - downSince },
+              `cannot reconnect to NATS at ${where}: attempt ${attempts} failed${since}, next try within ${seconds(backoff.ceilingMs())}`,
+            );
           }
         }
         attempts++;
       } else if (status.type === 'reconnect') {
-        logger.info({ server: status.server, attempts, downForMs: Date.now() - downSince }, `reconnected to NATS (${status.server}) after ${seconds(Date.now() - downSince)}`);
+        logger.info(
+          { server: status.server, attempts, downForMs: Date.now() - downSince },
+          `reconnected to NATS (${status.server}) after ${seconds(Date.now() - downSince)}`,
+        );
         state.next('connected');
       } else if (status.type === 'staleConnection') {
         logger.warn('the NATS server stopped answering pings: reconnecting');

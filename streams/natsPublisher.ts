@@ -168,7 +168,11 @@ export class NatsPublisher {
       this.result('sent');
     } catch (error) {
       this.result('failed');
-      this.refusals.log('refused', { err: error, subject: message.subject, bytes: Buffer.byteLength(message.data) }, 'NATS refused a message');
+      this.refusals.log(
+        'refused',
+        { err: error, subject: message.subject, bytes: Buffer.byteLength(message.data) },
+        'NATS refused a message',
+      );
     }
   }
 

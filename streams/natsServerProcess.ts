@@ -115,7 +115,6 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
   if (jetstream) lines.push(`jetstream: { store_dir: "${join(dir, 'js')}" }`);
   writeFileSync(confFile, `${lines.join('\n')}\n${config.replaceAll('{{dir}}', dir)}\n`);
 
-
   const launch = async (): Promise<void> => {
     const started = spawn(binary, ['-c', confFile, '-l', join(dir, 'nats.log')], { stdio: 'ignore' });
     child = started;

@@ -143,7 +143,16 @@ export async function startSimulatedFleet(options: SimulatedFleetOptions): Promi
 
   const keys =
     options.keys ??
-    (await createFleetKeys({ ...options.jwt, claims: { token, urls: options.jwt?.urls, allowUpdates: upgradable, v2: options.jwt?.v2, secure: options.requireSigned !== undefined } }));
+    (await createFleetKeys({
+      ...options.jwt,
+      claims: {
+        token,
+        urls: options.jwt?.urls,
+        allowUpdates: upgradable,
+        v2: options.jwt?.v2,
+        secure: options.requireSigned !== undefined,
+      },
+    }));
 
   const nodes = new Map<string, SimulatedNode>();
   const order: SimulatedNode[] = [];
@@ -180,7 +189,8 @@ export async function startSimulatedFleet(options: SimulatedFleetOptions): Promi
     logger,
   });
 
-  const listening = (node: SimulatedNode | undefined): node is SimulatedNode => node !== undefined && node.state === 'provisioning' && !node.silent;
+  const listening = (node: SimulatedNode | undefined): node is SimulatedNode =>
+    node !== undefined && node.state === 'provisioning' && !node.silent;
 
   const directPrefix = `${collective}.node.`;
   const subscriptions: Subscription[] = [
@@ -218,12 +228,16 @@ export async function startSimulatedFleet(options: SimulatedFleetOptions): Promi
     nodes: () => order.map((node) => node.record()),
     identities: () => order.map((node) => node.identity),
     silence(target) {
-      const chosen = typeof target === 'number' ? order.filter((node) => node.state === 'provisioning' && !node.silent).slice(0, target) : target.map((id) => nodes.get(id)).filter((node): node is SimulatedNode => node !== undefined);
+      const chosen =
+        typeof target === 'number'
+          ? order.filter((node) => node.state === 'provisioning' && !node.silent).slice(0, target)
+          : target.map((id) => nodes.get(id)).filter((node): node is SimulatedNode => node !== undefined);
       for (const node of chosen) node.silent = true;
       return chosen.map((node) => node.identity);
     },
     unsilence(identities) {
-      for (const node of identities === undefined ? order : identities.map((id) => nodes.get(id))) if (node !== undefined) node.silent = false;
+      for (const node of identities === undefined ? order : identities.map((id) => nodes.get(id)))
+        if (node !== undefined) node.silent = false;
     },
     whenBooted: () => booting.allBooted,
     async stop() {

@@ -45,7 +45,18 @@ export interface RequestRecord {
 
 /** Something that happened to a node. */
 export interface FleetEvent {
-  type: 'booted' | 'configured' | 'duplicate' | 'provisioned' | 'provisioning-loop' | 'upgraded' | 'upgrade-failed' | 'shutdown' | 'lock-refused' | 'token-refused' | 'failure-injected';
+  type:
+    | 'booted'
+    | 'configured'
+    | 'duplicate'
+    | 'provisioned'
+    | 'provisioning-loop'
+    | 'upgraded'
+    | 'upgrade-failed'
+    | 'shutdown'
+    | 'lock-refused'
+    | 'token-refused'
+    | 'failure-injected';
   identity: string;
 }
 

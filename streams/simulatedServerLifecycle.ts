@@ -1,4 +1,11 @@
-import { LifecycleFormat, LifecycleType, SERVER_COMPONENT, lifecycleEventJson, lifecycleSubject, newLifecycleEvent } from '../lib/choria/lifecycle';
+import {
+  LifecycleFormat,
+  LifecycleType,
+  SERVER_COMPONENT,
+  lifecycleEventJson,
+  lifecycleSubject,
+  newLifecycleEvent,
+} from '../lib/choria/lifecycle';
 import { leavesProvisioning } from '../lib/simulate/serverAgents';
 import { SimulatedNode } from '../lib/simulate/simulatedNode';
 import { SimulatedFleetRuntime } from './simulatedFleetRuntime';
@@ -31,7 +38,12 @@ export class SimulatedServerLifecycle {
   /** Publishes a lifecycle event for the node, under the provisioning component unless another is named. */
   publish(node: SimulatedNode, type: LifecycleType, fields: { version?: string; newVersion?: string; component?: string } = {}): void {
     const eventComponent = fields.component ?? this.settings.component;
-    const event = newLifecycleEvent(type, { identity: node.identity, component: eventComponent, ...(fields.version !== undefined ? { version: fields.version } : {}), ...(fields.newVersion !== undefined ? { newVersion: fields.newVersion } : {}) });
+    const event = newLifecycleEvent(type, {
+      identity: node.identity,
+      component: eventComponent,
+      ...(fields.version !== undefined ? { version: fields.version } : {}),
+      ...(fields.newVersion !== undefined ? { newVersion: fields.newVersion } : {}),
+    });
     this.runtime.publish(lifecycleSubject(type, eventComponent), lifecycleEventJson(event, this.settings.lifecycleFormat));
   }
 

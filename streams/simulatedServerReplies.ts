@@ -92,7 +92,10 @@ export class SimulatedServerReplies {
       const refusal = requireSigned === undefined ? undefined : signedRequestRefusal(decoded.value, requireSigned);
       if (refusal === undefined) return decoded.value;
       counters.signatureRefusals++;
-      logger.warn({ subject: msg.subject, caller: decoded.value.callerId }, `SecureRequest message did not pass security validation: ${refusal}`);
+      logger.warn(
+        { subject: msg.subject, caller: decoded.value.callerId },
+        `SecureRequest message did not pass security validation: ${refusal}`,
+      );
       return undefined;
     }
     if (decoded.error.reason === 'stale') {
@@ -129,7 +132,11 @@ export class SimulatedServerReplies {
     this.answerRpc(node, request, rpc.value);
   }
 
-  private answerRpc(node: SimulatedNode, request: ChoriaRequest, rpc: { agent: string; action: string; data: Record<string, unknown> }): void {
+  private answerRpc(
+    node: SimulatedNode,
+    request: ChoriaRequest,
+    rpc: { agent: string; action: string; data: Record<string, unknown> },
+  ): void {
     const { latencyMs, failureRate, random, logger } = this.settings;
     const run = (): void => {
       // The node may have restarted, shut down or been silenced during the latency.
@@ -137,7 +144,11 @@ export class SimulatedServerReplies {
       if (failureRate > 0 && random() < failureRate) {
         this.runtime.counters.injectedFailures++;
         this.runtime.emit('failure-injected', node);
-        this.send(node, request, encodeAgentReply({ statuscode: StatusCode.UnknownError, statusmsg: 'simulated failure', data: {}, action: rpc.action }));
+        this.send(
+          node,
+          request,
+          encodeAgentReply({ statuscode: StatusCode.UnknownError, statusmsg: 'simulated failure', data: {}, action: rpc.action }),
+        );
         return;
       }
       let outcome: AgentReply | Promise<AgentReply> | undefined;
@@ -156,6 +167,12 @@ export class SimulatedServerReplies {
   }
 
   private send(node: SimulatedNode, request: ChoriaRequest, payload: string): void {
-    this.runtime.publish(request.replyTo, encodeReply({ requestId: request.requestId, senderId: node.identity, agent: request.agent, time: Date.now(), payload }, request.version));
+    this.runtime.publish(
+      request.replyTo,
+      encodeReply(
+        { requestId: request.requestId, senderId: node.identity, agent: request.agent, time: Date.now(), payload },
+        request.version,
+      ),
+    );
   }
 }

@@ -20,7 +20,16 @@ import { natsOutage } from './scenarios/natsOutage';
 import { provisionerRestart } from './scenarios/provisionerRestart';
 import { Scenario, ScenarioEnv } from './scenarios/scenario';
 
-const SCENARIOS: Scenario[] = [brokerRestart, provisionerRestart, junkInput, helperFailures, lxdRestart, natsOutage, dataDirFaults, fuzzInputs];
+const SCENARIOS: Scenario[] = [
+  brokerRestart,
+  provisionerRestart,
+  junkInput,
+  helperFailures,
+  lxdRestart,
+  natsOutage,
+  dataDirFaults,
+  fuzzInputs,
+];
 
 const output = benchOutput('chaos');
 const print = (line: Record<string, unknown>): void => output.print(line);
@@ -52,10 +61,21 @@ async function main(): Promise<number> {
       const goals = figures.goals ?? {};
       const met = Object.values(goals).every(Boolean);
       failed ||= !met && figures.skipped === undefined;
-      print({ figure: 'scenario', scenario: scenario.name, ...figures, goals_met: figures.skipped === undefined ? met : null, wall_seconds: Math.round((Date.now() - started) / 100) / 10 });
+      print({
+        figure: 'scenario',
+        scenario: scenario.name,
+        ...figures,
+        goals_met: figures.skipped === undefined ? met : null,
+        wall_seconds: Math.round((Date.now() - started) / 100) / 10,
+      });
     } catch (error) {
       failed = true;
-      print({ figure: 'scenario', scenario: scenario.name, error: error instanceof Error ? error.message : String(error), wall_seconds: Math.round((Date.now() - started) / 100) / 10 });
+      print({
+        figure: 'scenario',
+        scenario: scenario.name,
+        error: error instanceof Error ? error.message : String(error),
+        wall_seconds: Math.round((Date.now() - started) / 100) / 10,
+      });
     } finally {
       await cleanUpAll();
     }

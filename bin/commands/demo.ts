@@ -25,15 +25,31 @@ interface DemoFlags extends LogFlags {
 export function registerDemo(program: Command): void {
   const command = program
     .command('demo')
-    .description('the embedded default: a private nats-server, a simulated Choria fleet, two provisioners electing a leader (or sharing the fleet with --active-active), a sample helper; a progress bar, then a summary')
+    .description(
+      'the embedded default: a private nats-server, a simulated Choria fleet, two provisioners electing a leader (or sharing the fleet with --active-active), a sample helper; a progress bar, then a summary',
+    )
     .option('--nodes <n>', 'simulated nodes', positiveInt, 500)
     .option('--workers <n>', 'workers per provisioner', positiveInt, 16)
     .addOption(durationOption('--boot-time <duration>', 'the fleet boots over this long (0: all at once)', 3000))
-    .addOption(new Option('--transport <kind>', 'nats: a private nats-server; memory: in-process; auto: nats when nats-server is on PATH').choices(['auto', 'nats', 'memory']).default('auto'))
+    .addOption(
+      new Option('--transport <kind>', 'nats: a private nats-server; memory: in-process; auto: nats when nats-server is on PATH')
+        .choices(['auto', 'nats', 'memory'])
+        .default('auto'),
+    )
     .addOption(durationOption('--timeout <duration>', 'give up after this long', 600_000, '10m'))
-    .addOption(new Option('--helper-mode <mode>', 'persistent: long-running sample helper processes; per-node: a helper process per node, as upstream').choices(['persistent', 'per-node']).default('persistent'))
+    .addOption(
+      new Option(
+        '--helper-mode <mode>',
+        'persistent: long-running sample helper processes; per-node: a helper process per node, as upstream',
+      )
+        .choices(['persistent', 'per-node'])
+        .default('persistent'),
+    )
     .option('--active-active', 'the two provisioners share the fleet through claims in a KV bucket instead of electing a leader')
-    .option('--incus', 'instead: the provisioner and the Incus enricher in one process (provision-incus) on a private LXD daemon, provisioning the nodes of instances as they come up (needs root and lxd)')
+    .option(
+      '--incus',
+      'instead: the provisioner and the Incus enricher in one process (provision-incus) on a private LXD daemon, provisioning the nodes of instances as they come up (needs root and lxd)',
+    )
     .option('--instances <n>', 'with --incus: LXD instances to launch', positiveInt, 3);
   addLogOptions(command, { defaultLevel: 'silent', stream: 'stderr' }).action(async (flags: DemoFlags) => {
     // Loaded when the command runs, so --help and other commands do not pay for NATS and the fleet.
@@ -57,13 +73,32 @@ export function registerDemo(program: Command): void {
     try {
       if (flags.incus === true) {
         const { runIncusDemo } = await import('../demoIncus.js');
-        const incus = runIncusDemo({ instances: flags.instances, transport: flags.transport, timeoutMs: flags.timeout, logger, out: process.stdout, err: process.stderr, signal: interrupt.signal });
+        const incus = runIncusDemo({
+          instances: flags.instances,
+          transport: flags.transport,
+          timeoutMs: flags.timeout,
+          logger,
+          out: process.stdout,
+          err: process.stderr,
+          signal: interrupt.signal,
+        });
         running = incus;
         const summary = await incus;
         process.exitCode = summary.unavailable === undefined && summary.provisioned === summary.instances ? 0 : 1;
         return;
       }
-      const demo: Promise<DemoSummary> = runDemo({ nodes: flags.nodes, workers: flags.workers, bootMs: flags.bootTime, transport: flags.transport, timeoutMs: flags.timeout, helperMode: flags.helperMode, activeActive: flags.activeActive === true, logger, out: process.stdout, signal: interrupt.signal });
+      const demo: Promise<DemoSummary> = runDemo({
+        nodes: flags.nodes,
+        workers: flags.workers,
+        bootMs: flags.bootTime,
+        transport: flags.transport,
+        timeoutMs: flags.timeout,
+        helperMode: flags.helperMode,
+        activeActive: flags.activeActive === true,
+        logger,
+        out: process.stdout,
+        signal: interrupt.signal,
+      });
       running = demo;
       const summary = await demo;
       process.exitCode = summary.provisioned === summary.nodes ? 0 : 1;

@@ -30,7 +30,12 @@ async function runEnrich(options: EnrichOptions): Promise<number> {
   const { settings, warnings } = loaded;
   // Event lines own stdout when they are asked for; the log moves to stderr then.
   const { level, format } = logSettings(options, 'info');
-  const logger = createLogger({ level, ...(format !== undefined ? { format } : {}), destination: settings.outputs.stdout ? 'stderr' : 'stdout', name: 'rxfleet-enrich' });
+  const logger = createLogger({
+    level,
+    ...(format !== undefined ? { format } : {}),
+    destination: settings.outputs.stdout ? 'stderr' : 'stdout',
+    name: 'rxfleet-enrich',
+  });
   for (const warning of warnings) logger.warn(warning);
 
   let daemon;
@@ -46,7 +51,12 @@ async function runEnrich(options: EnrichOptions): Promise<number> {
     fallback.unref();
     logger.flush(() => process.exit(code));
   };
-  const removeSignals = handleShutdownSignals({ graceful: () => daemon.stop(), logger, graceMs: 30_000, exit: (code) => (code === 0 ? exit(0) : process.exit(code)) });
+  const removeSignals = handleShutdownSignals({
+    graceful: () => daemon.stop(),
+    logger,
+    graceMs: 30_000,
+    exit: (code) => (code === 0 ? exit(0) : process.exit(code)),
+  });
   const end = await daemon.done;
   removeSignals();
   return end === 'stopped' ? 0 : 1;
@@ -56,7 +66,9 @@ async function runEnrich(options: EnrichOptions): Promise<number> {
 export function registerEnrich(program: Command): void {
   const command = program
     .command('enrich')
-    .description('enrich an Incus or LXD server\'s lifecycle events and publish them to NATS subjects and/or JSON lines on stdout; flags override the configuration file')
+    .description(
+      "enrich an Incus or LXD server's lifecycle events and publish them to NATS subjects and/or JSON lines on stdout; flags override the configuration file",
+    )
     .option('--config <file>', 'configuration file (YAML or JSON)');
   addIncusOptions(command);
   addNatsOptions(command, { token: true, tls: true })
@@ -68,10 +80,14 @@ export function registerEnrich(program: Command): void {
     .option('--data-dir <dir>', 'keep the cold store here (created 0700 if missing; kept on exit)')
     .option('--project <name>', 'serve this project (repeatable; default: every project)', repeated)
     .option('--project-marker <key=value>', 'serve projects whose configuration has key=value (a bare key: is true)')
-    .option('--instance <selector>', 'serve instances whose configuration has key=value, or whose name matches a pattern (* and ?); repeatable, any may match (default: every instance)', repeated)
+    .option(
+      '--instance <selector>',
+      'serve instances whose configuration has key=value, or whose name matches a pattern (* and ?); repeatable, any may match (default: every instance)',
+      repeated,
+    )
     .option('--workers <n>', 'reads (and polls for an address) at once against the server (default: 16)')
     .option('--read-timeout <duration>', 'one REST call (default: 10s)')
-    .option('--ip-timeout <duration>', 'how long a read waits for a started instance\'s address (default: 10s)')
+    .option('--ip-timeout <duration>', "how long a read waits for a started instance's address (default: 10s)")
     .option('--read-delay <duration>', 'between the reads of a paced round (default: 5s)')
     .option('--sweep-interval <duration>', 'between rounds (default: 6h)')
     .option('--store-interval <duration>', 'between cold store writes (default: 5s)')

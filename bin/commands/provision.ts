@@ -9,13 +9,17 @@ export function registerProvision(program: Command): void {
     .command('provision')
     .alias('run')
     .usage('--config <file> [options]')
-    .description('the provisioner daemon: a drop-in replacement for the Choria Provisioner (upstream\'s --config, --choria-config, --pid and --debug work as they do there)');
+    .description(
+      "the provisioner daemon: a drop-in replacement for the Choria Provisioner (upstream's --config, --choria-config, --pid and --debug work as they do there)",
+    );
   addProvisionSourceOptions(command).option('--pid <file>', 'write the process id here once running; removed on exit');
-  addLogOptions(command, { defaultLevel: 'loglevel of the configuration, info', stream: 'stdout, or logfile of the configuration' }).action(async (options: Omit<ProvisionOptions, 'version'>) => {
-    // Loaded when the command runs, so --help and other commands do not pay for NATS, crypto and ajv.
-    const { runProvision } = await import('../provisionRun.js');
-    // `rxfleet --debug run ...` (upstream's spelling) sets the program's --debug.
-    const debug = options.debug === true || program.opts<{ debug?: boolean }>().debug === true;
-    process.exitCode = await runProvision({ ...options, debug, version: program.version() ?? '0.0.0' });
-  });
+  addLogOptions(command, { defaultLevel: 'loglevel of the configuration, info', stream: 'stdout, or logfile of the configuration' }).action(
+    async (options: Omit<ProvisionOptions, 'version'>) => {
+      // Loaded when the command runs, so --help and other commands do not pay for NATS, crypto and ajv.
+      const { runProvision } = await import('../provisionRun.js');
+      // `rxfleet --debug run ...` (upstream's spelling) sets the program's --debug.
+      const debug = options.debug === true || program.opts<{ debug?: boolean }>().debug === true;
+      process.exitCode = await runProvision({ ...options, debug, version: program.version() ?? '0.0.0' });
+    },
+  );
 }

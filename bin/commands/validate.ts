@@ -52,15 +52,24 @@ function summary(file: string, c: ProvisionerConfig, choria: ChoriaClientConfig,
     // Only the executable: arguments could carry a secret.
     helperProblem(c.helper) === undefined ? `helper ${splitHelperCommand(c.helper)[0]}` : 'no usable helper',
     `site ${JSON.stringify(c.site)}`,
-    c.monitorPort === 0 ? 'no /metrics' : c.rxfleet.monitorHost === undefined ? `/metrics on port ${c.monitorPort}` : `/metrics on ${c.rxfleet.monitorHost}:${c.monitorPort}`,
+    c.monitorPort === 0
+      ? 'no /metrics'
+      : c.rxfleet.monitorHost === undefined
+        ? `/metrics on port ${c.monitorPort}`
+        : `/metrics on ${c.rxfleet.monitorHost}:${c.monitorPort}`,
     c.leaderElection ? 'leader election on' : 'no leader election',
   ];
-  if (c.rxfleet.incus !== undefined) parts.push(`Incus feed from ${c.rxfleet.incus.subjectPrefix}.*.instance.> with identity ${c.rxfleet.incus.identity.text}`);
+  if (c.rxfleet.incus !== undefined)
+    parts.push(`Incus feed from ${c.rxfleet.incus.subjectPrefix}.*.instance.> with identity ${c.rxfleet.incus.identity.text}`);
   const brokers = brokerSource(choria, c.rxfleet.natsServers);
   const nats =
-    brokers.kind === 'srv' ? `NATS servers from DNS SRV records in ${brokers.domain ?? "the host's domain"} (else puppet:4222)` : `${brokers.servers.length} NATS server${brokers.servers.length === 1 ? '' : 's'}${brokers.kind === 'default' ? ' (puppet:4222)' : ''}`;
+    brokers.kind === 'srv'
+      ? `NATS servers from DNS SRV records in ${brokers.domain ?? "the host's domain"} (else puppet:4222)`
+      : `${brokers.servers.length} NATS server${brokers.servers.length === 1 ? '' : 's'}${brokers.kind === 'default' ? ' (puppet:4222)' : ''}`;
   const choriaPart = `; choria config ${choria.file ?? '(defaults)'}: identity ${choria.identity}, ${nats}`;
-  return redactUrlCredentials(`${file}: OK${warnings > 0 ? ` with ${warnings} warning${warnings === 1 ? '' : 's'}` : ''}: ${parts.join(', ')}${choriaPart}`);
+  return redactUrlCredentials(
+    `${file}: OK${warnings > 0 ? ` with ${warnings} warning${warnings === 1 ? '' : 's'}` : ''}: ${parts.join(', ')}${choriaPart}`,
+  );
 }
 
 /** `rxfleet validate --config FILE [--choria-config FILE] [--strict]`. */
@@ -68,7 +77,9 @@ export function registerValidate(program: Command): void {
   const command = program
     .command('validate')
     .usage('--config <file> [options]')
-    .description('run the checks rxfleet provision runs before it starts, and print every problem with its file and key (the same lines provision prints)');
+    .description(
+      'run the checks rxfleet provision runs before it starts, and print every problem with its file and key (the same lines provision prints)',
+    );
   addProvisionSourceOptions(command)
     .option('--strict', 'fail on warnings too')
     .action(async (options: ValidateOptions) => {

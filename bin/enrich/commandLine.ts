@@ -83,7 +83,8 @@ function monitorText(address: { host?: string; port: number } | null): string {
 /** `subjectPrefix` → `--subject-prefix`. */
 const dashed = (flag: string): string => `--${flag.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
 
-const isMapping = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isMapping = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 // Sets `path` in `raw`, making the mappings on the way. A non-mapping in the way (a file's
 // `outputs: 5`) is left for the schema to report rather than silently replaced.
@@ -119,7 +120,8 @@ const SECRET_KEYS = new Set(['outputs.nats.password', 'outputs.nats.token', 'inc
  */
 export function readEnricherConfigText(text: string, file: string): { raw: Record<string, unknown>; problems: string[] } {
   const read = readYamlConfig(text, { secret: (path) => SECRET_KEYS.has(path) });
-  if (read.problems.length > 0) return { raw: {}, problems: read.problems.map((p) => (p.path === '' ? `${file}: ${p.message}` : `${file}: ${p.path}: ${p.message}`)) };
+  if (read.problems.length > 0)
+    return { raw: {}, problems: read.problems.map((p) => (p.path === '' ? `${file}: ${p.message}` : `${file}: ${p.path}: ${p.message}`)) };
   const parsed = read.value;
   if (parsed === null || parsed === undefined) return { raw: {}, problems: [] };
   if (!isMapping(parsed)) return { raw: {}, problems: [`${file}: expected a mapping of keys`] };
@@ -137,7 +139,10 @@ export function readEnricherConfigText(text: string, file: string): { raw: Recor
  * (`--workers: must be integer`) or the file and key (`enrich.yaml: read_timeout: ...`) it came
  * from. No problem line ever contains a secret's value. Unknown keys come back as `warnings`.
  */
-export function loadEnrichSettings(flags: EnrichFlags, options: { outputRequired?: boolean } = {}): { settings: EnricherSettings; warnings: string[] } {
+export function loadEnrichSettings(
+  flags: EnrichFlags,
+  options: { outputRequired?: boolean } = {},
+): { settings: EnricherSettings; warnings: string[] } {
   const { raw, problems } = flags.config === undefined ? { raw: {}, problems: [] as string[] } : readConfigFile(flags.config);
   // Whether the file says anything about the server, before the flags are laid over it.
   const fileNamesIncus = isMapping(raw.incus) && Object.keys(raw.incus).length > 0;
@@ -181,7 +186,8 @@ export function loadEnrichSettings(flags: EnrichFlags, options: { outputRequired
   // What the flags and file mean together, checked even when the schema refused something, so
   // that one run reports everything.
   const outputs = isMapping(raw.outputs) ? raw.outputs : {};
-  if (options.outputRequired !== false && outputs.nats === undefined && outputs.stdout !== true) problems.push('no output: publish to NATS (--nats URL, outputs.nats.url) or write JSON lines (--stdout, outputs.stdout: true)');
+  if (options.outputRequired !== false && outputs.nats === undefined && outputs.stdout !== true)
+    problems.push('no output: publish to NATS (--nats URL, outputs.nats.url) or write JSON lines (--stdout, outputs.stdout: true)');
   const nats = parsed?.settings.outputs.nats;
   if (nats !== undefined && nats.servers.length === 0) problems.push(attribute('outputs.nats.url: required to publish to NATS'));
   for (const [which, file] of Object.entries(nats?.tls ?? {})) {
@@ -191,7 +197,13 @@ export function loadEnrichSettings(flags: EnrichFlags, options: { outputRequired
   if (isMapping(incus) && Object.values(incus).every((v) => typeof v === 'string')) {
     const text = incus as Record<string, string>;
     try {
-      incusEndpoint({ url: text.url, clientCert: text.client_cert, clientKey: text.client_key, serverCert: text.server_cert, serverFingerprint: text.server_fingerprint });
+      incusEndpoint({
+        url: text.url,
+        clientCert: text.client_cert,
+        clientKey: text.client_key,
+        serverCert: text.server_cert,
+        serverFingerprint: text.server_fingerprint,
+      });
     } catch (error) {
       // The endpoint names the option at fault (clientKey, serverCert...) and never a key's content;
       // here it is named as the user wrote it.

@@ -101,8 +101,10 @@ export async function startEnrichDaemon(settings: EnricherSettings, overrides: E
   const logger = overrides.logger ?? silentLogger;
   const registry = overrides.registry ?? new Registry();
   const natsSettings = settings.outputs.nats;
-  if (natsSettings === undefined && !settings.outputs.stdout && overrides.consumer === undefined) throw new EnrichDaemonError('no output: publish to NATS (outputs.nats.url, --nats) or write JSON lines (outputs.stdout, --stdout)');
-  if (natsSettings !== undefined && natsSettings.servers.length === 0) throw new EnrichDaemonError('outputs.nats names no server (outputs.nats.url, --nats)');
+  if (natsSettings === undefined && !settings.outputs.stdout && overrides.consumer === undefined)
+    throw new EnrichDaemonError('no output: publish to NATS (outputs.nats.url, --nats) or write JSON lines (outputs.stdout, --stdout)');
+  if (natsSettings !== undefined && natsSettings.servers.length === 0)
+    throw new EnrichDaemonError('outputs.nats names no server (outputs.nats.url, --nats)');
 
   const endpoint = overrides.reader !== undefined && overrides.events$ !== undefined ? undefined : incusEndpoint(settings.incus);
   const incusAddress = endpoint?.address ?? 'injected';
@@ -110,15 +112,25 @@ export async function startEnrichDaemon(settings: EnricherSettings, overrides: E
 
   const metrics = new EnrichDaemonMetrics(registry);
   const published = new PublishedEventMetrics(registry);
-  const restClient = overrides.reader === undefined ? new IncusRestClient({ endpoint, readTimeoutMs: settings.readTimeout, logger, registry }) : undefined;
+  const restClient =
+    overrides.reader === undefined ? new IncusRestClient({ endpoint, readTimeoutMs: settings.readTimeout, logger, registry }) : undefined;
   const reader: IncusReader = overrides.reader ?? (restClient as IncusRestClient);
   const events$ = overrides.events$ ?? incusEvents({ endpoint, logger, registry });
 
   let stopping = false;
   let publisher: NatsPublisher | undefined;
   let lines: LineWriter | undefined;
-  const store = settings.storeFile === undefined ? undefined : (hooks: ColdStoreHooks) => fileColdStore(settings.storeFile as string, hooks);
-  const enricher: Enricher = createEnricher({ events$, reader, config: settings, logger, registry, ...(store !== undefined ? { store } : {}), ...(overrides.scheduler !== undefined ? { scheduler: overrides.scheduler } : {}) });
+  const store =
+    settings.storeFile === undefined ? undefined : (hooks: ColdStoreHooks) => fileColdStore(settings.storeFile as string, hooks);
+  const enricher: Enricher = createEnricher({
+    events$,
+    reader,
+    config: settings,
+    logger,
+    registry,
+    ...(store !== undefined ? { store } : {}),
+    ...(overrides.scheduler !== undefined ? { scheduler: overrides.scheduler } : {}),
+  });
 
   const ready = (): boolean => !stopping && enricher.status().ready && (publisher === undefined || publisher.currentState === 'connected');
   const status = (): EnrichDaemonStatus => ({
@@ -132,13 +144,21 @@ export async function startEnrichDaemon(settings: EnricherSettings, overrides: E
 
   let monitor: MonitorEndpoint | undefined;
   if (settings.http !== undefined) {
-    monitor = await serveMonitorEndpoint({ port: settings.http.port, ...(settings.http.host !== undefined ? { host: settings.http.host } : {}), registry, ready, describe: () => ({ ...status() }), logger });
+    monitor = await serveMonitorEndpoint({
+      port: settings.http.port,
+      ...(settings.http.host !== undefined ? { host: settings.http.host } : {}),
+      registry,
+      ready,
+      describe: () => ({ ...status() }),
+      logger,
+    });
   }
 
   if (natsSettings !== undefined) {
     const { servers, name, user, password, token, credentials, tls, maxHeld } = natsSettings;
     publisher = new NatsPublisher({
-      open: (signal) => openNatsConnection({ servers, name, user, password, token, credentials, ...(tls !== undefined ? { tls } : {}), signal }, logger),
+      open: (signal) =>
+        openNatsConnection({ servers, name, user, password, token, credentials, ...(tls !== undefined ? { tls } : {}), signal }, logger),
       maxHeld,
       logger,
       onResult: (result) => metrics.published.labels('nats', result).inc(),
@@ -158,7 +178,10 @@ export async function startEnrichDaemon(settings: EnricherSettings, overrides: E
       json = publisher === undefined && lines === undefined ? '' : JSON.stringify(payload);
     } catch (error) {
       // A bug, not bad input: the event is lost, the daemon is not.
-      logger.error({ err: error, action: event.action, project: event.project, name: event.name }, 'an enriched event could not be serialised');
+      logger.error(
+        { err: error, action: event.action, project: event.project, name: event.name },
+        'an enriched event could not be serialised',
+      );
       return;
     }
     published.count(event);
@@ -167,7 +190,10 @@ export async function startEnrichDaemon(settings: EnricherSettings, overrides: E
         consumer(payload);
       } catch (error) {
         // The consumer's bug: logged, and the other outputs still get the event.
-        logger.error({ err: error, action: event.action, project: event.project, name: event.name }, 'the in-process consumer failed on an event');
+        logger.error(
+          { err: error, action: event.action, project: event.project, name: event.name },
+          'the in-process consumer failed on an event',
+        );
       }
     }
     // Keyed by what the event is about, so an outage past the hold still ends with its latest word.

@@ -56,7 +56,8 @@ export interface ActiveActive {
 export function startActiveActive(options: ActiveActiveOptions): ActiveActive {
   const { config, identity, gate, logger, scheduler, intervalMs } = options;
   const metrics = new ClaimMetrics({ registry: options.registry, site: config.site, identity });
-  const store = options.store ?? natsClaimStore({ nc: options.nc, bucket: config.rxfleet.claimsBucket, apiPrefix: config.rxfleet.claimsApiPrefix });
+  const store =
+    options.store ?? natsClaimStore({ nc: options.nc, bucket: config.rxfleet.claimsBucket, apiPrefix: config.rxfleet.claimsApiPrefix });
   const random = options.random ?? Math.random;
   let claims: NodeClaims | undefined;
   const setUpDone = new ReplaySubject<void>(1);
@@ -66,7 +67,10 @@ export function startActiveActive(options: ActiveActiveOptions): ActiveActive {
     ...(options.setupRetryMs !== undefined ? { retryMs: options.setupRetryMs } : {}),
     onFailure: (error, attempt) => {
       metrics.error('setup');
-      logger.error({ err: error, attempt, bucket: config.rxfleet.claimsBucket }, `the claims bucket ${config.rxfleet.claimsBucket} cannot be read (attempt ${attempt}): ${errorMessage(error)}; retrying`);
+      logger.error(
+        { err: error, attempt, bucket: config.rxfleet.claimsBucket },
+        `the claims bucket ${config.rxfleet.claimsBucket} cannot be read (attempt ${attempt}): ${errorMessage(error)}; retrying`,
+      );
     },
   }).subscribe((ttlMs) => {
     claims = new NodeClaims({
@@ -90,9 +94,15 @@ export function startActiveActive(options: ActiveActiveOptions): ActiveActive {
         },
       },
     });
-    logger.info({ ttlMs, bucket: config.rxfleet.claimsBucket }, `claims bucket ${config.rxfleet.claimsBucket} set up: a claim lives ${formatGoDuration(ttlMs)}; provisioning active-active`);
+    logger.info(
+      { ttlMs, bucket: config.rxfleet.claimsBucket },
+      `claims bucket ${config.rxfleet.claimsBucket} set up: a claim lives ${formatGoDuration(ttlMs)}; provisioning active-active`,
+    );
     if (ttlMs < 2 * intervalMs) {
-      logger.warn({ ttlMs, intervalMs }, `claims live ${formatGoDuration(ttlMs)}, less than twice the interval: sightings older than that are skipped rather than risk a node another instance has finished`);
+      logger.warn(
+        { ttlMs, intervalMs },
+        `claims live ${formatGoDuration(ttlMs)}, less than twice the interval: sightings older than that are skipped rather than risk a node another instance has finished`,
+      );
     }
     gate.resume();
     setUpDone.next();
@@ -102,7 +112,9 @@ export function startActiveActive(options: ActiveActiveOptions): ActiveActive {
   return {
     claims: {
       around: (ticket: HostTicket, cycle: () => Observable<CycleOutcome>): Observable<CycleOutcome> =>
-        claims === undefined ? of(failed(new CycleError(ticket.key, 'claim', 'the claims bucket is not set up yet'))) : claims.around(ticket, cycle),
+        claims === undefined
+          ? of(failed(new CycleError(ticket.key, 'claim', 'the claims bucket is not set up yet')))
+          : claims.around(ticket, cycle),
     },
     spread: (identities) => rotateRound(identities, random() * identities.length),
     ready: () => claims !== undefined,

@@ -1,6 +1,21 @@
+/* eslint-disable max-lines -- one 330-line function until the daemon contract of issue 20 splits it; the rule is new */
 import { setMaxListeners } from 'node:events';
 import { Registry, collectDefaultMetrics } from 'prom-client';
-import { EMPTY, NEVER, Observable, Subject, Subscription, asyncScheduler, distinctUntilChanged, filter, map, merge, pairwise, share, tap } from 'rxjs';
+import {
+  EMPTY,
+  NEVER,
+  Observable,
+  Subject,
+  Subscription,
+  asyncScheduler,
+  distinctUntilChanged,
+  filter,
+  map,
+  merge,
+  pairwise,
+  share,
+  tap,
+} from 'rxjs';
 import { AdmissionLedger, PauseGate, PoolResult } from '@rxfleet/operators';
 import { BadMessageSource, BadMessages, isUnexpectedReply } from '../../lib/choria/badMessages';
 import { ElectionMetrics } from '../../lib/choria/electionMetrics';
@@ -80,7 +95,12 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
   let leader = false;
   let electionReady = false;
 
-  const ledger = new AdmissionLedger<Sighting, string>({ key: (s) => s.identity, window: intervalMs, capacity: config.rxfleet.queueCapacity, scheduler });
+  const ledger = new AdmissionLedger<Sighting, string>({
+    key: (s) => s.identity,
+    window: intervalMs,
+    capacity: config.rxfleet.queueCapacity,
+    scheduler,
+  });
   const ledgerWatch = ledger.sizes$.subscribe(({ held, queued }) => {
     metrics.setWaitingNodes(held);
     metrics.setWorkQueueEntries(queued);
@@ -89,7 +109,12 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
   let connection: FleetConnection | undefined = options.connection;
   let activeActive: ActiveActive | undefined;
   const companion = options.companion;
-  const ready = (): boolean => state === 'running' && connection?.state === 'connected' && (!electionOn || electionReady) && (activeActive?.ready() ?? true) && (companion?.ready() ?? true);
+  const ready = (): boolean =>
+    state === 'running' &&
+    connection?.state === 'connected' &&
+    (!electionOn || electionReady) &&
+    (activeActive?.ready() ?? true) &&
+    (companion?.ready() ?? true);
   const status = (): DaemonStatus => ({
     state,
     connection: connection?.state ?? 'disconnected',
@@ -103,9 +128,28 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
 
   const monitorPort = tuning.monitorPort ?? (config.monitorPort > 0 ? config.monitorPort : undefined);
   let monitor: MonitorEndpoint | undefined;
-  if (monitorPort !== undefined) monitor = await serveMonitorEndpoint({ port: monitorPort, ...(config.rxfleet.monitorHost !== undefined ? { host: config.rxfleet.monitorHost } : {}), registry, ready, describe: () => ({ ...status(), ...(companion !== undefined ? { [companion.name]: companion.status() } : {}) }), logger });
+  if (monitorPort !== undefined)
+    monitor = await serveMonitorEndpoint({
+      port: monitorPort,
+      ...(config.rxfleet.monitorHost !== undefined ? { host: config.rxfleet.monitorHost } : {}),
+      registry,
+      ready,
+      describe: () => ({ ...status(), ...(companion !== undefined ? { [companion.name]: companion.status() } : {}) }),
+      logger,
+    });
 
-  logger.info({ config: config.file, intervalMs, workers: config.workers, identity, leaderElection: electionOn, mode: config.rxfleet.mode, helperMode: config.rxfleet.helperMode }, `Choria Provisioner starting using configuration file ${config.file ?? '(none)'}`);
+  logger.info(
+    {
+      config: config.file,
+      intervalMs,
+      workers: config.workers,
+      identity,
+      leaderElection: electionOn,
+      mode: config.rxfleet.mode,
+      helperMode: config.rxfleet.helperMode,
+    },
+    `Choria Provisioner starting using configuration file ${config.file ?? '(none)'}`,
+  );
 
   const ownConnection = connection === undefined;
   let plan: ReturnType<typeof connectionPlan>;
@@ -116,10 +160,28 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
       if (errors.length > 0) throw new ConfigurationError(plan.problems);
       // What the first hour after a switch needs to see: which provider, name, TLS and protocol.
       const security = plan.security;
-      const requests = plan.protocol.version === 'v2' ? 'v2, signed with the seed' : plan.protocol.signer !== undefined ? 'v1, signed with the x509 key' : 'v1, unsigned';
-      const tls = security?.tls === undefined ? 'off' : security.tls.verify ? (security.tls.cert !== undefined ? 'mutual, verified' : 'verified') : 'encrypted, not verified';
-      logger.info({ provider: security?.provider, certname: security?.certname, callerId: plan.callerId, tls, requests }, `security provider ${security?.provider ?? 'unknown'}: caller ${plan.callerId}, TLS ${tls}, requests ${requests}`);
-      const brokers = await resolveBrokers(plan.brokers, { logger, ...(config.rxfleet.dnsServers.length > 0 ? { dnsServers: config.rxfleet.dnsServers } : {}) });
+      const requests =
+        plan.protocol.version === 'v2'
+          ? 'v2, signed with the seed'
+          : plan.protocol.signer !== undefined
+            ? 'v1, signed with the x509 key'
+            : 'v1, unsigned';
+      const tls =
+        security?.tls === undefined
+          ? 'off'
+          : security.tls.verify
+            ? security.tls.cert !== undefined
+              ? 'mutual, verified'
+              : 'verified'
+            : 'encrypted, not verified';
+      logger.info(
+        { provider: security?.provider, certname: security?.certname, callerId: plan.callerId, tls, requests },
+        `security provider ${security?.provider ?? 'unknown'}: caller ${plan.callerId}, TLS ${tls}, requests ${requests}`,
+      );
+      const brokers = await resolveBrokers(plan.brokers, {
+        logger,
+        ...(config.rxfleet.dnsServers.length > 0 ? { dnsServers: config.rxfleet.dnsServers } : {}),
+      });
       connection = await openNatsConnection({ ...plan.nats, servers: brokers.servers }, logger);
     }
   } catch (error) {
@@ -162,7 +224,13 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
     scheduler,
     logger,
   });
-  const helpers = startHelper(config, { gate, metrics, registry, logger, ...(tuning.helperEnv !== undefined ? { env: tuning.helperEnv } : {}) });
+  const helpers = startHelper(config, {
+    gate,
+    metrics,
+    registry,
+    logger,
+    ...(tuning.helperEnv !== undefined ? { env: tuning.helperEnv } : {}),
+  });
   const helper = helpers.helper;
   const cycle = new ProvisionCycle({
     files: nodeSiteFiles,
@@ -191,7 +259,9 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
       store,
       scheduler,
       logger,
-      ...(config.rxfleet.electionCandidateIntervalMs !== undefined ? { maxCandidateIntervalMs: config.rxfleet.electionCandidateIntervalMs } : {}),
+      ...(config.rxfleet.electionCandidateIntervalMs !== undefined
+        ? { maxCandidateIntervalMs: config.rxfleet.electionCandidateIntervalMs }
+        : {}),
       ...(tuning.electionStartSplayMs !== undefined ? { startSplayMs: tuning.electionStartSplayMs } : {}),
       ...(tuning.electionAnnounceDelayMs !== undefined ? { announceDelayMs: tuning.electionAnnounceDelayMs } : {}),
       ...(tuning.electionSetupRetryMs !== undefined ? { setupRetryMs: tuning.electionSetupRetryMs } : {}),
@@ -271,11 +341,19 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
   // subscription and runs on discovery alone, and so does rxfleet.
   function startupEvents(): Observable<string> {
     if (!isValidLifecycleComponent(config.lifecycleComponent)) {
-      logger.error({ component: config.lifecycleComponent }, `Could not listen for lifecycle events: invalid lifecycle component ${JSON.stringify(config.lifecycleComponent)}; nodes are found by discovery only`);
+      logger.error(
+        { component: config.lifecycleComponent },
+        `Could not listen for lifecycle events: invalid lifecycle component ${JSON.stringify(config.lifecycleComponent)}; nodes are found by discovery only`,
+      );
       return NEVER;
     }
     // Active-active: each startup event is handled by one instance of the queue group.
-    return lifecycleEvents(nc, { component: config.lifecycleComponent, badMessages, logger, ...(activeActive !== undefined ? { queue: STARTUP_QUEUE_GROUP } : {}) }).pipe(map((event) => event.identity));
+    return lifecycleEvents(nc, {
+      component: config.lifecycleComponent,
+      badMessages,
+      logger,
+      ...(activeActive !== undefined ? { queue: STARTUP_QUEUE_GROUP } : {}),
+    }).pipe(map((event) => event.identity));
   }
 
   // The Incus feed: from the file, or every default for events handed over in-process.
@@ -284,9 +362,22 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
   let resolvePipelineDone!: () => void;
   const pipelineDone = new Promise<void>((resolve) => (resolvePipelineDone = resolve));
   const pipeline = provisionPipeline({
-    discover: () => (activeActive === undefined ? broadcastDiscovery(client, discoveryOptions) : broadcastDiscovery(client, discoveryOptions).pipe(map(activeActive.spread))),
+    discover: () =>
+      activeActive === undefined
+        ? broadcastDiscovery(client, discoveryOptions)
+        : broadcastDiscovery(client, discoveryOptions).pipe(map(activeActive.spread)),
     startupEvents: startupEvents(),
-    ...(incus !== undefined ? { incusSightings: incusFeed({ feed: incus, nc, metrics, logger, ...(options.incusEvents !== undefined ? { events$: options.incusEvents } : {}) }) } : {}),
+    ...(incus !== undefined
+      ? {
+          incusSightings: incusFeed({
+            feed: incus,
+            nc,
+            metrics,
+            logger,
+            ...(options.incusEvents !== undefined ? { events$: options.incusEvents } : {}),
+          }),
+        }
+      : {}),
     ...(activeActive !== undefined ? { claims: activeActive.claims } : {}),
     ...(won$ !== undefined ? { won: won$ } : {}),
     // A round at once after a reconnect (startup events sent meanwhile were lost: core NATS is at
@@ -337,7 +428,10 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
       const graceMs = stopOptions.graceMs ?? config.rxfleet.shutdownGraceMs;
       state = 'stopping';
       const inFlight = busyWorkers;
-      logger.info({ inFlight, graceMs }, `stopping: no more discovery or admission; ${inFlight} node${inFlight === 1 ? '' : 's'} in flight may finish within ${graceMs} ms`);
+      logger.info(
+        { inFlight, graceMs },
+        `stopping: no more discovery or admission; ${inFlight} node${inFlight === 1 ? '' : 's'} in flight may finish within ${graceMs} ms`,
+      );
       stop$.next();
       stop$.complete();
       // Queued nodes are dropped (a worker skips them); the next instance or run rediscovers them.

@@ -148,4 +148,3 @@ export interface ProvisionerDaemon {
   /** Resolves once stopped. */
   readonly stopped: Promise<StopReport>;
 }
-

@@ -29,6 +29,9 @@ export function applyDaemonHeapPolicy(
     return 'left to node options';
   }
   setFlagsFromString(`--heap-growing-percent=${growingPercent}`);
-  logger.debug({ heapGrowingPercent: growingPercent }, `heap: old generation growth capped at ${1 + growingPercent / 100} times the live set`);
+  logger.debug(
+    { heapGrowingPercent: growingPercent },
+    `heap: old generation growth capped at ${1 + growingPercent / 100} times the live set`,
+  );
   return 'applied';
 }

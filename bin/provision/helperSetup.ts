@@ -38,7 +38,14 @@ export function startHelper(config: ProvisionerConfig, setup: HelperSetup): Daem
   if (config.rxfleet.helperMode === 'per-node') {
     return { helper: new HelperRunner({ ...common, metrics }), close: async () => undefined, kill: () => undefined };
   }
-  const pool = new PersistentHelper({ ...common, processes: config.rxfleet.helperProcesses, metrics: new HelperPoolMetrics(metrics, setup.registry) });
-  logger.info({ processes: config.rxfleet.helperProcesses }, `persistent helper: ${config.rxfleet.helperProcesses} process${config.rxfleet.helperProcesses === 1 ? '' : 'es'} of ${config.helper}`);
+  const pool = new PersistentHelper({
+    ...common,
+    processes: config.rxfleet.helperProcesses,
+    metrics: new HelperPoolMetrics(metrics, setup.registry),
+  });
+  logger.info(
+    { processes: config.rxfleet.helperProcesses },
+    `persistent helper: ${config.rxfleet.helperProcesses} process${config.rxfleet.helperProcesses === 1 ? '' : 'es'} of ${config.helper}`,
+  );
   return { helper: pool, close: () => pool.close(), kill: () => pool.kill() };
 }

@@ -44,7 +44,10 @@ export function incusFeed(wiring: IncusFeedWiring): Observable<string> {
   const { feed, nc, metrics, logger } = wiring;
   return defer(() => {
     const from = wiring.events$ !== undefined ? 'the enricher in this process' : instanceEventSubjects(feed.subjectPrefix);
-    logger.info({ source: from, identity: feed.identity.text }, `Incus feed: sighting ${instancesText(feed.instances)} of ${projectsText(feed.projects)} as it comes up with an address, from ${from}; identity ${feed.identity.text}`);
+    logger.info(
+      { source: from, identity: feed.identity.text },
+      `Incus feed: sighting ${instancesText(feed.instances)} of ${projectsText(feed.projects)} as it comes up with an address, from ${from}; identity ${feed.identity.text}`,
+    );
     const events$ =
       wiring.events$ ??
       enrichedInstanceEvents(nc, {
@@ -53,14 +56,29 @@ export function incusFeed(wiring: IncusFeedWiring): Observable<string> {
           metrics.malformedInput('incus_event');
           logger.warn({ source: 'incus_event', subject, reason }, `refused a malformed incus_event: ${reason}`);
         },
-        onError: (error) => logger.error({ err: error, subject: from }, `the Incus feed stopped: cannot subscribe to ${from}: ${errorMessage(error)}; nodes are found by discovery and startup events only`),
+        onError: (error) =>
+          logger.error(
+            { err: error, subject: from },
+            `the Incus feed stopped: cannot subscribe to ${from}: ${errorMessage(error)}; nodes are found by discovery and startup events only`,
+          ),
       });
     const onDecision = (d: IncusDecision): void => {
       metrics.incusEvent(d.result);
       const instance = `${d.project}/${d.name}`;
-      const fields = { instance, action: d.action, result: d.result, ...(d.identity !== undefined ? { identity: d.identity } : {}), ...(d.address !== undefined ? { address: d.address } : {}) };
-      if (d.result === 'sighted') logger.info(fields, `Incus instance ${instance} came up at ${d.address} (${d.action}): sighting ${d.identity}`);
-      else if (d.result === 'unmapped') logger.warn({ ...fields, reason: d.reason }, `Incus instance ${instance} came up but maps to no identity with ${feed.identity.text}: ${d.reason}`);
+      const fields = {
+        instance,
+        action: d.action,
+        result: d.result,
+        ...(d.identity !== undefined ? { identity: d.identity } : {}),
+        ...(d.address !== undefined ? { address: d.address } : {}),
+      };
+      if (d.result === 'sighted')
+        logger.info(fields, `Incus instance ${instance} came up at ${d.address} (${d.action}): sighting ${d.identity}`);
+      else if (d.result === 'unmapped')
+        logger.warn(
+          { ...fields, reason: d.reason },
+          `Incus instance ${instance} came up but maps to no identity with ${feed.identity.text}: ${d.reason}`,
+        );
       else logger.debug(fields, `Incus instance ${instance}: ${d.result} (${d.action})`);
     };
     return events$.pipe(incusSightings({ feed, onDecision }));

@@ -5,7 +5,11 @@ import { PipelineHooks, Sighting } from '../../lib/provision/pipeline';
 import { CycleError } from '../../lib/provision/provisionCycle';
 
 /** How the admission line says where a sighting came from (upstream's words for its two). */
-const ADMITTED_AFTER: Record<Sighting['via'], string> = { discovery: 'discovering it', event: 'receiving an event', incus: 'its Incus instance came up' };
+const ADMITTED_AFTER: Record<Sighting['via'], string> = {
+  discovery: 'discovering it',
+  event: 'receiving an event',
+  incus: 'its Incus instance came up',
+};
 
 /** What {@link pipelineHooks} reports to. */
 export interface PipelineReporting {
@@ -34,18 +38,26 @@ export function pipelineHooks({ metrics, logger, queueCapacity, onBusy }: Pipeli
       logger.error({ err: error }, `discovery failed: ${errorMessage(error)}`);
     },
     discoverySkipped: () => logger.warn('Skipping discovery while paused'),
-    droppedWhilePaused: (s) => logger.debug({ identity: s.identity, via: s.via }, s.via === 'event' ? 'Skipping event processing while paused' : 'dropping a discovered node while paused'),
+    droppedWhilePaused: (s) =>
+      logger.debug(
+        { identity: s.identity, via: s.via },
+        s.via === 'event' ? 'Skipping event processing while paused' : 'dropping a discovered node while paused',
+      ),
     admitted: (ticket) => {
       // Upstream counts a node once while it is held; a re-admission (P1) has a series of its own.
       if (ticket.value.readmission === true) metrics.readmitted(ticket.value.via);
       else if (ticket.value.via === 'event') metrics.eventDiscovered();
       else if (ticket.value.via === 'incus') metrics.incusDiscovered();
       else metrics.discovered();
-      logger.info({ identity: ticket.key, via: ticket.value.via }, `Adding ${ticket.key} to the provision list after ${ADMITTED_AFTER[ticket.value.via]}`);
+      logger.info(
+        { identity: ticket.key, via: ticket.value.via },
+        `Adding ${ticket.key} to the provision list after ${ADMITTED_AFTER[ticket.value.via]}`,
+      );
     },
     refused: (refusal) => {
       metrics.admissionRefused(refusal.reason);
-      if (refusal.reason === 'full') logger.warn({ identity: refusal.key, capacity: queueCapacity }, `Adding ${refusal.key} to the work queue failed: it is full`);
+      if (refusal.reason === 'full')
+        logger.warn({ identity: refusal.key, capacity: queueCapacity }, `Adding ${refusal.key} to the work queue failed: it is full`);
       else logger.debug({ identity: refusal.key }, `${refusal.key} is already on the provision list`);
     },
     busy: (n) => {
@@ -64,7 +76,10 @@ export function pipelineHooks({ metrics, logger, queueCapacity, onBusy }: Pipeli
       } else {
         // P7: helper shutdowns and upgrades count as provisioned, as upstream.
         metrics.provisioned();
-        logger.info({ identity: ticket.key, result: outcome.value }, outcome.value === 'provisioned' ? `Provisioned ${ticket.key}` : `Finished ${ticket.key}: ${outcome.value}`);
+        logger.info(
+          { identity: ticket.key, result: outcome.value },
+          outcome.value === 'provisioned' ? `Provisioned ${ticket.key}` : `Finished ${ticket.key}: ${outcome.value}`,
+        );
       }
     },
   };

@@ -67,7 +67,9 @@ const connectionCheck: PreflightCheck = ({ config, choria, choriaFile, sources }
  */
 const helperCheck: PreflightCheck = ({ config, sources }) => {
   const problem = helperExecutableProblem(config.helper);
-  return problem === undefined ? [] : [{ file: sources.config, path: 'helper', severity: 'warning', message: `${problem}: every node will fail until it can be run` }];
+  return problem === undefined
+    ? []
+    : [{ file: sources.config, path: 'helper', severity: 'warning', message: `${problem}: every node will fail until it can be run` }];
 };
 
 /** Every check, in the order their lines are printed. */
@@ -88,7 +90,8 @@ export interface Preflight {
 
 /** A problem as a line: the file, then the key's path unless the path already names the file. */
 export function problemLine(problem: PreflightProblem): string {
-  const where = problem.path === problem.file || problem.path.startsWith(`${problem.file}:`) ? problem.path : `${problem.file}: ${problem.path}`;
+  const where =
+    problem.path === problem.file || problem.path.startsWith(`${problem.file}:`) ? problem.path : `${problem.file}: ${problem.path}`;
   return redactUrlCredentials(`${problem.severity}: ${where}: ${problem.message}`);
 }
 

@@ -24,14 +24,26 @@ export interface ProvisionerWithEnricher extends ProvisionerDaemon {
  * ended, which the real one never does), the provisioner is stopped too and the report says so.
  * If the provisioner cannot start, the enricher is stopped before the error is thrown.
  */
-export async function startProvisionerWithEnricher(options: ProvisionerDaemonOptions, enrich: EnricherSettings): Promise<ProvisionerWithEnricher> {
+export async function startProvisionerWithEnricher(
+  options: ProvisionerDaemonOptions,
+  enrich: EnricherSettings,
+): Promise<ProvisionerWithEnricher> {
   const logger: Logger = options.logger ?? silentLogger;
   const registry = options.registry ?? new Registry();
   const events = new Subject<EventPayload>();
-  const enricher = await startEnrichDaemon({ ...enrich, http: undefined }, { logger: logger.child({ daemon: 'enrich' }), registry, consumer: (payload) => events.next(payload) });
+  const enricher = await startEnrichDaemon(
+    { ...enrich, http: undefined },
+    { logger: logger.child({ daemon: 'enrich' }), registry, consumer: (payload) => events.next(payload) },
+  );
   let daemon: ProvisionerDaemon;
   try {
-    daemon = await startProvisioner({ ...options, registry, logger, incusEvents: events, companion: { name: 'enricher', ready: () => enricher.ready(), status: () => enricher.status() } });
+    daemon = await startProvisioner({
+      ...options,
+      registry,
+      logger,
+      incusEvents: events,
+      companion: { name: 'enricher', ready: () => enricher.ready(), status: () => enricher.status() },
+    });
   } catch (error) {
     await enricher.stop();
     throw error;

@@ -110,8 +110,16 @@ export interface MessageOutput {
 const ajv = new Ajv({ useDefaults: true, strict: true, strictTypes: false });
 const strings = (...names: string[]) => Object.fromEntries(names.map((n) => [n, { type: 'string' }]));
 
-const validJwt = lazyValidator<JwtOutput>(ajv, { type: 'object', required: ['jwt', 'ecdh_public'], properties: { jwt: { type: 'string', minLength: 1 }, ecdh_public: { type: 'string' } } });
-const validGen25519 = lazyValidator<Gen25519Output>(ajv, { type: 'object', required: ['public_key', 'directory', 'signature'], properties: strings('public_key', 'directory', 'signature') });
+const validJwt = lazyValidator<JwtOutput>(ajv, {
+  type: 'object',
+  required: ['jwt', 'ecdh_public'],
+  properties: { jwt: { type: 'string', minLength: 1 }, ecdh_public: { type: 'string' } },
+});
+const validGen25519 = lazyValidator<Gen25519Output>(ajv, {
+  type: 'object',
+  required: ['public_key', 'directory', 'signature'],
+  properties: strings('public_key', 'directory', 'signature'),
+});
 const validInventory = lazyValidator<InventoryOutput>(ajv, {
   type: 'object',
   properties: {
@@ -126,7 +134,11 @@ const validInventory = lazyValidator<InventoryOutput>(ajv, {
     upgradable: { type: 'boolean', default: false },
   },
 });
-const validGencsr = lazyValidator<GencsrOutput>(ajv, { type: 'object', required: ['csr', 'public_key', 'ssldir'], properties: strings('csr', 'public_key', 'ssldir') });
+const validGencsr = lazyValidator<GencsrOutput>(ajv, {
+  type: 'object',
+  required: ['csr', 'public_key', 'ssldir'],
+  properties: strings('csr', 'public_key', 'ssldir'),
+});
 const validMessage = lazyValidator<MessageOutput>(ajv, { type: 'object', properties: { message: { type: 'string', default: '' } } });
 
 function spec<I extends object, O>(agent: string, action: string, tries: number, validate: ValidateFunction<O>): ActionSpec<I, O> {

@@ -99,7 +99,8 @@ export class BadMessages {
     this.counter?.inc({ source, reason: refusal.reason });
     this.onReport?.(source, refusal, subject);
     const fields = { source, subject, reason: refusal.reason, layer: refusal.layer };
-    if (isUnexpectedReply(refusal.reason)) this.unexpectedLog.log(`${source}:${refusal.reason}`, fields, `ignored a ${source}: ${refusal.message}`);
+    if (isUnexpectedReply(refusal.reason))
+      this.unexpectedLog.log(`${source}:${refusal.reason}`, fields, `ignored a ${source}: ${refusal.message}`);
     else this.malformedLog.log(source, fields, `refused a malformed ${source}: ${refusal.message}`);
   }
 

@@ -11,7 +11,8 @@ export const DEFAULT_BROKERS = ['nats://puppet:4222'];
  * config's `plugin.choria.middleware_hosts`), DNS SRV records in `domain` (the host's domain when
  * undefined) falling back to {@link DEFAULT_BROKERS}, or that default alone (`use_srv` off).
  */
-export type BrokerSource = { kind: 'listed'; servers: string[] } | { kind: 'srv'; domain: string | undefined } | { kind: 'default'; servers: string[] };
+export type BrokerSource =
+  { kind: 'listed'; servers: string[] } | { kind: 'srv'; domain: string | undefined } | { kind: 'default'; servers: string[] };
 
 /** One SRV answer, as DNS gives it. */
 export interface SrvAnswer {
@@ -22,7 +23,10 @@ export interface SrvAnswer {
 }
 
 /** go-choria's order of precedence for the brokers; `overrides` are rxfleet's `nats_servers`. */
-export function brokerSource(choria: Pick<ChoriaClientConfig, 'middlewareHosts' | 'useSrv' | 'srvDomain'>, overrides: string[] = []): BrokerSource {
+export function brokerSource(
+  choria: Pick<ChoriaClientConfig, 'middlewareHosts' | 'useSrv' | 'srvDomain'>,
+  overrides: string[] = [],
+): BrokerSource {
   if (overrides.length > 0) return { kind: 'listed', servers: overrides };
   if (choria.middlewareHosts.length > 0) return { kind: 'listed', servers: choria.middlewareHosts };
   if (choria.useSrv) return { kind: 'srv', domain: choria.srvDomain };
@@ -41,5 +45,7 @@ export function domainOf(fqdn: string): string | undefined {
  * The target's trailing dot is dropped, as go-choria's `srvcache` does.
  */
 export function srvServers(answers: SrvAnswer[]): string[] {
-  return [...answers].sort((a, b) => a.priority - b.priority || b.weight - a.weight).map((a) => `nats://${a.name.replace(/\.$/, '')}:${a.port}`);
+  return [...answers]
+    .sort((a, b) => a.priority - b.priority || b.weight - a.weight)
+    .map((a) => `nats://${a.name.replace(/\.$/, '')}:${a.port}`);
 }

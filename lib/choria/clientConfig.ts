@@ -115,7 +115,11 @@ export function parseChoriaClientConfig(text: string, options: ParseChoriaConfig
     if (eq <= 0) {
       // Only what looks like the key: the rest may be a password written with the wrong separator.
       const key = /^[A-Za-z0-9_.-]+/.exec(line)?.[0];
-      problems.push({ path: where(index + 1, ''), message: `expected "key = value"${key === undefined ? '' : ` (a line starting ${JSON.stringify(key)})`}; line ignored`, severity: 'warning' });
+      problems.push({
+        path: where(index + 1, ''),
+        message: `expected "key = value"${key === undefined ? '' : ` (a line starting ${JSON.stringify(key)})`}; line ignored`,
+        severity: 'warning',
+      });
       return;
     }
     settings.set(line.slice(0, eq).trim(), { value: line.slice(eq + 1).trim(), line: index + 1 });
@@ -131,20 +135,33 @@ export function parseChoriaClientConfig(text: string, options: ParseChoriaConfig
     if (entry === undefined || entry.value === '') return fallback;
     if (/^(1|yes|true|y|t)$/i.test(entry.value)) return true;
     if (/^(0|no|false|n|f)$/i.test(entry.value)) return false;
-    problems.push({ path: where(entry.line, key), message: `expected a boolean (true, false, yes, no, 1, 0), got ${JSON.stringify(entry.value)}; read as false, as go-choria does`, severity: 'warning' });
+    problems.push({
+      path: where(entry.line, key),
+      message: `expected a boolean (true, false, yes, no, 1, 0), got ${JSON.stringify(entry.value)}; read as false, as go-choria does`,
+      severity: 'warning',
+    });
     return false;
   };
   let securityProvider: SecurityProviderName = 'puppet';
   const provider = settings.get('plugin.security.provider');
   if (provider !== undefined && provider.value !== '') {
     if ((SECURITY_PROVIDERS as readonly string[]).includes(provider.value)) securityProvider = provider.value as SecurityProviderName;
-    else problems.push({ path: where(provider.line, 'plugin.security.provider'), message: `expected one of ${SECURITY_PROVIDERS.join(', ')}, got ${JSON.stringify(provider.value)}`, severity: 'error' });
+    else
+      problems.push({
+        path: where(provider.line, 'plugin.security.provider'),
+        message: `expected one of ${SECURITY_PROVIDERS.join(', ')}, got ${JSON.stringify(provider.value)}`,
+        severity: 'error',
+      });
   }
   const seconds = (key: string, fallback: number): number => {
     const entry = settings.get(key);
     if (entry === undefined || entry.value === '') return fallback;
     if (!/^\d+$/.test(entry.value) || Number(entry.value) < 1) {
-      problems.push({ path: where(entry.line, key), message: `expected a whole number of seconds >= 1, got ${JSON.stringify(entry.value)}`, severity: 'error' });
+      problems.push({
+        path: where(entry.line, key),
+        message: `expected a whole number of seconds >= 1, got ${JSON.stringify(entry.value)}`,
+        severity: 'error',
+      });
       return fallback;
     }
     return Number(entry.value);
@@ -156,7 +173,11 @@ export function parseChoriaClientConfig(text: string, options: ParseChoriaConfig
     const parsed = parseMiddlewareHosts(hosts.value);
     middlewareHosts = parsed.urls;
     for (const bad of parsed.invalid) {
-      problems.push({ path: where(hosts.line, 'plugin.choria.middleware_hosts'), message: `expected host:port or nats://host:port, got ${JSON.stringify(withoutCredentials(bad))}`, severity: 'error' });
+      problems.push({
+        path: where(hosts.line, 'plugin.choria.middleware_hosts'),
+        message: `expected host:port or nats://host:port, got ${JSON.stringify(withoutCredentials(bad))}`,
+        severity: 'error',
+      });
     }
   }
 
@@ -210,4 +231,3 @@ export function parseMiddlewareHosts(value: string): { urls: string[]; invalid: 
   }
   return { urls, invalid };
 }
-

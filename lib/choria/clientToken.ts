@@ -36,8 +36,10 @@ export function readClientToken(token: string): ClientTokenInfo {
     throw new ClientTokenError(`could not parse JWT: ${(error as Error).message}`);
   }
   const purpose = claims.purpose;
-  if (purpose !== 'choria_client_id' && purpose !== 'choria_server') throw new ClientTokenError(`unsupported token purpose: ${JSON.stringify(purpose ?? '')}`);
+  if (purpose !== 'choria_client_id' && purpose !== 'choria_server')
+    throw new ClientTokenError(`unsupported token purpose: ${JSON.stringify(purpose ?? '')}`);
   const callerId = purpose === 'choria_client_id' ? claims.callerid : claims.identity;
-  if (typeof callerId !== 'string' || callerId === '') throw new ClientTokenError(`no ${purpose === 'choria_client_id' ? 'callerid' : 'identity'} in the token`);
+  if (typeof callerId !== 'string' || callerId === '')
+    throw new ClientTokenError(`no ${purpose === 'choria_client_id' ? 'callerid' : 'identity'} in the token`);
   return { purpose, callerId, uniqueId: md5Hex(callerId), expiresAt: typeof claims.exp === 'number' ? claims.exp * 1000 : undefined };
 }

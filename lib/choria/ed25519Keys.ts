@@ -21,7 +21,9 @@ export function decodeHex(text: string): Buffer {
   const bad = /[^0-9a-fA-F]/.exec(text);
   if (bad !== null) {
     const code = bad[0].codePointAt(0) ?? 0;
-    throw new HexDecodeError(`encoding/hex: invalid byte: U+${code.toString(16).toUpperCase().padStart(4, '0')} ${JSON.stringify(bad[0]).replace(/^"|"$/g, "'")}`);
+    throw new HexDecodeError(
+      `encoding/hex: invalid byte: U+${code.toString(16).toUpperCase().padStart(4, '0')} ${JSON.stringify(bad[0]).replace(/^"|"$/g, "'")}`,
+    );
   }
   if (text.length % 2 !== 0) throw new HexDecodeError('encoding/hex: odd length hex string');
   return Buffer.from(text, 'hex');
@@ -29,7 +31,8 @@ export function decodeHex(text: string): Buffer {
 
 /** A public key object from the 32 raw bytes Choria exchanges (hex on the wire). Throws on another size. */
 export function ed25519PublicKeyFromRaw(raw: Uint8Array): KeyObject {
-  if (raw.length !== ED25519_PUBLIC_KEY_SIZE) throw new RangeError(`invalid ed25519 public key size: ${raw.length} bytes, expected ${ED25519_PUBLIC_KEY_SIZE}`);
+  if (raw.length !== ED25519_PUBLIC_KEY_SIZE)
+    throw new RangeError(`invalid ed25519 public key size: ${raw.length} bytes, expected ${ED25519_PUBLIC_KEY_SIZE}`);
   return createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(raw).toString('base64url') }, format: 'jwk' });
 }
 
@@ -38,7 +41,8 @@ const PKCS8_ED25519_PREFIX = Buffer.from('302e020100300506032b657004220420', 'he
 
 /** A private key object from a 32-byte seed (what Choria's `.seed` files hold, hex encoded). */
 export function ed25519PrivateKeyFromSeed(seed: Uint8Array): KeyObject {
-  if (seed.length !== ED25519_SEED_SIZE) throw new RangeError(`invalid ed25519 seed length: ${seed.length} bytes, expected ${ED25519_SEED_SIZE}`);
+  if (seed.length !== ED25519_SEED_SIZE)
+    throw new RangeError(`invalid ed25519 seed length: ${seed.length} bytes, expected ${ED25519_SEED_SIZE}`);
   return createPrivateKey({ key: Buffer.concat([PKCS8_ED25519_PREFIX, seed]), format: 'der', type: 'pkcs8' });
 }
 

@@ -34,10 +34,30 @@ export class ElectionMetrics {
   constructor(options: ElectionMetricsOptions) {
     const registers = [options.registry];
     this.labels = { election: options.election, identity: options.identity };
-    this.campaignsCounter = new Counter({ name: 'choria_election_campaigns', help: 'The number of campaigns a specific candidate voted in', labelNames: ['election', 'identity', 'state'], registers });
-    this.leaderGauge = new Gauge({ name: 'choria_election_leader', help: 'Indicates if a specific instance is the current leader', labelNames: ['election', 'identity'], registers });
-    this.intervalGauge = new Gauge({ name: 'choria_election_interval_seconds', help: 'The number of seconds between campaigns', labelNames: ['election', 'identity'], registers });
-    this.setupFailuresCounter = new Counter({ name: 'choria_election_setup_failures_total', help: 'Failed attempts to set the election up (bucket status, permissions); each is retried with backoff', labelNames: ['election', 'identity'], registers });
+    this.campaignsCounter = new Counter({
+      name: 'choria_election_campaigns',
+      help: 'The number of campaigns a specific candidate voted in',
+      labelNames: ['election', 'identity', 'state'],
+      registers,
+    });
+    this.leaderGauge = new Gauge({
+      name: 'choria_election_leader',
+      help: 'Indicates if a specific instance is the current leader',
+      labelNames: ['election', 'identity'],
+      registers,
+    });
+    this.intervalGauge = new Gauge({
+      name: 'choria_election_interval_seconds',
+      help: 'The number of seconds between campaigns',
+      labelNames: ['election', 'identity'],
+      registers,
+    });
+    this.setupFailuresCounter = new Counter({
+      name: 'choria_election_setup_failures_total',
+      help: 'Failed attempts to set the election up (bucket status, permissions); each is retried with backoff',
+      labelNames: ['election', 'identity'],
+      registers,
+    });
     for (const state of ELECTION_STATES) this.campaignsCounter.inc({ ...this.labels, state }, 0);
     this.leaderGauge.set(this.labels, 0);
     this.intervalGauge.set(this.labels, 0);

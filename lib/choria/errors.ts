@@ -7,15 +7,7 @@ import { PausedError } from '@rxfleet/operators';
  */
 
 /** Why an inbound message was refused. Bounded, so it can label a metric. */
-export type ProtocolErrorReason =
-  | 'oversized'
-  | 'not_json'
-  | 'protocol'
-  | 'schema'
-  | 'base64'
-  | 'hash'
-  | 'stale'
-  | 'payload';
+export type ProtocolErrorReason = 'oversized' | 'not_json' | 'protocol' | 'schema' | 'base64' | 'hash' | 'stale' | 'payload';
 
 /** An inbound message that is not a valid Choria message (any layer). Never thrown into a pipeline: it is counted and logged. */
 export class ProtocolError extends Error {
@@ -80,7 +72,9 @@ export class RpcTimeoutError extends Error {
     readonly timeoutMs: number,
     readonly refused = 0,
   ) {
-    super(`${rpc}: no reply from ${identity} within ${timeoutMs} ms${refused > 0 ? ` (${refused} malformed or foreign repl${refused === 1 ? 'y' : 'ies'} skipped)` : ''}`);
+    super(
+      `${rpc}: no reply from ${identity} within ${timeoutMs} ms${refused > 0 ? ` (${refused} malformed or foreign repl${refused === 1 ? 'y' : 'ies'} skipped)` : ''}`,
+    );
   }
 }
 

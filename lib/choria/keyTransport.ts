@@ -1,4 +1,13 @@
-import { createCipheriv, createDecipheriv, createHash, createPrivateKey, createPublicKey, diffieHellman, generateKeyPairSync, randomBytes } from 'node:crypto';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHash,
+  createPrivateKey,
+  createPublicKey,
+  diffieHellman,
+  generateKeyPairSync,
+  randomBytes,
+} from 'node:crypto';
 import { PemBlock, decodePem, encodePem } from './pem';
 
 /**
@@ -42,7 +51,11 @@ export function generateX25519KeyPair(): X25519KeyPair {
 
 /** The public half of a raw X25519 private key (scalar base multiplication). */
 export function x25519PublicKey(privateKey: Uint8Array | string): Buffer {
-  const key = createPrivateKey({ key: Buffer.concat([X25519_PKCS8_PREFIX, rawKey(privateKey, 'an X25519 private key')]), format: 'der', type: 'pkcs8' });
+  const key = createPrivateKey({
+    key: Buffer.concat([X25519_PKCS8_PREFIX, rawKey(privateKey, 'an X25519 private key')]),
+    format: 'der',
+    type: 'pkcs8',
+  });
   return createPublicKey(key).export({ format: 'der', type: 'spki' }).subarray(-32);
 }
 
@@ -50,8 +63,16 @@ export function x25519PublicKey(privateKey: Uint8Array | string): Buffer {
 export function x25519SharedSecret(privateKey: Uint8Array | string, peerPublicKey: Uint8Array | string): Buffer {
   try {
     return diffieHellman({
-      privateKey: createPrivateKey({ key: Buffer.concat([X25519_PKCS8_PREFIX, rawKey(privateKey, 'an X25519 private key')]), format: 'der', type: 'pkcs8' }),
-      publicKey: createPublicKey({ key: Buffer.concat([X25519_SPKI_PREFIX, rawKey(peerPublicKey, 'an X25519 public key')]), format: 'der', type: 'spki' }),
+      privateKey: createPrivateKey({
+        key: Buffer.concat([X25519_PKCS8_PREFIX, rawKey(privateKey, 'an X25519 private key')]),
+        format: 'der',
+        type: 'pkcs8',
+      }),
+      publicKey: createPublicKey({
+        key: Buffer.concat([X25519_SPKI_PREFIX, rawKey(peerPublicKey, 'an X25519 public key')]),
+        format: 'der',
+        type: 'spki',
+      }),
     });
   } catch (error) {
     if (error instanceof KeyTransportError) throw error;
@@ -80,7 +101,11 @@ export function encryptPemBlock(type: string, bytes: Uint8Array, password: Uint8
   if (iv.length !== 16) throw new KeyTransportError('the IV must be 16 bytes');
   const cipher = createCipheriv('aes-256-cbc', evpBytesToKey(password, iv.subarray(0, 8)), iv);
   const encrypted = Buffer.concat([cipher.update(bytes), cipher.final()]);
-  return encodePem({ type, headers: { 'Proc-Type': '4,ENCRYPTED', 'DEK-Info': `AES-256-CBC,${Buffer.from(iv).toString('hex')}` }, bytes: encrypted });
+  return encodePem({
+    type,
+    headers: { 'Proc-Type': '4,ENCRYPTED', 'DEK-Info': `AES-256-CBC,${Buffer.from(iv).toString('hex')}` },
+    bytes: encrypted,
+  });
 }
 
 /** Decrypts a legacy encrypted PEM block (AES-256-CBC only, the cipher the provisioner uses). */
@@ -113,8 +138,13 @@ export interface EncryptedKey {
  * with the server's `ecdh_public` (from its last `jwt` reply), and the helper's PEM key re-wrapped
  * encrypted. The block type is always `RSA PRIVATE KEY`, whatever the helper's was, as in Go.
  */
-export function encryptPrivateKey(helperKeyPem: string, serverEcdhPublicHex: string, ephemeral: X25519KeyPair = generateX25519KeyPair()): EncryptedKey {
-  if (serverEcdhPublicHex === '') throw new KeyTransportError('private key received from helper but server did not start Diffie-Hellman exchange');
+export function encryptPrivateKey(
+  helperKeyPem: string,
+  serverEcdhPublicHex: string,
+  ephemeral: X25519KeyPair = generateX25519KeyPair(),
+): EncryptedKey {
+  if (serverEcdhPublicHex === '')
+    throw new KeyTransportError('private key received from helper but server did not start Diffie-Hellman exchange');
   const block = decodePem(helperKeyPem);
   if (block === undefined) throw new KeyTransportError('bad key received');
   const shared = x25519SharedSecret(ephemeral.privateKey, serverEcdhPublicHex);

@@ -120,7 +120,10 @@ export function parseLifecycleEvent(data: Uint8Array | string, options: { maxByt
   const parsed = parsePlainJson(typeof data === 'string' ? data : utf8(data), 'lifecycle');
   if (!parsed.ok) return parsed;
   const value = parsed.value;
-  if (typeof value.protocol === 'string' && (value.protocol.startsWith('io.choria.lifecycle') || value.protocol.startsWith('choria:lifecycle'))) {
+  if (
+    typeof value.protocol === 'string' &&
+    (value.protocol.startsWith('io.choria.lifecycle') || value.protocol.startsWith('choria:lifecycle'))
+  ) {
     return fromLegacy(value, 'choria');
   }
   if (value.specversion === '1.0' && value.source === 'io.choria.lifecycle') {

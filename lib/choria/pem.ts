@@ -40,6 +40,9 @@ export function decodePem(text: string): PemBlock | undefined {
 export function encodePem(block: PemBlock): string {
   const names = Object.keys(block.headers).sort((a, b) => (a === 'Proc-Type' ? -1 : b === 'Proc-Type' ? 1 : a < b ? -1 : a > b ? 1 : 0));
   const headerText = names.length === 0 ? '' : `${names.map((name) => `${name}: ${block.headers[name]}`).join('\n')}\n\n`;
-  const body = block.bytes.toString('base64').replace(/(.{64})/g, '$1\n').replace(/\n$/, '');
+  const body = block.bytes
+    .toString('base64')
+    .replace(/(.{64})/g, '$1\n')
+    .replace(/\n$/, '');
   return `-----BEGIN ${block.type}-----\n${headerText}${body}\n-----END ${block.type}-----\n`;
 }

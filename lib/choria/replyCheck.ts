@@ -40,7 +40,8 @@ export interface ExpectedReply {
  *   decode at some layer, it names another request id, it comes from another node than the one
  *   asked (its envelope's sender id), or its data does not fit the action.
  */
-export type ReplyVerdict = { kind: 'answer'; reply: RpcReply } | { kind: 'status'; error: RpcStatusError } | { kind: 'refused'; refusal: Refusal };
+export type ReplyVerdict =
+  { kind: 'answer'; reply: RpcReply } | { kind: 'status'; error: RpcStatusError } | { kind: 'refused'; refusal: Refusal };
 
 /**
  * Judges one message that arrived on an attempt's reply subject (see {@link ReplyVerdict}). Never
@@ -51,8 +52,10 @@ export function judgeReply(data: Uint8Array | string, expected: ExpectedReply): 
   const decoded = decodeReply(data, { maxBytes: expected.maxBytes });
   if (!decoded.ok) return refused(decoded.error);
   const reply = decoded.value;
-  if (reply.requestId !== expected.requestId) return refused(new ProtocolError('schema', 'reply', 'request id does not match the reply subject'));
-  if (reply.senderId !== expected.identity) return refused({ reason: 'stranger', layer: 'reply', message: `a reply from ${reply.senderId} to a request for ${expected.identity}` });
+  if (reply.requestId !== expected.requestId)
+    return refused(new ProtocolError('schema', 'reply', 'request id does not match the reply subject'));
+  if (reply.senderId !== expected.identity)
+    return refused({ reason: 'stranger', layer: 'reply', message: `a reply from ${reply.senderId} to a request for ${expected.identity}` });
   const agentReply = decodeAgentReply(reply.payload);
   if (!agentReply.ok) return refused(agentReply.error);
   const { statuscode, statusmsg, data: replyData } = agentReply.value;
@@ -65,5 +68,8 @@ export function judgeReply(data: Uint8Array | string, expected: ExpectedReply): 
     const why = expected.describeErrors?.(validate) ?? 'does not fit the action';
     return refused(new ProtocolError('payload', 'agent', `${expected.rpc} reply data: ${why}`));
   }
-  return { kind: 'answer', reply: { sender: reply.sender, requestId: expected.requestId, statuscode, statusmsg, data: replyData, version: reply.version } };
+  return {
+    kind: 'answer',
+    reply: { sender: reply.sender, requestId: expected.requestId, statuscode, statusmsg, data: replyData, version: reply.version },
+  };
 }

@@ -27,7 +27,10 @@ export function rsaSigningKey(pem: Buffer | string, file: string): KeyObject {
   } catch (error) {
     throw new RequestSigningError(`could not parse private key PEM data in ${file}: ${(error as Error).message.split('\n')[0]}`);
   }
-  if (key.asymmetricKeyType !== 'rsa') throw new RequestSigningError(`could not sign message string: unhandled key type ${key.asymmetricKeyType ?? 'unknown'} in ${file} (go-choria signs requests with RSA keys only)`);
+  if (key.asymmetricKeyType !== 'rsa')
+    throw new RequestSigningError(
+      `could not sign message string: unhandled key type ${key.asymmetricKeyType ?? 'unknown'} in ${file} (go-choria signs requests with RSA keys only)`,
+    );
   return key;
 }
 

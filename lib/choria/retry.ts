@@ -3,8 +3,15 @@ import { Observable, SchedulerLike, Subscription, asyncScheduler } from 'rxjs';
 import { PauseGate, PausedError } from '@rxfleet/operators';
 import { Logger, silentLogger } from '../logger';
 import { FIVE_SEC_BACKOFF_MS, backoffDelay } from './backoff';
-import { ProvisioningLockError, RpcAbortedError, RpcConnectionLostError, RpcPausedError, RpcRetryError, errorMessage, findCause } from './errors';
-
+import {
+  ProvisioningLockError,
+  RpcAbortedError,
+  RpcConnectionLostError,
+  RpcPausedError,
+  RpcRetryError,
+  errorMessage,
+  findCause,
+} from './errors';
 
 /** One finished attempt, for `rpc_time{rpc}`. */
 export interface AttemptRecord {
@@ -54,7 +61,8 @@ export interface RetryRpcOptions {
   logger?: Logger;
 }
 
-const notALockRefusal = (error: unknown): boolean => findCause(error, (e): e is ProvisioningLockError => e instanceof ProvisioningLockError) === undefined;
+const notALockRefusal = (error: unknown): boolean =>
+  findCause(error, (e): e is ProvisioningLockError => e instanceof ProvisioningLockError) === undefined;
 
 /**
  * go-choria's `rpcWrapper` around one RPC, with DECISIONS P5: at most `tries` attempts, a jittered

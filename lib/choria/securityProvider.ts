@@ -74,20 +74,27 @@ export function defaultPuppetSslDir(env: SecurityEnvironment): string | undefine
  * Every problem is returned, each naming the key and the file; `security` is undefined when any is
  * an error.
  */
-export function clientSecurity(choria: ChoriaClientConfig, options: ClientSecurityOptions): { security: ClientSecurity | undefined; problems: ChoriaConfigProblem[] } {
+export function clientSecurity(
+  choria: ChoriaClientConfig,
+  options: ClientSecurityOptions,
+): { security: ClientSecurity | undefined; problems: ChoriaConfigProblem[] } {
   const { insecure, env, files } = options;
   const where = choria.file ?? 'choria config';
   const problems: ChoriaConfigProblem[] = [];
   const error = (message: string): void => void problems.push({ path: where, message, severity: 'error' });
   const warn = (message: string): void => void problems.push({ path: where, message, severity: 'warning' });
-  const result = (security: ClientSecurity): { security: ClientSecurity | undefined; problems: ChoriaConfigProblem[] } => ({ security: problems.some((p) => p.severity === 'error') ? undefined : security, problems });
+  const result = (security: ClientSecurity): { security: ClientSecurity | undefined; problems: ChoriaConfigProblem[] } => ({
+    security: problems.some((p) => p.severity === 'error') ? undefined : security,
+    problems,
+  });
   // A file a provider needs: configured and present, or one error saying which.
   const needed = (key: string, file: string | undefined, unset: string): string => {
     if (file === undefined) error(`${key} is required ${unset}`);
     else if (!files.exists(file)) error(`${key}: file ${JSON.stringify(file)} does not exist`);
     return file ?? '';
   };
-  const fileCertname = env.certname ?? (!env.root && env.user !== undefined && env.user !== '' ? `${env.user}.mcollective` : choria.identity);
+  const fileCertname =
+    env.certname ?? (!env.root && env.user !== undefined && env.user !== '' ? `${env.user}.mcollective` : choria.identity);
 
   if (insecure) return result({ provider: 'file', certname: fileCertname });
 
@@ -97,16 +104,29 @@ export function clientSecurity(choria: ChoriaClientConfig, options: ClientSecuri
       const certificate = needed('plugin.security.file.certificate', choria.certificate, unset);
       const key = needed('plugin.security.file.key', choria.key, unset);
       const ca = needed('plugin.security.file.ca', choria.ca, unset);
-      return result({ provider: 'file', certname: fileCertname, tls: { ca, cert: certificate, key, verify: true }, x509: { certificate, key, ca } });
+      return result({
+        provider: 'file',
+        certname: fileCertname,
+        tls: { ca, cert: certificate, key, verify: true },
+        x509: { certificate, key, ca },
+      });
     }
     case 'puppet': {
-      const certname = choria.certname ?? env.certname ?? (env.user !== undefined && env.user !== '' ? `${env.user}.mcollective` : undefined);
+      const certname =
+        choria.certname ?? env.certname ?? (env.user !== undefined && env.user !== '' ? `${env.user}.mcollective` : undefined);
       const sslDir = choria.sslDir ?? defaultPuppetSslDir(env);
-      if (certname === undefined) error('the puppet security provider cannot name its certificate: set plugin.security.certname here, or MCOLLECTIVE_CERTNAME or USER in the environment (or pick another plugin.security.provider)');
-      if (sslDir === undefined) error('the puppet security provider cannot find its SSL directory: set plugin.choria.ssldir (HOME is not set)');
+      if (certname === undefined)
+        error(
+          'the puppet security provider cannot name its certificate: set plugin.security.certname here, or MCOLLECTIVE_CERTNAME or USER in the environment (or pick another plugin.security.provider)',
+        );
+      if (sslDir === undefined)
+        error('the puppet security provider cannot find its SSL directory: set plugin.choria.ssldir (HOME is not set)');
       if (certname === undefined || sslDir === undefined) return result({ provider: 'puppet', certname: '' });
       const layout = (file: string, what: string): string => {
-        if (!files.exists(file)) error(`the puppet security provider needs the ${what} ${JSON.stringify(file)} (plugin.choria.ssldir ${sslDir}, certname ${certname}), which does not exist`);
+        if (!files.exists(file))
+          error(
+            `the puppet security provider needs the ${what} ${JSON.stringify(file)} (plugin.choria.ssldir ${sslDir}, certname ${certname}), which does not exist`,
+          );
         return file;
       };
       const certificate = layout(join(sslDir, 'certs', `${certname}.pem`), 'certificate');
@@ -127,11 +147,17 @@ export function clientSecurity(choria: ChoriaClientConfig, options: ClientSecuri
       const cert = present('plugin.security.choria.certificate', choria.choriaCertificate, 'no client certificate is sent');
       const key = present('plugin.security.choria.key', choria.choriaKey, 'no client certificate is sent');
       const ca = present('plugin.security.choria.ca', choria.choriaCa, "the broker's certificate is not verified");
-      const tls: ClientTlsFiles = { verify: ca !== undefined, ...(ca !== undefined ? { ca } : {}), ...(cert !== undefined && key !== undefined ? { cert, key } : {}) };
+      const tls: ClientTlsFiles = {
+        verify: ca !== undefined,
+        ...(ca !== undefined ? { ca } : {}),
+        ...(cert !== undefined && key !== undefined ? { cert, key } : {}),
+      };
       return result({ provider: 'choria', certname: env.user ?? choria.identity, tls, jwt: { tokenFile, seedFile } });
     }
     default:
-      error(`plugin.security.provider ${JSON.stringify(choria.securityProvider)} is not supported by rxfleet: use file, choria or puppet (its keys are kept where rxfleet cannot read them)`);
+      error(
+        `plugin.security.provider ${JSON.stringify(choria.securityProvider)} is not supported by rxfleet: use file, choria or puppet (its keys are kept where rxfleet cannot read them)`,
+      );
       return result({ provider: 'file', certname: fileCertname });
   }
 }

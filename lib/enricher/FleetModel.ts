@@ -178,7 +178,8 @@ export class FleetModel {
   instancesUsingProfile(project: string, profile: string): InstanceKey[] {
     const found: InstanceKey[] = [];
     for (const [at, record] of this.instances()) {
-      const sees = at.project === project || (project === 'default' && !isTrue(this.projects.get(at.project)?.config?.['features.profiles']));
+      const sees =
+        at.project === project || (project === 'default' && !isTrue(this.projects.get(at.project)?.config?.['features.profiles']));
       if (sees && record.profiles.includes(profile)) found.push(at);
     }
     return found;

@@ -159,9 +159,11 @@ export function snapshotModel(model: FleetModel): ColdStoreDocument {
     const config = model.projectConfig(project);
     const entry: StoredProject = { config: config == null ? null : { ...config } };
     const instances = model.instanceNames(project);
-    if (instances.length > 0) entry.instances = Object.fromEntries(instances.map((name) => [name, storeInstance(model.instance(project, name) as InstanceRecord)]));
+    if (instances.length > 0)
+      entry.instances = Object.fromEntries(instances.map((name) => [name, storeInstance(model.instance(project, name) as InstanceRecord)]));
     const networks = model.networkNames(project);
-    if (networks.length > 0) entry.networks = Object.fromEntries(networks.map((name) => [name, storeNetwork(model.network(project, name) as NetworkRecord)]));
+    if (networks.length > 0)
+      entry.networks = Object.fromEntries(networks.map((name) => [name, storeNetwork(model.network(project, name) as NetworkRecord)]));
     projects[project] = entry;
   }
   return { version: 1, projects };

@@ -127,11 +127,17 @@ export class ColdStoreWriter {
     this.config.model().dirty = true;
     metrics.storeStale.set(1);
     if (this.closing) {
-      logger.error({ err: error, failures: this.failures }, 'writing the cold store failed on the way out: the next start reads the last one written');
+      logger.error(
+        { err: error, failures: this.failures },
+        'writing the cold store failed on the way out: the next start reads the last one written',
+      );
       return;
     }
     this.wait = this.failures === 1 ? STORE_RETRY_FIRST_MS : Math.min(this.wait * 2, this.maxWait);
-    logger.error({ err: error, failures: this.failures, retryInMs: this.wait }, 'writing the cold store failed: it is stale until a retry lands');
+    logger.error(
+      { err: error, failures: this.failures, retryInMs: this.wait },
+      'writing the cold store failed: it is stale until a retry lands',
+    );
     this.retry?.unsubscribe();
     this.retry = scheduler.schedule(() => {
       this.retry = undefined;

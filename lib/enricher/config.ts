@@ -45,7 +45,6 @@ export interface NatsOutputSettings {
   maxHeld: number;
 }
 
-
 /** The settings the pipeline runs with: durations in milliseconds, the projects rule parsed. */
 export interface EnricherSettings {
   projects: ProjectsServed;
@@ -85,7 +84,8 @@ const validate = ajv.compile(ENRICHER_CONFIG_SCHEMA);
 
 function describe(error: ErrorObject): string {
   const path = error.instancePath === '' ? '(top level)' : error.instancePath.slice(1).replace(/\//g, '.');
-  if (error.keyword === 'additionalProperties') return `${path}: unknown key "${(error.params as { additionalProperty: string }).additionalProperty}"`;
+  if (error.keyword === 'additionalProperties')
+    return `${path}: unknown key "${(error.params as { additionalProperty: string }).additionalProperty}"`;
   return `${path}: ${error.message ?? 'is invalid'}`;
 }
 
@@ -112,7 +112,8 @@ function problemsOf(errors: ErrorObject[]): string[] {
  * {@link EnricherConfigError} lists every problem with its path and what was expected.
  */
 export function parseEnricherConfig(raw: unknown = {}): { settings: EnricherSettings; warnings: string[] } {
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new EnricherConfigError(['(top level): expected a mapping of keys']);
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw))
+    throw new EnricherConfigError(['(top level): expected a mapping of keys']);
   const known = new Set(Object.keys(ENRICHER_CONFIG_SCHEMA.properties));
   const warnings: string[] = [];
   const input: Record<string, unknown> = {};
@@ -153,7 +154,10 @@ export function parseEnricherConfig(raw: unknown = {}): { settings: EnricherSett
     http: string;
   };
   const problems: string[] = [];
-  const ms = (key: 'read_timeout' | 'ip_timeout' | 'read_delay' | 'sweep_interval' | 'store_interval' | 'debounce_window' | 'ttl', min = 0): number => {
+  const ms = (
+    key: 'read_timeout' | 'ip_timeout' | 'read_delay' | 'sweep_interval' | 'store_interval' | 'debounce_window' | 'ttl',
+    min = 0,
+  ): number => {
     const value = c[key] === 0 ? 0 : Math.round(parseGoDuration(String(c[key])));
     if (value < min) problems.push(`${key}: must be at least ${min} ms`);
     return value;
@@ -183,7 +187,10 @@ export function parseEnricherConfig(raw: unknown = {}): { settings: EnricherSett
     ttl: ms('ttl'),
     storeFile: c.data_dir === '' ? undefined : join(c.data_dir, COLD_STORE_FILE),
     configExclude: c.config_exclude,
-    wants: c.wants === undefined ? DEFAULT_DAEMON_WANTS.map((w) => ({ ...w })) : c.wants.map((w) => ({ action: w.action, enrich: enrichmentBits(w.enrich), debounce: w.debounce })),
+    wants:
+      c.wants === undefined
+        ? DEFAULT_DAEMON_WANTS.map((w) => ({ ...w }))
+        : c.wants.map((w) => ({ action: w.action, enrich: enrichmentBits(w.enrich), debounce: w.debounce })),
     outputs: {
       stdout: c.outputs?.stdout ?? false,
       ...(c.outputs?.nats !== undefined ? { nats: natsSettings(c.outputs.nats) } : {}),
@@ -225,7 +232,13 @@ function natsSettings(raw: RawNats): NatsOutputSettings {
   };
 }
 
-function incusSettings(raw: { url?: string; client_cert?: string; client_key?: string; server_cert?: string; server_fingerprint?: string }): IncusSettings {
+function incusSettings(raw: {
+  url?: string;
+  client_cert?: string;
+  client_key?: string;
+  server_cert?: string;
+  server_fingerprint?: string;
+}): IncusSettings {
   const out: IncusSettings = {};
   if (raw.url !== undefined) out.url = raw.url;
   if (raw.client_cert !== undefined) out.clientCert = raw.client_cert;

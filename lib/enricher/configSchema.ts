@@ -36,23 +36,57 @@ export const ENRICHER_CONFIG_SCHEMA = {
   type: 'object',
   properties: {
     projects: {
-      description: 'Projects served: a list of names, or a marker "key=value" (a bare key means "is true"; the value may be a comma list). Absent or empty: every project.',
-      anyOf: [{ type: 'array', items: { type: 'string', minLength: 1 }, uniqueItems: true }, { type: 'string', pattern: '^[^=\\s]*(=.*)?$' }],
+      description:
+        'Projects served: a list of names, or a marker "key=value" (a bare key means "is true"; the value may be a comma list). Absent or empty: every project.',
+      anyOf: [
+        { type: 'array', items: { type: 'string', minLength: 1 }, uniqueItems: true },
+        { type: 'string', pattern: '^[^=\\s]*(=.*)?$' },
+      ],
     },
     instances: {
       description:
         'Instances served: a selector or a list of them, any of which serves an instance. "KEY=VALUE" (or "KEY=a,b") matches its expanded configuration (labels are user.* keys, e.g. user.rxfleet=1); anything else is a name pattern (* any run, ? any one character). Absent or empty: every instance.',
       anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }],
     },
-    workers: { description: 'Reads (and polls for an address) at once against the server, fleet-wide; a read waiting between polls holds none.', type: 'integer', minimum: 1, maximum: 1024, default: ENRICHER_DEFAULTS.workers },
+    workers: {
+      description: 'Reads (and polls for an address) at once against the server, fleet-wide; a read waiting between polls holds none.',
+      type: 'integer',
+      minimum: 1,
+      maximum: 1024,
+      default: ENRICHER_DEFAULTS.workers,
+    },
     read_timeout: { description: 'One read or one listing.', ...duration, default: ENRICHER_DEFAULTS.read_timeout },
-    ip_timeout: { description: 'How long one read may poll for a started instance to run and get an address.', ...duration, default: ENRICHER_DEFAULTS.ip_timeout },
+    ip_timeout: {
+      description: 'How long one read may poll for a started instance to run and get an address.',
+      ...duration,
+      default: ENRICHER_DEFAULTS.ip_timeout,
+    },
     read_delay: { description: 'Pause between the reads of a paced round.', ...duration, default: ENRICHER_DEFAULTS.read_delay },
-    sweep_interval: { description: 'Pause between the end of one round and the start of the next.', ...duration, default: ENRICHER_DEFAULTS.sweep_interval },
-    store_interval: { description: 'Pause between writes of the cold store (only when something changed).', ...duration, default: ENRICHER_DEFAULTS.store_interval },
-    debounce_window: { description: 'Quiet period that closes a burst on one subject; 0 turns debouncing off.', ...duration, default: ENRICHER_DEFAULTS.debounce_window },
-    ttl: { description: 'Re-read an instance this long after its last good read; 0 turns it off.', ...duration, default: ENRICHER_DEFAULTS.ttl },
-    data_dir: { description: `Directory of the cold store (${COLD_STORE_FILE}); empty keeps none.`, type: 'string', default: ENRICHER_DEFAULTS.data_dir },
+    sweep_interval: {
+      description: 'Pause between the end of one round and the start of the next.',
+      ...duration,
+      default: ENRICHER_DEFAULTS.sweep_interval,
+    },
+    store_interval: {
+      description: 'Pause between writes of the cold store (only when something changed).',
+      ...duration,
+      default: ENRICHER_DEFAULTS.store_interval,
+    },
+    debounce_window: {
+      description: 'Quiet period that closes a burst on one subject; 0 turns debouncing off.',
+      ...duration,
+      default: ENRICHER_DEFAULTS.debounce_window,
+    },
+    ttl: {
+      description: 'Re-read an instance this long after its last good read; 0 turns it off.',
+      ...duration,
+      default: ENRICHER_DEFAULTS.ttl,
+    },
+    data_dir: {
+      description: `Directory of the cold store (${COLD_STORE_FILE}); empty keeps none.`,
+      type: 'string',
+      default: ENRICHER_DEFAULTS.data_dir,
+    },
     config_exclude: {
       description: 'Instance configuration keys (by prefix) never held or published; volatile.* is always left out.',
       type: 'array',
@@ -78,11 +112,20 @@ export const ENRICHER_CONFIG_SCHEMA = {
       type: 'object',
       additionalProperties: false,
       properties: {
-        url: { description: 'A unix socket path (or unix:///path) or https://host[:port]. Absent: the local socket ($INCUS_SOCKET, $INCUS_DIR, $LXD_DIR, then the usual paths).', type: 'string', minLength: 1 },
+        url: {
+          description:
+            'A unix socket path (or unix:///path) or https://host[:port]. Absent: the local socket ($INCUS_SOCKET, $INCUS_DIR, $LXD_DIR, then the usual paths).',
+          type: 'string',
+          minLength: 1,
+        },
         client_cert: { description: 'https: the client certificate (a PEM file path or the PEM text).', ...pemOrPath },
         client_key: { description: 'https: its private key (a PEM file path or the PEM text). Never logged.', ...pemOrPath },
         server_cert: { description: 'https: the server certificate to pin (a PEM file path or the PEM text).', ...pemOrPath },
-        server_fingerprint: { description: 'https: the SHA-256 fingerprint of the server certificate to pin (hex, colons allowed).', type: 'string', minLength: 1 },
+        server_fingerprint: {
+          description: 'https: the SHA-256 fingerprint of the server certificate to pin (hex, colons allowed).',
+          type: 'string',
+          minLength: 1,
+        },
       },
     },
     http: {
@@ -121,7 +164,8 @@ export const ENRICHER_CONFIG_SCHEMA = {
               },
             },
             max_held: {
-              description: 'Events held while NATS is unreachable, sent in order on reconnect; beyond it the oldest are dropped and counted.',
+              description:
+                'Events held while NATS is unreachable, sent in order on reconnect; beyond it the oldest are dropped and counted.',
               type: 'integer',
               minimum: 0,
               default: 10000,

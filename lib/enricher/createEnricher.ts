@@ -3,7 +3,17 @@
  * debounced per subject, routed, read (one read per subject, superseding) into the one model,
  * released on the ring in arrival order, passed through the archive, handed on.
  */
-import { BehaviorSubject, EMPTY, Observable, SchedulerLike, Subject, asyncScheduler, catchError, distinctUntilChanged, takeUntil } from 'rxjs';
+import {
+  BehaviorSubject,
+  EMPTY,
+  Observable,
+  SchedulerLike,
+  Subject,
+  asyncScheduler,
+  catchError,
+  distinctUntilChanged,
+  takeUntil,
+} from 'rxjs';
 import { Registry } from 'prom-client';
 import { IncusReader, IncusStreamItem } from '../incus/api';
 import { Logger, silentLogger } from '../logger';
@@ -101,7 +111,10 @@ export function createEnricher(deps: EnricherDeps): Enricher {
   const drain$ = new Subject<void>();
   const ready$ = new BehaviorSubject(false);
   let model = new FleetModel();
-  const store = deps.store === undefined ? undefined : new ColdStoreWriter({ open: deps.store, model: () => model, interval: config.storeInterval, scheduler, logger, metrics });
+  const store =
+    deps.store === undefined
+      ? undefined
+      : new ColdStoreWriter({ open: deps.store, model: () => model, interval: config.storeInterval, scheduler, logger, metrics });
   let connected = false;
   let warm = false;
   let awaitingAddress = 0;
@@ -123,7 +136,11 @@ export function createEnricher(deps: EnricherDeps): Enricher {
   };
   const roundEnded = (end: RoundEnd): void => {
     metrics.sweeps.labels(end.ok ? 'success' : 'failed').inc();
-    if (end.ok) logger.info({ round: end.round, projects: model.projectCount, instances: model.instanceCount, networks: model.networkCount }, 'round over the fleet done');
+    if (end.ok)
+      logger.info(
+        { round: end.round, projects: model.projectCount, instances: model.instanceCount, networks: model.networkCount },
+        'round over the fleet done',
+      );
     else logger.warn({ round: end.round, err: end.error }, 'round over the fleet failed: retrying soon');
     if (end.ok && connected) chainWarm = true;
   };
@@ -134,7 +151,11 @@ export function createEnricher(deps: EnricherDeps): Enricher {
     warm = initial !== undefined;
     metrics.warm.set(warm ? 1 : 0);
     const archive = seededArchive(model);
-    const reader = timedReader(observableReader(deps.reader), { readTimeout: config.readTimeout, scheduler, onRead: (kind, outcome, ms) => metrics.read(kind, outcome, ms) });
+    const reader = timedReader(observableReader(deps.reader), {
+      readTimeout: config.readTimeout,
+      scheduler,
+      onRead: (kind, outcome, ms) => metrics.read(kind, outcome, ms),
+    });
     return deps.events$.pipe(
       catchError((error: unknown) => {
         logger.error({ err: error }, 'the event stream failed: handing on what is held');
@@ -142,7 +163,10 @@ export function createEnricher(deps: EnricherDeps): Enricher {
       }),
       takeUntil(drain$),
       // Incus events merged with the rounds' invented events,
-      incusAndRounds({ wanted, scheduler, metrics, logger, onConnection: connection }, { reader, view: model, delay: config.readDelay, interval: config.sweepInterval, scheduler }),
+      incusAndRounds(
+        { wanted, scheduler, metrics, logger, onConnection: connection },
+        { reader, view: model, delay: config.readDelay, interval: config.sweepInterval, scheduler },
+      ),
       // debounced per subject,
       debounceSubjects({ window: config.debounceWindow, wanted, chainWarm: () => chainWarm, metrics, scheduler }),
       // routed, read once per subject (a stronger read superseding), written into the one model,
@@ -182,7 +206,12 @@ export function createEnricher(deps: EnricherDeps): Enricher {
     const archive = new Archive(config.instances.mode !== 'all');
     const view = { model: held, wanted, projects: config.projects, instances: config.instances, unserved: new Set<string>() };
     for (const [at, record] of held.instances()) {
-      archive.file(attachProject(view, withInstance(newEvent({ action: 'instance-updated', ...at, origin: 'round', received: scheduler.now() }), record)));
+      archive.file(
+        attachProject(
+          view,
+          withInstance(newEvent({ action: 'instance-updated', ...at, origin: 'round', received: scheduler.now() }), record),
+        ),
+      );
     }
     return archive;
   };

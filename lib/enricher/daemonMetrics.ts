@@ -21,9 +21,15 @@ export class EnrichDaemonMetrics {
 
   constructor(registry: Registry) {
     const registers = [registry];
-    this.published = new Counter({ name: 'enricher_published_total', help: 'Enriched events by output (nats, stdout) and result (sent, dropped, failed)', labelNames: ['output', 'result'], registers });
+    this.published = new Counter({
+      name: 'enricher_published_total',
+      help: 'Enriched events by output (nats, stdout) and result (sent, dropped, failed)',
+      labelNames: ['output', 'result'],
+      registers,
+    });
     this.natsHeld = new Gauge({ name: 'enricher_nats_held', help: 'Enriched events held while NATS is unreachable', registers });
     this.natsConnected = new Gauge({ name: 'enricher_nats_connected', help: '1 while the NATS connection is up', registers });
-    for (const output of ['nats', 'stdout']) for (const result of ['sent', 'dropped', 'failed']) this.published.labels(output, result).inc(0);
+    for (const output of ['nats', 'stdout'])
+      for (const result of ['sent', 'dropped', 'failed']) this.published.labels(output, result).inc(0);
   }
 }

@@ -66,7 +66,9 @@ export function isVmWithoutAgent(instance: IncusInstance, state: IncusInstanceSt
 export function hasGlobalAddress(state: IncusInstanceState | undefined): boolean {
   if (state == null || state.network == null) return false;
   return Object.values(state.network).some(
-    (iface) => iface.type !== 'loopback' && (iface.addresses ?? []).some((a) => (a.family === 'inet' || a.family === 'inet6') && a.scope === 'global'),
+    (iface) =>
+      iface.type !== 'loopback' &&
+      (iface.addresses ?? []).some((a) => (a.family === 'inet' || a.family === 'inet6') && a.scope === 'global'),
   );
 }
 

@@ -16,7 +16,21 @@ import { Answer, LineEntry } from './lineEntry';
 import { Mailbox } from './Mailbox';
 import { EnricherMetrics } from './metrics';
 import { ObservableIncusReader } from './observableReader';
-import { InstanceRead, NetworkFanOut, NetworkRead, ProjectRead, ReadRequest, Stamped, instanceKey, mustBeFresh, networkKey, parseInstanceKey, performRead, projectKey, supersedes } from './readRequests';
+import {
+  InstanceRead,
+  NetworkFanOut,
+  NetworkRead,
+  ProjectRead,
+  ReadRequest,
+  Stamped,
+  instanceKey,
+  mustBeFresh,
+  networkKey,
+  parseInstanceKey,
+  performRead,
+  projectKey,
+  supersedes,
+} from './readRequests';
 import { Ladder, Repairs } from './repairs';
 import { Effect, RouteView, routeEvent } from './route';
 import { RoundContext } from './round';
@@ -81,7 +95,12 @@ export interface Owner {
   push(answer: Answer): void;
   accept(event: EnrichedEvent): void;
   apply(effect: Effect): void;
-  readNetwork(project: string, owner: string, name: string, how: { fanOut: NetworkFanOut; event?: EnrichedEvent; entry?: LineEntry; round?: RoundContext }): void;
+  readNetwork(
+    project: string,
+    owner: string,
+    name: string,
+    how: { fanOut: NetworkFanOut; event?: EnrichedEvent; entry?: LineEntry; round?: RoundContext },
+  ): void;
   readProject(name: string, round?: RoundContext): void;
   fanOut(instances: readonly InstanceKey[], origin: 'fan-out' | 'repair' | 'ttl', wait?: boolean): void;
   pruneProject(project: string): void;
@@ -154,11 +173,21 @@ export function fleetOwner(config: FleetOwnerConfig): OperatorFunction<OwnerInpu
       // than an unlabelled one followed by a fan-out's correction.
       const askInstance = (read: InstanceRead): void => {
         const { project } = read;
-        if (owner.projectReads.has(project) && model.projectConfig(project) == null && wants(config.wanted, read.event.action, Enrichment.project)) owner.held.park(read);
+        if (
+          owner.projectReads.has(project) &&
+          model.projectConfig(project) == null &&
+          wants(config.wanted, read.event.action, Enrichment.project)
+        )
+          owner.held.park(read);
         else reads.request(read);
       };
 
-      const readInstance = (project: string, name: string, event: EnrichedEvent, how: { entry?: LineEntry; waitForRunning: boolean; wantInterfaces: boolean }): void => {
+      const readInstance = (
+        project: string,
+        name: string,
+        event: EnrichedEvent,
+        how: { entry?: LineEntry; waitForRunning: boolean; wantInterfaces: boolean },
+      ): void => {
         const read: InstanceRead = { kind: 'instance', key: instanceKey(project, name), seq: seq++, project, name, event, ...how };
         if (event.origin === 'incus') repairs.live(read.key);
         if (!owner.warm) owner.held.hold(read);
@@ -200,7 +229,11 @@ export function fleetOwner(config: FleetOwnerConfig): OperatorFunction<OwnerInpu
           } else if (place.kind === 'instance') {
             const entry = new LineEntry(event);
             emit(entry);
-            readInstance(event.project, event.name, event, { entry, waitForRunning: place.waitForRunning, wantInterfaces: place.wantInterfaces });
+            readInstance(event.project, event.name, event, {
+              entry,
+              waitForRunning: place.waitForRunning,
+              wantInterfaces: place.wantInterfaces,
+            });
           } else if (place.attach) {
             const entry = new LineEntry(event);
             emit(entry);
@@ -228,7 +261,15 @@ export function fleetOwner(config: FleetOwnerConfig): OperatorFunction<OwnerInpu
           }
         },
         readNetwork: (project, networkOwner, name, how) => {
-          const read: NetworkRead = { kind: 'network', key: networkKey(networkOwner, name), seq: seq++, project, owner: networkOwner, name, ...how };
+          const read: NetworkRead = {
+            kind: 'network',
+            key: networkKey(networkOwner, name),
+            seq: seq++,
+            project,
+            owner: networkOwner,
+            name,
+            ...how,
+          };
           reads.request(read);
         },
         readProject: (name, round) => {

@@ -49,7 +49,10 @@ const compiled = new Map<string, RegExp>();
 function globMatches(pattern: string, name: string): boolean {
   let re = compiled.get(pattern);
   if (re === undefined) {
-    const body = pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+    const body = pattern
+      .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+      .replace(/\*/g, '.*')
+      .replace(/\?/g, '.');
     re = new RegExp(`^${body}$`);
     compiled.set(pattern, re);
   }
@@ -78,7 +81,9 @@ export function servesByName(served: InstancesServed, name: string): boolean | u
 export function servesInstance(served: InstancesServed, name: string, config: Readonly<Record<string, string>>): boolean {
   if (served.mode === 'all') return true;
   return served.selectors.some((selector) =>
-    selector.kind === 'name' ? globMatches(selector.pattern, name) : config[selector.key] !== undefined && selector.values.includes(config[selector.key]),
+    selector.kind === 'name'
+      ? globMatches(selector.pattern, name)
+      : config[selector.key] !== undefined && selector.values.includes(config[selector.key]),
   );
 }
 
@@ -87,10 +92,16 @@ export function servesInstance(served: InstancesServed, name: string, config: Re
  * served (nothing to check). Labels are matched against the expanded configuration, or the
  * instance's own when nothing is expanded.
  */
-export function servesAnswer(served: InstancesServed): ((instance: { name: string; config?: Record<string, string>; expanded_config?: Record<string, string> }) => boolean) | undefined {
+export function servesAnswer(
+  served: InstancesServed,
+): ((instance: { name: string; config?: Record<string, string>; expanded_config?: Record<string, string> }) => boolean) | undefined {
   if (served.mode === 'all') return undefined;
   return (instance) => {
     const expanded = instance.expanded_config;
-    return servesInstance(served, instance.name, expanded !== undefined && Object.keys(expanded).length > 0 ? expanded : (instance.config ?? {}));
+    return servesInstance(
+      served,
+      instance.name,
+      expanded !== undefined && Object.keys(expanded).length > 0 ? expanded : (instance.config ?? {}),
+    );
   };
 }

@@ -69,7 +69,10 @@ export function landInstance(owner: Owner, result: ReadResult<InstanceRead, stri
       model.setInstance(project, name, absorbed.record);
       if (absorbed.awaitingAddress) repairs.awaitingAddress(key);
       else repairs.good(key);
-      const answer = (read: InstanceRead) => ({ event: attachProject(view, withInstance(read.event, absorbed.record)), readAt: absorbed.readAt });
+      const answer = (read: InstanceRead) => ({
+        event: attachProject(view, withInstance(read.event, absorbed.record)),
+        readAt: absorbed.readAt,
+      });
       for (const read of current) read.entry?.settle(answer(read));
       // Invented events have no place to keep: they join the back of the line, behind the real
       // events of the same read, so a live event and a fan-out on one key stay one event.
@@ -94,12 +97,14 @@ export function landNetwork(owner: Owner, result: ReadResult<NetworkRead, string
     const gone = result.status === 'failed' && isNotFound(result.error);
     if (gone) owner.apply({ kind: 'forget-network', owner: networkOwner, name });
     else if (result.status === 'failed') config.logger.debug({ owner: networkOwner, name, err: result.error }, 'network read failed');
-    for (const read of reads) if (read.event !== undefined) read.entry?.settle({ event: gone ? read.event : withFailed(read.event, READ_FAILED) });
+    for (const read of reads)
+      if (read.event !== undefined) read.entry?.settle({ event: gone ? read.event : withFailed(read.event, READ_FAILED) });
     return;
   }
   const record = networkRecord(result.value.answer, networkOwner);
   const changed = model.setNetwork(record);
-  for (const read of reads) if (read.event !== undefined) read.entry?.settle({ event: attachProject(view, withNetwork(read.event, record)) });
+  for (const read of reads)
+    if (read.event !== undefined) read.entry?.settle({ event: attachProject(view, withNetwork(read.event, record)) });
   if (reads.some((read) => read.fanOut === 'always') || changed) owner.fanOut(model.instancesOn(record.project, record.name), 'fan-out');
 }
 

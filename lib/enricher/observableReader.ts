@@ -88,7 +88,8 @@ export function timedReader(reader: ObservableIncusReader, options: TimedReaderO
           timeout({ first: readTimeout, scheduler, with: () => throwError(() => new ReadTimeoutError(what, readTimeout)) }),
           tap({
             next: () => (outcome = 'ok'),
-            error: (error: unknown) => (outcome = error instanceof ReadTimeoutError ? 'timeout' : isNotFound(error) ? 'not_found' : 'error'),
+            error: (error: unknown) =>
+              (outcome = error instanceof ReadTimeoutError ? 'timeout' : isNotFound(error) ? 'not_found' : 'error'),
           }),
           finalize(() => onRead?.(kind, outcome, scheduler.now() - started)),
         )

@@ -69,7 +69,15 @@ function networkPayload(n: NetworkRecord): NetworkPayload {
 }
 
 function interfacePayload(i: InterfaceRecord): InterfacePayload {
-  return { name: i.name, device: i.device, project: i.project, network: i.network, managed: i.managed, ipv4: [...i.ipv4], ipv6: [...i.ipv6] };
+  return {
+    name: i.name,
+    device: i.device,
+    project: i.project,
+    network: i.network,
+    managed: i.managed,
+    ipv4: [...i.ipv4],
+    ipv6: [...i.ipv6],
+  };
 }
 
 function instancePayload(r: InstanceRecord): InstancePayload {
@@ -186,9 +194,21 @@ export const EVENT_PAYLOAD_SCHEMA = {
   },
   // A failed event carries no records; an enrichment it names is there.
   allOf: [
-    { if: { properties: { status: { const: 'failed' } } }, then: { properties: { error: true, instance: false, network: false }, required: ['error'] } },
-    { if: { properties: { enriched: { type: 'array', contains: { const: 'instance' } } } }, then: { properties: { instance: true }, required: ['instance'] } },
-    { if: { properties: { enriched: { type: 'array', contains: { const: 'network' } } } }, then: { properties: { network: true }, required: ['network'] } },
-    { if: { properties: { enriched: { type: 'array', contains: { const: 'project' } } } }, then: { properties: { project_config: true }, required: ['project_config'] } },
+    {
+      if: { properties: { status: { const: 'failed' } } },
+      then: { properties: { error: true, instance: false, network: false }, required: ['error'] },
+    },
+    {
+      if: { properties: { enriched: { type: 'array', contains: { const: 'instance' } } } },
+      then: { properties: { instance: true }, required: ['instance'] },
+    },
+    {
+      if: { properties: { enriched: { type: 'array', contains: { const: 'network' } } } },
+      then: { properties: { network: true }, required: ['network'] },
+    },
+    {
+      if: { properties: { enriched: { type: 'array', contains: { const: 'project' } } } },
+      then: { properties: { project_config: true }, required: ['project_config'] },
+    },
   ],
 } as const;

@@ -32,7 +32,10 @@ export function decodeEventPayload(data: Uint8Array, maxBytes = MAX_PAYLOAD_BYTE
   }
   if (!validate(parsed)) {
     const first = validate.errors?.[0];
-    return { ok: false, reason: `not an enriched event (version ${PAYLOAD_VERSION}): ${first === undefined ? 'invalid' : `${first.instancePath || '/'} ${first.message ?? 'invalid'}`}` };
+    return {
+      ok: false,
+      reason: `not an enriched event (version ${PAYLOAD_VERSION}): ${first === undefined ? 'invalid' : `${first.instancePath || '/'} ${first.message ?? 'invalid'}`}`,
+    };
   }
   return { ok: true, value: parsed };
 }

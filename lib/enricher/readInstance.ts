@@ -2,7 +2,22 @@
  * One instance read, the worker side: the instance, its state, and, when the event is worth
  * waiting for, its state again until it runs and has an address.
  */
-import { Observable, ObservableInput, SchedulerLike, catchError, concatMap, defer, EMPTY, exhaustMap, map, of, race, switchMap, take, timer } from 'rxjs';
+import {
+  Observable,
+  ObservableInput,
+  SchedulerLike,
+  catchError,
+  concatMap,
+  defer,
+  EMPTY,
+  exhaustMap,
+  map,
+  of,
+  race,
+  switchMap,
+  take,
+  timer,
+} from 'rxjs';
 import { SlotPool } from '@rxfleet/operators';
 import { IncusInstance, IncusInstanceState } from '../incus/api';
 import { hasGlobalAddress, hasNic, isVmWithoutAgent } from './distillInstance';
@@ -84,17 +99,23 @@ function worthWaiting(request: InstanceReadRequest, answer: InstanceAnswer): boo
  *   never failed for a lease that is late, the key is simply read again soon.
  * - The first instance or state call failing errors the read.
  */
-export function readInstance(reader: ObservableIncusReader, request: InstanceReadRequest, options: ReadInstanceOptions): Observable<InstanceAnswer> {
+export function readInstance(
+  reader: ObservableIncusReader,
+  request: InstanceReadRequest,
+  options: ReadInstanceOptions,
+): Observable<InstanceAnswer> {
   const { ipTimeout = 10_000, pollInterval = 150, scheduler, slots, onFirstAnswer, serves } = options;
   const { project, name } = request;
   const call = <T>(work: () => ObservableInput<T>): Observable<T> => (slots === undefined ? defer(work) : slots.run(work));
-  const first$ = reader.instance$(project, name).pipe(
-    switchMap((instance) =>
-      serves !== undefined && !serves(instance)
-        ? of<InstanceAnswer>({ instance, state: UNREAD_STATE, served: false })
-        : reader.instanceState$(project, name).pipe(map((state): InstanceAnswer => ({ instance, state }))),
-    ),
-  );
+  const first$ = reader
+    .instance$(project, name)
+    .pipe(
+      switchMap((instance) =>
+        serves !== undefined && !serves(instance)
+          ? of<InstanceAnswer>({ instance, state: UNREAD_STATE, served: false })
+          : reader.instanceState$(project, name).pipe(map((state): InstanceAnswer => ({ instance, state }))),
+      ),
+    );
   return first$.pipe(
     switchMap((first) => {
       onFirstAnswer?.();

@@ -119,11 +119,23 @@ export interface PerformReadOptions {
  * instance and state calls answered (`release`): a wait for the address that follows holds none,
  * and each poll takes one of its own.
  */
-export function performRead(reader: ObservableIncusReader, request: ReadRequest, readAt: number, release: () => void, options: PerformReadOptions): Observable<Stamped> {
+export function performRead(
+  reader: ObservableIncusReader,
+  request: ReadRequest,
+  readAt: number,
+  release: () => void,
+  options: PerformReadOptions,
+): Observable<Stamped> {
   const stamp = map((answer: ReadAnswer): Stamped => ({ answer, readAt }));
   switch (request.kind) {
     case 'instance':
-      return readInstance(reader, request, { ipTimeout: options.ipTimeout, scheduler: options.scheduler, slots: options.slots, onFirstAnswer: release, serves: options.serves }).pipe(stamp);
+      return readInstance(reader, request, {
+        ipTimeout: options.ipTimeout,
+        scheduler: options.scheduler,
+        slots: options.slots,
+        onFirstAnswer: release,
+        serves: options.serves,
+      }).pipe(stamp);
     case 'network':
       return reader.network$(request.project, request.name).pipe(stamp);
     case 'project':

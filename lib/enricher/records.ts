@@ -86,11 +86,16 @@ export function networkRecord(network: IncusNetwork, owner: string): NetworkReco
 export function networksEqual(a: NetworkRecord | undefined, b: NetworkRecord | undefined): boolean {
   if (a === b) return true;
   if (a === undefined || b === undefined) return false;
-  return a.name === b.name && a.project === b.project && a.managed === b.managed && a.type === b.type && a.ipv4 === b.ipv4 && a.ipv6 === b.ipv6;
+  return (
+    a.name === b.name && a.project === b.project && a.managed === b.managed && a.type === b.type && a.ipv4 === b.ipv4 && a.ipv6 === b.ipv6
+  );
 }
 
 /** Equality of two string maps (a `null` map, "never read", equals only another `null`). */
-export function configsEqual(a: Readonly<Record<string, string>> | null | undefined, b: Readonly<Record<string, string>> | null | undefined): boolean {
+export function configsEqual(
+  a: Readonly<Record<string, string>> | null | undefined,
+  b: Readonly<Record<string, string>> | null | undefined,
+): boolean {
   if (a === b) return true;
   if (a == null || b == null) return false;
   const keys = Object.keys(a);
@@ -120,7 +125,8 @@ export function instancesEqual(a: InstanceRecord | undefined, b: InstanceRecord 
   if (a === undefined || b === undefined) return false;
   if (a.type !== b.type || a.status !== b.status || a.running !== b.running || a.location !== b.location) return false;
   if (!listsEqual(a.profiles, b.profiles) || !configsEqual(a.config, b.config)) return false;
-  if (a.interfaces.length !== b.interfaces.length || !a.interfaces.every((iface, i) => interfacesEqual(iface, b.interfaces[i]))) return false;
+  if (a.interfaces.length !== b.interfaces.length || !a.interfaces.every((iface, i) => interfacesEqual(iface, b.interfaces[i])))
+    return false;
   const nets = Object.keys(a.networks);
   if (nets.length !== Object.keys(b.networks).length) return false;
   return nets.every((key) => networksEqual(a.networks[key], b.networks[key]));

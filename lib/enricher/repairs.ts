@@ -58,7 +58,12 @@ export class Repairs {
     const addresses = config.addresses ?? { fast: 1000, fastAttempts: 3, slow: 5000, maxSlow: 300_000 };
     this.addressFastAttempts = addresses.fastAttempts;
     const changed = (): void => config.onChange(this.failures.pending + this.addresses.pending, this.addresses.size);
-    this.failures = new RepairSchedule({ ...failures, scheduler, onDue: (key) => config.onDue({ key, origin: 'repair', wait: true }), onPendingChange: changed });
+    this.failures = new RepairSchedule({
+      ...failures,
+      scheduler,
+      onDue: (key) => config.onDue({ key, origin: 'repair', wait: true }),
+      onPendingChange: changed,
+    });
     this.addresses = new RepairSchedule({
       ...addresses,
       scheduler,

@@ -42,9 +42,29 @@ export interface RoundView {
  * whole), a listing failed (that scope is skipped and nothing in it is pruned).
  */
 export type RoundSignal =
-  | { readonly kind: 'listed'; readonly round: RoundContext; readonly scope: 'projects'; readonly listed: readonly string[]; readonly recorded: readonly string[] }
-  | { readonly kind: 'listed'; readonly round: RoundContext; readonly scope: 'networks'; readonly owner: string; readonly listed: readonly string[]; readonly recorded: readonly string[] }
-  | { readonly kind: 'listed'; readonly round: RoundContext; readonly scope: 'instances'; readonly project: string; readonly listed: readonly string[]; readonly recorded: readonly string[] }
+  | {
+      readonly kind: 'listed';
+      readonly round: RoundContext;
+      readonly scope: 'projects';
+      readonly listed: readonly string[];
+      readonly recorded: readonly string[];
+    }
+  | {
+      readonly kind: 'listed';
+      readonly round: RoundContext;
+      readonly scope: 'networks';
+      readonly owner: string;
+      readonly listed: readonly string[];
+      readonly recorded: readonly string[];
+    }
+  | {
+      readonly kind: 'listed';
+      readonly round: RoundContext;
+      readonly scope: 'instances';
+      readonly project: string;
+      readonly listed: readonly string[];
+      readonly recorded: readonly string[];
+    }
   | { readonly kind: 'networks-landed'; readonly round: RoundContext }
   | { readonly kind: 'listing-failed'; readonly round: RoundContext; readonly what: string; readonly error: unknown };
 
@@ -117,7 +137,12 @@ export class RoundContext {
  * The keys a listing is checked against are recorded when it goes out, not when it answers
  * (E5), so a name created while the listing was in flight is not pruned.
  */
-export function roundScript(round: RoundContext, view: RoundView, tell: (signal: RoundSignal) => void, reader: ObservableIncusReader): Observable<RoundItem> {
+export function roundScript(
+  round: RoundContext,
+  view: RoundView,
+  tell: (signal: RoundSignal) => void,
+  reader: ObservableIncusReader,
+): Observable<RoundItem> {
   const projects$ = defer(() => {
     const recorded = view.projectNames();
     return reader.projectNames$().pipe(

@@ -70,14 +70,21 @@ export function roundFeed(config: RoundFeedConfig): Observable<RoundInput> {
     }).subscribe({
       next: (event) => {
         if (event.kind === 'end') {
-          subscriber.next(event.ok ? { kind: 'round-end', round: event.round, ok: true } : { kind: 'round-end', round: event.round, ok: false, error: event.error });
+          subscriber.next(
+            event.ok
+              ? { kind: 'round-end', round: event.round, ok: true }
+              : { kind: 'round-end', round: event.round, ok: false, error: event.error },
+          );
           return;
         }
         const round = current as RoundContext;
         const { item } = event;
         if (item.kind === 'project') subscriber.next({ kind: 'round-project', round, name: item.name });
         else if (item.kind === 'network') subscriber.next({ kind: 'round-network', round, owner: item.owner, name: item.name });
-        else subscriber.next(newEvent({ action: 'instance-updated', project: item.project, name: item.name, origin: 'round', received: scheduler.now() }));
+        else
+          subscriber.next(
+            newEvent({ action: 'instance-updated', project: item.project, name: item.name, origin: 'round', received: scheduler.now() }),
+          );
       },
       error: (error: unknown) => subscriber.error(error),
     });

@@ -53,7 +53,8 @@ export function applyRoundSignal(owner: Owner, signal: RoundSignal): void {
       } else {
         const { project } = signal;
         for (const name of gone) {
-          if (model.instance(project, name) !== undefined) owner.accept(newEvent({ action: 'instance-deleted', project, name, origin: 'prune', received: config.scheduler.now() }));
+          if (model.instance(project, name) !== undefined)
+            owner.accept(newEvent({ action: 'instance-deleted', project, name, origin: 'prune', received: config.scheduler.now() }));
         }
       }
       return;

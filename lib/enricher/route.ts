@@ -91,7 +91,8 @@ const joined = (a: readonly Effect[], b: readonly Effect[]): readonly Effect[] =
 export function routeEvent(view: RouteView, input: EnrichedEvent): Route {
   // E6: what Incus or a round says about a project known not to be served goes nowhere, before
   // any read. A prune is the project leaving: its deletes go out.
-  if ((input.origin === 'incus' || input.origin === 'round') && servedNow(view, input.project) === false) return { event: input, effects: NONE, place: DROP };
+  if ((input.origin === 'incus' || input.origin === 'round') && servedNow(view, input.project) === false)
+    return { event: input, effects: NONE, place: DROP };
   const event = attachProject(view, input);
   const effects = projectRead(view, event);
   const settled = (more: readonly Effect[] = NONE): Route => ({ event, effects: joined(effects, more), place: SETTLED });
@@ -102,11 +103,17 @@ export function routeEvent(view: RouteView, input: EnrichedEvent): Route {
       const owner = view.model.networkOwner(project);
       const renamed: readonly Effect[] = event.oldName !== undefined ? [{ kind: 'forget-network', owner, name: event.oldName }] : NONE;
       if (action === 'network-deleted') return settled([...renamed, { kind: 'forget-network', owner, name }]);
-      return { event, effects: joined(effects, renamed), place: { kind: 'network', owner, attach: wants(view.wanted, action, Enrichment.network) } };
+      return {
+        event,
+        effects: joined(effects, renamed),
+        place: { kind: 'network', owner, attach: wants(view.wanted, action, Enrichment.network) },
+      };
     }
     case 'profile':
       // Incus refuses to delete a profile still in use: a delete has nobody to re-read.
-      return action === 'profile-deleted' ? settled() : settled([{ kind: 'fan-out', instances: view.model.instancesUsingProfile(project, name) }]);
+      return action === 'profile-deleted'
+        ? settled()
+        : settled([{ kind: 'fan-out', instances: view.model.instancesUsingProfile(project, name) }]);
     case 'project':
       if (action === 'project-deleted') return settled([{ kind: 'prune-project', project: name }]);
       return settled(action === 'project-updated' || action === 'project-created' ? [{ kind: 'read-project', project: name }] : []);
@@ -120,14 +127,20 @@ export function routeEvent(view: RouteView, input: EnrichedEvent): Route {
 function routeInstance(view: RouteView, event: EnrichedEvent, effects: readonly Effect[]): Route {
   const { project, name, action, oldName } = event;
   const held = (n: string): boolean => view.model.instance(project, n) !== undefined;
-  if (action === 'instance-deleted') return { event, effects: joined(effects, [{ kind: 'forget-instance', project, name }]), place: SETTLED };
-  const renamed: readonly Effect[] = action === 'instance-renamed' && oldName !== undefined ? [{ kind: 'forget-instance', project, name: oldName }] : NONE;
+  if (action === 'instance-deleted')
+    return { event, effects: joined(effects, [{ kind: 'forget-instance', project, name }]), place: SETTLED };
+  const renamed: readonly Effect[] =
+    action === 'instance-renamed' && oldName !== undefined ? [{ kind: 'forget-instance', project, name: oldName }] : NONE;
   // Not served by its name: nothing is read. One the model held (under this name, or the old one
   // of a rename) is forgotten and leaves once, bare; any other goes nowhere.
   if (servesByName(view.instances, name) === false) {
     const leaving = held(name) || (oldName !== undefined && held(oldName));
     if (!leaving) return { event, effects: NONE, place: DROP };
-    return { event, effects: [...effects, ...renamed, { kind: 'forget-instance', project, name }], place: { kind: 'settled', unserved: true } };
+    return {
+      event,
+      effects: [...effects, ...renamed, { kind: 'forget-instance', project, name }],
+      place: { kind: 'settled', unserved: true },
+    };
   }
   // A round's name, a repair or a fan-out always reads: keeping the model true is their whole job.
   const bits = event.origin === 'incus' ? (view.wanted.get(action)?.enrich ?? 0) : Enrichment.instance | Enrichment.interfaces;

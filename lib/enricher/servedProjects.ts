@@ -5,7 +5,8 @@ import { isTrue } from './records';
  * carries a marker (`user.enrich=yes`, or a bare key meaning "is true"; the value may be a comma
  * list of accepted values).
  */
-export type ProjectsServed = { mode: 'all' } | { mode: 'list'; names: readonly string[] } | { mode: 'marker'; key: string; values: readonly string[] | 'true' };
+export type ProjectsServed =
+  { mode: 'all' } | { mode: 'list'; names: readonly string[] } | { mode: 'marker'; key: string; values: readonly string[] | 'true' };
 
 /** Parses the `projects` setting: a list of names, or a `key=value` marker string. */
 export function parseProjectsServed(setting: readonly string[] | string | undefined): ProjectsServed {

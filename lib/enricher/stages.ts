@@ -2,7 +2,24 @@
  * The stages of the enricher's pipeline around its owner, each a small operator: the input (Incus
  * events merged with the rounds), the debounce, the ordered line, the archive.
  */
-import { MonoTypeOperatorFunction, Observable, OperatorFunction, SchedulerLike, connect, endWith, filter, identity, ignoreElements, map, merge, pipe, switchMap, take, takeUntil, tap } from 'rxjs';
+import {
+  MonoTypeOperatorFunction,
+  Observable,
+  OperatorFunction,
+  SchedulerLike,
+  connect,
+  endWith,
+  filter,
+  identity,
+  ignoreElements,
+  map,
+  merge,
+  pipe,
+  switchMap,
+  take,
+  takeUntil,
+  tap,
+} from 'rxjs';
 import { debounceByKey, releaseInOrder } from '@rxfleet/operators';
 import { IncusStreamItem } from '../incus/api';
 import { Archive } from './Archive';
@@ -21,7 +38,10 @@ const isConnect = (item: IncusStreamItem): boolean => item.kind === 'connected';
  * first connect, not at subscription, so round 1 is not abandoned a moment later by it; every later
  * connect runs a fast round at once. Completes when the stream does, rounds and all.
  */
-export function incusAndRounds(decode: DecodeStreamConfig, rounds: Omit<RoundFeedConfig, 'restart'>): OperatorFunction<IncusStreamItem, OwnerInput> {
+export function incusAndRounds(
+  decode: DecodeStreamConfig,
+  rounds: Omit<RoundFeedConfig, 'restart'>,
+): OperatorFunction<IncusStreamItem, OwnerInput> {
   return (stream$) =>
     stream$.pipe(
       connect((shared$): Observable<OwnerInput> =>
@@ -75,7 +95,8 @@ export function debounceSubjects(config: DebounceSubjectsConfig): MonoTypeOperat
       new Observable<OwnerInput | Flush>((subscriber) =>
         source.subscribe({
           next: (input) => {
-            if (isEvent(input) && input.oldName !== undefined) subscriber.next({ kind: 'flush', key: subjectKey(input.kind, input.project, input.oldName) });
+            if (isEvent(input) && input.oldName !== undefined)
+              subscriber.next({ kind: 'flush', key: subjectKey(input.kind, input.project, input.oldName) });
             subscriber.next(input);
           },
           error: (error: unknown) => subscriber.error(error),
@@ -85,7 +106,8 @@ export function debounceSubjects(config: DebounceSubjectsConfig): MonoTypeOperat
     debounceByKey<OwnerInput | Flush, string>({
       key: (input) => (isEvent(input) ? subjectKey(input.kind, input.project, input.name) : input.kind === 'flush' ? input.key : undefined),
       window,
-      collapsible: (input) => isEvent(input) && input.origin === 'incus' && chainWarm() && input.status === 'ok' && wanted.get(input.action)?.debounce === true,
+      collapsible: (input) =>
+        isEvent(input) && input.origin === 'incus' && chainWarm() && input.status === 'ok' && wanted.get(input.action)?.debounce === true,
       superseded: (input) => (isEvent(input) ? withDropped(input, 'debounce') : undefined),
       scheduler,
     }),

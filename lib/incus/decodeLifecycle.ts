@@ -85,7 +85,8 @@ export function decodeLifecycle(frame: string): LifecycleDecoding {
   const resource = parseResourceUrl(source ?? '');
   const name = metaName !== undefined && metaName !== '' ? metaName : resource.name;
   if (name === '') return malformed(`${action} names neither a source nor a name`);
-  const ownProject = resource.segments[0] === '1.0' && resource.segments[1] === 'projects' && resource.segments.length === 3 ? resource.name : undefined;
+  const ownProject =
+    resource.segments[0] === '1.0' && resource.segments[1] === 'projects' && resource.segments.length === 3 ? resource.name : undefined;
   const project = [metaProject, envelopeProject, resource.project, ownProject].find((p) => p !== undefined && p !== '') ?? DEFAULT_PROJECT;
 
   const event: IncusLifecycleEvent = {

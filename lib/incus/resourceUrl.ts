@@ -26,7 +26,10 @@ export function parseResourceUrl(url: string): ResourceUrl {
   const queryAt = url.indexOf('?');
   const path = queryAt < 0 ? url : url.slice(0, queryAt);
   const query = queryAt < 0 ? '' : url.slice(queryAt + 1);
-  const segments = path.split('/').filter((s) => s !== '').map(safeDecode);
+  const segments = path
+    .split('/')
+    .filter((s) => s !== '')
+    .map(safeDecode);
   // Most sources (the default project's) have no query: skip parsing one.
   const project = query === '' ? undefined : (new URLSearchParams(query).get('project') ?? undefined);
   return { segments, name: segments[segments.length - 1] ?? '', project: project === '' ? undefined : project };

@@ -4,7 +4,12 @@
  */
 
 /** Upstream's default, used when the configured list is empty (`config.Load`). */
-export const DEFAULT_CERT_DENY_LIST: readonly string[] = ['\\.privileged.mcollective$', '\\.privileged.choria$', '\\.mcollective$', '\\.choria$'];
+export const DEFAULT_CERT_DENY_LIST: readonly string[] = [
+  '\\.privileged.mcollective$',
+  '\\.privileged.choria$',
+  '\\.mcollective$',
+  '\\.choria$',
+];
 
 /** A deny-list entry that is not a regular expression; the message says why. */
 export class DenyPatternError extends Error {

@@ -41,7 +41,12 @@ export class ClaimMetrics {
       labelNames: ['site', 'identity', 'operation'],
       registers,
     });
-    this.held = new Gauge({ name: 'choria_provisioner_claims_held', help: 'Claims this instance holds now (its cycles in flight, active-active)', labelNames: ['site', 'identity'], registers });
+    this.held = new Gauge({
+      name: 'choria_provisioner_claims_held',
+      help: 'Claims this instance holds now (its cycles in flight, active-active)',
+      labelNames: ['site', 'identity'],
+      registers,
+    });
     for (const result of CLAIM_RESULTS) this.claims.inc({ ...this.labels, result }, 0);
     for (const operation of CLAIM_OPERATIONS) this.errors.inc({ ...this.labels, operation }, 0);
     this.held.set(this.labels, 0);

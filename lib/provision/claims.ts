@@ -1,4 +1,17 @@
-import { Observable, ObservableInput, SchedulerLike, Subscription, asyncScheduler, defer, from, map, retry, take, throwIfEmpty, timer } from 'rxjs';
+import {
+  Observable,
+  ObservableInput,
+  SchedulerLike,
+  Subscription,
+  asyncScheduler,
+  defer,
+  from,
+  map,
+  retry,
+  take,
+  throwIfEmpty,
+  timer,
+} from 'rxjs';
 import { failed } from '@rxfleet/operators';
 import { errorMessage } from '../choria/errors';
 import { formatGoDuration } from '../choria/duration';
@@ -151,7 +164,10 @@ export class NodeClaims implements ClaimStage {
       const armDeadline = (): void => {
         deadline?.unsubscribe();
         const left = lastSentAt + ttlMs - this.scheduler.now();
-        deadline = this.scheduler.schedule(() => lapse(`not written again within its ${formatGoDuration(ttlMs)} lifetime`), Math.max(0, left));
+        deadline = this.scheduler.schedule(
+          () => lapse(`not written again within its ${formatGoDuration(ttlMs)} lifetime`),
+          Math.max(0, left),
+        );
         work.add(deadline);
       };
       const refresh = (): void => {
@@ -216,7 +232,9 @@ export class NodeClaims implements ClaimStage {
               subscriber.next({ status: 'done', value: 'claimed' });
             } else {
               this.hooks.failed?.('create', identity, error);
-              subscriber.next(failed(new CycleError(identity, 'claim', `could not claim ${identity}: ${errorMessage(error)}`, { cause: error })));
+              subscriber.next(
+                failed(new CycleError(identity, 'claim', `could not claim ${identity}: ${errorMessage(error)}`, { cause: error })),
+              );
             }
             subscriber.complete();
           },
@@ -266,7 +284,8 @@ export function readClaimsTtl(store: ClaimStore, options: ReadClaimsTtlOptions =
   const { retryMs = (n: number) => Math.min(30_000, 1000 * 2 ** (n - 1)), onFailure, scheduler = asyncScheduler } = options;
   return once(() => store.ttl()).pipe(
     map((ttl) => {
-      if (!(ttl > 0)) throw new Error("the claims bucket has no max age: a dead instance's claims would never lapse; give it one (its TTL)");
+      if (!(ttl > 0))
+        throw new Error("the claims bucket has no max age: a dead instance's claims would never lapse; give it one (its TTL)");
       return ttl;
     }),
     retry({

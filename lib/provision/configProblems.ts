@@ -49,8 +49,9 @@ function schemaAt(instancePath: string): SchemaNode | undefined {
 /** What a schema error says: what was expected and what came, a secret's value never shown. */
 export function schemaMessage(e: ErrorObject): string {
   const node = schemaAt(e.instancePath);
-  const got = node?.secret === true ? `a ${Array.isArray(e.data) ? 'list' : typeof e.data} (value not shown: it is a secret)` : describe(e.data);
-  const expected = node?.expected ?? (e.message ?? 'a valid value');
+  const got =
+    node?.secret === true ? `a ${Array.isArray(e.data) ? 'list' : typeof e.data} (value not shown: it is a secret)` : describe(e.data);
+  const expected = node?.expected ?? e.message ?? 'a valid value';
   return `expected ${expected}, got ${got}`;
 }
 

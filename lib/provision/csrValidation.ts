@@ -38,7 +38,12 @@ const OID_SUBJECT_ALT_NAME = '2.5.29.17';
  * match the deny list (`X matches denied certificate pattern`). The CSR signature is not checked,
  * as upstream. Throws {@link CsrValidationError}; returns the names otherwise.
  */
-export function validateCsr(reply: CsrReply | null | undefined, identity: string, denyList: CertDenyList, logger: Logger = silentLogger): CsrNames {
+export function validateCsr(
+  reply: CsrReply | null | undefined,
+  identity: string,
+  denyList: CertDenyList,
+  logger: Logger = silentLogger,
+): CsrNames {
   if (reply == null || typeof reply.csr !== 'string' || reply.csr === '') throw new CsrValidationError('no CSR received');
   const block = decodePem(reply.csr);
   if (block === undefined) throw new CsrValidationError('could not parse CSR: no PEM block found');
@@ -46,7 +51,9 @@ export function validateCsr(reply: CsrReply | null | undefined, identity: string
   try {
     request = new Pkcs10CertificateRequest(block.bytes);
   } catch (error) {
-    throw new CsrValidationError(`could not parse CSR: ${block.type === 'CERTIFICATE REQUEST' ? '' : `a ${block.type} PEM block, `}${(error as Error).message}`);
+    throw new CsrValidationError(
+      `could not parse CSR: ${block.type === 'CERTIFICATE REQUEST' ? '' : `a ${block.type} PEM block, `}${(error as Error).message}`,
+    );
   }
   // Go keeps the last CN when a subject has several.
   const commonName = request.subjectName.getField('CN').at(-1) ?? '';

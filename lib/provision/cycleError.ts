@@ -1,7 +1,23 @@
 import { isProvisioningLockError } from '../choria/errors';
 
 /** Which step of §3.2 a cycle failed in (`claim`: active-active's claim on the node, DECISIONS P16). */
-export type CycleStep = 'stale' | 'claim' | 'jwt' | 'gen25519' | 'inventory' | 'gencsr' | 'helper' | 'defer' | 'shutdown' | 'server_jwt' | 'private_key' | 'upgrade' | 'configure' | 'restart' | 'aborted' | 'internal';
+export type CycleStep =
+  | 'stale'
+  | 'claim'
+  | 'jwt'
+  | 'gen25519'
+  | 'inventory'
+  | 'gencsr'
+  | 'helper'
+  | 'defer'
+  | 'shutdown'
+  | 'server_jwt'
+  | 'private_key'
+  | 'upgrade'
+  | 'configure'
+  | 'restart'
+  | 'aborted'
+  | 'internal';
 
 /** A cycle that did not provision its node; the message is upstream's for the step. */
 export class CycleError extends Error {

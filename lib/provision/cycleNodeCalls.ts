@@ -63,7 +63,12 @@ export class CycleNodeCalls {
   async gen25519(identity: string, signal: AbortSignal | undefined): Promise<Ed25519Reply> {
     const nonce = newGen25519Nonce();
     try {
-      const reply: Gen25519Output = await this.options.rpc.call(PROVISION_RPCS.gen25519, identity, { nonce, token: this.options.config.token }, signal);
+      const reply: Gen25519Output = await this.options.rpc.call(
+        PROVISION_RPCS.gen25519,
+        identity,
+        { nonce, token: this.options.config.token },
+        signal,
+      );
       return validateGen25519Reply(reply, nonce);
     } catch (error) {
       return failStep(identity, 'gen25519', `could not fetch ed25519 public key: ${errorMessage(error)}`, error);
@@ -101,7 +106,10 @@ export class CycleNodeCalls {
       await rpc.call(PROVISION_RPCS.shutdown, identity, { token: config.token }, signal, { acceptStatusErrors: true });
     } catch (error) {
       if (error instanceof NonOkReply) {
-        logger.warn({ identity, statusmsg: error.status.statusmsg }, `Shutdown request for ${identity} was answered with ${error.status.statusmsg} (${error.status.statuscode})`);
+        logger.warn(
+          { identity, statusmsg: error.status.statusmsg },
+          `Shutdown request for ${identity} was answered with ${error.status.statusmsg} (${error.status.statuscode})`,
+        );
         return 'shutdown';
       }
       return failStep(identity, 'shutdown', `shutdown failed: ${errorMessage(error)}`, error);
@@ -126,7 +134,12 @@ export class CycleNodeCalls {
     if (decision.action === 'failed') failure = decision.error;
     else {
       try {
-        await rpc.call(PROVISION_RPCS.release_update, identity, { repository: config.upgradesRepository, token: config.token, version: target }, signal);
+        await rpc.call(
+          PROVISION_RPCS.release_update,
+          identity,
+          { repository: config.upgradesRepository, token: config.token, version: target },
+          signal,
+        );
         logger.info({ identity, from: decision.from, to: decision.to }, `Upgraded ${identity} from ${decision.from} to ${decision.to}`);
         return true;
       } catch (error) {
@@ -141,7 +154,13 @@ export class CycleNodeCalls {
   }
 
   /** `configure`: every field always sent, empty values as "" or {}; an empty configuration is refused before. */
-  async configure(identity: string, response: HelperResponse, csr: CsrReply | null, signed: SignedDelivery, signal: AbortSignal | undefined): Promise<void> {
+  async configure(
+    identity: string,
+    response: HelperResponse,
+    csr: CsrReply | null,
+    signed: SignedDelivery,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
     const { config, rpc } = this.options;
     if (Object.keys(response.configuration).length === 0) failStep(identity, 'configure', 'configuration failed: empty configuration');
     const ssldir = csr !== null && csr.ssldir !== '' ? csr.ssldir : response.ssldir;
@@ -177,7 +196,10 @@ export class CycleNodeCalls {
       if (!(error instanceof NodeGoneAfterLostReply)) return failStep(identity, 'restart', `restart failed: ${errorMessage(error)}`, error);
       // The node was configured, had the restart (its reply was lost with the broker) and is no
       // longer in provisioning mode: counting it as failed would disagree with the fleet.
-      logger.warn({ identity }, `${identity} no longer answers after its restart request's reply was lost with the broker connection: it restarted; counted as provisioned`);
+      logger.warn(
+        { identity },
+        `${identity} no longer answers after its restart request's reply was lost with the broker connection: it restarted; counted as provisioned`,
+      );
     }
   }
 }

@@ -10,7 +10,12 @@ import { ProvisionerRpc } from './metrics';
 
 /** One attempt of one RPC, as {@link ChoriaRpcClient.call} makes it. */
 export interface CycleRpcClient {
-  call<I extends object, O>(spec: ActionSpec<I, O>, identity: string, input: I, options?: { signal?: AbortSignal; timeoutMs?: number }): Observable<{ data: O; statuscode: number; statusmsg: string }>;
+  call<I extends object, O>(
+    spec: ActionSpec<I, O>,
+    identity: string,
+    input: I,
+    options?: { signal?: AbortSignal; timeoutMs?: number },
+  ): Observable<{ data: O; statuscode: number; statusmsg: string }>;
 }
 
 /** The helper, as {@link HelperRunner} runs it (it counts `helper_time` and `helper_errors` itself). */
@@ -29,7 +34,16 @@ export interface CycleMetrics {
 /** The settings a cycle reads; a {@link ProvisionerConfig} fits. */
 export type CycleSettings = Pick<
   ProvisionerConfig,
-  'token' | 'intervalMs' | 'features' | 'jwtVerifyCert' | 'jwtSigningKey' | 'jwtSigningToken' | 'serverJwtValidityMs' | 'certDenyList' | 'upgradesRepository' | 'upgradesOptional'
+  | 'token'
+  | 'intervalMs'
+  | 'features'
+  | 'jwtVerifyCert'
+  | 'jwtSigningKey'
+  | 'jwtSigningToken'
+  | 'serverJwtValidityMs'
+  | 'certDenyList'
+  | 'upgradesRepository'
+  | 'upgradesOptional'
 >;
 
 /** Options for {@link ProvisionCycle}. */

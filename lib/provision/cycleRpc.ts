@@ -1,13 +1,24 @@
 import { SchedulerLike, lastValueFrom, map } from 'rxjs';
 import { ActionSpec } from '../choria/agents';
-import { NoRespondersError, RpcConnectionLostError, RpcStatusError, RpcTimeoutError, errorMessage, findCause, isProvisioningLockError } from '../choria/errors';
+import {
+  NoRespondersError,
+  RpcConnectionLostError,
+  RpcStatusError,
+  RpcTimeoutError,
+  errorMessage,
+  findCause,
+  isProvisioningLockError,
+} from '../choria/errors';
 import { retryRpc } from '../choria/retry';
 import { Logger } from '../logger';
 import { ProvisionerRpc } from './metrics';
 import { ProvisionCycleOptions } from './cycleOptions';
 
 /** What {@link CycleRpc} is built from: the cycle's options, with its scheduler and logger settled. */
-export type CycleRpcOptions = Pick<ProvisionCycleOptions, 'client' | 'gate' | 'metrics' | 'rpcTimeoutMs' | 'backoffMs' | 'random'> & { scheduler: SchedulerLike; logger: Logger };
+export type CycleRpcOptions = Pick<ProvisionCycleOptions, 'client' | 'gate' | 'metrics' | 'rpcTimeoutMs' | 'backoffMs' | 'random'> & {
+  scheduler: SchedulerLike;
+  logger: Logger;
+};
 
 /** How one call treats answers that are not plain success. */
 export interface CycleRpcCallOptions {
@@ -37,7 +48,13 @@ export class CycleRpc {
   constructor(private readonly options: CycleRpcOptions) {}
 
   /** One RPC through the retry wrapper; resolves with the reply data. */
-  call<I extends object, O extends object>(spec: ActionSpec<I, O>, identity: string, input: I, signal: AbortSignal | undefined, options: CycleRpcCallOptions = {}): Promise<O> {
+  call<I extends object, O extends object>(
+    spec: ActionSpec<I, O>,
+    identity: string,
+    input: I,
+    signal: AbortSignal | undefined,
+    options: CycleRpcCallOptions = {},
+  ): Promise<O> {
     const { client, gate, metrics, rpcTimeoutMs, backoffMs, random } = this.options;
     const rpc = spec.rpc as ProvisionerRpc;
     // With lostReplyMeansGone (restart): once an attempt's reply was lost with the connection, a
@@ -46,13 +63,16 @@ export class CycleRpc {
     // a request lost on the way (not its reply) must reach the node to be done at all.
     let lostReply = false;
     const goneAfterLostReply = (error: unknown): boolean =>
-      options.lostReplyMeansGone === true && lostReply && findCause(error, (e): e is Error => e instanceof RpcTimeoutError || e instanceof NoRespondersError) !== undefined;
-    const retryable = (error: unknown): boolean => !isProvisioningLockError(error) && !(options.acceptStatusErrors && error instanceof RpcStatusError);
+      options.lostReplyMeansGone === true &&
+      lostReply &&
+      findCause(error, (e): e is Error => e instanceof RpcTimeoutError || e instanceof NoRespondersError) !== undefined;
+    const retryable = (error: unknown): boolean =>
+      !isProvisioningLockError(error) && !(options.acceptStatusErrors && error instanceof RpcStatusError);
     const call$ = retryRpc(
       ({ signal: attemptSignal }) =>
-        client.call(spec, identity, input, { signal: attemptSignal, ...(rpcTimeoutMs !== undefined ? { timeoutMs: rpcTimeoutMs } : {}) }).pipe(
-          map((reply) => reply.data),
-        ),
+        client
+          .call(spec, identity, input, { signal: attemptSignal, ...(rpcTimeoutMs !== undefined ? { timeoutMs: rpcTimeoutMs } : {}) })
+          .pipe(map((reply) => reply.data)),
       {
         rpc,
         tries: spec.tries,

@@ -46,7 +46,8 @@ export function validateGen25519Reply(data: unknown, nonce: string): Ed25519Repl
     if (error instanceof HexDecodeError) throw new Gen25519ReplyError(`invalid public key received: ${error.message}`);
     throw error;
   }
-  if (pk.length !== ED25519_PUBLIC_KEY_SIZE) throw new Gen25519ReplyError(`invalid public key received: ${pk.length} bytes, expected ${ED25519_PUBLIC_KEY_SIZE}`);
+  if (pk.length !== ED25519_PUBLIC_KEY_SIZE)
+    throw new Gen25519ReplyError(`invalid public key received: ${pk.length} bytes, expected ${ED25519_PUBLIC_KEY_SIZE}`);
   let sig: Buffer;
   try {
     sig = decodeHex(signature);

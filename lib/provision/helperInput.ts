@@ -56,7 +56,8 @@ export function stringifySorted(value: unknown): string {
   if (value !== null && typeof value === 'object' && typeof (value as { toJSON?: unknown }).toJSON === 'function') {
     return stringifySorted((value as { toJSON: () => unknown }).toJSON());
   }
-  if (Array.isArray(value)) return `[${value.map((item) => (item === undefined || typeof item === 'function' ? 'null' : stringifySorted(item))).join(',')}]`;
+  if (Array.isArray(value))
+    return `[${value.map((item) => (item === undefined || typeof item === 'function' ? 'null' : stringifySorted(item))).join(',')}]`;
   if (value !== null && typeof value === 'object') {
     const entries = Object.entries(value as Record<string, unknown>)
       .filter(([, v]) => v !== undefined && typeof v !== 'function')

@@ -30,7 +30,12 @@ export class HelperPoolMetrics {
       labelNames: ['site', 'reason'],
       registers: [registry],
     });
-    this.processes = new Gauge({ name: 'choria_provisioner_helper_processes', help: 'Persistent helper processes running', labelNames: ['site'], registers: [registry] });
+    this.processes = new Gauge({
+      name: 'choria_provisioner_helper_processes',
+      help: 'Persistent helper processes running',
+      labelNames: ['site'],
+      registers: [registry],
+    });
     for (const reason of HELPER_RESTART_REASONS) this.restarts.inc({ site: this.site, reason }, 0);
     this.processes.set({ site: this.site }, 0);
   }

@@ -47,7 +47,8 @@ export function decodeHelperAnswer(line: string): HelperAnswer {
   } catch (error) {
     return { kind: 'violation', reason: `not JSON (${(error as Error).message}): ${preview(line)}` };
   }
-  if (typeof document !== 'object' || document === null || Array.isArray(document)) return { kind: 'violation', reason: `not a JSON object: ${preview(line)}` };
+  if (typeof document !== 'object' || document === null || Array.isArray(document))
+    return { kind: 'violation', reason: `not a JSON object: ${preview(line)}` };
   const id = (document as { id?: unknown }).id;
   if (typeof id !== 'string') return { kind: 'violation', reason: `no string "id": ${preview(line)}` };
   try {

@@ -74,9 +74,23 @@ export function decodeHelperResponse(text: string): HelperResponse {
  * Throws {@link HelperOutputError}.
  */
 export function helperResponseFrom(document: unknown): HelperResponse {
-  const response: HelperResponse = { defer: false, shutdown: false, msg: '', configuration: {}, actionPolicies: {}, opaPolicies: {}, certificate: '', ca: '', key: '', ssldir: '', serverClaims: undefined, upgrade: '' };
+  const response: HelperResponse = {
+    defer: false,
+    shutdown: false,
+    msg: '',
+    configuration: {},
+    actionPolicies: {},
+    opaPolicies: {},
+    certificate: '',
+    ca: '',
+    key: '',
+    ssldir: '',
+    serverClaims: undefined,
+    upgrade: '',
+  };
   if (document === null) return response;
-  if (typeof document !== 'object' || Array.isArray(document)) throw new HelperOutputError(`json: cannot unmarshal ${jsonType(document)} into the helper response (expected an object)`);
+  if (typeof document !== 'object' || Array.isArray(document))
+    throw new HelperOutputError(`json: cannot unmarshal ${jsonType(document)} into the helper response (expected an object)`);
 
   const target = response as unknown as Record<string, unknown>;
   for (const [key, value] of Object.entries(document as Record<string, unknown>)) {
@@ -92,13 +106,21 @@ export function helperResponseFrom(document: unknown): HelperResponse {
   return response;
 }
 
-function expect<T extends 'boolean' | 'string' | 'number'>(value: unknown, type: T, where: string): T extends 'boolean' ? boolean : T extends 'string' ? string : number {
-  if (typeof value !== type) throw new HelperOutputError(`json: cannot unmarshal ${jsonType(value)} into field ${where} of type ${type === 'boolean' ? 'bool' : type}`);
+function expect<T extends 'boolean' | 'string' | 'number'>(
+  value: unknown,
+  type: T,
+  where: string,
+): T extends 'boolean' ? boolean : T extends 'string' ? string : number {
+  if (typeof value !== type)
+    throw new HelperOutputError(
+      `json: cannot unmarshal ${jsonType(value)} into field ${where} of type ${type === 'boolean' ? 'bool' : type}`,
+    );
   return value as never;
 }
 
 function stringMap(value: unknown, where: string): Record<string, string> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new HelperOutputError(`json: cannot unmarshal ${jsonType(value)} into field ${where} of type map[string]string`);
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new HelperOutputError(`json: cannot unmarshal ${jsonType(value)} into field ${where} of type map[string]string`);
   const out: Record<string, string> = Object.create(null) as Record<string, string>;
   for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
     // A null member is Go's zero value for string.
@@ -113,7 +135,8 @@ function stringList(value: unknown, where: string): string[] {
 }
 
 function serverClaims(value: unknown): ServerClaimsOverrides {
-  if (typeof value !== 'object' || Array.isArray(value)) throw new HelperOutputError(`json: cannot unmarshal ${jsonType(value)} into field server_claims of type ServerClaims`);
+  if (typeof value !== 'object' || Array.isArray(value))
+    throw new HelperOutputError(`json: cannot unmarshal ${jsonType(value)} into field server_claims of type ServerClaims`);
   const claims: ServerClaimsOverrides = {};
   for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
     if (v === null) continue;
@@ -141,7 +164,8 @@ function serverClaims(value: unknown): ServerClaimsOverrides {
 }
 
 function permissions(value: unknown): ServerPermissions {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new HelperOutputError(`json: cannot unmarshal ${jsonType(value)} into field server_claims.permissions of type ServerPermissions`);
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new HelperOutputError(`json: cannot unmarshal ${jsonType(value)} into field server_claims.permissions of type ServerPermissions`);
   const out: ServerPermissions = {};
   for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
     const name = (['submission', 'streams', 'governor', 'service_host'] as const).find((p) => p === key.toLowerCase());

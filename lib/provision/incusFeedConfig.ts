@@ -23,7 +23,12 @@ export interface IncusFeedSettings {
 
 /** The feed with every default: every project, every instance, the identity the instance's name. */
 export function defaultIncusFeed(): IncusFeedSettings {
-  return { subjectPrefix: DEFAULT_INCUS_SUBJECT_PREFIX, projects: { mode: 'all' }, instances: { mode: 'all' }, identity: parseIdentityTemplate(DEFAULT_IDENTITY_TEMPLATE) };
+  return {
+    subjectPrefix: DEFAULT_INCUS_SUBJECT_PREFIX,
+    projects: { mode: 'all' },
+    instances: { mode: 'all' },
+    identity: parseIdentityTemplate(DEFAULT_IDENTITY_TEMPLATE),
+  };
 }
 
 const stringOrList = (expected: string) => ({
@@ -63,7 +68,11 @@ export interface RawIncusFeed {
  * schema let a key through (a key it refused is not looked at again, its siblings are). Selectors
  * are parsed as the enricher parses its own; the template as {@link parseIdentityTemplate}.
  */
-export function parseIncusFeed(raw: RawIncusFeed, error: (path: string, message: string) => void, usable: (path: string) => boolean = () => true): IncusFeedSettings | undefined {
+export function parseIncusFeed(
+  raw: RawIncusFeed,
+  error: (path: string, message: string) => void,
+  usable: (path: string) => boolean = () => true,
+): IncusFeedSettings | undefined {
   let ok = ['subject_prefix', 'projects', 'instances', 'identity'].every((key) => usable(`rxfleet.incus.${key}`));
   if (usable('rxfleet.incus.instances')) {
     const list = typeof raw.instances === 'string' ? [raw.instances] : raw.instances;
@@ -92,5 +101,10 @@ export function parseIncusFeed(raw: RawIncusFeed, error: (path: string, message:
     }
   }
   if (!ok || identity === undefined) return undefined;
-  return { subjectPrefix: raw.subject_prefix, projects: parseProjectsServed(raw.projects), instances: parseInstancesServed(raw.instances), identity };
+  return {
+    subjectPrefix: raw.subject_prefix,
+    projects: parseProjectsServed(raw.projects),
+    instances: parseInstancesServed(raw.instances),
+    identity,
+  };
 }

@@ -66,7 +66,8 @@ export function parseIdentityTemplate(text: string): IdentityTemplate {
     const placeholder = text.slice(open + 1, end).trim();
     if (placeholder === 'name') parts.push({ kind: 'name' });
     else if (placeholder === 'project') parts.push({ kind: 'project' });
-    else if (placeholder.startsWith('config.') && placeholder.length > 'config.'.length && !/[\s{]/.test(placeholder)) parts.push({ kind: 'config', key: placeholder.slice('config.'.length) });
+    else if (placeholder.startsWith('config.') && placeholder.length > 'config.'.length && !/[\s{]/.test(placeholder))
+      parts.push({ kind: 'config', key: placeholder.slice('config.'.length) });
     else throw new IdentityTemplateError(`unknown placeholder {${placeholder}}: use {name}, {project} or {config.KEY}`);
     at = end + 1;
   }
@@ -88,7 +89,11 @@ export function parseIdentityTemplate(text: string): IdentityTemplate {
           identity += value;
         }
       }
-      if (INVALID_IDENTITY.test(identity)) return { ok: false, reason: `${JSON.stringify(identity)} is not a Choria identity (no white space, "*", ">", braces or empty dotted parts)` };
+      if (INVALID_IDENTITY.test(identity))
+        return {
+          ok: false,
+          reason: `${JSON.stringify(identity)} is not a Choria identity (no white space, "*", ">", braces or empty dotted parts)`,
+        };
       return { ok: true, identity };
     },
   };

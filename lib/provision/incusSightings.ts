@@ -107,7 +107,9 @@ export function incusSightings(options: IncusSightingsOptions): OperatorFunction
         if (address === undefined) return { ...base, result: 'not_up' };
         if (!BOOTS.has(action) && before !== false) return { ...base, result: 'already_up', address };
         const filled = feed.identity.fill({ name, project, config: instance.config });
-        return filled.ok ? { ...base, result: 'sighted', address, identity: filled.identity } : { ...base, result: 'unmapped', address, reason: filled.reason };
+        return filled.ok
+          ? { ...base, result: 'sighted', address, identity: filled.identity }
+          : { ...base, result: 'unmapped', address, reason: filled.reason };
       };
 
       return source.subscribe({

@@ -91,36 +91,81 @@ export class ProvisionerMetrics {
     this.site = options.site ?? '';
     this.labels = { site: this.site };
     const registers = [registry];
-    const counter = <L extends string>(name: string, help: string, labelNames: L[]) => new Counter<L>({ name, help, labelNames, registers });
+    const counter = <L extends string>(name: string, help: string, labelNames: L[]) =>
+      new Counter<L>({ name, help, labelNames, registers });
     const gauge = (name: string, help: string) => new Gauge<'site'>({ name, help, labelNames: ['site'], registers });
-    const summary = <L extends string>(name: string, help: string, labelNames: L[]) => new Summary<L>({ name, help, labelNames, percentiles: [], registers });
+    const summary = <L extends string>(name: string, help: string, labelNames: L[]) =>
+      new Summary<L>({ name, help, labelNames, percentiles: [], registers });
 
     // Help texts are upstream's (host/stats.go, hosts/stats.go, config/stats.go) where known.
     this.discoveredCounter = counter('choria_provisioner_discovered', 'How many nodes were found through discovery', ['site']);
-    this.eventDiscoveredCounter = counter('choria_provisioner_event_discovered', 'How many nodes were found through receiving an event about them', ['site']);
+    this.eventDiscoveredCounter = counter(
+      'choria_provisioner_event_discovered',
+      'How many nodes were found through receiving an event about them',
+      ['site'],
+    );
     this.discoverCyclesCounter = counter('choria_provisioner_discover_cycles', 'How many discovery cycles were ran', ['site']);
-    this.discoveryErrorsCounter = counter('choria_provisioner_discovery_errors', 'How many discovery related errors were encountered', ['site']);
-    this.provisionErrorsCounter = counter('choria_provisioner_provision_errors', 'How many provision related errors were encountered', ['site']);
+    this.discoveryErrorsCounter = counter('choria_provisioner_discovery_errors', 'How many discovery related errors were encountered', [
+      'site',
+    ]);
+    this.provisionErrorsCounter = counter('choria_provisioner_provision_errors', 'How many provision related errors were encountered', [
+      'site',
+    ]);
     this.busyWorkersGauge = gauge('choria_provisioner_busy_workers', 'How many workers are busy provisioning nodes');
     this.provisionedCounter = counter('choria_provisioner_provisioned', 'How many nodes were successfully provisioned', ['site']);
-    this.workQueueEntriesGauge = gauge('choria_provisioner_work_queue_entries', 'Number of nodes on the work queue waiting to be provisioned');
+    this.workQueueEntriesGauge = gauge(
+      'choria_provisioner_work_queue_entries',
+      'Number of nodes on the work queue waiting to be provisioned',
+    );
     this.waitingNodesGauge = gauge('choria_provisioner_waiting_nodes', 'The number of nodes currently waiting to be provisioned');
     this.pausedGauge = gauge('choria_provisioner_paused', 'Indicates if the provisioner is paused');
     this.rpcTimeSummary = summary('choria_provisioner_rpc_time', 'How long it took to perform RPC requests', ['site', 'rpc']);
     this.rpcErrorsCounter = counter('choria_provisioner_rpc_errors', 'How many rpc related errors were encountered', ['site', 'rpc']);
     this.helperTimeSummary = summary('choria_provisioner_helper_time', 'How long it took to run the helper', ['site']);
     this.helperErrorsCounter = counter('choria_provisioner_helper_errors', 'How many helper related errors were encountered', ['site']);
-    this.helperShutdownRequestsCounter = counter('choria_provisioner_helper_shutdown_requests', 'How many times a helper requested a node be shut down', ['site']);
+    this.helperShutdownRequestsCounter = counter(
+      'choria_provisioner_helper_shutdown_requests',
+      'How many times a helper requested a node be shut down',
+      ['site'],
+    );
 
-    this.admissionRefusedCounter = counter('choria_provisioner_admission_refused_total', 'Sightings not admitted: held (already admitted within the interval) or full (work queue at capacity); not counted as discovered', ['site', 'reason']);
-    this.lockRefusalsCounter = counter('choria_provisioner_lock_refusals_total', 'Nodes whose provisioning lock is held by another provisioner; not retried, not a provision error', ['site']);
-    this.malformedInputCounter = counter('choria_provisioner_malformed_input_total', 'Messages dropped because they could not be decoded, by where they came from', ['site', 'source']);
-    this.unexpectedRepliesCounter = counter('choria_provisioner_unexpected_replies_total', 'Well-formed replies that answered no waiting request: unsolicited (its request id is not waited for: late, after a timeout or an outage) or stranger (from another node than the one asked)', ['site', 'reason']);
-    this.readmissionsCounter = counter('choria_provisioner_readmissions_total', 'Sightings of a node already admitted whose work had not moved for an interval, admitted again (DECISIONS P1); not counted as discovered', ['site', 'via']);
+    this.admissionRefusedCounter = counter(
+      'choria_provisioner_admission_refused_total',
+      'Sightings not admitted: held (already admitted within the interval) or full (work queue at capacity); not counted as discovered',
+      ['site', 'reason'],
+    );
+    this.lockRefusalsCounter = counter(
+      'choria_provisioner_lock_refusals_total',
+      'Nodes whose provisioning lock is held by another provisioner; not retried, not a provision error',
+      ['site'],
+    );
+    this.malformedInputCounter = counter(
+      'choria_provisioner_malformed_input_total',
+      'Messages dropped because they could not be decoded, by where they came from',
+      ['site', 'source'],
+    );
+    this.unexpectedRepliesCounter = counter(
+      'choria_provisioner_unexpected_replies_total',
+      'Well-formed replies that answered no waiting request: unsolicited (its request id is not waited for: late, after a timeout or an outage) or stranger (from another node than the one asked)',
+      ['site', 'reason'],
+    );
+    this.readmissionsCounter = counter(
+      'choria_provisioner_readmissions_total',
+      'Sightings of a node already admitted whose work had not moved for an interval, admitted again (DECISIONS P1); not counted as discovered',
+      ['site', 'via'],
+    );
     // Named beside upstream's discovered and event_discovered (no _total), so the three sources
     // read alike on a dashboard.
-    this.incusDiscoveredCounter = counter('choria_provisioner_incus_discovered', 'How many nodes were found through an Incus instance coming up with an address', ['site']);
-    this.incusEventsCounter = counter('choria_provisioner_incus_events_total', 'Enriched Incus instance events read by the Incus feed, by what became of them: sighted, already_up, not_up, unselected, unmapped', ['site', 'result']);
+    this.incusDiscoveredCounter = counter(
+      'choria_provisioner_incus_discovered',
+      'How many nodes were found through an Incus instance coming up with an address',
+      ['site'],
+    );
+    this.incusEventsCounter = counter(
+      'choria_provisioner_incus_events_total',
+      'Enriched Incus instance events read by the Incus feed, by what became of them: sighted, already_up, not_up, unselected, unmapped',
+      ['site', 'result'],
+    );
 
     this.zero();
   }
@@ -128,7 +173,18 @@ export class ProvisionerMetrics {
   /** Makes every series exist at zero (DECISIONS P2); the constructor already did. */
   private zero(): void {
     const site = this.site;
-    for (const c of [this.discoveredCounter, this.eventDiscoveredCounter, this.incusDiscoveredCounter, this.discoverCyclesCounter, this.discoveryErrorsCounter, this.provisionErrorsCounter, this.provisionedCounter, this.helperErrorsCounter, this.helperShutdownRequestsCounter, this.lockRefusalsCounter]) {
+    for (const c of [
+      this.discoveredCounter,
+      this.eventDiscoveredCounter,
+      this.incusDiscoveredCounter,
+      this.discoverCyclesCounter,
+      this.discoveryErrorsCounter,
+      this.provisionErrorsCounter,
+      this.provisionedCounter,
+      this.helperErrorsCounter,
+      this.helperShutdownRequestsCounter,
+      this.lockRefusalsCounter,
+    ]) {
       c.inc({ site }, 0);
     }
     for (const g of [this.busyWorkersGauge, this.workQueueEntriesGauge, this.waitingNodesGauge, this.pausedGauge]) g.set({ site }, 0);

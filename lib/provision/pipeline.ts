@@ -1,4 +1,20 @@
-import { EMPTY, NEVER, Observable, ObservableInput, SchedulerLike, asyncScheduler, catchError, exhaustMap, from, map, merge, mergeMap, takeUntil, tap, timer } from 'rxjs';
+import {
+  EMPTY,
+  NEVER,
+  Observable,
+  ObservableInput,
+  SchedulerLike,
+  asyncScheduler,
+  catchError,
+  exhaustMap,
+  from,
+  map,
+  merge,
+  mergeMap,
+  takeUntil,
+  tap,
+  timer,
+} from 'rxjs';
 import { AdmissionLedger, Outcome, PauseGate, PoolResult, Refusal, Ticket, admit, pauseWhen, workerPool } from '@rxfleet/operators';
 
 /**
@@ -119,15 +135,34 @@ export interface ProvisionPipelineConfig {
  *   the work already admitted has finished.
  */
 export function provisionPipeline(config: ProvisionPipelineConfig): Observable<PoolResult<HostTicket, CycleResult>> {
-  const { discover, startupEvents, won = EMPTY, discoverNow = EMPTY, lost = EMPTY, gate, provision, interval, workers, hooks = {}, scheduler = asyncScheduler } = config;
+  const {
+    discover,
+    startupEvents,
+    won = EMPTY,
+    discoverNow = EMPTY,
+    lost = EMPTY,
+    gate,
+    provision,
+    interval,
+    workers,
+    hooks = {},
+    scheduler = asyncScheduler,
+  } = config;
   const settleMs = config.settleMs ?? 60_000;
   const lockHoldMs = config.lockHoldMs ?? 120_000;
   // An upgraded node restarts still in provisioning mode and must be provisioned again at once; a
   // configured or shut-down node keeps its key while it goes away; a locked one while its lock lasts.
   const holdFor: Record<CycleResult, number> = { provisioned: settleMs, shutdown: settleMs, upgraded: 0, locked: lockHoldMs, claimed: 0 };
-  const underClaim = (ticket: HostTicket, cycle: () => Observable<CycleOutcome>): Observable<CycleOutcome> => (config.claims === undefined ? cycle() : config.claims.around(ticket, cycle));
+  const underClaim = (ticket: HostTicket, cycle: () => Observable<CycleOutcome>): Observable<CycleOutcome> =>
+    config.claims === undefined ? cycle() : config.claims.around(ticket, cycle);
   const ledger =
-    config.ledger ?? new AdmissionLedger<Sighting, string>({ key: (s) => s.identity, window: interval, capacity: config.queueCapacity ?? 50_000, scheduler });
+    config.ledger ??
+    new AdmissionLedger<Sighting, string>({
+      key: (s) => s.identity,
+      window: interval,
+      capacity: config.queueCapacity ?? 50_000,
+      scheduler,
+    });
 
   const discoveryRounds$ = merge(timer(0, interval, scheduler), won, discoverNow).pipe(
     pauseWhen(gate.paused$, { onDrop: () => hooks.discoverySkipped?.() }),

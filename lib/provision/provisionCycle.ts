@@ -64,9 +64,10 @@ export class ProvisionCycle {
    * outcome, made by the pool). `hardStop` aborts it at once; so does unsubscribing.
    */
   outcome(ticket: HostTicket, hardStop?: AbortSignal): Observable<CycleOutcome> {
-    return fromAbortable((signal) => this.run({ identity: ticket.key, sightedAt: ticket.admittedAt }, signal), hardStop === undefined ? {} : { signal: hardStop }).pipe(
-      map((value): CycleOutcome => ({ status: 'done', value })),
-    );
+    return fromAbortable(
+      (signal) => this.run({ identity: ticket.key, sightedAt: ticket.admittedAt }, signal),
+      hardStop === undefined ? {} : { signal: hardStop },
+    ).pipe(map((value): CycleOutcome => ({ status: 'done', value })));
   }
 
   /**
@@ -80,7 +81,10 @@ export class ProvisionCycle {
     } catch (error) {
       if (isProvisioningLockError(error)) {
         this.options.metrics?.lockRefused();
-        this.logger.warn({ identity }, `${identity} is being provisioned by another provisioner (its provisioning lock is held): leaving it`);
+        this.logger.warn(
+          { identity },
+          `${identity} is being provisioned by another provisioner (its provisioning lock is held): leaving it`,
+        );
         return 'locked';
       }
       if (error instanceof CycleError) throw error;
@@ -126,7 +130,8 @@ export class ProvisionCycle {
     // encrypted for this node's ECDH key only.
     const signed: SignedDelivery = { serverJwt: '', key: '', ecdhPublic: '' };
     if (config.features.ed25519) signed.serverJwt = await this.helperSteps.serverJwt(identity, ed25519, response);
-    if (response.key !== '') ({ key: signed.key, ecdhPublic: signed.ecdhPublic } = this.helperSteps.privateKey(identity, response.key, serverEcdhPublic));
+    if (response.key !== '')
+      ({ key: signed.key, ecdhPublic: signed.ecdhPublic } = this.helperSteps.privateKey(identity, response.key, serverEcdhPublic));
 
     // 13. An upgrade first, when the helper asks for a version the node does not run.
     if (config.features.upgrades && response.upgrade !== '') {

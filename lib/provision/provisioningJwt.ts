@@ -81,7 +81,10 @@ export function readJwtVerificationKey(jwtVerifyCert: string, files: SiteFiles):
     } catch (error) {
       throw new JwtValidationError(`could not parse validation certificate: ${(error as Error).message}`);
     }
-    if (key.asymmetricKeyType !== 'rsa') throw new JwtValidationError(`could not parse validation certificate: key is not a valid RSA public key (it is ${key.asymmetricKeyType})`);
+    if (key.asymmetricKeyType !== 'rsa')
+      throw new JwtValidationError(
+        `could not parse validation certificate: key is not a valid RSA public key (it is ${key.asymmetricKeyType})`,
+      );
     return { type: 'rsa', key };
   }
   return ed25519Key(data.trim());
@@ -119,7 +122,11 @@ export interface VerifyJwtOptions {
  * Rejects with {@link JwtValidationError}; messages start `could not parse provisioner token:`
  * when the token itself is bad.
  */
-export async function verifyProvisioningJwt(token: string, key: JwtVerificationKey, options: VerifyJwtOptions = {}): Promise<ProvisioningClaims> {
+export async function verifyProvisioningJwt(
+  token: string,
+  key: JwtVerificationKey,
+  options: VerifyJwtOptions = {},
+): Promise<ProvisioningClaims> {
   const { now = Date.now } = options;
   const fail = (reason: string): never => {
     throw new JwtValidationError(`could not parse provisioner token: ${reason}`);
@@ -150,12 +157,15 @@ export async function verifyProvisioningJwt(token: string, key: JwtVerificationK
 
   const claims = normaliseClaims(payload, fail);
   if (claims.iat !== undefined && claims.iat * 1000 > currentMs) fail('token used before issued');
-  if (claims.purpose !== PROVISIONING_PURPOSE && claims.sub !== PROVISIONING_PURPOSE) throw new JwtValidationError('not a provisioning token');
+  if (claims.purpose !== PROVISIONING_PURPOSE && claims.sub !== PROVISIONING_PURPOSE)
+    throw new JwtValidationError('not a provisioning token');
   if (claims.tcs !== undefined) {
     // Upstream's verifyIssuerExpiry(required): a chained token needs a chain issuer and an issuer
     // expiry, and neither it nor its issuer may have expired.
-    if (!(claims.iss ?? '').startsWith('C-')) throw new JwtValidationError('token is expired: a trust chain signature without a chain issuer (iss C-...)');
-    if (claims.issexp === undefined) throw new JwtValidationError('token is expired: a trust chain signature without an issuer expiry (issexp)');
+    if (!(claims.iss ?? '').startsWith('C-'))
+      throw new JwtValidationError('token is expired: a trust chain signature without a chain issuer (iss C-...)');
+    if (claims.issexp === undefined)
+      throw new JwtValidationError('token is expired: a trust chain signature without an issuer expiry (issexp)');
     const expiry = Math.min(claims.issexp, claims.exp ?? Infinity);
     if (currentMs > expiry * 1000) throw new JwtValidationError('token is expired');
   }
@@ -166,7 +176,12 @@ export async function verifyProvisioningJwt(token: string, key: JwtVerificationK
  * {@link readJwtVerificationKey} then {@link verifyProvisioningJwt}: the file is read on every call,
  * as upstream does, so a rotated key is picked up without a restart.
  */
-export async function validateProvisioningJwt(token: string, jwtVerifyCert: string, files: SiteFiles, options: VerifyJwtOptions = {}): Promise<ProvisioningClaims> {
+export async function validateProvisioningJwt(
+  token: string,
+  jwtVerifyCert: string,
+  files: SiteFiles,
+  options: VerifyJwtOptions = {},
+): Promise<ProvisioningClaims> {
   if (token === '') throw new JwtValidationError('no JWT received');
   return verifyProvisioningJwt(token, readJwtVerificationKey(jwtVerifyCert, files), options);
 }
@@ -177,12 +192,14 @@ function joseReason(error: unknown, keyType: JwtVerificationKey['type']): string
     if (error.claim === 'nbf') return 'token is not valid yet';
     return `invalid ${error.claim} claim: ${error.message}`;
   }
-  if (error instanceof joseErrors.JWSSignatureVerificationFailed) return keyType === 'rsa' ? 'crypto/rsa: verification error' : 'ed25519: verification error';
+  if (error instanceof joseErrors.JWSSignatureVerificationFailed)
+    return keyType === 'rsa' ? 'crypto/rsa: verification error' : 'ed25519: verification error';
   if (error instanceof joseErrors.JOSEError) return `token is malformed: ${error.message}`;
   return (error as Error).message;
 }
 
-type StringClaim = 'cht' | 'chu' | 'chsrv' | 'chrd' | 'chf' | 'chusr' | 'chpwd' | 'ou' | 'purpose' | 'tcs' | 'public_key' | 'iss' | 'sub' | 'jti';
+type StringClaim =
+  'cht' | 'chu' | 'chsrv' | 'chrd' | 'chf' | 'chusr' | 'chpwd' | 'ou' | 'purpose' | 'tcs' | 'public_key' | 'iss' | 'sub' | 'jti';
 type BooleanClaim = 'chs' | 'chpd' | 'v2' | 'update';
 type DateClaim = 'issexp' | 'exp' | 'nbf' | 'iat';
 
@@ -213,7 +230,8 @@ function normaliseClaims(payload: Record<string, unknown>, fail: (reason: string
   }
   let aud: string[] | undefined;
   if (typeof payload.aud === 'string') aud = payload.aud === '' ? undefined : [payload.aud];
-  else if (Array.isArray(payload.aud) && payload.aud.every((a) => typeof a === 'string')) aud = payload.aud.length === 0 ? undefined : (payload.aud as string[]);
+  else if (Array.isArray(payload.aud) && payload.aud.every((a) => typeof a === 'string'))
+    aud = payload.aud.length === 0 ? undefined : (payload.aud as string[]);
   else if (payload.aud !== undefined && payload.aud !== null) fail('json: cannot unmarshal aud: expected a string or a list of strings');
 
   const claims: Record<string, unknown> = {};

@@ -112,7 +112,10 @@ export function buildServerClaims(request: ServerJwtRequest): ServerClaims {
   let collectives = ['mcollective'];
   if (configuration['plugin.security.provider'] === 'choria') collectives = ['choria'];
   if (configuration.collectives !== undefined) {
-    const configured = configuration.collectives.split(',').map((c) => c.trim()).filter((c) => c !== '');
+    const configured = configuration.collectives
+      .split(',')
+      .map((c) => c.trim())
+      .filter((c) => c !== '');
     if (configured.length > 0) collectives = configured;
   }
   let pubSubjects: string[] | undefined;
@@ -128,7 +131,10 @@ export function buildServerClaims(request: ServerJwtRequest): ServerClaims {
   let absoluteExp = serverClaims?.exp ? Math.floor(serverClaims.exp) : undefined;
   if (validityMs <= HOUR_MS) {
     absoluteExp = undefined;
-    logger.warn({ identity }, `Server validity ${formatGoDuration(validityMs)} is too short, setting to default ${formatGoDuration(defaultValidityMs)}`);
+    logger.warn(
+      { identity },
+      `Server validity ${formatGoDuration(validityMs)} is too short, setting to default ${formatGoDuration(defaultValidityMs)}`,
+    );
     validityMs = defaultValidityMs;
   }
 
@@ -228,7 +234,9 @@ export function readSigningKey(file: string, files: SiteFiles): SigningKey {
       throw new ServerJwtError(`invalid ed25519 seed file: ${(error as Error).message}`);
     }
   }
-  throw new ServerJwtError(`unsupported key in ${file} (expected a PEM RSA private key or exactly 64 hex characters of ed25519 seed, found ${data.length} bytes)`);
+  throw new ServerJwtError(
+    `unsupported key in ${file} (expected a PEM RSA private key or exactly 64 hex characters of ed25519 seed, found ${data.length} bytes)`,
+  );
 }
 
 /**

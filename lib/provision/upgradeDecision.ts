@@ -35,7 +35,8 @@ export interface UpgradeInput {
  */
 export function decideUpgrade(input: UpgradeInput): UpgradeDecision {
   if (!input.enabled || input.target === '') return { action: 'none' };
-  if (input.repository === '' && !input.optional) return { action: 'failed', error: 'updates_repository not configured for upgrades feature' };
+  if (input.repository === '' && !input.optional)
+    return { action: 'failed', error: 'updates_repository not configured for upgrades feature' };
   if (input.currentVersion === '') return { action: 'failed', error: 'did not receive a version in inventory' };
   if (!input.upgradable) return { action: 'failed', error: 'does not support upgrades' };
   const order = compareRpmVersions(input.currentVersion, input.target);

@@ -29,10 +29,17 @@ export function workerLimitProblems(workers: number, limits: MachineLimits): Con
   const helpers = `${workers} helper processes may run at once`;
   if (limits.openFiles !== undefined) {
     const most = Math.floor((limits.openFiles - DESCRIPTORS_RESERVED) / DESCRIPTORS_PER_HELPER);
-    if (workers > most) warn(`${helpers}, each holding ${DESCRIPTORS_PER_HELPER} open files in the daemon, but this process may open ${limits.openFiles} (ulimit -n): at most ${Math.max(0, most)} helpers fit; the rest will fail to start`);
+    if (workers > most)
+      warn(
+        `${helpers}, each holding ${DESCRIPTORS_PER_HELPER} open files in the daemon, but this process may open ${limits.openFiles} (ulimit -n): at most ${Math.max(0, most)} helpers fit; the rest will fail to start`,
+      );
   }
-  if (limits.processes !== undefined && workers > limits.processes) warn(`${helpers}, but this user may run ${limits.processes} processes (ulimit -u): the rest will fail to start`);
+  if (limits.processes !== undefined && workers > limits.processes)
+    warn(`${helpers}, but this user may run ${limits.processes} processes (ulimit -u): the rest will fail to start`);
   const cpuBound = Math.max(256, HELPERS_PER_CPU * limits.cpus);
-  if (workers > cpuBound) warn(`${helpers} on ${limits.cpus} CPU${limits.cpus === 1 ? '' : 's'}: past about ${cpuBound} they only wait for each other, and nodes time out; upstream's default is one worker per CPU`);
+  if (workers > cpuBound)
+    warn(
+      `${helpers} on ${limits.cpus} CPU${limits.cpus === 1 ? '' : 's'}: past about ${cpuBound} they only wait for each other, and nodes time out; upstream's default is one worker per CPU`,
+    );
   return problems;
 }

@@ -68,7 +68,8 @@ function signingKeyFrom(given: KeyObject | string | undefined, type: JwtKeyType)
   if (given instanceof KeyObject) return given;
   if (given !== undefined) {
     const text = given.trim();
-    if (/^[0-9a-fA-F]{64}$/.test(text)) return createPrivateKey({ key: Buffer.concat([ED25519_PKCS8_PREFIX, Buffer.from(text, 'hex')]), format: 'der', type: 'pkcs8' });
+    if (/^[0-9a-fA-F]{64}$/.test(text))
+      return createPrivateKey({ key: Buffer.concat([ED25519_PKCS8_PREFIX, Buffer.from(text, 'hex')]), format: 'der', type: 'pkcs8' });
     return createPrivateKey(text);
   }
   return type === 'rsa' ? generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey : generateKeyPairSync('ed25519').privateKey;
@@ -94,7 +95,10 @@ export async function createFleetKeys(options: FleetKeysOptions): Promise<FleetK
   const keyType = signingKey.asymmetricKeyType;
   if (keyType !== 'ed25519' && keyType !== 'rsa') throw new Error(`the JWT signing key must be ed25519 or RSA, not ${keyType}`);
   const publicKey = createPublicKey(signingKey);
-  const jwtVerifyKey = keyType === 'ed25519' ? publicKey.export({ format: 'der', type: 'spki' }).subarray(-32).toString('hex') : publicKey.export({ format: 'pem', type: 'spki' }).toString();
+  const jwtVerifyKey =
+    keyType === 'ed25519'
+      ? publicKey.export({ format: 'der', type: 'spki' }).subarray(-32).toString('hex')
+      : publicKey.export({ format: 'pem', type: 'spki' }).toString();
 
   const { claims: input } = options;
   const now = Math.floor(Date.now() / 1000);
@@ -128,7 +132,11 @@ export async function createFleetKeys(options: FleetKeysOptions): Promise<FleetK
     jwtVerifyKey,
     async csr(cn) {
       const keys = perNode ? await rsaKeys() : await (sharedRsa ??= rsaKeys());
-      const request = await x509.Pkcs10CertificateRequestGenerator.create({ name: [{ CN: [cn] }], keys, signingAlgorithm: RSA_CSR_ALGORITHM });
+      const request = await x509.Pkcs10CertificateRequestGenerator.create({
+        name: [{ CN: [cn] }],
+        keys,
+        signingAlgorithm: RSA_CSR_ALGORITHM,
+      });
       const spki = Buffer.from(await webcrypto.subtle.exportKey('spki', keys.publicKey));
       const pkcs1 = createPublicKey({ key: spki, format: 'der', type: 'spki' }).export({ format: 'der', type: 'pkcs1' });
       return { csr: request.toString('pem'), publicKey: encodePem({ type: 'PUBLIC KEY', headers: {}, bytes: pkcs1 }) };

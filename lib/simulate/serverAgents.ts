@@ -79,7 +79,9 @@ function isPrivateKey(pem: string): boolean {
 
 const text = (value: unknown): string => (typeof value === 'string' ? value : '');
 const stringMap = (value: unknown): Record<string, string> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value) ? Object.fromEntries(Object.entries(value).filter((e): e is [string, string] => typeof e[1] === 'string')) : {};
+  typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? Object.fromEntries(Object.entries(value).filter((e): e is [string, string] => typeof e[1] === 'string'))
+    : {};
 
 /** Whether a node answers a request with this filter (agents it runs, its identity; it has no facts or classes). */
 export function matchesFilter(node: SimulatedNode, filter: Filter): boolean {
@@ -125,7 +127,12 @@ const LOCKED_ACTIONS = new Set(['configure', 'gen25519', 'gencsr', 'jwt', 'relea
  * The reply of one node to one RPC (`undefined`: the server does not answer, e.g. an agent it does
  * not run). Locked actions check the lock first, then the mode, then the token, as go-choria does.
  */
-export function handleRpc(node: SimulatedNode, request: ChoriaRequest, rpc: AgentRequest, context: ServerContext): AgentReply | Promise<AgentReply> | undefined {
+export function handleRpc(
+  node: SimulatedNode,
+  request: ChoriaRequest,
+  rpc: AgentRequest,
+  context: ServerContext,
+): AgentReply | Promise<AgentReply> | undefined {
   const { agent, action, data } = rpc;
   if (!(PROVISIONING_AGENTS as readonly string[]).includes(agent)) return undefined;
   const label = `${agent}#${action}`;
@@ -219,14 +226,22 @@ function configure(node: SimulatedNode, data: Record<string, unknown>, context: 
   let settings: Record<string, string>;
   try {
     const parsed: unknown = JSON.parse(configText);
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed) || !Object.values(parsed).every((v) => typeof v === 'string')) throw new Error('expected a JSON object of strings');
+    if (
+      typeof parsed !== 'object' ||
+      parsed === null ||
+      Array.isArray(parsed) ||
+      !Object.values(parsed).every((v) => typeof v === 'string')
+    )
+      throw new Error('expected a JSON object of strings');
     settings = parsed as Record<string, string>;
   } catch (error) {
     return abort(`Could not decode configuration data: ${errorMessage(error)}`, 'configure');
   }
   const actionPolicies = stringMap(data.action_policies);
   const opaPolicies = stringMap(data.opa_policies);
-  const badPolicy = Object.keys(actionPolicies).find((name) => !name.endsWith('.policy')) ?? Object.keys(opaPolicies).find((name) => !name.endsWith('.rego'));
+  const badPolicy =
+    Object.keys(actionPolicies).find((name) => !name.endsWith('.policy')) ??
+    Object.keys(opaPolicies).find((name) => !name.endsWith('.rego'));
   if (badPolicy !== undefined) return abort(`Invalid policy file name ${badPolicy}`, 'configure');
 
   const certificate = text(data.certificate);
@@ -269,7 +284,8 @@ function configure(node: SimulatedNode, data: Record<string, unknown>, context: 
 function restart(node: SimulatedNode, data: Record<string, unknown>, context: ServerContext): AgentReply {
   const refused = tokenRefusal(node, data.token, 'restart', context);
   if (refused !== undefined) return refused;
-  if (enablesProvisioning(node.configuration)) return abort(`Configuration ${context.configFile} enables provisioning, restart cannot continue`, 'restart');
+  if (enablesProvisioning(node.configuration))
+    return abort(`Configuration ${context.configFile} enables provisioning, restart cannot continue`, 'restart');
   const splay = typeof data.splay === 'number' && data.splay > 0 ? Math.floor(data.splay) : 10;
   const seconds = Math.floor(context.random() * splay) + 2;
   context.restart(node, seconds);
@@ -293,7 +309,10 @@ function releaseUpdate(node: SimulatedNode, data: Record<string, unknown>, conte
   const version = text(data.version);
   if (version === '' || context.failUpgrades) {
     context.note('upgrade-failed', node);
-    return abort(`Update to version ${version} failed, release rolled back: ${version === '' ? 'no version given' : 'simulated failure'}`, 'release_update');
+    return abort(
+      `Update to version ${version} failed, release rolled back: ${version === '' ? 'no version given' : 'simulated failure'}`,
+      'release_update',
+    );
   }
   context.publishLifecycle(node, 'upgraded', { version: node.version, newVersion: version });
   node.upgrades.push(version);

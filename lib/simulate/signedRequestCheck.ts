@@ -57,7 +57,8 @@ export function signedRequestRefusal(request: ChoriaRequest, policy: SignedReque
   const privileged = names.some((name) => matchesAny(name, policy.privileged ?? DEFAULT_PRIVILEGED_USERS));
   if (!privileged) {
     if (!names.includes(certname)) return `x509: certificate is valid for ${commonName(leaf) ?? ''}, not ${certname}`;
-    if (!matchesAny(certname, policy.allowList ?? DEFAULT_CERTNAME_ALLOW_LIST)) return `certificate ${certname} does not match the allowed list`;
+    if (!matchesAny(certname, policy.allowList ?? DEFAULT_CERTNAME_ALLOW_LIST))
+      return `certificate ${certname} does not match the allowed list`;
   }
 
   const bytes = decodeBase64Strict(signature);
@@ -72,10 +73,12 @@ function pemCertificates(text: string): string[] {
 
 function verifyChain(leaf: X509Certificate, intermediates: X509Certificate[], roots: X509Certificate[], now: number): string | undefined {
   const usages = leaf.keyUsage;
-  if (usages !== undefined && usages.length > 0 && !usages.includes(CLIENT_AUTH) && !usages.includes(ANY_EKU)) return 'certificate specifies an incompatible key usage';
+  if (usages !== undefined && usages.length > 0 && !usages.includes(CLIENT_AUTH) && !usages.includes(ANY_EKU))
+    return 'certificate specifies an incompatible key usage';
   let current = leaf;
   for (let depth = 0; depth < 8; depth++) {
-    if (now < Date.parse(current.validFrom) || now > Date.parse(current.validTo)) return `certificate has expired or is not yet valid (${current.validFrom} to ${current.validTo})`;
+    if (now < Date.parse(current.validFrom) || now > Date.parse(current.validTo))
+      return `certificate has expired or is not yet valid (${current.validFrom} to ${current.validTo})`;
     const root = roots.find((ca) => current.checkIssued(ca) && current.verify(ca.publicKey));
     if (root !== undefined) return undefined;
     const next = intermediates.find((ca) => ca !== current && ca.ca && current.checkIssued(ca) && current.verify(ca.publicKey));

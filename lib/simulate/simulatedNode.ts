@@ -87,7 +87,8 @@ export class SimulatedNode {
 
   /** A copy of what it went through, safe to keep. */
   record(): NodeRecord {
-    const optional = <K extends keyof NodeRecord>(key: K, value: NodeRecord[K] | undefined): Partial<NodeRecord> => (value === undefined ? {} : { [key]: value });
+    const optional = <K extends keyof NodeRecord>(key: K, value: NodeRecord[K] | undefined): Partial<NodeRecord> =>
+      value === undefined ? {} : { [key]: value };
     return {
       identity: this.identity,
       state: this.state,

@@ -123,12 +123,7 @@ class HandlerSubscriber<T> extends OperatorSubscriber<T> {
  *
  * @returns The subscription, already added to `owner`.
  */
-export function subscribeWith<T>(
-  owner: Subscription,
-  destination: Output,
-  input: ObservableInput<T>,
-  handlers: Handlers<T>,
-): Subscription {
+export function subscribeWith<T>(owner: Subscription, destination: Output, input: ObservableInput<T>, handlers: Handlers<T>): Subscription {
   const subscriber = new HandlerSubscriber(destination, handlers);
   owner.add(subscriber);
   subscribeInner(input, subscriber);

@@ -26,11 +26,25 @@ describe('authorization failures: both daemons keep trying', () => {
   afterEach(() => killAll(running.splice(0)));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  const status = (port: number, path: string): Promise<number> => fetch(`http://127.0.0.1:${port}${path}`).then((r) => r.status, () => 0);
+  const status = (port: number, path: string): Promise<number> =>
+    fetch(`http://127.0.0.1:${port}${path}`).then(
+      (r) => r.status,
+      () => 0,
+    );
   const provisioner = async (name: string, user: string, password: string): Promise<{ process: RxfleetProcess; port: number }> => {
     const port = await freePort();
     const config = join(dir, `${name}.yaml`);
-    writeFileSync(config, [`helper: ${MINIMAL_HELPER}`, 'token: tok', 'choria_insecure: true', `monitor_port: ${port}`, 'workers: 4', `rxfleet: {nats_servers: ["${server().url}"], nats_user: ${user}, nats_password: ${password}}`].join('\n'));
+    writeFileSync(
+      config,
+      [
+        `helper: ${MINIMAL_HELPER}`,
+        'token: tok',
+        'choria_insecure: true',
+        `monitor_port: ${port}`,
+        'workers: 4',
+        `rxfleet: {nats_servers: ["${server().url}"], nats_user: ${user}, nats_password: ${password}}`,
+      ].join('\n'),
+    );
     const choria = join(dir, `${name}.cfg`);
     writeFileSync(choria, 'identity = prov.example.net\n');
     const process = startRxfleet(['provision', '--config', config, '--choria-config', choria]);
@@ -49,16 +63,39 @@ describe('authorization failures: both daemons keep trying', () => {
 
   it('provision: a refused lifecycle subscription is an error line and a retry; the fleet is provisioned by discovery', async () => {
     // The fleet first: without startup events the provisioner finds nodes by its discovery at start.
-    const simulate = startRxfleet(['simulate', '--nats', server().url, '--nats-user', 'fleet', '--nats-password', 'fleet-pw', '--nodes', '3', '--token', 'tok', '--restart-delay', '100ms', '--exit-when-provisioned', '--json', '--report-every', '0']);
+    const simulate = startRxfleet([
+      'simulate',
+      '--nats',
+      server().url,
+      '--nats-user',
+      'fleet',
+      '--nats-password',
+      'fleet-pw',
+      '--nodes',
+      '3',
+      '--token',
+      'tok',
+      '--restart-delay',
+      '100ms',
+      '--exit-when-provisioned',
+      '--json',
+      '--report-every',
+      '0',
+    ]);
     running.push(simulate);
     await simulate.next((l) => l.type === 'ready');
     const { process, port } = await provisioner('fenced', 'fenced', 'fenced-pw');
-    await waitFor(() => process.lines.some((l) => typeof l.msg === 'string' && l.msg.startsWith('the broker refused the lifecycle subscription')), 'the refusal to be logged');
+    await waitFor(
+      () => process.lines.some((l) => typeof l.msg === 'string' && l.msg.startsWith('the broker refused the lifecycle subscription')),
+      'the refusal to be logged',
+    );
     expect((await simulate.exited).code).toBe(0);
     expect(await status(port, '/ready')).toBe(200);
     expect(simulate.lines.find((l) => l.type === 'summary')).toMatchObject({ provisioned: 3, duplicates: 0 });
     expect(process.running()).toBe(true);
-    const refusals = process.lines.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('the broker refused the lifecycle subscription'));
+    const refusals = process.lines.filter(
+      (l) => typeof l.msg === 'string' && l.msg.startsWith('the broker refused the lifecycle subscription'),
+    );
     expect(refusals.every((l) => l.level === 50)).toBe(true);
     const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     expect(sampleValue(metrics, 'choria_provisioner_provisioned')).toBe(3);
@@ -66,7 +103,20 @@ describe('authorization failures: both daemons keep trying', () => {
 
   it('enrich: a refused login is retried, the daemon stays up and not ready, and never echoes the password', async () => {
     const port = await freePort();
-    const enrich = startRxfleet(['enrich', '--incus', join(dir, 'no-such-incus.socket'), '--nats', server().url, '--nats-user', 'prov', '--http', `127.0.0.1:${port}`], { env: { RXFLEET_NATS_PASSWORD: 'wrong-pw-2299' } });
+    const enrich = startRxfleet(
+      [
+        'enrich',
+        '--incus',
+        join(dir, 'no-such-incus.socket'),
+        '--nats',
+        server().url,
+        '--nats-user',
+        'prov',
+        '--http',
+        `127.0.0.1:${port}`,
+      ],
+      { env: { RXFLEET_NATS_PASSWORD: 'wrong-pw-2299' } },
+    );
     running.push(enrich);
     await waitFor(async () => (await status(port, '/health')) === 200, '/health');
     await new Promise((r) => setTimeout(r, 3000));

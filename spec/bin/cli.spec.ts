@@ -25,7 +25,9 @@ describe('the rxfleet command', () => {
   it('refuses a bad option value with one clear line and a non-zero exit', async () => {
     const { code, stderr } = await rxfleet('demo', '--nodes', 'lots');
     expect(code).toBe(1);
-    expect(stderr.split('\n')[0]).toBe(`error: option '--nodes <n>' argument 'lots' is invalid. expected a positive whole number, got "lots"`);
+    expect(stderr.split('\n')[0]).toBe(
+      `error: option '--nodes <n>' argument 'lots' is invalid. expected a positive whole number, got "lots"`,
+    );
   });
 
   it('refuses an unknown command', async () => {
@@ -56,7 +58,22 @@ describe('the package entry', () => {
 
   afterAll(() => rmSync(project, { recursive: true, force: true }));
 
-  const operators = ['admit', 'AdmissionLedger', 'pauseWhen', 'PauseGate', 'workerPool', 'readPerKey', 'releaseInOrder', 'OrderedLine', 'RingQueue', 'debounceByKey', 'retryLadder', 'pacedSweep', 'collectUntilIdle', 'fromAbortable'];
+  const operators = [
+    'admit',
+    'AdmissionLedger',
+    'pauseWhen',
+    'PauseGate',
+    'workerPool',
+    'readPerKey',
+    'releaseInOrder',
+    'OrderedLine',
+    'RingQueue',
+    'debounceByKey',
+    'retryLadder',
+    'pacedSweep',
+    'collectUntilIdle',
+    'fromAbortable',
+  ];
 
   it('can be required from CommonJS and exports every operator', async () => {
     const script = `const m = require('rxfleet'); console.log(JSON.stringify(${JSON.stringify(operators)}.map((n) => typeof m[n])))`;

@@ -68,17 +68,20 @@ describe('rxfleet demo', () => {
     expectCompleteSummary(perNode.stdout, 10);
   });
 
-  it.each(['nats', 'memory'])('--active-active over %s: the two provisioners share the fleet through claims, each node provisioned once', async (transport) => {
-    const { code, stdout } = await demo(['--nodes', '60', '--boot-time', '1s', '--transport', transport, '--active-active']);
-    expect(code).toBe(0);
-    expect(stdout.split('\n')[0]).toContain('2 provisioners sharing the fleet (active-active)');
-    expect(stdout).toMatch(/nodes provisioned: +60 of 60\n/);
-    expect(stdout).toMatch(/errors: +0\n/);
-    expect(stdout).toMatch(/duplicates: +0\n/);
-    const by = /provisioned by: +demo-provisioner-a\.example\.net (\d+), demo-provisioner-b\.example\.net (\d+)\n/.exec(stdout);
-    expect(Number(by?.[1]) + Number(by?.[2])).toBe(60);
-    expect(stdout).not.toMatch(/leader:/);
-  });
+  it.each(['nats', 'memory'])(
+    '--active-active over %s: the two provisioners share the fleet through claims, each node provisioned once',
+    async (transport) => {
+      const { code, stdout } = await demo(['--nodes', '60', '--boot-time', '1s', '--transport', transport, '--active-active']);
+      expect(code).toBe(0);
+      expect(stdout.split('\n')[0]).toContain('2 provisioners sharing the fleet (active-active)');
+      expect(stdout).toMatch(/nodes provisioned: +60 of 60\n/);
+      expect(stdout).toMatch(/errors: +0\n/);
+      expect(stdout).toMatch(/duplicates: +0\n/);
+      const by = /provisioned by: +demo-provisioner-a\.example\.net (\d+), demo-provisioner-b\.example\.net (\d+)\n/.exec(stdout);
+      expect(Number(by?.[1]) + Number(by?.[2])).toBe(60);
+      expect(stdout).not.toMatch(/leader:/);
+    },
+  );
 
   describe('without nats-server on PATH', () => {
     let dir: string;
@@ -92,7 +95,9 @@ describe('rxfleet demo', () => {
     it('says how to install it in one line and falls back to the in-process transport', async () => {
       const { code, stdout } = await demo(['--nodes', '20', '--boot-time', '0'], { ...process.env, PATH: dir });
       expect(code).toBe(0);
-      expect(stdout.split('\n')[0]).toBe('nats-server is not on PATH (install it with `apt-get install nats-server`): running on an in-process transport instead');
+      expect(stdout.split('\n')[0]).toBe(
+        'nats-server is not on PATH (install it with `apt-get install nats-server`): running on an in-process transport instead',
+      );
       expectCompleteSummary(stdout, 20);
     });
 
@@ -100,7 +105,9 @@ describe('rxfleet demo', () => {
       const { code, stdout, stderr } = await demo(['--incus'], { ...process.env, PATH: dir });
       expect(code).toBe(1);
       expect(stdout).toBe('');
-      expect(stderr).toBe('rxfleet demo --incus: cannot run: a private LXD daemon needs lxd (apt-get install lxd iptables dnsmasq-base busybox-static); rxfleet demo without --incus needs neither\n');
+      expect(stderr).toBe(
+        'rxfleet demo --incus: cannot run: a private LXD daemon needs lxd (apt-get install lxd iptables dnsmasq-base busybox-static); rxfleet demo without --incus needs neither\n',
+      );
     });
   });
 });

@@ -32,7 +32,10 @@ function start(args: string[], ending?: Ending): { demo: RxfleetProcess; marker:
   const tmp = join(dir, 'tmp');
   mkdirSync(tmp, { recursive: true });
   const marker = processMarker();
-  const demo = startRxfleet(['demo', '--incus', ...args], { env: { ...process.env, TMPDIR: tmp, ...marker.env }, nodeArgs: ending === 'crash' ? ['--require', CRASH_ON_SIGNAL] : [] });
+  const demo = startRxfleet(['demo', '--incus', ...args], {
+    env: { ...process.env, TMPDIR: tmp, ...marker.env },
+    nodeArgs: ending === 'crash' ? ['--require', CRASH_ON_SIGNAL] : [],
+  });
   running.push(demo);
   return { demo, marker, tmp };
 }
@@ -53,10 +56,18 @@ function processesNaming(tmp: string): string[] {
 }
 
 async function expectNothingLeft(marker: ReturnType<typeof processMarker>, tmp: string): Promise<void> {
-  await waitFor(() => markedProcesses(marker).length === 0 && processesNaming(tmp).length === 0, 'every process it started to be gone', 15_000).catch(() => undefined);
+  await waitFor(
+    () => markedProcesses(marker).length === 0 && processesNaming(tmp).length === 0,
+    'every process it started to be gone',
+    15_000,
+  ).catch(() => undefined);
   expect(markedProcesses(marker)).toEqual([]);
   expect(processesNaming(tmp)).toEqual([]);
-  expect(readFileSync('/proc/self/mountinfo', 'utf8').split('\n').filter((line) => line.includes(tmp))).toEqual([]);
+  expect(
+    readFileSync('/proc/self/mountinfo', 'utf8')
+      .split('\n')
+      .filter((line) => line.includes(tmp)),
+  ).toEqual([]);
   expect(readdirSync(tmp)).toEqual([]);
 }
 
@@ -65,7 +76,9 @@ describe('rxfleet demo --incus', () => {
     const { demo, marker, tmp } = start(['--instances', '2', '--transport', 'nats']);
     expect(await demo.exited).toEqual({ code: 0, signal: null });
     const stdout = demo.stdout();
-    expect(stdout.split('\n')[0]).toMatch(/^rxfleet demo --incus: 2 LXD instances on a private LXD daemon, the enricher and the provisioner in one process \(provision-incus\), over a private nats-server \(nats:\/\/127\.0\.0\.1:\d+\)$/);
+    expect(stdout.split('\n')[0]).toMatch(
+      /^rxfleet demo --incus: 2 LXD instances on a private LXD daemon, the enricher and the provisioner in one process \(provision-incus\), over a private nats-server \(nats:\/\/127\.0\.0\.1:\d+\)$/,
+    );
     expect(stdout).toMatch(/demo-incus-1\.example\.net: provisioned \d+\.\d s after lxc launch\n/);
     expect(stdout).toMatch(/demo-incus-2\.example\.net: provisioned \d+\.\d s after lxc launch\n/);
     expect(stdout).toMatch(/nodes provisioned: 2 of 2\n/);
@@ -75,15 +88,18 @@ describe('rxfleet demo --incus', () => {
     await expectNothingLeft(marker, tmp);
   });
 
-  it.each<Ending>(['SIGTERM', 'SIGINT', 'crash'])('stopped by %s with its instances running, leaves no LXD daemon, instance, nats-server or directory behind', async (ending) => {
-    const { demo, marker, tmp } = start(['--instances', '6', '--transport', 'nats'], ending);
-    await waitFor(() => /lxc launch demo-incus-\d: running/.test(demo.stdout()), 'an instance to run', 180_000);
-    expect(processesNaming(tmp).some((p) => p.includes('[lxc monitor]'))).toBe(true);
-    demo.child.kill(ending === 'crash' ? 'SIGUSR2' : ending);
-    const exit = await demo.exited;
-    expect(exit.code).toBe(1);
-    if (ending === 'crash') expect(demo.stderr()).toContain('simulated crash');
-    else expect(demo.stdout()).toMatch(/nodes provisioned: +\d of 6 \(interrupted\)/);
-    await expectNothingLeft(marker, tmp);
-  });
+  it.each<Ending>(['SIGTERM', 'SIGINT', 'crash'])(
+    'stopped by %s with its instances running, leaves no LXD daemon, instance, nats-server or directory behind',
+    async (ending) => {
+      const { demo, marker, tmp } = start(['--instances', '6', '--transport', 'nats'], ending);
+      await waitFor(() => /lxc launch demo-incus-\d: running/.test(demo.stdout()), 'an instance to run', 180_000);
+      expect(processesNaming(tmp).some((p) => p.includes('[lxc monitor]'))).toBe(true);
+      demo.child.kill(ending === 'crash' ? 'SIGUSR2' : ending);
+      const exit = await demo.exited;
+      expect(exit.code).toBe(1);
+      if (ending === 'crash') expect(demo.stderr()).toContain('simulated crash');
+      else expect(demo.stdout()).toMatch(/nodes provisioned: +\d of 6 \(interrupted\)/);
+      await expectNothingLeft(marker, tmp);
+    },
+  );
 });

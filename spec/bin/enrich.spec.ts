@@ -38,7 +38,21 @@ describe('rxfleet enrich: configuration problems', () => {
   it('prints every problem of the file and the flags, one line each, naming where it came from, and exits 1', async () => {
     const file = join(dir, 'bad.yaml');
     writeFileSync(file, 'workers: many\nsweep_interval: 6\noutputs: { nats: { subject_prefix: "a..b" } }\npprof: true\n');
-    const { code, stdout, stderr } = await rxfleet('enrich', '--config', file, '--read-timeout', '10', '--project', 'a', '--project-marker', 'user.x=1', '--http', 'nowhere', '--incus', 'http://h');
+    const { code, stdout, stderr } = await rxfleet(
+      'enrich',
+      '--config',
+      file,
+      '--read-timeout',
+      '10',
+      '--project',
+      'a',
+      '--project-marker',
+      'user.x=1',
+      '--http',
+      'nowhere',
+      '--incus',
+      'http://h',
+    );
     expect(code).toBe(1);
     expect(stdout).toBe('');
     expect(stderr.trim().split('\n')).toEqual([
@@ -58,7 +72,17 @@ describe('rxfleet enrich: configuration problems', () => {
     const keyFile = join(dir, 'c.key');
     writeFileSync(certFile, client.cert);
     writeFileSync(keyFile, client.key, { mode: 0o600 });
-    const { code, stderr } = await rxfleet('enrich', '--incus', 'https://127.0.0.1:8443', '--client-cert', certFile, '--client-key', keyFile, '--workers', '0');
+    const { code, stderr } = await rxfleet(
+      'enrich',
+      '--incus',
+      'https://127.0.0.1:8443',
+      '--client-cert',
+      certFile,
+      '--client-key',
+      keyFile,
+      '--workers',
+      '0',
+    );
     expect(code).toBe(1);
     expect(stderr.trim().split('\n')).toEqual([
       'rxfleet enrich: --workers: must be >= 1',
@@ -92,15 +116,23 @@ describe('rxfleet enrich against a real LXD daemon over https', () => {
     writeFileSync(join(dir, 'enrich.yaml'), 'projects: [default]\nworkers: 4\noutputs:\n  nats:\n    subject_prefix: fleet.incus\n');
     args = [
       'enrich',
-      '--config', join(dir, 'enrich.yaml'),
-      '--incus', `https://127.0.0.1:${port}`,
-      '--client-cert', join(dir, 'client.crt'),
-      '--client-key', join(dir, 'client.key'),
-      '--server-fingerprint', fingerprint,
-      '--nats', nats().url,
+      '--config',
+      join(dir, 'enrich.yaml'),
+      '--incus',
+      `https://127.0.0.1:${port}`,
+      '--client-cert',
+      join(dir, 'client.crt'),
+      '--client-key',
+      join(dir, 'client.key'),
+      '--server-fingerprint',
+      fingerprint,
+      '--nats',
+      nats().url,
       '--stdout',
-      '--monitor', '127.0.0.1:0',
-      '--data-dir', join(dir, 'data'),
+      '--monitor',
+      '127.0.0.1:0',
+      '--data-dir',
+      join(dir, 'data'),
       '--debug',
     ];
   }, WAIT);
@@ -113,55 +145,63 @@ describe('rxfleet enrich against a real LXD daemon over https', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('publishes instance-started with its IPv4 to NATS and stdout alike, serves /ready, and on SIGTERM drains, writes its cold store and exits 0', async () => {
-    const recorder = await NatsRecorder.start(nats().url, 'fleet.incus.>');
-    try {
-      const running = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-      child = running;
-      const stdoutLines: string[] = [];
-      const logLines: Array<Record<string, unknown>> = [];
-      let stderrText = '';
-      let stdoutText = '';
-      createInterface({ input: running.stdout! }).on('line', (line) => {
-        stdoutText += `${line}\n`;
-        stdoutLines.push(line);
-      });
-      createInterface({ input: running.stderr! }).on('line', (line) => {
-        stderrText += `${line}\n`;
-        try {
-          logLines.push(JSON.parse(line) as Record<string, unknown>);
-        } catch {
-          // not a log line
-        }
-      });
-      const exited = new Promise<number | null>((done) => running.once('exit', (code) => done(code)));
+  it(
+    'publishes instance-started with its IPv4 to NATS and stdout alike, serves /ready, and on SIGTERM drains, writes its cold store and exits 0',
+    async () => {
+      const recorder = await NatsRecorder.start(nats().url, 'fleet.incus.>');
+      try {
+        const running = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+        child = running;
+        const stdoutLines: string[] = [];
+        const logLines: Array<Record<string, unknown>> = [];
+        let stderrText = '';
+        let stdoutText = '';
+        createInterface({ input: running.stdout! }).on('line', (line) => {
+          stdoutText += `${line}\n`;
+          stdoutLines.push(line);
+        });
+        createInterface({ input: running.stderr! }).on('line', (line) => {
+          stderrText += `${line}\n`;
+          try {
+            logLines.push(JSON.parse(line) as Record<string, unknown>);
+          } catch {
+            // not a log line
+          }
+        });
+        const exited = new Promise<number | null>((done) => running.once('exit', (code) => done(code)));
 
-      await waitFor(() => logLines.some((l) => typeof l.port === 'number'), 'the monitor endpoint to listen', WAIT);
-      const port = logLines.find((l) => typeof l.port === 'number')?.port as number;
-      await waitFor(async () => (await httpGet(port, '/ready')).status === 200, '/ready 200', WAIT);
+        await waitFor(() => logLines.some((l) => typeof l.port === 'number'), 'the monitor endpoint to listen', WAIT);
+        const port = logLines.find((l) => typeof l.port === 'number')?.port as number;
+        await waitFor(async () => (await httpGet(port, '/ready')).status === 200, '/ready 200', WAIT);
 
-      const name = uniqueName('cli');
-      await lxd().launch(name);
-      const started = await recorder.next((p) => p.action === 'instance-started' && p.name === name, `instance-started ${name}`);
-      const ip = await lxd().waitForIPv4(name);
-      expect(started.subject).toBe(`fleet.incus.default.instance.instance-started.${name}`);
-      expect(started.payload.instance?.interfaces[0].ipv4).toEqual([ip]);
-      expect(payloadProblems(started.payload)).toEqual([]);
-      await waitFor(() => stdoutLines.includes(started.text), 'the same JSON line on stdout', WAIT);
-      for (const line of stdoutLines) expect(payloadProblems(JSON.parse(line))).toEqual([]);
+        const name = uniqueName('cli');
+        await lxd().launch(name);
+        const started = await recorder.next((p) => p.action === 'instance-started' && p.name === name, `instance-started ${name}`);
+        const ip = await lxd().waitForIPv4(name);
+        expect(started.subject).toBe(`fleet.incus.default.instance.instance-started.${name}`);
+        expect(started.payload.instance?.interfaces[0].ipv4).toEqual([ip]);
+        expect(payloadProblems(started.payload)).toEqual([]);
+        await waitFor(() => stdoutLines.includes(started.text), 'the same JSON line on stdout', WAIT);
+        for (const line of stdoutLines) expect(payloadProblems(JSON.parse(line))).toEqual([]);
 
-      running.kill('SIGTERM');
-      expect(await exited).toBe(0);
-      expect(logLines.map((l) => l.msg)).toEqual(expect.arrayContaining(['stopping: handing on what the enricher holds', 'rxfleet enrich stopped']));
-      expect(statSync(join(dir, 'data', 'enricher-cold-store.json')).mode & 0o777).toBe(0o600);
-      const stored = JSON.parse(readFileSync(join(dir, 'data', 'enricher-cold-store.json'), 'utf8')) as { projects: Record<string, { instances?: Record<string, unknown> }> };
-      expect(Object.keys(stored.projects.default.instances ?? {})).toContain(name);
-      // The key's body never reaches the log or the outputs, even at debug level.
-      const keyBody = key.split('\n')[1];
-      expect(stderrText).not.toContain(keyBody);
-      expect(stdoutText).not.toContain(keyBody);
-    } finally {
-      await recorder.stop();
-    }
-  }, 3 * WAIT);
+        running.kill('SIGTERM');
+        expect(await exited).toBe(0);
+        expect(logLines.map((l) => l.msg)).toEqual(
+          expect.arrayContaining(['stopping: handing on what the enricher holds', 'rxfleet enrich stopped']),
+        );
+        expect(statSync(join(dir, 'data', 'enricher-cold-store.json')).mode & 0o777).toBe(0o600);
+        const stored = JSON.parse(readFileSync(join(dir, 'data', 'enricher-cold-store.json'), 'utf8')) as {
+          projects: Record<string, { instances?: Record<string, unknown> }>;
+        };
+        expect(Object.keys(stored.projects.default.instances ?? {})).toContain(name);
+        // The key's body never reaches the log or the outputs, even at debug level.
+        const keyBody = key.split('\n')[1];
+        expect(stderrText).not.toContain(keyBody);
+        expect(stdoutText).not.toContain(keyBody);
+      } finally {
+        await recorder.stop();
+      }
+    },
+    3 * WAIT,
+  );
 });

@@ -44,10 +44,26 @@ beforeAll(async () => {
   for (const command of COMMANDS) helps.set(command, await help(command));
 }, 60_000);
 
-const everyOption = (): Array<[string, HelpOption]> => [...helps].flatMap(([command, h]) => h.options.map((o): [string, HelpOption] => [command, o]));
+const everyOption = (): Array<[string, HelpOption]> =>
+  [...helps].flatMap(([command, h]) => h.options.map((o): [string, HelpOption] => [command, o]));
 
 /** The shared options of bin/options.ts: the same words on every command that has them. */
-const SHARED = ['--log-level', '--log-format', '--debug', '--pretty', '--nats', '--nats-user', '--nats-password', '--nats-token', '--nats-creds', '--nats-ca', '--nats-cert', '--nats-key', '--monitor', '--config'];
+const SHARED = [
+  '--log-level',
+  '--log-format',
+  '--debug',
+  '--pretty',
+  '--nats',
+  '--nats-user',
+  '--nats-password',
+  '--nats-token',
+  '--nats-creds',
+  '--nats-ca',
+  '--nats-cert',
+  '--nats-key',
+  '--monitor',
+  '--config',
+];
 
 describe('rxfleet <command> --help', () => {
   it('every command takes the logging options; the daemons and simulate the NATS ones', () => {
@@ -56,10 +72,11 @@ describe('rxfleet <command> --help', () => {
       if (command !== 'validate') expect(longs).toEqual(expect.arrayContaining(['--log-level', '--log-format', '--debug', '--pretty']));
       if (command !== 'demo') expect(longs).toEqual(expect.arrayContaining(['--nats', '--nats-user', '--nats-password', '--nats-creds']));
     }
-    for (const command of ['enrich', 'provision', 'provision-incus', 'validate']) expect(helps.get(command)?.options.map((o) => o.long)).toContain('--monitor');
+    for (const command of ['enrich', 'provision', 'provision-incus', 'validate'])
+      expect(helps.get(command)?.options.map((o) => o.long)).toContain('--monitor');
   });
 
-  it('provision-incus takes every flag of provision, and the enricher\'s server, cold store and configuration in the words enrich uses', () => {
+  it("provision-incus takes every flag of provision, and the enricher's server, cold store and configuration in the words enrich uses", () => {
     const options = (command: string): HelpOption[] => helps.get(command)?.options ?? [];
     const longs = options('provision-incus').map((o) => o.long);
     expect(longs).toEqual(expect.arrayContaining(options('provision').map((o) => o.long)));
@@ -71,7 +88,7 @@ describe('rxfleet <command> --help', () => {
     }
   });
 
-  it('keeps upstream\'s own flags on provision', () => {
+  it("keeps upstream's own flags on provision", () => {
     const longs = helps.get('provision')?.options.map((o) => o.long);
     expect(longs).toEqual(expect.arrayContaining(['--config', '--choria-config', '--pid', '--debug']));
     expect(helps.get('provision')?.usage).toBe('Usage: rxfleet provision|run --config <file> [options]');
@@ -85,7 +102,13 @@ describe('rxfleet <command> --help', () => {
     expect(new Set(seen.map(([, o]) => shape(o))).size).toBe(1);
     const env = /env: (RXFLEET_[A-Z_]+)/.exec(seen[0][1].description)?.[1];
     // The short forms (--debug, --pretty) are switches; their long forms have the variables.
-    const expected = ['--debug', '--pretty'].includes(long) ? undefined : `RXFLEET_${long.slice(2).replace(/-/g, '_').toUpperCase().replace(/^NATS$/, 'NATS_URL')}`;
+    const expected = ['--debug', '--pretty'].includes(long)
+      ? undefined
+      : `RXFLEET_${long
+          .slice(2)
+          .replace(/-/g, '_')
+          .toUpperCase()
+          .replace(/^NATS$/, 'NATS_URL')}`;
     expect(env).toBe(expected);
   });
 
@@ -108,7 +131,9 @@ describe('rxfleet <command> --help', () => {
       expect(option?.description).toMatch(/\(required\)/);
       expect(helps.get(command)?.usage).toContain(long);
     }
-    const marked = everyOption().filter(([, o]) => o.description.includes('(required)')).map(([command, o]) => `${command} ${o.long}`);
+    const marked = everyOption()
+      .filter(([, o]) => o.description.includes('(required)'))
+      .map(([command, o]) => `${command} ${o.long}`);
     expect(marked.sort()).toEqual(required.map(([c, l]) => `${c} ${l}`).sort());
   });
 
@@ -118,13 +143,15 @@ describe('rxfleet <command> --help', () => {
       expect(`${command} ${o.flags}`).not.toMatch(/<(ms|s|seconds)>/);
       if (o.placeholder !== 'duration') continue;
       const fallback = /\(default: ([^);]*)/.exec(o.description)?.[1];
-      if (fallback !== undefined && /^\d/.test(fallback)) expect(`${command} ${o.long}: ${fallback}`).toMatch(/: (0|\d+(\.\d+)?(ms|s|m|h)\S*)( |$)/);
+      if (fallback !== undefined && /^\d/.test(fallback))
+        expect(`${command} ${o.long}: ${fallback}`).toMatch(/: (0|\d+(\.\d+)?(ms|s|m|h)\S*)( |$)/);
     }
     expect(everyOption().filter(([, o]) => o.placeholder === 'duration').length).toBeGreaterThan(10);
   });
 
   it('lists every command at the top level', async () => {
     const { stdout } = await run(process.execPath, [RXFLEET_BIN, '--help']);
-    for (const command of ['demo', 'validate', 'simulate', 'enrich', 'provision|run', 'provision-incus']) expect(stdout).toMatch(new RegExp(`^  ${command.replace('|', '\\|')} `, 'm'));
+    for (const command of ['demo', 'validate', 'simulate', 'enrich', 'provision|run', 'provision-incus'])
+      expect(stdout).toMatch(new RegExp(`^  ${command.replace('|', '\\|')} `, 'm'));
   });
 });

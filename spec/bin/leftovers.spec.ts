@@ -31,7 +31,10 @@ function start(args: string[], ending: Ending): { process: RxfleetProcess; marke
   const tmp = join(dir, 'tmp');
   mkdirSync(tmp, { recursive: true });
   const marker = processMarker();
-  const started = startRxfleet(args, { env: { ...process.env, TMPDIR: tmp, ...marker.env }, nodeArgs: ending === 'crash' ? ['--require', CRASH_ON_SIGNAL] : [] });
+  const started = startRxfleet(args, {
+    env: { ...process.env, TMPDIR: tmp, ...marker.env },
+    nodeArgs: ending === 'crash' ? ['--require', CRASH_ON_SIGNAL] : [],
+  });
   running.push(started);
   return { process: started, marker, tmp };
 }
@@ -56,7 +59,14 @@ describe('rxfleet demo leaves no nats-server, helper or directory behind', () =>
     ...ENDINGS.map((ending): [Ending, 'persistent', string] => [ending, 'persistent', 'persistent-helper']),
   ];
   it.each(cases)('on %s, with the %s helper', async (ending, helperMode, helper) => {
-    const { process: demo, marker, tmp } = start(['demo', '--nodes', '3000', '--boot-time', '0', '--workers', '4', '--transport', 'nats', '--helper-mode', helperMode], ending);
+    const {
+      process: demo,
+      marker,
+      tmp,
+    } = start(
+      ['demo', '--nodes', '3000', '--boot-time', '0', '--workers', '4', '--transport', 'nats', '--helper-mode', helperMode],
+      ending,
+    );
     await waitFor(() => demo.stdout().includes('rxfleet demo:'), 'the demo to run', 60_000);
     await waitFor(() => markedProcesses(marker).some((p) => p.includes(helper)), 'a helper to run', 60_000);
     expect(markedProcesses(marker).some((p) => p.includes('nats-server'))).toBe(true);
@@ -91,15 +101,36 @@ describe('rxfleet provision leaves no helper or pid file behind', () => {
   it.each(ENDINGS)('on %s with helpers in flight', async (ending) => {
     const pid = join(dir, 'provisioner.pid');
     const config = join(dir, 'slow.yaml');
-    writeFileSync(config, [`helper: ${SCRIPTED_HELPER} delay 60000`, 'choria_insecure: true', `rxfleet: {nats_servers: ["${server().url}"], shutdown_grace: 1s, helper_timeout: 90s}`].join('\n'));
+    writeFileSync(
+      config,
+      [
+        `helper: ${SCRIPTED_HELPER} delay 60000`,
+        'choria_insecure: true',
+        `rxfleet: {nats_servers: ["${server().url}"], shutdown_grace: 1s, helper_timeout: 90s}`,
+      ].join('\n'),
+    );
     const choria = join(dir, 'choria.cfg');
     writeFileSync(choria, 'identity = leftovers.example.net\n');
     const { process: provisioner, marker, tmp } = start(['provision', '--config', config, '--choria-config', choria, '--pid', pid], ending);
     await waitFor(() => existsSync(pid), 'the pid file', 30_000);
-    const fleet = startRxfleet(['simulate', '--nats', server().url, '--nodes', '2', '--name-prefix', `left-${ending}`, '--report-every', '0']);
+    const fleet = startRxfleet([
+      'simulate',
+      '--nats',
+      server().url,
+      '--nodes',
+      '2',
+      '--name-prefix',
+      `left-${ending}`,
+      '--report-every',
+      '0',
+    ]);
     running.push(fleet);
     // Each helper runs beside its watchdog (a shell whose command line names the helper too): count the helpers.
-    await waitFor(() => markedProcesses(marker).filter((p) => p.includes('scripted-helper') && !p.includes('rxfleet-supervised')).length === 2, 'two helpers to run', 60_000);
+    await waitFor(
+      () => markedProcesses(marker).filter((p) => p.includes('scripted-helper') && !p.includes('rxfleet-supervised')).length === 2,
+      'two helpers to run',
+      60_000,
+    );
     end(provisioner, ending);
     const exit = await provisioner.exited;
     // A signal: the grace period (1 s) ends with the helpers aborted, exit 0. A crash: exit 1.
@@ -113,7 +144,11 @@ describe('rxfleet enrich starts no process and keeps only its data directory', (
   it.each(ENDINGS)('on %s', async (ending) => {
     const data = join(dir, 'data');
     // An Incus socket that is not there: the daemon runs and keeps trying it.
-    const { process: enrich, marker, tmp } = start(['enrich', '--incus', join(dir, 'no-incus.socket'), '--stdout', '--monitor', '127.0.0.1:0', '--data-dir', data], ending);
+    const {
+      process: enrich,
+      marker,
+      tmp,
+    } = start(['enrich', '--incus', join(dir, 'no-incus.socket'), '--stdout', '--monitor', '127.0.0.1:0', '--data-dir', data], ending);
     await waitFor(() => enrich.stderr().includes('rxfleet enrich running'), 'the enricher to run', 30_000);
     end(enrich, ending);
     const exit = await enrich.exited;

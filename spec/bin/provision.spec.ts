@@ -47,11 +47,23 @@ describe('rxfleet provision', () => {
   const keys = (lines: string[]): string[] => lines.slice(0, -1).map((l) => l.replace(/^(error|warning): [^:]+: /, '$1 ').split(':')[0]);
 
   it('refuses a bad configuration with every problem on its own line, and exits 1 (run is an alias)', async () => {
-    const config = file('bad.yaml', ['workers: -1', 'interval: 30s', 'token: [918273645]', 'features: {pki: true, ed25519: true}', 'monitor_port: http'].join('\n'));
+    const config = file(
+      'bad.yaml',
+      ['workers: -1', 'interval: 30s', 'token: [918273645]', 'features: {pki: true, ed25519: true}', 'monitor_port: http'].join('\n'),
+    );
     for (const command of ['provision', 'run']) {
       const lines = await refuse(command, config, choriaConfig());
       // What upstream would start with and fail every node on is a warning, printed beside the errors.
-      expect(keys(lines)).toEqual(['error workers', 'error token', 'error monitor_port', 'error interval', 'warning helper', 'error features', 'warning jwt_verify_cert', 'warning jwt_signing_key']);
+      expect(keys(lines)).toEqual([
+        'error workers',
+        'error token',
+        'error monitor_port',
+        'error interval',
+        'warning helper',
+        'error features',
+        'warning jwt_verify_cert',
+        'warning jwt_signing_key',
+      ]);
       expect(lines.at(-1)).toBe('rxfleet provision: not started: 5 configuration errors');
       expect(lines.join('\n')).not.toContain('918273645');
     }
@@ -71,17 +83,54 @@ describe('rxfleet provision', () => {
   it('provisions a fleet run by rxfleet simulate, serves /metrics, writes and removes its pid file, and exits 0 on SIGTERM', async () => {
     const port = await freePort();
     const pid = join(dir, 'provisioner.pid');
-    const config = file('good.yaml', [`helper: ${MINIMAL_HELPER}`, 'token: tok-5647382910', 'choria_insecure: true', 'workers: 8', `monitor_port: ${port}`, 'site: proc', 'rxfleet: {shutdown_grace: 10s}'].join('\n'));
+    const config = file(
+      'good.yaml',
+      [
+        `helper: ${MINIMAL_HELPER}`,
+        'token: tok-5647382910',
+        'choria_insecure: true',
+        'workers: 8',
+        `monitor_port: ${port}`,
+        'site: proc',
+        'rxfleet: {shutdown_grace: 10s}',
+      ].join('\n'),
+    );
     const provisioner = startRxfleet(['provision', '--config', config, '--choria-config', choriaConfig(), '--pid', pid]);
     running.push(provisioner);
     await waitFor(() => existsSync(pid), 'the pid file', 20_000);
     expect(readFileSync(pid, 'utf8').trim()).toBe(String(provisioner.child.pid));
-    await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/ready`).then((r) => r.status, () => 0)) === 200, '/ready');
+    await waitFor(
+      async () =>
+        (await fetch(`http://127.0.0.1:${port}/ready`).then(
+          (r) => r.status,
+          () => 0,
+        )) === 200,
+      '/ready',
+    );
 
-    const simulate = startRxfleet(['simulate', '--nats', server().url, '--nodes', '12', '--token', 'tok-5647382910', '--restart-delay', '100ms', '--exit-when-provisioned', '--json', '--report-every', '0']);
+    const simulate = startRxfleet([
+      'simulate',
+      '--nats',
+      server().url,
+      '--nodes',
+      '12',
+      '--token',
+      'tok-5647382910',
+      '--restart-delay',
+      '100ms',
+      '--exit-when-provisioned',
+      '--json',
+      '--report-every',
+      '0',
+    ]);
     running.push(simulate);
     expect((await simulate.exited).code).toBe(0);
-    const summary = simulate.stdout().trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.type === 'summary');
+    const summary = simulate
+      .stdout()
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .find((l) => l.type === 'summary');
     expect(summary).toMatchObject({ nodes: 12, provisioned: 12, duplicates: 0 });
 
     const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
@@ -90,7 +139,11 @@ describe('rxfleet provision', () => {
     expect(await provisioner.exited).toEqual({ code: 0, signal: null });
     expect(existsSync(pid)).toBe(false);
     // JSON log lines (stdout is not a terminal), and the token never in them.
-    const logs = provisioner.stdout().trim().split('\n').map((l) => JSON.parse(l) as { msg: string } & Record<string, unknown>);
+    const logs = provisioner
+      .stdout()
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { msg: string } & Record<string, unknown>);
     expect(logs.some((l) => l.msg === 'Provisioned node-1.example.net')).toBe(true);
     expect(logs.at(-1)?.msg).toBe('stopped');
     // Each thing said once: the signal, the grace period (the configured 10 s), stopped.
@@ -103,16 +156,23 @@ describe('rxfleet provision', () => {
     expect(provisioner.stdout()).not.toContain('tok-5647382910');
   });
 
-  it('says why it cannot reach the broker (in logrus\'s text form when asked), and a signal while it is still connecting ends it at once, exit 0', async () => {
+  it("says why it cannot reach the broker (in logrus's text form when asked), and a signal while it is still connecting ends it at once, exit 0", async () => {
     const port = await freePort();
-    const config = file('unreachable.yaml', [`helper: ${MINIMAL_HELPER}`, 'choria_insecure: true', `rxfleet: {nats_servers: ["127.0.0.1:${port}"]}`].join('\n'));
+    const config = file(
+      'unreachable.yaml',
+      [`helper: ${MINIMAL_HELPER}`, 'choria_insecure: true', `rxfleet: {nats_servers: ["127.0.0.1:${port}"]}`].join('\n'),
+    );
     const provisioner = startRxfleet(['provision', '--config', config, '--choria-config', choriaConfig(), '--log-format', 'logfmt']);
     running.push(provisioner);
     await waitFor(() => provisioner.stdout().includes('level=warning msg="cannot connect to NATS'), 'the failed attempt');
     const lines = provisioner.stdout().trim().split('\n');
-    expect(lines.find((l) => l.includes('connecting to NATS'))).toMatch(/^time="[^"]+" level=info msg="connecting to NATS" connection=prov\.example\.net name=rxfleet-provision servers=/);
+    expect(lines.find((l) => l.includes('connecting to NATS'))).toMatch(
+      /^time="[^"]+" level=info msg="connecting to NATS" connection=prov\.example\.net name=rxfleet-provision servers=/,
+    );
     expect(lines.find((l) => l.includes('cannot connect'))).toMatch(
-      new RegExp(`^time="[^"]+" level=warning msg="cannot connect to NATS at nats://127\\.0\\.0\\.1:${port}: (connection refused|connect ECONNREFUSED 127\\.0\\.0\\.1:${port}); attempt 1, next try in \\d\\.\\d s" attempt=1 `),
+      new RegExp(
+        `^time="[^"]+" level=warning msg="cannot connect to NATS at nats://127\\.0\\.0\\.1:${port}: (connection refused|connect ECONNREFUSED 127\\.0\\.0\\.1:${port}); attempt 1, next try in \\d\\.\\d s" attempt=1 `,
+      ),
     );
     provisioner.child.kill('SIGTERM');
     expect(await provisioner.exited).toEqual({ code: 0, signal: null });
@@ -121,14 +181,32 @@ describe('rxfleet provision', () => {
   it('a second signal exits at once, killing the helper in flight', async () => {
     const marker = `marker-${randomUUID()}`;
     const port = await freePort();
-    const config = file('slow.yaml', [`helper: ${SCRIPTED_HELPER} by-identity ${marker}`, 'choria_insecure: true', `monitor_port: ${port}`, 'rxfleet: {shutdown_grace: 60s, helper_timeout: 60s}'].join('\n'));
+    const config = file(
+      'slow.yaml',
+      [
+        `helper: ${SCRIPTED_HELPER} by-identity ${marker}`,
+        'choria_insecure: true',
+        `monitor_port: ${port}`,
+        'rxfleet: {shutdown_grace: 60s, helper_timeout: 60s}',
+      ].join('\n'),
+    );
     const provisioner = startRxfleet(['provision', '--config', config, '--choria-config', choriaConfig()]);
     running.push(provisioner);
-    await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/ready`).then((r) => r.status, () => 0)) === 200, '/ready');
+    await waitFor(
+      async () =>
+        (await fetch(`http://127.0.0.1:${port}/ready`).then(
+          (r) => r.status,
+          () => 0,
+        )) === 200,
+      '/ready',
+    );
     const simulate = startRxfleet(['simulate', '--nats', server().url, '--nodes', '1', '--name-prefix', 'slow', '--report-every', '0']);
     running.push(simulate);
     // The helpers, and beside them the watchdogs of their groups (which carry the same arguments).
-    const processes = (): string[] => spawnSync('ps', ['-eo', 'pid,args'], { encoding: 'utf8' }).stdout.split('\n').filter((l) => l.includes(marker) && !l.includes(' ps '));
+    const processes = (): string[] =>
+      spawnSync('ps', ['-eo', 'pid,args'], { encoding: 'utf8' })
+        .stdout.split('\n')
+        .filter((l) => l.includes(marker) && !l.includes(' ps '));
     const helpers = (): string[] => processes().filter((l) => !l.includes('rxfleet-supervised'));
     await waitFor(() => helpers().length === 1, 'the helper to run');
 
@@ -146,14 +224,32 @@ describe('rxfleet provision', () => {
   it('kill -9 of the daemon mid-helper leaves no helper running', async () => {
     const marker = `marker-${randomUUID()}`;
     const port = await freePort();
-    const config = file('killed.yaml', [`helper: ${SCRIPTED_HELPER} by-identity ${marker}`, 'choria_insecure: true', `monitor_port: ${port}`, 'rxfleet: {helper_timeout: 60s}'].join('\n'));
+    const config = file(
+      'killed.yaml',
+      [
+        `helper: ${SCRIPTED_HELPER} by-identity ${marker}`,
+        'choria_insecure: true',
+        `monitor_port: ${port}`,
+        'rxfleet: {helper_timeout: 60s}',
+      ].join('\n'),
+    );
     const provisioner = startRxfleet(['provision', '--config', config, '--choria-config', choriaConfig()]);
     running.push(provisioner);
-    await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/ready`).then((r) => r.status, () => 0)) === 200, '/ready');
+    await waitFor(
+      async () =>
+        (await fetch(`http://127.0.0.1:${port}/ready`).then(
+          (r) => r.status,
+          () => 0,
+        )) === 200,
+      '/ready',
+    );
     const simulate = startRxfleet(['simulate', '--nats', server().url, '--nodes', '2', '--name-prefix', 'slow', '--report-every', '0']);
     running.push(simulate);
     // The helpers, and beside them the watchdogs of their groups (which carry the same arguments).
-    const processes = (): string[] => spawnSync('ps', ['-eo', 'pid,args'], { encoding: 'utf8' }).stdout.split('\n').filter((l) => l.includes(marker) && !l.includes(' ps '));
+    const processes = (): string[] =>
+      spawnSync('ps', ['-eo', 'pid,args'], { encoding: 'utf8' })
+        .stdout.split('\n')
+        .filter((l) => l.includes(marker) && !l.includes(' ps '));
     const helpers = (): string[] => processes().filter((l) => !l.includes('rxfleet-supervised'));
     await waitFor(() => helpers().length === 2, 'both helpers to run');
 

@@ -22,7 +22,15 @@ const sum = async (provisioners: ProvisionerProcess[], name: string, labels: Rec
 };
 /** Each instance has read the claims bucket and run the round that follows (its first). */
 const setUp = (provisioners: ProvisionerProcess[]): Promise<void[]> =>
-  Promise.all(provisioners.map((p) => waitFor(async () => sampleValue(await p.metrics().catch(() => ''), 'choria_provisioner_discover_cycles', { site: p.name }) >= 1, `${p.name} to set up`, 30_000)));
+  Promise.all(
+    provisioners.map((p) =>
+      waitFor(
+        async () => sampleValue(await p.metrics().catch(() => ''), 'choria_provisioner_discover_cycles', { site: p.name }) >= 1,
+        `${p.name} to set up`,
+        30_000,
+      ),
+    ),
+  );
 /** Nodes begun and not yet told to restart before `at`, by anyone or by `caller`: the cycles in flight then. */
 const inFlightAt = (requests: RequestRecord[], at: number, caller?: string): number => {
   const mine = requests.filter((r) => r.at < at && (caller === undefined || r.caller === caller));
@@ -30,7 +38,7 @@ const inFlightAt = (requests: RequestRecord[], at: number, caller?: string): num
   return new Set(mine.map((r) => r.identity).filter((id) => !restarted.has(id))).size;
 };
 
-describe('rxfleet provision active-active, as processes on a broker laid out as Choria\'s', () => {
+describe("rxfleet provision active-active, as processes on a broker laid out as Choria's", () => {
   let aa: ElectionFleet | undefined;
   afterEach(async () => {
     await aa?.stop();
@@ -58,11 +66,15 @@ describe('rxfleet provision active-active, as processes on a broker laid out as 
     expect(await sum(provisioners, 'choria_provisioner_claims_total', { result: 'lapsed' })).toBe(0);
     expect(await sum(provisioners, 'choria_provisioner_provisioned')).toBe(60);
     for (const p of provisioners) {
-      expect(sampleValue(await p.metrics(), 'choria_provisioner_claims_total', { site: p.name, identity: p.identity, result: 'won' })).toBeGreaterThan(0);
+      expect(
+        sampleValue(await p.metrics(), 'choria_provisioner_claims_total', { site: p.name, identity: p.identity, result: 'won' }),
+      ).toBeGreaterThan(0);
     }
     // A configured node's claim is kept until it ages out, so for a lifetime no instance takes it while it restarts.
     const bucket = await aa.claims();
-    expect((await bucket.get(configures[0].identity))?.string()).toBe(provisioners.find((p) => p.callerId === configures[0].caller)?.identity);
+    expect((await bucket.get(configures[0].identity))?.string()).toBe(
+      provisioners.find((p) => p.callerId === configures[0].caller)?.identity,
+    );
   });
 
   it('kill -9 of one instance mid-run: its claims lapse, the others take its nodes at their next round, none is lost, duplicates no more than its cycles in flight', async () => {
@@ -75,8 +87,19 @@ describe('rxfleet provision active-active, as processes on a broker laid out as 
 
     // The lock window is shorter than the recovery, so the dead instance's node-side locks do not
     // hold the survivors off for go-choria's two minutes (P10, specified elsewhere).
-    const fleet = aa.simulate(['--nodes', '60', '--latency', '150ms', '--restart-delay', '100ms', '--lock-window', '2s', '--exit-when-provisioned']);
-    const restartedBy = (caller: string): number => tracedRequests(fleet).filter((r) => r.caller === caller && r.action === 'restart').length;
+    const fleet = aa.simulate([
+      '--nodes',
+      '60',
+      '--latency',
+      '150ms',
+      '--restart-delay',
+      '100ms',
+      '--lock-window',
+      '2s',
+      '--exit-when-provisioned',
+    ]);
+    const restartedBy = (caller: string): number =>
+      tracedRequests(fleet).filter((r) => r.caller === caller && r.action === 'restart').length;
     await waitFor(() => restartedBy(victim.callerId) >= 5, 'the victim to provision 5 nodes', 60_000);
     const killedAt = Date.now();
     victim.process.child.kill('SIGKILL');
@@ -94,9 +117,11 @@ describe('rxfleet provision active-active, as processes on a broker laid out as 
     expect(await sum(survivors, 'choria_provisioner_discovered')).toBeGreaterThan(0);
   });
 
-  it('a claim taken over mid-cycle lapses: the instance stops that node\'s cycle and sends it nothing more', async () => {
+  it("a claim taken over mid-cycle lapses: the instance stops that node's cycle and sends it nothing more", async () => {
     aa = await ElectionFleet.start(ELECTION_TTL_MS, { claimsTtlMs: 1500 });
-    const [instance] = await Promise.all([aa.provisioner('aa-lapse', { mode: 'active-active', helper: `${SCRIPTED_HELPER} delay 3000`, workers: 4 })]);
+    const [instance] = await Promise.all([
+      aa.provisioner('aa-lapse', { mode: 'active-active', helper: `${SCRIPTED_HELPER} delay 3000`, workers: 4 }),
+    ]);
     await setUp([instance]);
     const fleet = aa.simulate(['--nodes', '3', '--restart-delay', '100ms']);
     const begun = (): Set<string> => new Set(work(tracedRequests(fleet)).map((r) => r.identity));
@@ -111,7 +136,11 @@ describe('rxfleet provision active-active, as processes on a broker laid out as 
       const lapsed = await instance.process.next((l) => typeof l.msg === 'string' && l.msg.startsWith(`the claim on ${taken} lapsed`));
       expect(lapsed.msg).toBe(`the claim on ${taken} lapsed (another provisioner wrote it): its cycle was stopped`);
       // The other two finish; the taken one is never configured or restarted by this instance.
-      await waitFor(() => work(tracedRequests(fleet)).filter((r) => r.action === 'restart').length === 2, 'the other nodes to be provisioned', 20_000);
+      await waitFor(
+        () => work(tracedRequests(fleet)).filter((r) => r.action === 'restart').length === 2,
+        'the other nodes to be provisioned',
+        20_000,
+      );
       await new Promise((r) => setTimeout(r, 1000));
       expect(work(tracedRequests(fleet)).filter((r) => r.identity === taken && ['configure', 'restart'].includes(r.action))).toEqual([]);
       const metrics = await instance.metrics();
@@ -128,7 +157,11 @@ describe('rxfleet provision active-active, as processes on a broker laid out as 
     const provisioners = await Promise.all(['aa-a', 'aa-b', 'aa-c'].map((name) => aa!.provisioner(name, { ...PERSISTENT, debug: true })));
     await setUp(provisioners);
     const fleet = aa.simulate(['--nodes', '60', '--latency', '150ms', '--restart-delay', '100ms', '--exit-when-provisioned']);
-    await waitFor(() => work(tracedRequests(fleet)).filter((r) => r.action === 'restart').length >= 10, '10 nodes to be provisioned', 60_000);
+    await waitFor(
+      () => work(tracedRequests(fleet)).filter((r) => r.action === 'restart').length >= 10,
+      '10 nodes to be provisioned',
+      60_000,
+    );
 
     const downAt = Date.now();
     await aa.restartBroker(1000);
@@ -139,7 +172,9 @@ describe('rxfleet provision active-active, as processes on a broker laid out as 
     expect(await sum(provisioners, 'choria_provisioner_claims_total', { result: 'lapsed' })).toBe(0);
     // Each ran a round at once after reconnecting (startup events sent meanwhile would have been lost).
     for (const p of provisioners) {
-      const reconnectedAt = Number((await p.process.next((l) => typeof l.msg === 'string' && l.msg.startsWith('reconnected to NATS'))).time);
+      const reconnectedAt = Number(
+        (await p.process.next((l) => typeof l.msg === 'string' && l.msg.startsWith('reconnected to NATS'))).time,
+      );
       const rounds = p.process.lines.filter((l) => l.msg === 'discovering nodes in provisioning mode').map((l) => Number(l.time));
       expect(rounds.some((at) => at >= reconnectedAt && at < reconnectedAt + 5000)).toBe(true);
     }

@@ -43,7 +43,8 @@ describe('rxfleet provision with leader_election, as processes', () => {
     for (const standby of provisioners.filter((p) => p !== leader)) {
       // A standby's first campaign comes after a random start splay of up to 5 s, which the run
       // above may outlast or not: what is promised is that it campaigns, so wait for it to.
-      const campaigns = async (): Promise<number> => sampleValue(await standby.metrics(), 'choria_election_campaigns', { identity: standby.identity, state: 'candidate' });
+      const campaigns = async (): Promise<number> =>
+        sampleValue(await standby.metrics(), 'choria_election_campaigns', { identity: standby.identity, state: 'candidate' });
       await waitFor(async () => (await campaigns()) > 0, `${standby.name} to campaign as a candidate`, 5000 + CANDIDATE_CAP_MS + SLACK_MS);
       const metrics = await standby.metrics();
       expect(sampleValue(metrics, 'choria_election_leader', { identity: standby.identity })).toBe(0);
@@ -62,14 +63,28 @@ describe('rxfleet provision with leader_election, as processes', () => {
     // Slow replies keep several nodes in flight at any moment. The lock window is shorter than the
     // failover, so nodes the dead leader had locked are free when the new one reaches them (with
     // go-choria's two minutes they would wait out the lock: P10, specified elsewhere).
-    const fleet = ha.simulate(['--nodes', '60', '--latency', '150ms', '--restart-delay', '100ms', '--lock-window', '2s', '--exit-when-provisioned']);
-    const restartedBy = (caller: string, before = Infinity): number => tracedRequests(fleet).filter((r) => r.caller === caller && r.action === 'restart' && r.at < before).length;
+    const fleet = ha.simulate([
+      '--nodes',
+      '60',
+      '--latency',
+      '150ms',
+      '--restart-delay',
+      '100ms',
+      '--lock-window',
+      '2s',
+      '--exit-when-provisioned',
+    ]);
+    const restartedBy = (caller: string, before = Infinity): number =>
+      tracedRequests(fleet).filter((r) => r.caller === caller && r.action === 'restart' && r.at < before).length;
     await waitFor(() => restartedBy(leader.callerId) >= 10, 'the leader to provision 10 nodes', 60_000);
     const killedAt = Date.now();
     leader.process.child.kill('SIGKILL');
     await leader.process.exited;
 
-    const successor = await leaderOf(provisioners.filter((p) => p !== leader), 3 * TTL_MS);
+    const successor = await leaderOf(
+      provisioners.filter((p) => p !== leader),
+      3 * TTL_MS,
+    );
     // The create is the win; `won` is announced one refresh later, as upstream.
     const createdAt = await successor.logged('election key created; confirming leadership');
     expect(createdAt - killedAt).toBeLessThanOrEqual(TTL_MS + CANDIDATE_CAP_MS + SLACK_MS);
@@ -81,7 +96,9 @@ describe('rxfleet provision with leader_election, as processes', () => {
     expect(requests.some((r) => r.caller === successor.callerId)).toBe(true);
     // In flight at the kill: nodes the old leader had begun and not yet told to restart.
     const begun = new Set(requests.filter((r) => r.caller === leader.callerId && r.at < killedAt).map((r) => r.identity));
-    const restarted = new Set(requests.filter((r) => r.caller === leader.callerId && r.action === 'restart' && r.at < killedAt).map((r) => r.identity));
+    const restarted = new Set(
+      requests.filter((r) => r.caller === leader.callerId && r.action === 'restart' && r.at < killedAt).map((r) => r.identity),
+    );
     const inFlight = [...begun].filter((id) => !restarted.has(id)).length;
     expect(inFlight).toBeGreaterThan(0);
     expect(summary?.duplicates).toBeLessThanOrEqual(inFlight);
@@ -104,7 +121,11 @@ describe('rxfleet provision with leader_election, as processes', () => {
     try {
       lostAt = await provisioner.logged('Lost leadership');
       // Every helper in flight at the loss has finished (3 s) and its node was not configured.
-      await waitFor(async () => sampleValue(await provisioner.metrics(), 'choria_provisioner_busy_workers') === 0, 'the cycles in flight to stop', 15_000);
+      await waitFor(
+        async () => sampleValue(await provisioner.metrics(), 'choria_provisioner_busy_workers') === 0,
+        'the cycles in flight to stop',
+        15_000,
+      );
       expect(work(tracedRequests(fleet)).filter((r) => r.action === 'configure')).toEqual([]);
     } finally {
       clearInterval(keepGoValue);
@@ -131,7 +152,11 @@ describe('rxfleet provision with leader_election, as processes', () => {
       fleet = ha.simulate(['--nodes', '3', '--restart-delay', '100ms', '--exit-when-provisioned']);
       await fleet.next((l) => l.type === 'ready');
       // Ten failed creates at the capped TwentySec cadence take over a TTL even at the shortest jitter.
-      const candidateTicks = async (): Promise<number> => sampleValue(await provisioner.metrics().catch(() => ''), 'choria_election_campaigns', { identity: provisioner.identity, state: 'candidate' });
+      const candidateTicks = async (): Promise<number> =>
+        sampleValue(await provisioner.metrics().catch(() => ''), 'choria_election_campaigns', {
+          identity: provisioner.identity,
+          state: 'candidate',
+        });
       await waitFor(async () => (await candidateTicks()) >= 10, 'ten candidate campaigns', 30_000);
       expect(sampleValue(await provisioner.metrics(), 'choria_election_leader', { identity: provisioner.identity })).toBe(0);
       expect(tracedRequests(fleet).filter((r) => r.caller === provisioner.callerId)).toEqual([]);

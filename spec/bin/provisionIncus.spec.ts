@@ -30,10 +30,24 @@ describe('rxfleet provision-incus', () => {
   };
   const choria = (): string => file('choria.cfg', `identity = prov.example.net\nplugin.choria.middleware_hosts = ${server().url}\n`);
 
-  it('checks both daemons\' settings before anything starts and prints every problem of both, then exits 1', async () => {
-    const config = file('bad.yaml', `helper: ${MINIMAL_HELPER}\nchoria_insecure: true\nworkers: -1\nrxfleet:\n  incus: {identity: "{hostname}"}\n`);
+  it("checks both daemons' settings before anything starts and prints every problem of both, then exits 1", async () => {
+    const config = file(
+      'bad.yaml',
+      `helper: ${MINIMAL_HELPER}\nchoria_insecure: true\nworkers: -1\nrxfleet:\n  incus: {identity: "{hostname}"}\n`,
+    );
     const enrich = file('enrich.yaml', 'workers: many\nread_timeout: 10\n');
-    const result = await run(process.execPath, [bin, 'provision-incus', '--config', config, '--choria-config', choria(), '--enrich-config', enrich, '--incus', 'http://incus.example.net']).then(
+    const result = await run(process.execPath, [
+      bin,
+      'provision-incus',
+      '--config',
+      config,
+      '--choria-config',
+      choria(),
+      '--enrich-config',
+      enrich,
+      '--incus',
+      'http://incus.example.net',
+    ]).then(
       () => ({ code: 0, stderr: '' }),
       (e: { code: number; stderr: string }) => e,
     );
@@ -49,14 +63,28 @@ describe('rxfleet provision-incus', () => {
     ]);
   });
 
-  it('runs both on one endpoint: /metrics carries both daemons\' series, /ready waits for the enricher, /health describes it; SIGTERM stops both, exit 0', async () => {
+  it("runs both on one endpoint: /metrics carries both daemons' series, /ready waits for the enricher, /health describes it; SIGTERM stops both, exit 0", async () => {
     const port = await freePort();
     const config = file('good.yaml', `helper: ${MINIMAL_HELPER}\nchoria_insecure: true\nsite: both\nmonitor_port: ${port}\n`);
     // No Incus server at that socket: the enricher keeps trying, so it is never ready.
-    const daemon = startRxfleet(['provision-incus', '--config', config, '--choria-config', choria(), '--incus', join(dir, 'no-incus.socket')]);
+    const daemon = startRxfleet([
+      'provision-incus',
+      '--config',
+      config,
+      '--choria-config',
+      choria(),
+      '--incus',
+      join(dir, 'no-incus.socket'),
+    ]);
     running.push(daemon);
     await daemon.next((l) => l.msg === 'connected to NATS');
-    await daemon.next((l) => typeof l.msg === 'string' && l.msg.startsWith('Incus feed: sighting every instance of every project as it comes up with an address, from the enricher in this process'));
+    await daemon.next(
+      (l) =>
+        typeof l.msg === 'string' &&
+        l.msg.startsWith(
+          'Incus feed: sighting every instance of every project as it comes up with an address, from the enricher in this process',
+        ),
+    );
     const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     expect(sampleValue(metrics, 'choria_provisioner_incus_discovered', { site: 'both' })).toBe(0);
     expect(sampleValue(metrics, 'enricher_connected')).toBe(0);
@@ -67,6 +95,10 @@ describe('rxfleet provision-incus', () => {
     daemon.child.kill('SIGTERM');
     expect(await daemon.exited).toEqual({ code: 0, signal: null });
     expect(daemon.lines.filter((l) => l.msg === 'stopped' || l.msg === 'rxfleet enrich stopped')).toHaveLength(2);
-    expect(daemon.lines.find((l) => l.msg === 'rxfleet enrich running')).toMatchObject({ daemon: 'enrich', name: 'rxfleet-provision-incus', inProcess: true });
+    expect(daemon.lines.find((l) => l.msg === 'rxfleet enrich running')).toMatchObject({
+      daemon: 'enrich',
+      name: 'rxfleet-provision-incus',
+      inProcess: true,
+    });
   });
 });

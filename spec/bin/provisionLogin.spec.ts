@@ -46,10 +46,24 @@ describe('rxfleet provision logs in to a Choria broker with an organisation issu
   };
 
   /** The site's files: the provisioner's YAML and a choria.cfg for the choria provider. */
-  const provisionerFiles = async (name: string, broker: string, extraChoria: string[] = [], credentials?: { token: string; seedHex: string }) => {
+  const provisionerFiles = async (
+    name: string,
+    broker: string,
+    extraChoria: string[] = [],
+    credentials?: { token: string; seedHex: string },
+  ) => {
     const { token, seedHex } = credentials ?? (await clientCredentials(issuer));
     const port = await freePort();
-    const config = site.file(`${name}/provisioner.yaml`, [`helper: ${MINIMAL_HELPER}`, 'token: tok-login', `broker_provisioning_password: ${PROVISIONING_PASSWORD}`, `monitor_port: ${port}`, 'site: login'].join('\n'));
+    const config = site.file(
+      `${name}/provisioner.yaml`,
+      [
+        `helper: ${MINIMAL_HELPER}`,
+        'token: tok-login',
+        `broker_provisioning_password: ${PROVISIONING_PASSWORD}`,
+        `monitor_port: ${port}`,
+        'site: login',
+      ].join('\n'),
+    );
     const choria = site.file(
       `${name}/choria.cfg`,
       [
@@ -64,10 +78,33 @@ describe('rxfleet provision logs in to a Choria broker with an organisation issu
     return { config, choria, port, token };
   };
 
-  const ready = async (port: number): Promise<number> => fetch(`http://127.0.0.1:${port}/ready`).then((r) => r.status, () => 0);
+  const ready = async (port: number): Promise<number> =>
+    fetch(`http://127.0.0.1:${port}/ready`).then(
+      (r) => r.status,
+      () => 0,
+    );
 
   const provisionFleet = async (nodes: number): Promise<{ summary: Record<string, unknown>; callers: string[] }> => {
-    const simulate = startRxfleet(['simulate', '--nats', server().url, '--nats-user', PROVISIONING_SERVER.user, '--nats-password', PROVISIONING_SERVER.password, '--nodes', String(nodes), '--token', 'tok-login', '--restart-delay', '100ms', '--exit-when-provisioned', '--json', '--report-every', '0', '--trace']);
+    const simulate = startRxfleet([
+      'simulate',
+      '--nats',
+      server().url,
+      '--nats-user',
+      PROVISIONING_SERVER.user,
+      '--nats-password',
+      PROVISIONING_SERVER.password,
+      '--nodes',
+      String(nodes),
+      '--token',
+      'tok-login',
+      '--restart-delay',
+      '100ms',
+      '--exit-when-provisioned',
+      '--json',
+      '--report-every',
+      '0',
+      '--trace',
+    ]);
     running.push(simulate);
     expect((await simulate.exited).code).toBe(0);
     const lines = simulate.lines;
@@ -77,7 +114,7 @@ describe('rxfleet provision logs in to a Choria broker with an organisation issu
     };
   };
 
-  it('anonymous TLS (no CA configured): the JWT as token, the nonce signed, v2 requests as the token\'s caller', async () => {
+  it("anonymous TLS (no CA configured): the JWT as token, the nonce signed, v2 requests as the token's caller", async () => {
     const broker = await proxy();
     const files = await provisionerFiles('anon', broker.url);
     const provisioner = startRxfleet(['provision', '--config', files.config, '--choria-config', files.choria]);
@@ -85,7 +122,11 @@ describe('rxfleet provision logs in to a Choria broker with an organisation issu
     await waitFor(async () => (await ready(files.port)) === 200, 'the provisioner to be ready', 20_000);
 
     expect(broker.logins[0]).toEqual({ accepted: true, user: 'provisioner', callerId: 'up=provisioner' });
-    expect(provisioner.lines.some((l) => l.msg === 'security provider choria: caller up=provisioner, TLS encrypted, not verified, requests v2, signed with the seed')).toBe(true);
+    expect(
+      provisioner.lines.some(
+        (l) => l.msg === 'security provider choria: caller up=provisioner, TLS encrypted, not verified, requests v2, signed with the seed',
+      ),
+    ).toBe(true);
     const { summary, callers } = await provisionFleet(3);
     expect(summary).toMatchObject({ nodes: 3, provisioned: 3, duplicates: 0 });
     // Every request came from the caller the token names (go-choria's CallerID with this provider).
@@ -106,28 +147,44 @@ describe('rxfleet provision logs in to a Choria broker with an organisation issu
     const provisioner = startRxfleet(['provision', '--config', files.config, '--choria-config', files.choria]);
     running.push(provisioner);
     await waitFor(async () => (await ready(files.port)) === 200, 'the provisioner to be ready', 20_000);
-    expect(broker.logins[0]).toEqual({ accepted: true, user: 'provisioner', callerId: 'up=provisioner', clientCertificate: 'prov.example.net' });
+    expect(broker.logins[0]).toEqual({
+      accepted: true,
+      user: 'provisioner',
+      callerId: 'up=provisioner',
+      clientCertificate: 'prov.example.net',
+    });
     expect((await provisionFleet(2)).summary).toMatchObject({ provisioned: 2, duplicates: 0 });
   });
 
-  it('a token the broker\'s issuer did not sign is refused at every attempt, and the daemon stays not ready', async () => {
+  it("a token the broker's issuer did not sign is refused at every attempt, and the daemon stays not ready", async () => {
     const broker = await proxy();
     const stranger = organisationIssuer();
     const files = await provisionerFiles('stranger', broker.url, [], await clientCredentials(stranger));
     const provisioner = startRxfleet(['provision', '--config', files.config, '--choria-config', files.choria]);
     running.push(provisioner);
     await waitFor(() => broker.logins.length >= 2, 'two login attempts', 20_000);
-    expect(broker.logins.every((l) => !l.accepted && l.reason?.startsWith('failed to parse client token issued by the choria chain'))).toBe(true);
+    expect(broker.logins.every((l) => !l.accepted && l.reason?.startsWith('failed to parse client token issued by the choria chain'))).toBe(
+      true,
+    );
     expect(await ready(files.port)).toBe(503);
     expect(provisioner.running()).toBe(true);
   });
 
-  it('a token without the provisioner permission is refused as go-choria\'s broker refuses it', async () => {
+  it("a token without the provisioner permission is refused as go-choria's broker refuses it", async () => {
     const broker = await proxy();
-    const files = await provisionerFiles('noperm', broker.url, [], await clientCredentials(issuer, { permissions: { streams_user: true } }));
+    const files = await provisionerFiles(
+      'noperm',
+      broker.url,
+      [],
+      await clientCredentials(issuer, { permissions: { streams_user: true } }),
+    );
     const provisioner = startRxfleet(['provision', '--config', files.config, '--choria-config', files.choria]);
     running.push(provisioner);
     await waitFor(() => broker.logins.length >= 1, 'a login attempt', 20_000);
-    expect(broker.logins[0]).toEqual({ accepted: false, user: 'provisioner', reason: "provisioner claim is false in token with caller id 'up=provisioner'" });
+    expect(broker.logins[0]).toEqual({
+      accepted: false,
+      user: 'provisioner',
+      reason: "provisioner claim is false in token with caller id 'up=provisioner'",
+    });
   });
 });

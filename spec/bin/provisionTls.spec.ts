@@ -21,13 +21,23 @@ describe('rxfleet provision with mutual TLS and signed requests', () => {
   beforeAll(async () => {
     site = siteDir('rxfleet-tls-');
     ca = await createTestCa();
-    const [brokerCert, fleetCert] = await Promise.all([ca.issue('broker.example.net', { dns: ['localhost'], ip: ['127.0.0.1'] }), ca.issue('fleet.example.net')]);
+    const [brokerCert, fleetCert] = await Promise.all([
+      ca.issue('broker.example.net', { dns: ['localhost'], ip: ['127.0.0.1'] }),
+      ca.issue('fleet.example.net'),
+    ]);
     const caFile = site.file('ca.pem', ca.cert);
     broker = await startNatsServer({
       jetstream: false,
       config: `${choriaAccountsConfig}\ntls {\n  cert_file: "${site.file('broker.pem', brokerCert.cert)}"\n  key_file: "${site.file('broker-key.pem', brokerCert.key)}"\n  ca_file: "${caFile}"\n  verify: true\n}\n`,
     });
-    fleetTls = ['--nats-ca', caFile, '--nats-cert', site.file('fleet.pem', fleetCert.cert), '--nats-key', site.file('fleet-key.pem', fleetCert.key)];
+    fleetTls = [
+      '--nats-ca',
+      caFile,
+      '--nats-cert',
+      site.file('fleet.pem', fleetCert.cert),
+      '--nats-key',
+      site.file('fleet-key.pem', fleetCert.key),
+    ];
   }, 30_000);
   afterEach(() => killAll(running.splice(0)));
   afterAll(async () => {
@@ -37,11 +47,47 @@ describe('rxfleet provision with mutual TLS and signed requests', () => {
 
   const provisionerYaml = async (name: string): Promise<{ config: string; port: number }> => {
     const port = await freePort();
-    return { port, config: site.file(`${name}/provisioner.yaml`, [`helper: ${MINIMAL_HELPER}`, 'token: tok-tls', `broker_provisioning_password: ${PROVISIONER.password}`, `monitor_port: ${port}`].join('\n')) };
+    return {
+      port,
+      config: site.file(
+        `${name}/provisioner.yaml`,
+        [
+          `helper: ${MINIMAL_HELPER}`,
+          'token: tok-tls',
+          `broker_provisioning_password: ${PROVISIONER.password}`,
+          `monitor_port: ${port}`,
+        ].join('\n'),
+      ),
+    };
   };
-  const ready = async (port: number): Promise<number> => fetch(`http://127.0.0.1:${port}/ready`).then((r) => r.status, () => 0);
+  const ready = async (port: number): Promise<number> =>
+    fetch(`http://127.0.0.1:${port}/ready`).then(
+      (r) => r.status,
+      () => 0,
+    );
   const strictFleet = (nodes: number, extra: string[] = []): RxfleetProcess => {
-    const simulate = startRxfleet(['simulate', '--nats', broker.url, ...fleetTls, '--nats-user', PROVISIONING_SERVER.user, '--nats-password', PROVISIONING_SERVER.password, '--nodes', String(nodes), '--token', 'tok-tls', '--restart-delay', '100ms', '--require-signed', '--ca', site.file('ca.pem', ca.cert), '--json', '--trace', ...extra]);
+    const simulate = startRxfleet([
+      'simulate',
+      '--nats',
+      broker.url,
+      ...fleetTls,
+      '--nats-user',
+      PROVISIONING_SERVER.user,
+      '--nats-password',
+      PROVISIONING_SERVER.password,
+      '--nodes',
+      String(nodes),
+      '--token',
+      'tok-tls',
+      '--restart-delay',
+      '100ms',
+      '--require-signed',
+      '--ca',
+      site.file('ca.pem', ca.cert),
+      '--json',
+      '--trace',
+      ...extra,
+    ]);
     running.push(simulate);
     return simulate;
   };
@@ -55,7 +101,16 @@ describe('rxfleet provision with mutual TLS and signed requests', () => {
   };
 
   it('the broker refuses a client without a certificate (the fixture verifies clients)', async () => {
-    await expect(connect({ servers: broker.url, user: PROVISIONER.user, pass: PROVISIONER.password, tls: { ca: ca.cert }, reconnect: false, timeout: 5000 })).rejects.toThrow();
+    await expect(
+      connect({
+        servers: broker.url,
+        user: PROVISIONER.user,
+        pass: PROVISIONER.password,
+        tls: { ca: ca.cert },
+        reconnect: false,
+        timeout: 5000,
+      }),
+    ).rejects.toThrow();
   });
 
   it('the file provider: its certificate, key and CA; certname from MCOLLECTIVE_CERTNAME; every request signed', async () => {
@@ -72,10 +127,17 @@ describe('rxfleet provision with mutual TLS and signed requests', () => {
         `plugin.security.file.ca = ${site.file('file/ca.pem', ca.cert)}`,
       ].join('\n'),
     );
-    const provisioner = startRxfleet(['provision', '--config', config, '--choria-config', choria], { env: { MCOLLECTIVE_CERTNAME: 'prov.mcollective' } });
+    const provisioner = startRxfleet(['provision', '--config', config, '--choria-config', choria], {
+      env: { MCOLLECTIVE_CERTNAME: 'prov.mcollective' },
+    });
     running.push(provisioner);
     await waitFor(async () => (await ready(port)) === 200, 'the provisioner to be ready', 20_000);
-    expect(provisioner.lines.some((l) => l.msg === 'security provider file: caller choria=prov.mcollective, TLS mutual, verified, requests v1, signed with the x509 key')).toBe(true);
+    expect(
+      provisioner.lines.some(
+        (l) =>
+          l.msg === 'security provider file: caller choria=prov.mcollective, TLS mutual, verified, requests v1, signed with the x509 key',
+      ),
+    ).toBe(true);
     const { summary, callers } = await provisionStrictFleet(3);
     expect(summary).toMatchObject({ nodes: 3, provisioned: 3, duplicates: 0, signatureRefusals: 0 });
     expect(callers).toEqual(['choria=prov.mcollective']);
@@ -87,8 +149,17 @@ describe('rxfleet provision with mutual TLS and signed requests', () => {
     site.file('puppet/ssl/private_keys/ops.mcollective.pem', client.key);
     site.file('puppet/ssl/certs/ca.pem', ca.cert);
     const { config, port } = await provisionerYaml('puppet');
-    const choria = site.file('puppet/choria.cfg', ['identity = prov.example.net', `plugin.choria.middleware_hosts = ${broker.url}`, `plugin.choria.ssldir = ${site.path}/puppet/ssl`].join('\n'));
-    running.push(startRxfleet(['provision', '--config', config, '--choria-config', choria], { env: { USER: 'ops', MCOLLECTIVE_CERTNAME: undefined } }));
+    const choria = site.file(
+      'puppet/choria.cfg',
+      [
+        'identity = prov.example.net',
+        `plugin.choria.middleware_hosts = ${broker.url}`,
+        `plugin.choria.ssldir = ${site.path}/puppet/ssl`,
+      ].join('\n'),
+    );
+    running.push(
+      startRxfleet(['provision', '--config', config, '--choria-config', choria], { env: { USER: 'ops', MCOLLECTIVE_CERTNAME: undefined } }),
+    );
     await waitFor(async () => (await ready(port)) === 200, 'the provisioner to be ready', 20_000);
     const { summary, callers } = await provisionStrictFleet(2);
     expect(summary).toMatchObject({ nodes: 2, provisioned: 2, duplicates: 0, signatureRefusals: 0 });
@@ -110,7 +181,9 @@ describe('rxfleet provision with mutual TLS and signed requests', () => {
         `plugin.security.file.ca = ${site.file('refused/ca.pem', ca.cert)}`,
       ].join('\n'),
     );
-    running.push(startRxfleet(['provision', '--config', config, '--choria-config', choria], { env: { MCOLLECTIVE_CERTNAME: 'prov.example.net' } }));
+    running.push(
+      startRxfleet(['provision', '--config', config, '--choria-config', choria], { env: { MCOLLECTIVE_CERTNAME: 'prov.example.net' } }),
+    );
     await waitFor(async () => (await ready(port)) === 200, 'the provisioner to be ready', 20_000);
     const simulate = strictFleet(1, ['--report-every', '200ms']);
     const refused = await simulate.next((l) => l.type === 'progress' && Number(l.signatureRefusals) > 0);

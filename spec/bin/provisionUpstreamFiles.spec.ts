@@ -40,10 +40,23 @@ describe('files the Go provisioner starts with', () => {
     return lines.filter((l) => l.startsWith('warning: ')).map((l) => l.slice('warning: '.length));
   };
 
-  const ready = async (port: number): Promise<void> => waitFor(async () => (await fetch(`http://127.0.0.1:${port}/ready`).then((r) => r.status, () => 0)) === 200, 'the provisioner to be ready', 20_000);
+  const ready = async (port: number): Promise<void> =>
+    waitFor(
+      async () =>
+        (await fetch(`http://127.0.0.1:${port}/ready`).then(
+          (r) => r.status,
+          () => 0,
+        )) === 200,
+      'the provisioner to be ready',
+      20_000,
+    );
 
   /** Starts the provisioner, waits until ready, and checks it logged exactly validate's warnings. */
-  const provision = async (name: string, lines: string[], args: string[] = []): Promise<{ provisioner: RxfleetProcess; port: number; warnings: string[] }> => {
+  const provision = async (
+    name: string,
+    lines: string[],
+    args: string[] = [],
+  ): Promise<{ provisioner: RxfleetProcess; port: number; warnings: string[] }> => {
     const { config, choria, port } = await files(name, lines);
     const warnings = await validateWarnings(config, choria);
     const provisioner = startRxfleet([...args, 'provision', '--config', config, '--choria-config', choria]);
@@ -55,7 +68,19 @@ describe('files the Go provisioner starts with', () => {
   };
 
   const fleet = async (nodes: number, extra: string[] = []): Promise<RxfleetProcess> => {
-    const simulate = startRxfleet(['simulate', '--nats', server().url, '--nodes', String(nodes), '--restart-delay', '100ms', '--json', '--report-every', '0', ...extra]);
+    const simulate = startRxfleet([
+      'simulate',
+      '--nats',
+      server().url,
+      '--nodes',
+      String(nodes),
+      '--restart-delay',
+      '100ms',
+      '--json',
+      '--report-every',
+      '0',
+      ...extra,
+    ]);
     running.push(simulate);
     await simulate.next((l) => l.type === 'ready');
     return simulate;
@@ -68,19 +93,25 @@ describe('files the Go provisioner starts with', () => {
 
   it('loglevel: trace logs at warn, as upstream, after saying so', async () => {
     const { provisioner, warnings } = await provision('trace', [`helper: ${MINIMAL_HELPER}`, 'loglevel: trace']);
-    expect(warnings).toEqual([expect.stringMatching(/trace.yaml: loglevel: "trace" is not one of debug, info, warn, error or fatal: logging at warn, as upstream does with a level it does not know$/)]);
+    expect(warnings).toEqual([
+      expect.stringMatching(
+        /trace.yaml: loglevel: "trace" is not one of debug, info, warn, error or fatal: logging at warn, as upstream does with a level it does not know$/,
+      ),
+    ]);
     expect(provisioner.lines.filter((l) => Number(l.level) < 40)).toEqual([]);
   });
 
-  it('no helper: every node fails at the helper step with upstream\'s message', async () => {
+  it("no helper: every node fails at the helper step with upstream's message", async () => {
     const { provisioner, warnings } = await provision('nohelper', ['token: t']);
     expect(warnings).toEqual([expect.stringMatching(/nohelper.yaml: helper: not set: every node will fail at the helper step/)]);
     await fleet(1);
     const failure = await provisioner.next((l) => String(l.msg).startsWith('Could not provision node-1.example.net'));
-    expect(failure.msg).toBe('Could not provision node-1.example.net: could not invoke configure helper: cannot parse helper command: empty');
+    expect(failure.msg).toBe(
+      'Could not provision node-1.example.net: could not invoke configure helper: cannot parse helper command: empty',
+    );
   });
 
-  it('features.jwt without jwt_verify_cert: every node fails JWT validation with upstream\'s message', async () => {
+  it("features.jwt without jwt_verify_cert: every node fails JWT validation with upstream's message", async () => {
     const { provisioner, warnings } = await provision('nojwtcert', [`helper: ${MINIMAL_HELPER}`, 'features: {jwt: true}']);
     expect(warnings).toEqual([expect.stringMatching(/nojwtcert.yaml: jwt_verify_cert: not set while features.jwt is on/)]);
     await fleet(1);
@@ -90,17 +121,28 @@ describe('files the Go provisioner starts with', () => {
 
   it('a lifecycle component with a space: no startup events, as upstream, and discovery still finds the fleet', async () => {
     await fleet(2);
-    const { provisioner, port, warnings } = await provision('space', [`helper: ${MINIMAL_HELPER}`, 'lifecycle_component: "provision mode"']);
+    const { provisioner, port, warnings } = await provision('space', [
+      `helper: ${MINIMAL_HELPER}`,
+      'lifecycle_component: "provision mode"',
+    ]);
     expect(warnings).toEqual([expect.stringMatching(/space.yaml: lifecycle_component: "provision mode" contains white space/)]);
     // /ready answers once connected; the line comes as the pipeline is built, and through a pipe.
-    await waitFor(() => provisioner.lines.some((l) => String(l.msg).startsWith('Could not listen for lifecycle events')), 'the line saying startup events are off', 20_000);
-    await waitFor(() => provisioner.lines.filter((l) => String(l.msg).startsWith('Provisioned ')).length === 2, 'both nodes provisioned', 20_000);
+    await waitFor(
+      () => provisioner.lines.some((l) => String(l.msg).startsWith('Could not listen for lifecycle events')),
+      'the line saying startup events are off',
+      20_000,
+    );
+    await waitFor(
+      () => provisioner.lines.filter((l) => String(l.msg).startsWith('Provisioned ')).length === 2,
+      'both nodes provisioned',
+      20_000,
+    );
     const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     expect(sampleValue(metrics, 'choria_provisioner_discovered', { site: 'up' })).toBe(2);
     expect(sampleValue(metrics, 'choria_provisioner_event_discovered', { site: 'up' })).toBe(0);
   });
 
-  it('upstream\'s command line: --debug before the command, run, --pid; /metrics carries the process series and the election series at zero', async () => {
+  it("upstream's command line: --debug before the command, run, --pid; /metrics carries the process series and the election series at zero", async () => {
     const pid = `${site.path}/provisioner.pid`;
     const { config, choria, port } = await files('cli', [`helper: ${MINIMAL_HELPER}`, 'loglevel: error']);
     const provisioner = startRxfleet(['--debug', 'run', `--config=${config}`, '--choria-config', choria, '--pid', pid]);
@@ -110,7 +152,8 @@ describe('files the Go provisioner starts with', () => {
     // loglevel: error, but --debug wins, as upstream's.
     expect(provisioner.lines.some((l) => l.level === 20)).toBe(true);
     const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    for (const series of ['process_resident_memory_bytes', 'process_cpu_seconds_total', 'nodejs_heap_size_used_bytes']) expect(sampleValue(metrics, series)).toBeGreaterThan(0);
+    for (const series of ['process_resident_memory_bytes', 'process_cpu_seconds_total', 'nodejs_heap_size_used_bytes'])
+      expect(sampleValue(metrics, series)).toBeGreaterThan(0);
     const labels = { election: 'provisioner', identity: 'prov.example.net' };
     expect(sampleValue(metrics, 'choria_election_leader', labels)).toBe(0);
     expect(sampleValue(metrics, 'choria_election_campaigns', { ...labels, state: 'candidate' })).toBe(0);

@@ -36,7 +36,12 @@ describe('handleShutdownSignals (DECISIONS P9)', () => {
   it('exits with 1 when the grace period runs out', () => {
     jest.useFakeTimers();
     const exits: number[] = [];
-    const remove = handleShutdownSignals({ graceful: () => new Promise<void>(() => undefined), graceMs: 30_000, exit: (c) => exits.push(c), signals: [SIGNAL] });
+    const remove = handleShutdownSignals({
+      graceful: () => new Promise<void>(() => undefined),
+      graceMs: 30_000,
+      exit: (c) => exits.push(c),
+      signals: [SIGNAL],
+    });
     raise();
     jest.advanceTimersByTime(29_999);
     expect(exits).toEqual([]);

@@ -29,9 +29,19 @@ async function rxfleet(...args: string[]): Promise<{ code: number; stdout: strin
 }
 
 /** A running `rxfleet simulate --json`: its report lines as they come, one of a type awaited, its exit code. */
-function simulate(args: string[]): { child: RxfleetProcess['child']; lines: Record<string, unknown>[]; next(type: string): Promise<Record<string, unknown>>; exited: Promise<number | null> } {
+function simulate(args: string[]): {
+  child: RxfleetProcess['child'];
+  lines: Record<string, unknown>[];
+  next(type: string): Promise<Record<string, unknown>>;
+  exited: Promise<number | null>;
+} {
   const fleet = startRxfleet(['simulate', '--json', ...args]);
-  return { child: fleet.child, lines: fleet.lines, next: (type) => fleet.next((l) => l.type === type), exited: fleet.exited.then((e) => e.code) };
+  return {
+    child: fleet.child,
+    lines: fleet.lines,
+    next: (type) => fleet.next((l) => l.type === type),
+    exited: fleet.exited.then((e) => e.code),
+  };
 }
 
 describe('rxfleet simulate', () => {
@@ -53,7 +63,18 @@ describe('rxfleet simulate', () => {
 
   it('serves a fleet that discovery finds, writes the JWT key, and on SIGTERM prints a summary and exits 0', async () => {
     const keyFile = join(dir, 'jwt-verify.hex');
-    const fleet = simulate(['--nats', server().url, '--nodes', '25', '--name-prefix', 'cli', '--jwt-public-key-out', keyFile, '--report-every', '0']);
+    const fleet = simulate([
+      '--nats',
+      server().url,
+      '--nodes',
+      '25',
+      '--name-prefix',
+      'cli',
+      '--jwt-public-key-out',
+      keyFile,
+      '--report-every',
+      '0',
+    ]);
     const ready = await fleet.next('ready');
     expect(ready).toMatchObject({ nodes: 25, jwt_key_type: 'ed25519' });
     expect(ready.jwt_verify_cert).toMatch(/^[0-9a-f]{64}$/);
@@ -68,7 +89,21 @@ describe('rxfleet simulate', () => {
   });
 
   it('exits by itself once every node is provisioned, when asked to', async () => {
-    const fleet = simulate(['--nats', server().url, '--nodes', '2', '--name-prefix', 'done', '--token', 't', '--restart-delay', '5ms', '--exit-when-provisioned', '--report-every', '50ms']);
+    const fleet = simulate([
+      '--nats',
+      server().url,
+      '--nodes',
+      '2',
+      '--name-prefix',
+      'done',
+      '--token',
+      't',
+      '--restart-delay',
+      '5ms',
+      '--exit-when-provisioned',
+      '--report-every',
+      '50ms',
+    ]);
     await fleet.next('ready');
     for (const id of ['done-1.example.net', 'done-2.example.net']) {
       await firstValueFrom(client.call(PROVISION_RPCS.configure, id, configureInput(PROVISIONED_CONFIG, 't')));
@@ -90,7 +125,19 @@ describe('rxfleet simulate', () => {
   });
 
   it('with --trace, reports each request with its caller, action and time; --lock-window shortens the provisioning lock', async () => {
-    const fleet = simulate(['--nats', server().url, '--nodes', '1', '--name-prefix', 'trace', '--report-every', '0', '--trace', '--lock-window', '2s']);
+    const fleet = simulate([
+      '--nats',
+      server().url,
+      '--nodes',
+      '1',
+      '--name-prefix',
+      'trace',
+      '--report-every',
+      '0',
+      '--trace',
+      '--lock-window',
+      '2s',
+    ]);
     await fleet.next('ready');
     const id = 'trace-1.example.net';
     const before = Date.now();
@@ -98,7 +145,9 @@ describe('rxfleet simulate', () => {
     const other = new ChoriaRpcClient({ nc: connection.nc, identity: 'other-provisioner.example.net' });
     let acceptedAt = 0;
     try {
-      await expect(firstValueFrom(other.call(PROVISION_RPCS.jwt, id, { token: '' }))).rejects.toMatchObject({ name: 'ProvisioningLockError' });
+      await expect(firstValueFrom(other.call(PROVISION_RPCS.jwt, id, { token: '' }))).rejects.toMatchObject({
+        name: 'ProvisioningLockError',
+      });
       // The other caller asks until the first caller's lock lapses (its refusals do not extend it).
       await waitFor(
         () =>
@@ -129,7 +178,12 @@ describe('rxfleet simulate', () => {
     const port = await freePort();
     const fleet = startRxfleet(['simulate', '--nats', `nats://127.0.0.1:${port}`, '--nodes', '1']);
     await waitFor(() => fleet.stderr().includes('cannot connect to NATS'), 'the failed attempt');
-    const line = JSON.parse(fleet.stderr().split('\n').find((l) => l.includes('cannot connect to NATS')) ?? '{}') as Record<string, unknown>;
+    const line = JSON.parse(
+      fleet
+        .stderr()
+        .split('\n')
+        .find((l) => l.includes('cannot connect to NATS')) ?? '{}',
+    ) as Record<string, unknown>;
     expect(line).toMatchObject({ level: 40, name: 'rxfleet-simulate', attempt: 1, servers: [`nats://127.0.0.1:${port}`] });
     fleet.child.kill('SIGTERM');
     expect((await fleet.exited).code).toBe(0);
@@ -140,7 +194,9 @@ describe('rxfleet simulate', () => {
     try {
       const fleet = startRxfleet(['simulate', '--nodes', '1'], { env: { ...process.env, PATH: path } });
       expect((await fleet.exited).code).toBe(1);
-      expect(fleet.stderr().trim()).toBe('rxfleet simulate: no --nats given and nats-server is not on PATH to start a private one: install it (apt-get install nats-server) or pass --nats nats://host:4222');
+      expect(fleet.stderr().trim()).toBe(
+        'rxfleet simulate: no --nats given and nats-server is not on PATH to start a private one: install it (apt-get install nats-server) or pass --nats nats://host:4222',
+      );
     } finally {
       rmSync(path, { recursive: true, force: true });
     }
@@ -149,12 +205,27 @@ describe('rxfleet simulate', () => {
   it('refuses bad arguments with one clear line and a non-zero exit', async () => {
     const cases: [string[], string][] = [
       [['--nats', 'x'], `error: required option '--nodes <n>' not specified`],
-      [['--nats', 'x', '--nodes', '3', '--latency', '50'], `error: option '--latency <duration>' argument '50' is invalid. expected a duration with its unit such as 500ms, 10s or 2m, got "50"`],
+      [
+        ['--nats', 'x', '--nodes', '3', '--latency', '50'],
+        `error: option '--latency <duration>' argument '50' is invalid. expected a duration with its unit such as 500ms, 10s or 2m, got "50"`,
+      ],
       [['--nats', 'x', '--nodes', '0'], `error: option '--nodes <n>' argument '0' is invalid. expected a positive whole number, got "0"`],
-      [['--nats', 'x', '--nodes', '3', '--failure-rate', '1.5'], `error: option '--failure-rate <f>' argument '1.5' is invalid. expected a number from 0 to 1, got "1.5"`],
-      [['--nats', 'x', '--nodes', '3', '--component', 'prov.>'], `error: option '--component <name>' argument 'prov.>' is invalid. invalid lifecycle component: prov.>`],
-      [['--nats', 'x', '--nodes', '3', '--lifecycle-format', 'xml'], `error: option '--lifecycle-format <format>' argument 'xml' is invalid. Allowed choices are cloudevents, choria.`],
-      [['--nats', 'x', '--nodes', '3', '--require-signed'], 'error: --require-signed needs --ca <file>: the CA that signed requests are verified against'],
+      [
+        ['--nats', 'x', '--nodes', '3', '--failure-rate', '1.5'],
+        `error: option '--failure-rate <f>' argument '1.5' is invalid. expected a number from 0 to 1, got "1.5"`,
+      ],
+      [
+        ['--nats', 'x', '--nodes', '3', '--component', 'prov.>'],
+        `error: option '--component <name>' argument 'prov.>' is invalid. invalid lifecycle component: prov.>`,
+      ],
+      [
+        ['--nats', 'x', '--nodes', '3', '--lifecycle-format', 'xml'],
+        `error: option '--lifecycle-format <format>' argument 'xml' is invalid. Allowed choices are cloudevents, choria.`,
+      ],
+      [
+        ['--nats', 'x', '--nodes', '3', '--require-signed'],
+        'error: --require-signed needs --ca <file>: the CA that signed requests are verified against',
+      ],
     ];
     for (const [args, line] of cases) {
       const { code, stderr } = await rxfleet('simulate', ...args);

@@ -46,8 +46,11 @@ beforeAll(() => {
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('rxfleet validate', () => {
-  it('prints a one-line summary and exits 0 for a good configuration, without the helper\'s arguments', async () => {
-    const config = file('good.yaml', `workers: 4\ninterval: 5m\nhelper: ${MINIMAL_HELPER} --token s3cret\nsite: TEST\nmonitor_port: 8080\nfeatures: {pki: true}\nchoria_insecure: true\n`);
+  it("prints a one-line summary and exits 0 for a good configuration, without the helper's arguments", async () => {
+    const config = file(
+      'good.yaml',
+      `workers: 4\ninterval: 5m\nhelper: ${MINIMAL_HELPER} --token s3cret\nsite: TEST\nmonitor_port: 8080\nfeatures: {pki: true}\nchoria_insecure: true\n`,
+    );
     const choria = file('client.cfg', 'identity = prov1.example.net\nplugin.choria.middleware_hosts = broker:4222\n');
     const { code, stdout } = await rxfleet('validate', '--config', config, '--choria-config', choria);
     expect(code).toBe(0);
@@ -59,14 +62,22 @@ describe('rxfleet validate', () => {
 
   it('names the Incus feed in the summary when it is on, and refuses its bad keys as provision does', async () => {
     const choria = file('feed.cfg', 'identity = a\nplugin.choria.middleware_hosts = b:4222\n');
-    const on = file('feed.yaml', `helper: ${MINIMAL_HELPER}\nchoria_insecure: true\nrxfleet:\n  incus: {subject_prefix: site.incus, identity: "{name}.example.net"}\n`);
+    const on = file(
+      'feed.yaml',
+      `helper: ${MINIMAL_HELPER}\nchoria_insecure: true\nrxfleet:\n  incus: {subject_prefix: site.incus, identity: "{name}.example.net"}\n`,
+    );
     const good = await rxfleet('validate', '--config', on, '--choria-config', choria);
     expect(good.code).toBe(0);
-    expect(good.stdout).toContain(', no leader election, Incus feed from site.incus.*.instance.> with identity {name}.example.net; choria config');
+    expect(good.stdout).toContain(
+      ', no leader election, Incus feed from site.incus.*.instance.> with identity {name}.example.net; choria config',
+    );
     const bad = file('badfeed.yaml', `helper: ${MINIMAL_HELPER}\nchoria_insecure: true\nrxfleet:\n  incus: {identity: "{hostname}"}\n`);
     const refused = await rxfleet('validate', '--config', bad, '--choria-config', choria);
     expect(refused.code).toBe(1);
-    expect(refused.stdout.trim().split('\n')).toEqual([`error: ${bad}: rxfleet.incus.identity: unknown placeholder {hostname}: use {name}, {project} or {config.KEY}`, '1 error, 0 warnings']);
+    expect(refused.stdout.trim().split('\n')).toEqual([
+      `error: ${bad}: rxfleet.incus.identity: unknown placeholder {hostname}: use {name}, {project} or {config.KEY}`,
+      '1 error, 0 warnings',
+    ]);
   });
 
   it('prints every problem with its path and exits 1', async () => {
@@ -96,7 +107,7 @@ describe('rxfleet validate', () => {
     expect(strict.code).toBe(1);
   });
 
-  it('checks what rxfleet provision needs to connect: the file provider\'s TLS material unless choria_insecure', async () => {
+  it("checks what rxfleet provision needs to connect: the file provider's TLS material unless choria_insecure", async () => {
     const config = file('tls.yaml', `helper: ${MINIMAL_HELPER}\n`);
     const choria = file('tls.cfg', 'identity = a\nplugin.security.provider = file\nplugin.security.file.certificate = /nowhere/cert.pem\n');
     const { code, stdout } = await rxfleet('validate', '--config', config, '--choria-config', choria);
@@ -109,7 +120,7 @@ describe('rxfleet validate', () => {
     ]);
   });
 
-  it('a Choria configuration without a provider is go-choria\'s puppet one; without brokers they come from DNS SRV', async () => {
+  it("a Choria configuration without a provider is go-choria's puppet one; without brokers they come from DNS SRV", async () => {
     const config = file('puppet.yaml', `helper: ${MINIMAL_HELPER}\n`);
     const choria = file('puppet.cfg', `identity = a.example.net\nplugin.choria.ssldir = ${dir}/ssl\n`);
     const { code, stdout } = await rxfleetWith({ USER: 'ops' }, 'validate', '--config', config, '--choria-config', choria);
@@ -120,7 +131,13 @@ describe('rxfleet validate', () => {
       `error: ${choria}: the puppet security provider needs the CA "${dir}/ssl/certs/ca.pem" (plugin.choria.ssldir ${dir}/ssl, certname ops.mcollective), which does not exist`,
       '3 errors, 0 warnings',
     ]);
-    const insecure = await rxfleet('validate', '--config', file('insecure.yaml', `helper: ${MINIMAL_HELPER}\nchoria_insecure: true\n`), '--choria-config', file('srv.cfg', 'identity = a.example.net\nplugin.choria.srv_domain = example.net\n'));
+    const insecure = await rxfleet(
+      'validate',
+      '--config',
+      file('insecure.yaml', `helper: ${MINIMAL_HELPER}\nchoria_insecure: true\n`),
+      '--choria-config',
+      file('srv.cfg', 'identity = a.example.net\nplugin.choria.srv_domain = example.net\n'),
+    );
     expect(insecure.code).toBe(0);
     expect(insecure.stdout).toMatch(/identity a.example.net, NATS servers from DNS SRV records in example.net \(else puppet:4222\)$/m);
   });
@@ -135,12 +152,20 @@ describe('rxfleet validate', () => {
   it('without --choria-config and none at the default places, checks with the defaults provision would run with', async () => {
     // go-choria's defaults: the puppet provider, whose client certname is <USER>.mcollective, in
     // root's Puppet SSL directory (the specs run as root).
-    const { code, stdout } = await rxfleetWith({ USER: 'ops', MCOLLECTIVE_CERTNAME: undefined }, 'validate', '--config', file('solo.yaml', `helper: ${MINIMAL_HELPER}\n`));
+    const { code, stdout } = await rxfleetWith(
+      { USER: 'ops', MCOLLECTIVE_CERTNAME: undefined },
+      'validate',
+      '--config',
+      file('solo.yaml', `helper: ${MINIMAL_HELPER}\n`),
+    );
     const lines = stdout.trim().split('\n');
     expect(code).toBe(1);
-    expect(lines[0]).toMatch(/^warning: \/etc\/puppetlabs\/mcollective\/client\.cfg: no Choria client configuration found at the default locations; using defaults \(identity \S+, no brokers\): pass --choria-config$/);
+    expect(lines[0]).toMatch(
+      /^warning: \/etc\/puppetlabs\/mcollective\/client\.cfg: no Choria client configuration found at the default locations; using defaults \(identity \S+, no brokers\): pass --choria-config$/,
+    );
     const ssl = '/etc/puppetlabs/puppet/ssl';
-    const needs = (what: string, file: string): string => `the puppet security provider needs the ${what} "${ssl}/${file}" (plugin.choria.ssldir ${ssl}, certname ops.mcollective), which does not exist`;
+    const needs = (what: string, file: string): string =>
+      `the puppet security provider needs the ${what} "${ssl}/${file}" (plugin.choria.ssldir ${ssl}, certname ops.mcollective), which does not exist`;
     expect(lines.slice(1).map((l) => l.replace(/^error: [^:]+: /, ''))).toEqual([
       needs('certificate', 'certs/ops.mcollective.pem'),
       needs('private key', 'private_keys/ops.mcollective.pem'),
@@ -151,9 +176,21 @@ describe('rxfleet validate', () => {
 
   it('takes the servers and credentials from the flags provision takes', async () => {
     const config = file('flags.yaml', `helper: ${MINIMAL_HELPER}\nchoria_insecure: true\n`);
-    const { code, stdout } = await rxfleet('validate', '--config', config, '--choria-config', file('id.cfg', 'identity = a\n'), '--nats', 'nats://admin:PASS@broker:4222,broker2:4222', '--monitor', '127.0.0.1:9999');
+    const { code, stdout } = await rxfleet(
+      'validate',
+      '--config',
+      config,
+      '--choria-config',
+      file('id.cfg', 'identity = a\n'),
+      '--nats',
+      'nats://admin:PASS@broker:4222,broker2:4222',
+      '--monitor',
+      '127.0.0.1:9999',
+    );
     expect(code).toBe(0);
-    expect(stdout.trim()).toBe(`${config}: OK: ${availableParallelism()} workers, interval 1m, features none, helper ${MINIMAL_HELPER}, site "", /metrics on 127.0.0.1:9999, no leader election; choria config ${join(dir, 'id.cfg')}: identity a, 2 NATS servers`);
+    expect(stdout.trim()).toBe(
+      `${config}: OK: ${availableParallelism()} workers, interval 1m, features none, helper ${MINIMAL_HELPER}, site "", /metrics on 127.0.0.1:9999, no leader election; choria config ${join(dir, 'id.cfg')}: identity a, 2 NATS servers`,
+    );
     expect(stdout).not.toContain('PASS');
   });
 
@@ -169,31 +206,49 @@ describe('the helper (DECISIONS: a file the Go provisioner starts with, rxfleet 
   afterEach(() => killAll(running.splice(0)));
 
   const cases: Array<[string, () => string, RegExp]> = [
-    ['does not exist', () => '/nonexistent/helper --token s3cret', /^warning: \S+: helper: \/nonexistent\/helper does not exist: every node will fail until it can be run$/],
-    ['is not executable', () => file('not-executable.sh', '#!/bin/sh\necho {}\n', 0o644), /^warning: \S+: helper: \S+not-executable\.sh is not executable by this user \(uid \d+\): every node will fail until it can be run$/],
-    ['is not on PATH', () => 'no-such-helper-anywhere', /^warning: \S+: helper: no-such-helper-anywhere is not an executable file in any PATH directory of this user: every node will fail until it can be run$/],
+    [
+      'does not exist',
+      () => '/nonexistent/helper --token s3cret',
+      /^warning: \S+: helper: \/nonexistent\/helper does not exist: every node will fail until it can be run$/,
+    ],
+    [
+      'is not executable',
+      () => file('not-executable.sh', '#!/bin/sh\necho {}\n', 0o644),
+      /^warning: \S+: helper: \S+not-executable\.sh is not executable by this user \(uid \d+\): every node will fail until it can be run$/,
+    ],
+    [
+      'is not on PATH',
+      () => 'no-such-helper-anywhere',
+      /^warning: \S+: helper: no-such-helper-anywhere is not an executable file in any PATH directory of this user: every node will fail until it can be run$/,
+    ],
   ];
 
-  it.each(cases)('that %s: validate warns and exits 0 (1 with --strict); provision starts and logs the same line', async (_what, helper, line) => {
-    const command = helper();
-    const config = file(`helper-${running.length}-${Date.now()}.yaml`, `helper: ${command}\nchoria_insecure: true\nrxfleet: {nats_servers: ["127.0.0.1:1"]}\n`);
-    const choria = file('helper.cfg', 'identity = helper.example.net\n');
-    const validate = await rxfleet('validate', '--config', config, '--choria-config', choria);
-    const warning = validate.stdout.trim().split('\n')[0];
-    expect(warning).toMatch(line);
-    expect(validate.code).toBe(0);
-    expect(validate.stdout).toMatch(/OK with 1 warning/);
-    expect(validate.stdout).not.toContain('s3cret');
-    expect((await rxfleet('validate', '--config', config, '--choria-config', choria, '--strict')).code).toBe(1);
+  it.each(cases)(
+    'that %s: validate warns and exits 0 (1 with --strict); provision starts and logs the same line',
+    async (_what, helper, line) => {
+      const command = helper();
+      const config = file(
+        `helper-${running.length}-${Date.now()}.yaml`,
+        `helper: ${command}\nchoria_insecure: true\nrxfleet: {nats_servers: ["127.0.0.1:1"]}\n`,
+      );
+      const choria = file('helper.cfg', 'identity = helper.example.net\n');
+      const validate = await rxfleet('validate', '--config', config, '--choria-config', choria);
+      const warning = validate.stdout.trim().split('\n')[0];
+      expect(warning).toMatch(line);
+      expect(validate.code).toBe(0);
+      expect(validate.stdout).toMatch(/OK with 1 warning/);
+      expect(validate.stdout).not.toContain('s3cret');
+      expect((await rxfleet('validate', '--config', config, '--choria-config', choria, '--strict')).code).toBe(1);
 
-    // provision starts (and keeps trying the unreachable broker), with the same line at warn.
-    const provision = startRxfleet(['provision', '--config', config, '--choria-config', choria], { env: { ...process.env, HOME: dir } });
-    running.push(provision);
-    const logged = await provision.next((l) => l.level === 40 && typeof l.msg === 'string' && l.msg.includes('helper:'));
-    expect(`warning: ${String(logged.msg)}`).toBe(warning);
-    await waitFor(() => provision.stdout().includes('connecting to NATS'), 'the daemon to start');
-    expect(provision.stdout()).not.toContain('s3cret');
-  });
+      // provision starts (and keeps trying the unreachable broker), with the same line at warn.
+      const provision = startRxfleet(['provision', '--config', config, '--choria-config', choria], { env: { ...process.env, HOME: dir } });
+      running.push(provision);
+      const logged = await provision.next((l) => l.level === 40 && typeof l.msg === 'string' && l.msg.includes('helper:'));
+      expect(`warning: ${String(logged.msg)}`).toBe(warning);
+      await waitFor(() => provision.stdout().includes('connecting to NATS'), 'the daemon to start');
+      expect(provision.stdout()).not.toContain('s3cret');
+    },
+  );
 });
 
 describe('validate and provision agree', () => {
@@ -205,10 +260,26 @@ describe('validate and provision agree', () => {
   const bad: Array<[string, string, string]> = [
     ['only a helper: the default puppet provider without its certificates', `helper: ${MINIMAL_HELPER}\n`, 'identity = a\n'],
     ['a schema error', 'workers: -1\nhelper: /bin/true\n', 'identity = a\nplugin.choria.middleware_hosts = b:4222\n'],
-    ['a deny-list pattern that does not compile', `helper: ${MINIMAL_HELPER}\nchoria_insecure: true\ncert_deny_list: ["(unclosed"]\n`, 'identity = a\nplugin.choria.middleware_hosts = b:4222\n'],
-    ['the choria provider without its files', `helper: ${MINIMAL_HELPER}\n`, 'identity = a\nplugin.choria.middleware_hosts = b:4222\nplugin.security.provider = choria\n'],
-    ['a nats credentials file that is not there, and a bad Choria line', `helper: ${MINIMAL_HELPER}\nchoria_insecure: true\nrxfleet: {nats_credentials: /nowhere/x.creds}\n`, 'identity = a\nplugin.choria.middleware_hosts = b:4222\ndiscovery_timeout = 0\n'],
-    ['an unsupported security provider', `helper: ${MINIMAL_HELPER}\n`, 'identity = a\nplugin.choria.middleware_hosts = b:4222\nplugin.security.provider = pkcs11\n'],
+    [
+      'a deny-list pattern that does not compile',
+      `helper: ${MINIMAL_HELPER}\nchoria_insecure: true\ncert_deny_list: ["(unclosed"]\n`,
+      'identity = a\nplugin.choria.middleware_hosts = b:4222\n',
+    ],
+    [
+      'the choria provider without its files',
+      `helper: ${MINIMAL_HELPER}\n`,
+      'identity = a\nplugin.choria.middleware_hosts = b:4222\nplugin.security.provider = choria\n',
+    ],
+    [
+      'a nats credentials file that is not there, and a bad Choria line',
+      `helper: ${MINIMAL_HELPER}\nchoria_insecure: true\nrxfleet: {nats_credentials: /nowhere/x.creds}\n`,
+      'identity = a\nplugin.choria.middleware_hosts = b:4222\ndiscovery_timeout = 0\n',
+    ],
+    [
+      'an unsupported security provider',
+      `helper: ${MINIMAL_HELPER}\n`,
+      'identity = a\nplugin.choria.middleware_hosts = b:4222\nplugin.security.provider = pkcs11\n',
+    ],
   ];
 
   it.each(bad)('on %s: provision refuses with exactly the lines validate prints, both exit 1', async (_what, yaml, cfg) => {
@@ -227,7 +298,10 @@ describe('validate and provision agree', () => {
   });
 
   it('never prints a password written into a server URL, in either command', async () => {
-    const config = file('secret.yaml', `helper: ${MINIMAL_HELPER}\nchoria_insecure: true\nrxfleet: {nats_servers: ["nats://admin:PASS1@bro ker:4222"]}\n`);
+    const config = file(
+      'secret.yaml',
+      `helper: ${MINIMAL_HELPER}\nchoria_insecure: true\nrxfleet: {nats_servers: ["nats://admin:PASS1@bro ker:4222"]}\n`,
+    );
     const choria = file('secret.cfg', 'identity = a\nplugin.choria.middleware_hosts = nats://admin:PASS2@broker:4222\n');
     const { validate, provision } = await refusedBy(config, choria);
     expect(validate.code).toBe(1);

@@ -26,8 +26,21 @@ describe('the fuzzer over every decoder and configuration reader', () => {
   it('catches what it is there to catch: an untyped error, and a secret in a problem line', async () => {
     // The provisioner's YAML before issue 14 item 3 threw past its error handling, echoing the
     // token; the fuzzer must see both kinds of failure when a target behaves so.
-    const throwing = { name: 'x', input: () => 'token: *Zq9SecretMarker', run: () => { throw new ReferenceError('Unresolved alias: Zq9SecretMarker'); }, typed: () => false };
-    const leaking = { name: 'y', input: () => 'token: Zq9SecretMarker', run: () => ['token: Zq9SecretMarker'], typed: () => false, check: (r: unknown) => (JSON.stringify(r).includes('Zq9SecretMarker') ? 'leak' : undefined) };
+    const throwing = {
+      name: 'x',
+      input: () => 'token: *Zq9SecretMarker',
+      run: () => {
+        throw new ReferenceError('Unresolved alias: Zq9SecretMarker');
+      },
+      typed: () => false,
+    };
+    const leaking = {
+      name: 'y',
+      input: () => 'token: Zq9SecretMarker',
+      run: () => ['token: Zq9SecretMarker'],
+      typed: () => false,
+      check: (r: unknown) => (JSON.stringify(r).includes('Zq9SecretMarker') ? 'leak' : undefined),
+    };
     const report = await fuzz({ seed: 1, inputs: 2, targets: [throwing, leaking] });
     expect(report.failures.map((f) => [f.target, f.kind])).toEqual([
       ['x', 'untyped error'],

@@ -33,7 +33,11 @@ afterAll(() => rmSync(home, { recursive: true, force: true }));
 /** The built command from the repository's root, with an empty HOME (no Choria configuration found). */
 async function rxfleet(...args: string[]): Promise<Outcome> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [RXFLEET_BIN, ...args], { cwd: root, timeout: 60_000, env: { ...process.env, HOME: home } });
+    const { stdout, stderr } = await run(process.execPath, [RXFLEET_BIN, ...args], {
+      cwd: root,
+      timeout: 60_000,
+      env: { ...process.env, HOME: home },
+    });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const e = error as { code: number; stdout: string; stderr: string };
@@ -47,7 +51,11 @@ function filesUnder(dir: string): string[] {
 
 describe('examples/', () => {
   it('holds the examples this spec checks, and nothing unchecked', () => {
-    expect(filesUnder(examples).map((f) => relative(examples, f)).sort()).toEqual(
+    expect(
+      filesUnder(examples)
+        .map((f) => relative(examples, f))
+        .sort(),
+    ).toEqual(
       [
         'choria.cfg',
         'enricher.yaml',
@@ -78,14 +86,31 @@ describe('examples/provisioner-minimal.yaml', () => {
     const lines = stdout.trim().split('\n');
     expect(lines).toHaveLength(2);
     expect(lines[0]).toMatch(/^warning: \S+: no Choria client configuration found at the default locations; using defaults/);
-    expect(lines[1]).toMatch(/^examples\/provisioner-minimal\.yaml: OK with 1 warning: .* helper examples\/helpers\/minimal-helper\.mjs, .* 1 NATS server$/);
+    expect(lines[1]).toMatch(
+      /^examples\/provisioner-minimal\.yaml: OK with 1 warning: .* helper examples\/helpers\/minimal-helper\.mjs, .* 1 NATS server$/,
+    );
   });
 
   it('provisions a fleet from rxfleet simulate', async () => {
-    const provisioner = startRxfleet(['provision', '--config', 'examples/provisioner-minimal.yaml', '--nats', server().url], { cwd: root, env: { ...process.env, HOME: home } });
+    const provisioner = startRxfleet(['provision', '--config', 'examples/provisioner-minimal.yaml', '--nats', server().url], {
+      cwd: root,
+      env: { ...process.env, HOME: home },
+    });
     running.push(provisioner);
     await waitFor(() => provisioner.lines.some((l) => l.msg === 'connected to NATS'), 'the provisioner to connect');
-    const fleet = startRxfleet(['simulate', '--nats', server().url, '--nodes', '10', '--restart-delay', '100ms', '--exit-when-provisioned', '--json', '--report-every', '0']);
+    const fleet = startRxfleet([
+      'simulate',
+      '--nats',
+      server().url,
+      '--nodes',
+      '10',
+      '--restart-delay',
+      '100ms',
+      '--exit-when-provisioned',
+      '--json',
+      '--report-every',
+      '0',
+    ]);
     running.push(fleet);
     expect((await fleet.exited).code).toBe(0);
     expect(fleet.lines.at(-1)).toMatchObject({ type: 'summary', nodes: 10, provisioned: 10, duplicates: 0 });
@@ -107,7 +132,12 @@ describe('examples/provisioner-full.yaml with examples/choria.cfg', () => {
     // Real material: the daemon reads the key to sign requests with it (and says so when it cannot).
     const ca = await createTestCa();
     const leaf = await ca.issue('provisioner.example.net');
-    const contents: Record<string, string> = { 'ssl/provisioner.pem': leaf.cert, 'ssl/provisioner.key': leaf.key, 'ssl/ca.pem': ca.cert, 'helper.rb': '' };
+    const contents: Record<string, string> = {
+      'ssl/provisioner.pem': leaf.cert,
+      'ssl/provisioner.key': leaf.key,
+      'ssl/ca.pem': ca.cert,
+      'helper.rb': '',
+    };
     for (const [file, text] of Object.entries(contents)) {
       mkdirSync(dirname(at(`etc/choria-provisioner/${file}`)), { recursive: true });
       writeFileSync(at(`etc/choria-provisioner/${file}`), text);
@@ -122,7 +152,9 @@ describe('examples/provisioner-full.yaml with examples/choria.cfg', () => {
 
   it('passes validate --strict once the files it names exist', async () => {
     const { code, stdout } = await rxfleet('validate', '--config', config, '--choria-config', choria, '--strict');
-    expect(stdout.trim()).toBe(`${config}: OK: 4 workers, interval 5m, features none, helper ${join(site, 'etc/choria-provisioner/helper.rb')}, site "production", /metrics on port 8080, no leader election; choria config ${choria}: identity provisioner.example.net, 1 NATS server`);
+    expect(stdout.trim()).toBe(
+      `${config}: OK: 4 workers, interval 5m, features none, helper ${join(site, 'etc/choria-provisioner/helper.rb')}, site "production", /metrics on port 8080, no leader election; choria config ${choria}: identity provisioner.example.net, 1 NATS server`,
+    );
     expect(code).toBe(0);
   });
 
@@ -145,9 +177,15 @@ describe('examples/provisioner-full.yaml with examples/choria.cfg', () => {
   });
 
   it('examples/choria.cfg is a file-provider configuration with no problem', () => {
-    const { config: parsed, problems } = parseChoriaClientConfig(readFileSync(join(examples, 'choria.cfg'), 'utf8'), { file: 'choria.cfg' });
+    const { config: parsed, problems } = parseChoriaClientConfig(readFileSync(join(examples, 'choria.cfg'), 'utf8'), {
+      file: 'choria.cfg',
+    });
     expect(problems).toEqual([]);
-    expect(parsed).toMatchObject({ identity: 'provisioner.example.net', securityProvider: 'file', middlewareHosts: ['tls://broker.example.net:4222'] });
+    expect(parsed).toMatchObject({
+      identity: 'provisioner.example.net',
+      securityProvider: 'file',
+      middlewareHosts: ['tls://broker.example.net:4222'],
+    });
     expect([parsed.certificate, parsed.key, parsed.ca].every((f) => f?.startsWith('/etc/choria-provisioner/ssl/'))).toBe(true);
   });
 });
@@ -176,7 +214,12 @@ describe('examples/systemd/', () => {
   const service = (unit: string): Map<string, string> => {
     const text = readFileSync(join(examples, 'systemd', unit), 'utf8');
     const section = text.slice(text.indexOf('[Service]'), text.indexOf('[Install]'));
-    return new Map(section.split('\n').filter((l) => /^\w+=/.test(l)).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+    return new Map(
+      section
+        .split('\n')
+        .filter((l) => /^\w+=/.test(l))
+        .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+    );
   };
 
   it.each(units)('%s: systemd-analyze verify finds nothing to say (the bin path replaced by one that exists here)', async (unit) => {
@@ -187,19 +230,29 @@ describe('examples/systemd/', () => {
     expect(`${stdout}${stderr}`.trim()).toBe('');
   });
 
-  it.each(units)('%s: a dedicated user, restarted on failure, the first SIGTERM to the daemon alone, hardened without breaking Node', (unit) => {
-    const s = service(unit);
-    expect(s.get('User')).toBe('rxfleet');
-    expect(s.get('Restart')).toBe('on-failure');
-    expect(s.get('KillSignal')).toBe('SIGTERM');
-    // mixed: the daemon drains and stops its helpers itself; SIGKILL for the rest only at the end.
-    expect(s.get('KillMode')).toBe('mixed');
-    // Longer than the grace period (30 s) plus the command's backstop (15 s).
-    expect(Number(/^(\d+)s$/.exec(s.get('TimeoutStopSec') ?? '')?.[1])).toBeGreaterThan(45);
-    for (const [key, value] of [['NoNewPrivileges', 'yes'], ['ProtectSystem', 'strict'], ['ProtectHome', 'yes'], ['PrivateTmp', 'yes'], ['CapabilityBoundingSet', '']]) expect(`${key}=${s.get(key)}`).toBe(`${key}=${value}`);
-    // Node's JIT needs writable executable memory.
-    expect(s.has('MemoryDenyWriteExecute')).toBe(false);
-  });
+  it.each(units)(
+    '%s: a dedicated user, restarted on failure, the first SIGTERM to the daemon alone, hardened without breaking Node',
+    (unit) => {
+      const s = service(unit);
+      expect(s.get('User')).toBe('rxfleet');
+      expect(s.get('Restart')).toBe('on-failure');
+      expect(s.get('KillSignal')).toBe('SIGTERM');
+      // mixed: the daemon drains and stops its helpers itself; SIGKILL for the rest only at the end.
+      expect(s.get('KillMode')).toBe('mixed');
+      // Longer than the grace period (30 s) plus the command's backstop (15 s).
+      expect(Number(/^(\d+)s$/.exec(s.get('TimeoutStopSec') ?? '')?.[1])).toBeGreaterThan(45);
+      for (const [key, value] of [
+        ['NoNewPrivileges', 'yes'],
+        ['ProtectSystem', 'strict'],
+        ['ProtectHome', 'yes'],
+        ['PrivateTmp', 'yes'],
+        ['CapabilityBoundingSet', ''],
+      ])
+        expect(`${key}=${s.get(key)}`).toBe(`${key}=${value}`);
+      // Node's JIT needs writable executable memory.
+      expect(s.has('MemoryDenyWriteExecute')).toBe(false);
+    },
+  );
 
   it.each(units)('%s: ExecStart uses only flags its command takes', async (unit) => {
     const argv = (service(unit).get('ExecStart') ?? '').split(/\s+/);

@@ -29,7 +29,21 @@ function queries(dashboard: Dashboard): string[] {
   return [...dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr)), ...dashboard.templating.list.map((v) => v.query.query)];
 }
 
-const PROMQL_WORDS = new Set(['by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'bool', 'and', 'or', 'unless', 'offset', 'inf', 'nan']);
+const PROMQL_WORDS = new Set([
+  'by',
+  'without',
+  'on',
+  'ignoring',
+  'group_left',
+  'group_right',
+  'bool',
+  'and',
+  'or',
+  'unless',
+  'offset',
+  'inf',
+  'nan',
+]);
 
 /** What an expression reads: metric names, and the labels it matches on or groups by. */
 function readsOf(expr: string): { metrics: string[]; labels: string[] } {
@@ -42,11 +56,18 @@ function readsOf(expr: string): { metrics: string[]; labels: string[] } {
     return ' ';
   });
   text = text.replace(/\b(by|without)\s*\(([^)]*)\)/g, (_, _word: string, grouped: string) => {
-    labels.push(...grouped.split(',').map((l) => l.trim()).filter((l) => l !== ''));
+    labels.push(
+      ...grouped
+        .split(',')
+        .map((l) => l.trim())
+        .filter((l) => l !== ''),
+    );
     return ' ';
   });
   text = text.replace(/\[[^\]]*\]/g, ' ');
-  const metrics = [...text.matchAll(/\b([a-zA-Z_:][\w:]*)\b(?!\s*\()/g)].map((m) => m[1]).filter((w) => !PROMQL_WORDS.has(w.toLowerCase()) && !/^\d/.test(w));
+  const metrics = [...text.matchAll(/\b([a-zA-Z_:][\w:]*)\b(?!\s*\()/g)]
+    .map((m) => m[1])
+    .filter((w) => !PROMQL_WORDS.has(w.toLowerCase()) && !/^\d/.test(w));
   return { metrics, labels };
 }
 
@@ -77,12 +98,22 @@ function missing(dashboard: Dashboard, series: Map<string, Set<string>>): string
 
 describe('readsOf (the PromQL this spec understands)', () => {
   it('finds metric names and labels, not functions, keywords, strings or ranges', () => {
-    expect(readsOf('sum by (rpc) (rate(choria_provisioner_rpc_time_sum{site=~"$site"}[5m])) / sum by (rpc) (rate(choria_provisioner_rpc_time_count{site=~"$site"}[5m]))')).toEqual({
+    expect(
+      readsOf(
+        'sum by (rpc) (rate(choria_provisioner_rpc_time_sum{site=~"$site"}[5m])) / sum by (rpc) (rate(choria_provisioner_rpc_time_count{site=~"$site"}[5m]))',
+      ),
+    ).toEqual({
       metrics: ['choria_provisioner_rpc_time_sum', 'choria_provisioner_rpc_time_count'],
       labels: ['site', 'site', 'rpc', 'rpc'],
     });
-    expect(readsOf('histogram_quantile(0.95, sum by (le, kind) (rate(enricher_read_duration_seconds_bucket[5m])))')).toEqual({ metrics: ['enricher_read_duration_seconds_bucket'], labels: ['le', 'kind'] });
-    expect(readsOf('label_values(choria_election_leader, identity)')).toEqual({ metrics: ['choria_election_leader'], labels: ['identity'] });
+    expect(readsOf('histogram_quantile(0.95, sum by (le, kind) (rate(enricher_read_duration_seconds_bucket[5m])))')).toEqual({
+      metrics: ['enricher_read_duration_seconds_bucket'],
+      labels: ['le', 'kind'],
+    });
+    expect(readsOf('label_values(choria_election_leader, identity)')).toEqual({
+      metrics: ['choria_election_leader'],
+      labels: ['identity'],
+    });
   });
 });
 
@@ -104,9 +135,24 @@ describe('examples/grafana/rxfleet-provisioner.json', () => {
       const dashboard = read('rxfleet-provisioner.json');
       expect(missing(dashboard, series)).toEqual([]);
       const queried = new Set(queries(dashboard).flatMap((q) => readsOf(q).metrics));
-      for (const name of [...UPSTREAM_COUNTERS, 'choria_provisioner_busy_workers', 'choria_provisioner_work_queue_entries', 'choria_provisioner_waiting_nodes', 'choria_provisioner_paused']) expect(queried).toContain(name);
+      for (const name of [
+        ...UPSTREAM_COUNTERS,
+        'choria_provisioner_busy_workers',
+        'choria_provisioner_work_queue_entries',
+        'choria_provisioner_waiting_nodes',
+        'choria_provisioner_paused',
+      ])
+        expect(queried).toContain(name);
       // rxfleet's own: the election, refusals, malformed input, the Incus feed's sightings.
-      for (const name of ['choria_election_leader', 'choria_election_campaigns', 'choria_provisioner_admission_refused_total', 'choria_provisioner_lock_refusals_total', 'choria_provisioner_malformed_input_total', 'choria_provisioner_incus_discovered']) expect(queried).toContain(name);
+      for (const name of [
+        'choria_election_leader',
+        'choria_election_campaigns',
+        'choria_provisioner_admission_refused_total',
+        'choria_provisioner_lock_refusals_total',
+        'choria_provisioner_malformed_input_total',
+        'choria_provisioner_incus_discovered',
+      ])
+        expect(queried).toContain(name);
     } finally {
       await daemon.stop({ graceMs: 0 });
     }
@@ -116,7 +162,11 @@ describe('examples/grafana/rxfleet-provisioner.json', () => {
 describe('examples/grafana/rxfleet-enricher.json', () => {
   it('queries only series rxfleet enrich exports: events by action and status, reads, rounds, held and dropped', async () => {
     // The real Incus client against a socket that is not there: its series exist, it keeps trying.
-    const { settings } = loadEnrichSettings({ incus: resolve(dashboards, 'no-incus.socket'), stdout: true, monitor: { host: '127.0.0.1', port: 0 } });
+    const { settings } = loadEnrichSettings({
+      incus: resolve(dashboards, 'no-incus.socket'),
+      stdout: true,
+      monitor: { host: '127.0.0.1', port: 0 },
+    });
     const registry = new Registry();
     const daemon = await startEnrichDaemon(settings, { registry, stdout: new PassThrough() });
     try {
@@ -124,7 +174,14 @@ describe('examples/grafana/rxfleet-enricher.json', () => {
       const dashboard = read('rxfleet-enricher.json');
       expect(missing(dashboard, series)).toEqual([]);
       const queried = new Set(queries(dashboard).flatMap((q) => readsOf(q).metrics));
-      for (const name of ['enricher_events_published_total', 'enricher_reads_total', 'enricher_sweeps_total', 'enricher_nats_held', 'enricher_events_dropped_total']) expect(queried).toContain(name);
+      for (const name of [
+        'enricher_events_published_total',
+        'enricher_reads_total',
+        'enricher_sweeps_total',
+        'enricher_nats_held',
+        'enricher_events_dropped_total',
+      ])
+        expect(queried).toContain(name);
     } finally {
       await daemon.stop();
     }
@@ -132,11 +189,20 @@ describe('examples/grafana/rxfleet-enricher.json', () => {
 });
 
 describe('every dashboard', () => {
-  it.each(['rxfleet-provisioner.json', 'rxfleet-enricher.json'])('%s: imports into Grafana with a Prometheus data source, each panel with a query', (name) => {
-    const dashboard = read(name) as Dashboard & { __inputs: Array<{ name: string; pluginId: string }>; uid: string; title: string; schemaVersion: number };
-    expect(dashboard.__inputs).toEqual([expect.objectContaining({ name: 'DS_PROMETHEUS', pluginId: 'prometheus' })]);
-    expect(dashboard.uid).toMatch(/^rxfleet-/);
-    expect(dashboard.schemaVersion).toBeGreaterThanOrEqual(36);
-    for (const panel of dashboard.panels.filter((p) => p.type !== 'row')) expect(`${panel.title}: ${(panel.targets ?? []).length > 0}`).toBe(`${panel.title}: true`);
-  });
+  it.each(['rxfleet-provisioner.json', 'rxfleet-enricher.json'])(
+    '%s: imports into Grafana with a Prometheus data source, each panel with a query',
+    (name) => {
+      const dashboard = read(name) as Dashboard & {
+        __inputs: Array<{ name: string; pluginId: string }>;
+        uid: string;
+        title: string;
+        schemaVersion: number;
+      };
+      expect(dashboard.__inputs).toEqual([expect.objectContaining({ name: 'DS_PROMETHEUS', pluginId: 'prometheus' })]);
+      expect(dashboard.uid).toMatch(/^rxfleet-/);
+      expect(dashboard.schemaVersion).toBeGreaterThanOrEqual(36);
+      for (const panel of dashboard.panels.filter((p) => p.type !== 'row'))
+        expect(`${panel.title}: ${(panel.targets ?? []).length > 0}`).toBe(`${panel.title}: true`);
+    },
+  );
 });

@@ -169,7 +169,13 @@ export class FakeIncus implements IncusReader {
   setNetwork(owner: string, name: string, options: { managed?: boolean; type?: string; config?: Record<string, string> } = {}): this {
     const nets = this.networks.get(owner) ?? new Map<string, IncusNetwork>();
     this.networks.set(owner, nets);
-    nets.set(name, { name, type: options.type ?? 'bridge', managed: options.managed ?? true, config: { ...(options.config ?? {}) }, used_by: [] });
+    nets.set(name, {
+      name,
+      type: options.type ?? 'bridge',
+      managed: options.managed ?? true,
+      config: { ...(options.config ?? {}) },
+      used_by: [],
+    });
     return this;
   }
 
@@ -318,7 +324,9 @@ export class FakeIncus implements IncusReader {
   // ---- answers --------------------------------------------------------------------------
 
   private expanded(instance: FakeInstance): { config: Record<string, string>; devices: Record<string, Record<string, string>> } {
-    const profiles = this.profiles.get(this.projects.get(instance.project)?.['features.profiles'] === 'true' ? instance.project : 'default');
+    const profiles = this.profiles.get(
+      this.projects.get(instance.project)?.['features.profiles'] === 'true' ? instance.project : 'default',
+    );
     const config: Record<string, string> = {};
     const devices: Record<string, Record<string, string>> = {};
     for (const name of instance.profiles) {
@@ -362,10 +370,18 @@ export class FakeIncus implements IncusReader {
       lo: { type: 'loopback', state: 'up', addresses: [{ family: 'inet', address: '127.0.0.1', netmask: '8', scope: 'local' }] },
     };
     if (Object.values(this.expanded(instance).devices).some((d) => d.type === 'nic')) {
-      const addresses = [{ family: 'inet6', address: `fe80::216:3eff:fe${instance.hwaddr.slice(-8).replace(/:/g, '')}`, netmask: '64', scope: 'link' }];
+      const addresses = [
+        { family: 'inet6', address: `fe80::216:3eff:fe${instance.hwaddr.slice(-8).replace(/:/g, '')}`, netmask: '64', scope: 'link' },
+      ];
       if (instance.ipv6 !== undefined) addresses.unshift({ family: 'inet6', address: instance.ipv6, netmask: '64', scope: 'global' });
       if (instance.ipv4 !== undefined) addresses.unshift({ family: 'inet', address: instance.ipv4, netmask: '24', scope: 'global' });
-      network.eth0 = { type: 'broadcast', state: 'up', hwaddr: instance.hwaddr, host_name: `veth${instance.hwaddr.slice(-5).replace(':', '')}`, addresses };
+      network.eth0 = {
+        type: 'broadcast',
+        state: 'up',
+        hwaddr: instance.hwaddr,
+        host_name: `veth${instance.hwaddr.slice(-5).replace(':', '')}`,
+        addresses,
+      };
     }
     return { status: instance.status, status_code: code, network, processes: 1, pid: 4242 };
   }
@@ -441,7 +457,10 @@ export class FakeIncus implements IncusReader {
   }
 
   networkNames$(project: string): Observable<string[]> {
-    return this.answer({ method: 'listNetworkNames', project }, () => [...(this.networks.get(this.owner(project))?.keys() ?? []), ...this.hostNics]);
+    return this.answer({ method: 'listNetworkNames', project }, () => [
+      ...(this.networks.get(this.owner(project))?.keys() ?? []),
+      ...this.hostNics,
+    ]);
   }
 
   instanceNames$(project: string): Observable<string[]> {

@@ -17,7 +17,10 @@ const ALGORITHM = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' };
  */
 export async function selfSignedCertificate(commonName: string, san: { dns?: string[]; ip?: string[] } = {}): Promise<TestCertificate> {
   const keys = (await webcrypto.subtle.generateKey(ALGORITHM, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
-  const names = [...(san.dns ?? []).map((value) => ({ type: 'dns' as const, value })), ...(san.ip ?? []).map((value) => ({ type: 'ip' as const, value }))];
+  const names = [
+    ...(san.dns ?? []).map((value) => ({ type: 'dns' as const, value })),
+    ...(san.ip ?? []).map((value) => ({ type: 'ip' as const, value })),
+  ];
   const certificate = await x509.X509CertificateGenerator.createSelfSigned(
     {
       serialNumber: Date.now().toString(16),
@@ -31,6 +34,13 @@ export async function selfSignedCertificate(commonName: string, san: { dns?: str
     webcrypto as never,
   );
   const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey));
-  const key = `-----BEGIN PRIVATE KEY-----\n${pkcs8.toString('base64').replace(/(.{64})/g, '$1\n').replace(/\n$/, '')}\n-----END PRIVATE KEY-----\n`;
-  return { cert: certificate.toString('pem'), key, fingerprint: createHash('sha256').update(Buffer.from(certificate.rawData)).digest('hex') };
+  const key = `-----BEGIN PRIVATE KEY-----\n${pkcs8
+    .toString('base64')
+    .replace(/(.{64})/g, '$1\n')
+    .replace(/\n$/, '')}\n-----END PRIVATE KEY-----\n`;
+  return {
+    cert: certificate.toString('pem'),
+    key,
+    fingerprint: createHash('sha256').update(Buffer.from(certificate.rawData)).digest('hex'),
+  };
 }

@@ -17,7 +17,11 @@ export interface ChoriaWorld {
 }
 
 /** Starts a fleet and a client against the server at `url`. */
-export async function startChoriaWorld(url: string, fleetOptions: Omit<SimulatedFleetOptions, 'nc'>, clientOptions: Partial<ChoriaRpcClientOptions> = {}): Promise<ChoriaWorld> {
+export async function startChoriaWorld(
+  url: string,
+  fleetOptions: Omit<SimulatedFleetOptions, 'nc'>,
+  clientOptions: Partial<ChoriaRpcClientOptions> = {},
+): Promise<ChoriaWorld> {
   const clientConnection = await openNatsConnection({ servers: [url], inboxPrefix: 'provisioning.reply', name: 'spec-provisioner' });
   const fleetConnection = await openNatsConnection({ servers: [url], name: 'spec-fleet' });
   const fleet = await startSimulatedFleet({ nc: fleetConnection.nc, ...fleetOptions });
@@ -50,8 +54,22 @@ export function nextEvent(events$: Observable<FleetEvent>, type: FleetEvent['typ
 
 /** Everything `configure` takes, empty (the provisioner always sends every key). */
 export function configureInput(config: Record<string, string>, token = ''): ConfigureInput {
-  return { config: JSON.stringify(config), token, ca: '', certificate: '', ssldir: '', key: '', ecdh_public: '', action_policies: {}, opa_policies: {}, server_jwt: '' };
+  return {
+    config: JSON.stringify(config),
+    token,
+    ca: '',
+    certificate: '',
+    ssldir: '',
+    key: '',
+    ecdh_public: '',
+    action_policies: {},
+    opa_policies: {},
+    server_jwt: '',
+  };
 }
 
 /** A configuration that takes a server out of provisioning mode when it restarts. */
-export const PROVISIONED_CONFIG = { 'plugin.choria.server.provision': 'false', 'plugin.choria.middleware_hosts': 'nats://broker.example.net:4222' };
+export const PROVISIONED_CONFIG = {
+  'plugin.choria.server.provision': 'false',
+  'plugin.choria.middleware_hosts': 'nats://broker.example.net:4222',
+};

@@ -58,9 +58,26 @@ export async function startChoriaLoginProxy(options: ChoriaLoginProxyOptions): P
     raw.on('error', () => raw.destroy());
     const nonce = randomBytes(16).toString('base64url');
     const { port } = server.address() as AddressInfo;
-    const info = { server_id: 'CHORIA_SPEC_BROKER', server_name: 'choria-spec', version: '2.9.10', proto: 1, host: '127.0.0.1', port, headers: true, auth_required: true, tls_required: true, max_payload: 1048576, nonce };
+    const info = {
+      server_id: 'CHORIA_SPEC_BROKER',
+      server_name: 'choria-spec',
+      version: '2.9.10',
+      proto: 1,
+      host: '127.0.0.1',
+      port,
+      headers: true,
+      auth_required: true,
+      tls_required: true,
+      max_payload: 1048576,
+      nonce,
+    };
     raw.write(`INFO ${JSON.stringify(info)}\r\n`);
-    const tls = new TLSSocket(raw, { isServer: true, cert: options.tls.cert, key: options.tls.key, ...(options.tls.ca !== undefined ? { ca: options.tls.ca, requestCert: true, rejectUnauthorized: true } : {}) });
+    const tls = new TLSSocket(raw, {
+      isServer: true,
+      cert: options.tls.cert,
+      key: options.tls.key,
+      ...(options.tls.ca !== undefined ? { ca: options.tls.ca, requestCert: true, rejectUnauthorized: true } : {}),
+    });
     sockets.add(tls);
     tls.on('close', () => sockets.delete(tls));
     tls.on('error', () => tls.destroy());
@@ -113,8 +130,14 @@ export async function startChoriaLoginProxy(options: ChoriaLoginProxyOptions): P
     if (permissions?.provisioner !== true) return refuse(`provisioner claim is false in token with caller id '${String(claims.callerid)}'`);
     const sig = connectOptions.sig;
     if (typeof sig !== 'string' || sig === '') return refuse('connection nonce was not signed');
-    if (typeof claims.public_key !== 'string' || claims.public_key.length !== 64) return refuse('no public key found in the JWT to verify nonce signature');
-    const good = verify(null, Buffer.from(nonce), ed25519PublicKeyFromRaw(Buffer.from(claims.public_key, 'hex')), Buffer.from(sig, 'base64url'));
+    if (typeof claims.public_key !== 'string' || claims.public_key.length !== 64)
+      return refuse('no public key found in the JWT to verify nonce signature');
+    const good = verify(
+      null,
+      Buffer.from(nonce),
+      ed25519PublicKeyFromRaw(Buffer.from(claims.public_key, 'hex')),
+      Buffer.from(sig, 'base64url'),
+    );
     if (!good) return refuse('nonce signature did not verify using pub key in the jwt');
     return { accepted: true, user, callerId: String(claims.callerid), ...(clientCertificate !== undefined ? { clientCertificate } : {}) };
   };

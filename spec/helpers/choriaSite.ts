@@ -27,7 +27,10 @@ export interface ClientCredentials {
  * purpose `choria_client_id`, the caller id, the client's public key, the `provisioner`
  * permission (unless `permissions` says otherwise), signed EdDSA by the issuer.
  */
-export async function clientCredentials(issuer: OrganisationIssuer, options: { callerId?: string; permissions?: Record<string, boolean> } = {}): Promise<ClientCredentials> {
+export async function clientCredentials(
+  issuer: OrganisationIssuer,
+  options: { callerId?: string; permissions?: Record<string, boolean> } = {},
+): Promise<ClientCredentials> {
   const { privateKey, publicKey } = generateKeyPairSync('ed25519');
   const raw = publicKey.export({ format: 'der', type: 'spki' }).subarray(-32);
   const token = await new SignJWT({

@@ -23,7 +23,10 @@ export interface SpecDnsServer {
 const TYPE_SRV = 33;
 
 function encodeName(name: string): Buffer {
-  const labels = name.replace(/\.$/, '').split('.').filter((l) => l !== '');
+  const labels = name
+    .replace(/\.$/, '')
+    .split('.')
+    .filter((l) => l !== '');
   return Buffer.concat([...labels.map((l) => Buffer.concat([Buffer.from([l.length]), Buffer.from(l, 'ascii')])), Buffer.from([0])]);
 }
 

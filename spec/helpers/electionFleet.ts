@@ -105,19 +105,26 @@ export class ElectionFleet {
   async provisioner(name: string, settings: ProvisionerSettings = {}): Promise<ProvisionerProcess> {
     const identity = `${name}.example.net`;
     const monitorPort = await freePort();
-    const config = this.file(`${name}.yaml`, [
-      `helper: ${settings.helper ?? MINIMAL_HELPER}`,
-      `token: ${ELECTION_TOKEN}`,
-      'choria_insecure: true',
-      `workers: ${settings.workers ?? 4}`,
-      `monitor_port: ${monitorPort}`,
-      `site: ${name}`,
-      ...(settings.logLevel !== undefined ? [`loglevel: ${settings.logLevel}`] : []),
-      settings.mode === undefined || settings.mode === 'leader_election' ? 'leader_election: true' : 'leader_election: false',
-      `rxfleet: {nats_user: ${PROVISIONER.user}, nats_password: ${PROVISIONER.password}, shutdown_grace: 2s${settings.mode === 'active-active' ? ', mode: active-active' : ''}${settings.helperMode !== undefined ? `, helper_mode: ${settings.helperMode}` : ''}}`,
-    ].join('\n'));
+    const config = this.file(
+      `${name}.yaml`,
+      [
+        `helper: ${settings.helper ?? MINIMAL_HELPER}`,
+        `token: ${ELECTION_TOKEN}`,
+        'choria_insecure: true',
+        `workers: ${settings.workers ?? 4}`,
+        `monitor_port: ${monitorPort}`,
+        `site: ${name}`,
+        ...(settings.logLevel !== undefined ? [`loglevel: ${settings.logLevel}`] : []),
+        settings.mode === undefined || settings.mode === 'leader_election' ? 'leader_election: true' : 'leader_election: false',
+        `rxfleet: {nats_user: ${PROVISIONER.user}, nats_password: ${PROVISIONER.password}, shutdown_grace: 2s${settings.mode === 'active-active' ? ', mode: active-active' : ''}${settings.helperMode !== undefined ? `, helper_mode: ${settings.helperMode}` : ''}}`,
+      ].join('\n'),
+    );
     const choria = this.file(`${name}.cfg`, `identity = ${identity}\nplugin.choria.middleware_hosts = ${this.server.url}\n`);
-    const process = this.track(startRxfleet(['provision', '--config', config, '--choria-config', choria, ...(settings.debug === true ? ['--debug'] : [])], { nodeArgs: settings.nodeArgs ?? [] }));
+    const process = this.track(
+      startRxfleet(['provision', '--config', config, '--choria-config', choria, ...(settings.debug === true ? ['--debug'] : [])], {
+        nodeArgs: settings.nodeArgs ?? [],
+      }),
+    );
     const metrics = async (): Promise<string> => (await fetch(`http://127.0.0.1:${monitorPort}/metrics`)).text();
     return {
       name,
@@ -125,7 +132,11 @@ export class ElectionFleet {
       callerId: callerIdFor(identity),
       process,
       metrics,
-      ready: async () => (await fetch(`http://127.0.0.1:${monitorPort}/ready`).then((r) => r.status, () => 0)) === 200,
+      ready: async () =>
+        (await fetch(`http://127.0.0.1:${monitorPort}/ready`).then(
+          (r) => r.status,
+          () => 0,
+        )) === 200,
       leads: async () => {
         if (!process.running()) return false;
         const text = await metrics().catch(() => '');
@@ -138,7 +149,22 @@ export class ElectionFleet {
   /** Starts `rxfleet simulate --json --trace` with these extra arguments, in the provisioning account. */
   simulate(args: string[]): RxfleetProcess {
     return this.track(
-      startRxfleet(['simulate', '--nats', this.server.url, '--nats-user', PROVISIONING_SERVER.user, '--nats-password', PROVISIONING_SERVER.password, '--token', ELECTION_TOKEN, '--json', '--trace', '--report-every', '0', ...args]),
+      startRxfleet([
+        'simulate',
+        '--nats',
+        this.server.url,
+        '--nats-user',
+        PROVISIONING_SERVER.user,
+        '--nats-password',
+        PROVISIONING_SERVER.password,
+        '--token',
+        ELECTION_TOKEN,
+        '--json',
+        '--trace',
+        '--report-every',
+        '0',
+        ...args,
+      ]),
     );
   }
 
@@ -173,9 +199,13 @@ export function tracedRequests(fleet: RxfleetProcess): RequestRecord[] {
 /** Waits until exactly one of these leads, and returns it. */
 export async function leaderOf(provisioners: ProvisionerProcess[], timeoutMs: number): Promise<ProvisionerProcess> {
   let leading: ProvisionerProcess[] = [];
-  await waitFor(async () => {
-    leading = (await Promise.all(provisioners.map(async (p) => ((await p.leads()) ? p : undefined)))).filter((p) => p !== undefined);
-    return leading.length === 1;
-  }, 'a single leader', timeoutMs);
+  await waitFor(
+    async () => {
+      leading = (await Promise.all(provisioners.map(async (p) => ((await p.leads()) ? p : undefined)))).filter((p) => p !== undefined);
+      return leading.length === 1;
+    },
+    'a single leader',
+    timeoutMs,
+  );
   return leading[0];
 }

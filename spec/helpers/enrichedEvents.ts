@@ -39,7 +39,17 @@ export function instanceEvent(action: string, name: string, options: InstanceEve
       location: 'none',
       profiles: ['default'],
       config: options.config ?? {},
-      interfaces: [{ name: 'eth0', device: 'eth0', project, network: 'rxbr0', managed: true, ipv4: options.ipv4 ?? (running ? ['10.77.0.9'] : []), ipv6: options.ipv6 ?? [] }],
+      interfaces: [
+        {
+          name: 'eth0',
+          device: 'eth0',
+          project,
+          network: 'rxbr0',
+          managed: true,
+          ipv4: options.ipv4 ?? (running ? ['10.77.0.9'] : []),
+          ipv6: options.ipv6 ?? [],
+        },
+      ],
       networks: { [`${project}/rxbr0`]: { name: 'rxbr0', project, managed: true, type: 'bridge', ipv4: '10.77.0.1/24', ipv6: '' } },
     },
     project_config: options.projectConfig ?? {},

@@ -3,7 +3,15 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freeSubnet, imageBuildScript, killPrivateLxd, privateLxdLeftovers, privateLxdPreseed, privateLxdUnavailable, processesOf } from '../../streams/incus/lxdHost';
+import {
+  freeSubnet,
+  imageBuildScript,
+  killPrivateLxd,
+  privateLxdLeftovers,
+  privateLxdPreseed,
+  privateLxdUnavailable,
+  processesOf,
+} from '../../streams/incus/lxdHost';
 
 /**
  * A private LXD daemon for a test suite: its own `LXD_DIR` under the temporary directory, its own
@@ -194,7 +202,9 @@ export async function startLxdDaemon(): Promise<LxdDaemon> {
         const deadline = Date.now() + (options.timeoutMs ?? 30_000);
         const path = `/1.0/instances/${name}/state?project=${options.project ?? 'default'}`;
         for (;;) {
-          const state = await daemon.query<{ network?: Record<string, { addresses: Array<{ family: string; scope: string; address: string }> }> | null }>(path);
+          const state = await daemon.query<{
+            network?: Record<string, { addresses: Array<{ family: string; scope: string; address: string }> }> | null;
+          }>(path);
           const address = state.network?.eth0?.addresses.find((a) => a.family === 'inet' && a.scope === 'global');
           if (address !== undefined) return address.address;
           if (Date.now() > deadline) throw new Error(`${name} got no IPv4 address`);
@@ -219,7 +229,13 @@ export async function startLxdDaemon(): Promise<LxdDaemon> {
       async createNetwork(name, config = {}) {
         const net = freeSubnet(subnets);
         bridges.add(name);
-        const settings = { 'ipv4.address': `${net}.1/24`, 'ipv6.address': 'none', 'ipv4.firewall': 'false', 'ipv4.nat': 'false', ...config };
+        const settings = {
+          'ipv4.address': `${net}.1/24`,
+          'ipv6.address': 'none',
+          'ipv4.firewall': 'false',
+          'ipv4.nat': 'false',
+          ...config,
+        };
         await lxc('network', 'create', name, ...Object.entries(settings).map(([k, v]) => `${k}=${v}`));
         return settings['ipv4.address'];
       },
@@ -232,7 +248,8 @@ export async function startLxdDaemon(): Promise<LxdDaemon> {
       async createProject(name, config = {}) {
         const settings = { 'features.images': 'false', 'features.profiles': 'false', ...config };
         await lxc('project', 'create', name, ...Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`]));
-        if (settings['features.images'] === 'true') await lxc('image', 'import', await testImage(dir), '--alias', IMAGE_ALIAS, '--project', name);
+        if (settings['features.images'] === 'true')
+          await lxc('image', 'import', await testImage(dir), '--alias', IMAGE_ALIAS, '--project', name);
         if (settings['features.profiles'] === 'true') {
           await lxc('profile', 'device', 'add', 'default', 'root', 'disk', 'path=/', 'pool=default', '--project', name);
           await lxc('profile', 'device', 'add', 'default', 'eth0', 'nic', 'name=eth0', `network=${bridge}`, '--project', name);

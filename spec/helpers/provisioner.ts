@@ -64,13 +64,32 @@ export const FAST: DaemonTuning = { retryBackoffMs: [5], rpcTimeoutMs: 1500, mon
 export async function startProvisionerWorld(url: string, options: WorldOptions = {}): Promise<ProvisionerWorld> {
   const keys = await createFleetKeys({ claims: { token: TOKEN, allowUpdates: options.fleet?.upgradable ?? false } });
   const extra = typeof options.yaml === 'function' ? options.yaml(keys) : (options.yaml ?? []);
-  const config = requireValidConfig(parseProvisionerConfig([`helper: ${options.helper ?? MINIMAL_HELPER}`, `token: ${TOKEN}`, 'choria_insecure: true', 'site: spec', `workers: ${options.workers ?? 4}`, ...extra].join('\n')));
+  const config = requireValidConfig(
+    parseProvisionerConfig(
+      [
+        `helper: ${options.helper ?? MINIMAL_HELPER}`,
+        `token: ${TOKEN}`,
+        'choria_insecure: true',
+        'site: spec',
+        `workers: ${options.workers ?? 4}`,
+        ...extra,
+      ].join('\n'),
+    ),
+  );
   const identity = options.identity ?? 'prov.example.net';
   const choria = parseChoriaClientConfig(`identity = ${identity}\nplugin.choria.middleware_hosts = ${url}\n`).config;
   const fleetConnection: FleetConnection = await openNatsConnection({ servers: [url], name: 'spec-fleet' });
   let fleet: SimulatedFleet | undefined;
   const startFleet = async (): Promise<SimulatedFleet> => {
-    fleet = await startSimulatedFleet({ nc: fleetConnection.nc, nodes: 6, token: TOKEN, restartDelayMs: 50, shutdownDelayMs: 0, keys, ...options.fleet });
+    fleet = await startSimulatedFleet({
+      nc: fleetConnection.nc,
+      nodes: 6,
+      token: TOKEN,
+      restartDelayMs: 50,
+      shutdownDelayMs: 0,
+      keys,
+      ...options.fleet,
+    });
     return fleet;
   };
   if (options.fleetFirst && !options.noFleet) {
@@ -165,5 +184,8 @@ export function capturingLogger(): { logger: Logger; messages: () => string[] } 
       done();
     },
   });
-  return { logger: pino({ level: 'debug' }, stream), messages: () => lines.map((l) => String((JSON.parse(l) as { msg?: string }).msg ?? '')) };
+  return {
+    logger: pino({ level: 'debug' }, stream),
+    messages: () => lines.map((l) => String((JSON.parse(l) as { msg?: string }).msg ?? '')),
+  };
 }

@@ -41,11 +41,19 @@ export interface StartOptions {
 /** Starts `rxfleet ...args`; stdout is parsed as JSON lines where it can be. */
 export function startRxfleet(args: string[], options: StartOptions = {}): RxfleetProcess {
   const env = options.env === undefined ? process.env : { ...process.env, ...options.env };
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), RXFLEET_BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env, ...(options.cwd !== undefined ? { cwd: options.cwd } : {}) });
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), RXFLEET_BIN, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env,
+    ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
+  });
   let out = '';
   let err = '';
   const lines: Record<string, unknown>[] = [];
-  const waiting: { match: (line: Record<string, unknown>) => boolean; resolve: (line: Record<string, unknown>) => void; reject: (error: Error) => void }[] = [];
+  const waiting: {
+    match: (line: Record<string, unknown>) => boolean;
+    resolve: (line: Record<string, unknown>) => void;
+    reject: (error: Error) => void;
+  }[] = [];
   child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
   createInterface({ input: child.stdout! }).on('line', (text) => {
     out += `${text}\n`;
@@ -64,7 +72,8 @@ export function startRxfleet(args: string[], options: StartOptions = {}): Rxflee
     }
   });
   let ended: Exit | undefined;
-  const endedWithout = (): Error => new Error(`rxfleet ${args[0]} exited (${ended?.code ?? ended?.signal}) without the line waited for; stderr: ${err.slice(-500)}`);
+  const endedWithout = (): Error =>
+    new Error(`rxfleet ${args[0]} exited (${ended?.code ?? ended?.signal}) without the line waited for; stderr: ${err.slice(-500)}`);
   // 'close' comes after stdout and stderr have ended, so every line is in `lines` by then.
   const exited = new Promise<Exit>((done) =>
     child.once('close', (code, signal) => {

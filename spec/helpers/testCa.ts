@@ -53,7 +53,10 @@ export async function createTestCa(commonName = 'rxfleet test CA'): Promise<Test
       notAfter: new Date(Date.now() + DAY),
       signingAlgorithm: RSA,
       keys: caKeys as never,
-      extensions: [new x509.BasicConstraintsExtension(true, undefined, true), new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true)],
+      extensions: [
+        new x509.BasicConstraintsExtension(true, undefined, true),
+        new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+      ],
     },
     webcrypto as never,
   );
@@ -63,7 +66,10 @@ export async function createTestCa(commonName = 'rxfleet test CA'): Promise<Test
     async issue(cn, options = {}) {
       const algorithm = options.keyType === 'ec' ? EC : RSA;
       const keys = (await webcrypto.subtle.generateKey(algorithm, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
-      const names = [...(options.dns ?? []).map((value) => ({ type: 'dns' as const, value })), ...(options.ip ?? []).map((value) => ({ type: 'ip' as const, value }))];
+      const names = [
+        ...(options.dns ?? []).map((value) => ({ type: 'dns' as const, value })),
+        ...(options.ip ?? []).map((value) => ({ type: 'ip' as const, value })),
+      ];
       const cert = await x509.X509CertificateGenerator.create(
         {
           serialNumber: (serial++).toString(16),

@@ -4,22 +4,37 @@ import { redactUrlCredentials } from '../../lib/redact';
 // 2026-12-01T08:00:00Z
 const T = Date.UTC(2026, 11, 1, 8, 0, 0, 123);
 
-describe('logrusLine: the text form of logrus\'s TextFormatter with full timestamps', () => {
+describe("logrusLine: the text form of logrus's TextFormatter with full timestamps", () => {
   it('writes time, level and msg first, then the other fields sorted, quoting only where logrus quotes', () => {
-    const line = logrusLine({ level: 30, time: T, pid: 1, hostname: 'h', name: 'rxfleet-provision', msg: 'Provisioned n1.example.net', workers: 16, identity: 'n1.example.net', leader: true }, 0);
-    expect(line).toBe('time="2026-12-01T08:00:00Z" level=info msg="Provisioned n1.example.net" identity=n1.example.net leader=true name=rxfleet-provision workers=16');
+    const line = logrusLine(
+      {
+        level: 30,
+        time: T,
+        pid: 1,
+        hostname: 'h',
+        name: 'rxfleet-provision',
+        msg: 'Provisioned n1.example.net',
+        workers: 16,
+        identity: 'n1.example.net',
+        leader: true,
+      },
+      0,
+    );
+    expect(line).toBe(
+      'time="2026-12-01T08:00:00Z" level=info msg="Provisioned n1.example.net" identity=n1.example.net leader=true name=rxfleet-provision workers=16',
+    );
   });
 
   it('names levels as logrus does (warning, not warn) and writes an err as the error field', () => {
     expect(logrusLine({ level: 40, time: T, msg: 'disconnected' }, 0)).toBe('time="2026-12-01T08:00:00Z" level=warning msg=disconnected');
-    expect(logrusLine({ level: 50, time: T, msg: 'failed', err: { type: 'Error', message: 'boom: it "broke"', stack: 'Error: ...' } }, 0)).toBe(
-      'time="2026-12-01T08:00:00Z" level=error msg=failed error="boom: it \\"broke\\""',
-    );
+    expect(
+      logrusLine({ level: 50, time: T, msg: 'failed', err: { type: 'Error', message: 'boom: it "broke"', stack: 'Error: ...' } }, 0),
+    ).toBe('time="2026-12-01T08:00:00Z" level=error msg=failed error="boom: it \\"broke\\""');
     expect(logrusLine({ level: 20, time: T, msg: 'x' }, 0)).toMatch(/ level=debug /);
     expect(logrusLine({ level: 60, time: T, msg: 'x' }, 0)).toMatch(/ level=fatal /);
   });
 
-  it('quotes with Go\'s %q: escapes quotes, backslashes and control characters, keeps printable Unicode', () => {
+  it("quotes with Go's %q: escapes quotes, backslashes and control characters, keeps printable Unicode", () => {
     expect(goQuote('a "b" \\ c\nd\te\x01')).toBe('"a \\"b\\" \\\\ c\\nd\\te\\x01"');
     expect(goQuote('café')).toBe('"café"');
     // Bare when logrus would leave it bare; empty is bare too.

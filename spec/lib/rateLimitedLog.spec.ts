@@ -6,7 +6,16 @@ import { RateLimitedLog } from '../../lib/rateLimitedLog';
 function capture(): { logger: pino.Logger; lines: () => Record<string, unknown>[] } {
   const chunks: string[] = [];
   const stream = new Writable({ write: (chunk, _enc, done) => (chunks.push(String(chunk)), done()) });
-  return { logger: pino({ level: 'debug' }, stream), lines: () => chunks.join('').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)) };
+  return {
+    logger: pino({ level: 'debug' }, stream),
+    lines: () =>
+      chunks
+        .join('')
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l)),
+  };
 }
 
 /** Runs `steps` (time in ms, action) in virtual time. */
@@ -67,7 +76,10 @@ describe('RateLimitedLog', () => {
     log.log('a', {}, 'second');
     expect(scheduler.actions).toHaveLength(1);
     log.close();
-    expect(lines().map((l) => l.msg)).toEqual(['first', '1 more like this in the last 60 s, not logged (2 in all since start); the last: second']);
+    expect(lines().map((l) => l.msg)).toEqual([
+      'first',
+      '1 more like this in the last 60 s, not logged (2 in all since start); the last: second',
+    ]);
     log.log('a', {}, 'after close');
     expect(lines().at(-1)?.msg).toBe('after close');
   });

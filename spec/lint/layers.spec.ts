@@ -36,20 +36,57 @@ describe('the layers are enforced by lint', () => {
       { path: 'lib/provision/probe.ts', text: "import { readFileSync } from 'node:fs';\nexport const x = readFileSync;\n", refused: true },
       { path: 'lib/provision/probe.ts', text: "import { readFileSync } from 'fs';\nexport const x = readFileSync;\n", refused: true },
       { path: 'lib/provision/probe.ts', text: "import { spawn } from 'node:child_process';\nexport const x = spawn;\n", refused: true },
-      { path: 'lib/provision/probe.ts', text: "import { writeFile } from 'node:fs/promises';\nexport const x = writeFile;\n", refused: true },
-      { path: 'lib/provision/probe.ts', text: "import { connect } from '@nats-io/transport-node';\nexport const x = connect;\n", refused: true },
-      { path: 'lib/provision/probe.ts', text: "import { nodeSiteFiles } from '../../streams/siteFiles';\nexport const x = nodeSiteFiles;\n", refused: true },
-      { path: 'lib/provision/probe.ts', text: "import { registerDemo } from '../../bin/commands/demo';\nexport const x = registerDemo;\n", refused: true },
-      { path: 'streams/probe.ts', text: "import { registerDemo } from '../bin/commands/demo';\nexport const x = registerDemo;\n", refused: true },
+      {
+        path: 'lib/provision/probe.ts',
+        text: "import { writeFile } from 'node:fs/promises';\nexport const x = writeFile;\n",
+        refused: true,
+      },
+      {
+        path: 'lib/provision/probe.ts',
+        text: "import { connect } from '@nats-io/transport-node';\nexport const x = connect;\n",
+        refused: true,
+      },
+      {
+        path: 'lib/provision/probe.ts',
+        text: "import { nodeSiteFiles } from '../../streams/siteFiles';\nexport const x = nodeSiteFiles;\n",
+        refused: true,
+      },
+      {
+        path: 'lib/provision/probe.ts',
+        text: "import { registerDemo } from '../../bin/commands/demo';\nexport const x = registerDemo;\n",
+        refused: true,
+      },
+      {
+        path: 'streams/probe.ts',
+        text: "import { registerDemo } from '../bin/commands/demo';\nexport const x = registerDemo;\n",
+        refused: true,
+      },
       // What each layer may use: the domain below it, and Node's pure modules in lib/.
-      { path: 'lib/provision/probe.ts', text: "import { createHash } from 'node:crypto';\nimport { admit } from '@rxfleet/operators';\nexport const x = [createHash, admit];\n", refused: false },
-      { path: 'streams/probe.ts', text: "import { readFileSync } from 'node:fs';\nimport { SiteFiles } from '../lib/siteFiles';\nexport const x: [typeof readFileSync, SiteFiles | undefined] = [readFileSync, undefined];\n", refused: false },
-      { path: 'bin/probe.ts', text: "import { nodeSiteFiles } from '../streams/siteFiles';\nimport { readFileSync } from 'node:fs';\nexport const x = [nodeSiteFiles, readFileSync];\n", refused: false },
+      {
+        path: 'lib/provision/probe.ts',
+        text: "import { createHash } from 'node:crypto';\nimport { admit } from '@rxfleet/operators';\nexport const x = [createHash, admit];\n",
+        refused: false,
+      },
+      {
+        path: 'streams/probe.ts',
+        text: "import { readFileSync } from 'node:fs';\nimport { SiteFiles } from '../lib/siteFiles';\nexport const x: [typeof readFileSync, SiteFiles | undefined] = [readFileSync, undefined];\n",
+        refused: false,
+      },
+      {
+        path: 'bin/probe.ts',
+        text: "import { nodeSiteFiles } from '../streams/siteFiles';\nimport { readFileSync } from 'node:fs';\nexport const x = [nodeSiteFiles, readFileSync];\n",
+        refused: false,
+      },
     ];
     const results = lint(cases);
     cases.forEach((c, i) => {
       const rules = results[i];
-      if (c.refused) expect({ path: c.path, text: c.text, rules }).toEqual({ path: c.path, text: c.text, rules: expect.arrayContaining(['no-restricted-imports']) });
+      if (c.refused)
+        expect({ path: c.path, text: c.text, rules }).toEqual({
+          path: c.path,
+          text: c.text,
+          rules: expect.arrayContaining(['no-restricted-imports']),
+        });
       else expect({ path: c.path, text: c.text, rules }).toEqual({ path: c.path, text: c.text, rules: [] });
     });
   });

@@ -179,7 +179,12 @@ describe('KeyedReads: the contract', () => {
       const landed: string[] = [];
       scheduler.run(({ cold, expectSubscriptions }) => {
         const reads: Record<string, Cold<string>> = { a1: cold('---A'), b1: cold('-B'), c1: cold('-C') };
-        const keyed = new KeyedReads<string, string, string>({ key: keyOf, read: (lead) => reads[lead], slots: new SlotPool(1), onLanded: (r) => landed.push(`${scheduler.now()} ${summary(r)}`) });
+        const keyed = new KeyedReads<string, string, string>({
+          key: keyOf,
+          read: (lead) => reads[lead],
+          slots: new SlotPool(1),
+          onLanded: (r) => landed.push(`${scheduler.now()} ${summary(r)}`),
+        });
         scheduler.schedule(() => ['a1', 'b1', 'c1'].forEach((r) => keyed.request(r)), 0);
         scheduler.schedule(() => keyed.cancel('b'), 1);
         scheduler.schedule(() => keyed.cancel('a'), 2);

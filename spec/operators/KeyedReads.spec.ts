@@ -21,7 +21,11 @@ describe('KeyedReads', () => {
     const { landed, at } = recorder(scheduler);
     scheduler.run(({ cold, expectSubscriptions }) => {
       const reads: Record<string, Cold<string>> = { a1: cold('---r|', { r: 'A' }), b1: cold('-r|', { r: 'B' }) };
-      const keyed = new KeyedReads<string, string, string>({ key: keyOf, read: (lead) => reads[lead], onLanded: (r) => landed.push(`${scheduler.now()} ${summary(r)}`) });
+      const keyed = new KeyedReads<string, string, string>({
+        key: keyOf,
+        read: (lead) => reads[lead],
+        onLanded: (r) => landed.push(`${scheduler.now()} ${summary(r)}`),
+      });
       at(0, () => keyed.request('a1'));
       at(1, () => keyed.request('a2'));
       at(2, () => keyed.request('b1'));
@@ -37,7 +41,12 @@ describe('KeyedReads', () => {
     const { landed, at } = recorder(scheduler);
     scheduler.run(({ cold, expectSubscriptions }) => {
       const reads: Record<string, Cold<string>> = { a1: cold('-----r', { r: 'OLD' }), 'a!': cold('---r', { r: 'NEW' }) };
-      const keyed = new KeyedReads<string, string, string>({ key: keyOf, read: (lead) => reads[lead], supersedes: needsMore, onLanded: (r) => landed.push(`${scheduler.now()} ${summary(r)}`) });
+      const keyed = new KeyedReads<string, string, string>({
+        key: keyOf,
+        read: (lead) => reads[lead],
+        supersedes: needsMore,
+        onLanded: (r) => landed.push(`${scheduler.now()} ${summary(r)}`),
+      });
       at(0, () => keyed.request('a1'));
       at(1, () => keyed.request('a2'));
       at(3, () => keyed.request('a!'));
@@ -48,7 +57,7 @@ describe('KeyedReads', () => {
     expect(landed).toEqual(['6 a:a1,a2,a!,a3:answered:NEW']);
   });
 
-  it('with slots, reads wait their turn and are joined while they wait; a fresh request that comes once its key\'s read has started is read again, with every other latecomer, when that read has answered', () => {
+  it("with slots, reads wait their turn and are joined while they wait; a fresh request that comes once its key's read has started is read again, with every other latecomer, when that read has answered", () => {
     const scheduler = newScheduler();
     const { landed, at } = recorder(scheduler);
     const starts: string[] = [];
@@ -85,7 +94,11 @@ describe('KeyedReads', () => {
         read: (lead, release) => {
           starts.push(`${scheduler.now()} ${lead}`);
           // a1 gives its slot back after 1 ms and answers at 4; the others hold it for 2 ms.
-          if (lead === 'a1') return cold('-x--r', { x: 'x', r: 'A' }).pipe(tap((v) => v === 'x' && release()), filter((v) => v !== 'x'));
+          if (lead === 'a1')
+            return cold('-x--r', { x: 'x', r: 'A' }).pipe(
+              tap((v) => v === 'x' && release()),
+              filter((v) => v !== 'x'),
+            );
           return cold('--r', { r: lead.toUpperCase() });
         },
         slots: new SlotPool(1),
@@ -126,7 +139,11 @@ describe('KeyedReads', () => {
     const { landed, at } = recorder(scheduler);
     scheduler.run(({ cold, expectSubscriptions }) => {
       const read = cold('-----r', { r: 'A' });
-      const keyed = new KeyedReads<string, string, string>({ key: keyOf, read: () => read, onLanded: (r) => landed.push(`${scheduler.now()} ${summary(r)}`) });
+      const keyed = new KeyedReads<string, string, string>({
+        key: keyOf,
+        read: () => read,
+        onLanded: (r) => landed.push(`${scheduler.now()} ${summary(r)}`),
+      });
       at(0, () => keyed.request('a1'));
       at(1, () => keyed.request('a2'));
       at(2, () => expect(keyed.cancel('b')).toBe(false));

@@ -199,8 +199,7 @@ describe('OrderedLine', () => {
           return out;
         };
 
-        const snapshot = (places: Iterable<Place<number>>): string =>
-          JSON.stringify([...places].map((p) => [p.state, p.value ?? null]));
+        const snapshot = (places: Iterable<Place<number>>): string => JSON.stringify([...places].map((p) => [p.state, p.value ?? null]));
         const expectLineToMatch = (): void =>
           expect(snapshot(line)).toBe(JSON.stringify(model.slice(front).map((m) => [m.state, m.value ?? null])));
 
@@ -216,8 +215,7 @@ describe('OrderedLine', () => {
               const k = op.pick % handles.length;
               const m = model[k];
               const changes = m.state === 'pending';
-              const result =
-                op.replacement === null ? line.settle(handles[k]) : line.settle(handles[k], op.replacement);
+              const result = op.replacement === null ? line.settle(handles[k]) : line.settle(handles[k], op.replacement);
               if (changes) {
                 m.state = 'settled';
                 if (op.replacement !== null) m.value = op.replacement;

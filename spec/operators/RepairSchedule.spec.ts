@@ -30,11 +30,18 @@ describe('RepairSchedule', () => {
     const scheduler = newScheduler();
     const due: number[] = [];
     scheduler.run(() => {
-      const repairs: RepairSchedule<string> = new RepairSchedule<string>({ fast: 1, fastAttempts: 1, slow: 2, maxSlow: 8, scheduler, onDue: () => {
-        due.push(scheduler.now());
-        // The retry finds the key still failing, as a read would.
-        repairs.fail('k');
-      } });
+      const repairs: RepairSchedule<string> = new RepairSchedule<string>({
+        fast: 1,
+        fastAttempts: 1,
+        slow: 2,
+        maxSlow: 8,
+        scheduler,
+        onDue: () => {
+          due.push(scheduler.now());
+          // The retry finds the key still failing, as a read would.
+          repairs.fail('k');
+        },
+      });
       scheduler.schedule(() => expect(repairs.fail('k')).toBe(true), 0);
       scheduler.schedule(() => expect(repairs.fail('k')).toBe(false), 0);
       scheduler.schedule(() => repairs.clear(), 40);
@@ -47,12 +54,23 @@ describe('RepairSchedule', () => {
     const due: string[] = [];
     const pending: number[] = [];
     scheduler.run(() => {
-      const repairs = new RepairSchedule<string>({ fast: 5, scheduler, onDue: (key) => due.push(key), onPendingChange: (n) => pending.push(n) });
+      const repairs = new RepairSchedule<string>({
+        fast: 5,
+        scheduler,
+        onDue: (key) => due.push(key),
+        onPendingChange: (n) => pending.push(n),
+      });
       scheduler.schedule(() => {
         repairs.fail('a');
         repairs.fail('b');
         repairs.succeed('c');
-        expect([repairs.size, repairs.pending, repairs.has('a'), repairs.isPending('b'), repairs.has('c')]).toEqual([2, 2, true, true, false]);
+        expect([repairs.size, repairs.pending, repairs.has('a'), repairs.isPending('b'), repairs.has('c')]).toEqual([
+          2,
+          2,
+          true,
+          true,
+          false,
+        ]);
       }, 0);
       scheduler.schedule(() => expect([repairs.size, repairs.pending, repairs.isPending('a')]).toEqual([2, 0, false]), 6);
       scheduler.schedule(() => repairs.fail('a'), 7);

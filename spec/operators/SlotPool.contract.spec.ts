@@ -152,7 +152,9 @@ describe('SlotPool and withSlot: the rxjs contract', () => {
     it('synchronous work holds its slot while it emits and gives it back before it completes; an array is work too', () => {
       const pool = new SlotPool(1);
       const seen: string[] = [];
-      pool.run(() => of('a', 'b')).subscribe({ next: (v) => seen.push(`${v}:${pool.busy}`), complete: () => seen.push(`done:${pool.busy}`) });
+      pool
+        .run(() => of('a', 'b'))
+        .subscribe({ next: (v) => seen.push(`${v}:${pool.busy}`), complete: () => seen.push(`done:${pool.busy}`) });
       pool.run(() => ['c']).subscribe({ next: (v) => seen.push(`${v}:${pool.busy}`), complete: () => seen.push(`done:${pool.busy}`) });
       expect(seen).toEqual(['a:1', 'b:1', 'done:0', 'c:1', 'done:0']);
       expect([pool.busy, pool.waiting]).toEqual([0, 0]);

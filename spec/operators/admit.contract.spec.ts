@@ -48,7 +48,12 @@ describe('admit: the rxjs contract', () => {
       });
       const source = cold('a-b-c|');
       const reset = hot('-------');
-      expectObservable(source.pipe(admit(ledger, { reset }), map((t) => t.value))).toBe('a-#', undefined, boom);
+      expectObservable(
+        source.pipe(
+          admit(ledger, { reset }),
+          map((t) => t.value),
+        ),
+      ).toBe('a-#', undefined, boom);
       expectSubscriptions(source.subscriptions).toBe('^-!');
       expectSubscriptions(reset.subscriptions).toBe('^-!');
     });
@@ -65,7 +70,12 @@ describe('admit: the rxjs contract', () => {
       const onRefuse = (): void => {
         throw boom;
       };
-      expectObservable(source.pipe(admit(ledger, { onRefuse }), map((t) => t.value))).toBe('a-#', undefined, boom);
+      expectObservable(
+        source.pipe(
+          admit(ledger, { onRefuse }),
+          map((t) => t.value),
+        ),
+      ).toBe('a-#', undefined, boom);
       expectSubscriptions(source.subscriptions).toBe('^-!');
     });
     expect(ledger.holder('a')?.value).toBe('a');
@@ -91,10 +101,7 @@ describe('admit: the rxjs contract', () => {
 
 /** One step of a generated run against a ledger. */
 type Step =
-  | { op: 'offer'; key: number }
-  | { op: 'start' | 'hold' | 'release'; pick: number }
-  | { op: 'reset' }
-  | { op: 'wait'; ms: number };
+  { op: 'offer'; key: number } | { op: 'start' | 'hold' | 'release'; pick: number } | { op: 'reset' } | { op: 'wait'; ms: number };
 
 const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 5, arbitrary: fc.record({ op: fc.constant<'offer'>('offer'), key: fc.integer({ min: 0, max: 5 }) }) },
@@ -108,7 +115,17 @@ describe('AdmissionLedger: properties', () => {
     fc.assert(
       fc.property(fc.array(step, { maxLength: 80 }), fc.integer({ min: 0, max: 4 }), (steps, capacity) => {
         let clock = 0;
-        const ledger = new AdmissionLedger<number, number>({ key: (n) => n, window: 5, capacity, scheduler: { now: () => clock, schedule: () => { throw new Error('unused'); } } });
+        const ledger = new AdmissionLedger<number, number>({
+          key: (n) => n,
+          window: 5,
+          capacity,
+          scheduler: {
+            now: () => clock,
+            schedule: () => {
+              throw new Error('unused');
+            },
+          },
+        });
         const issued: Ticket<number, number>[] = [];
         for (const s of steps) {
           if (s.op === 'offer') {

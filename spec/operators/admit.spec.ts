@@ -3,7 +3,6 @@ import { AdmissionLedger, LedgerSizes, RefusalReason, Ticket } from '@rxfleet/op
 import { admit } from '@rxfleet/operators';
 import { newScheduler } from '../helpers/marbles';
 
-
 // Values are 'key' or 'key:tag' so that two sightings of one key can be told apart.
 const keyOf = (value: string): string => value.split(':')[0];
 const sightings = { a: 'a', b: 'b', c: 'c', x: 'a:1', y: 'a:2', z: 'a:3' };
@@ -237,7 +236,12 @@ describe('admit', () => {
       const ledger = ledgerFor(scheduler, 1000, 100);
       const source = cold('a---b|');
       const reset = hot(' --#');
-      expectObservable(source.pipe(admit(ledger, { reset }), map((t) => t.value))).toBe('a-#');
+      expectObservable(
+        source.pipe(
+          admit(ledger, { reset }),
+          map((t) => t.value),
+        ),
+      ).toBe('a-#');
       expectSubscriptions(source.subscriptions).toBe('^-!');
       expectSubscriptions(reset.subscriptions).toBe('^-!');
     });
@@ -249,7 +253,12 @@ describe('admit', () => {
       const ledger = ledgerFor(scheduler, 1000, 100);
       const source = cold('a-#');
       const reset = hot(' -----');
-      expectObservable(source.pipe(admit(ledger, { reset }), map((t) => t.value))).toBe('a-#');
+      expectObservable(
+        source.pipe(
+          admit(ledger, { reset }),
+          map((t) => t.value),
+        ),
+      ).toBe('a-#');
       expectSubscriptions(reset.subscriptions).toBe('^-!');
     });
   });
@@ -260,7 +269,13 @@ describe('admit', () => {
       const ledger = ledgerFor(scheduler, 1000, 100);
       const source = cold('a---b---|');
       const reset = hot(' --------');
-      expectObservable(source.pipe(admit(ledger, { reset }), map((t) => t.value)), '---!').toBe('a---');
+      expectObservable(
+        source.pipe(
+          admit(ledger, { reset }),
+          map((t) => t.value),
+        ),
+        '---!',
+      ).toBe('a---');
       expectSubscriptions(source.subscriptions).toBe('^--!');
       expectSubscriptions(reset.subscriptions).toBe('^--!');
     });

@@ -16,7 +16,9 @@ describe('collectUntilIdle: the rxjs contract', () => {
   it('a synchronous source that completes gives its values at once, leaving no timer', () => {
     const timers = trackingScheduler(ts);
     ts.run(({ expectObservable }) => {
-      expectObservable(of('a', 'b', 'c').pipe(collectUntilIdle({ idle: 3, timeout: 10, scheduler: timers.scheduler }))).toBe('(x|)', { x: ['a', 'b', 'c'] });
+      expectObservable(of('a', 'b', 'c').pipe(collectUntilIdle({ idle: 3, timeout: 10, scheduler: timers.scheduler }))).toBe('(x|)', {
+        x: ['a', 'b', 'c'],
+      });
     });
     expect(timers.armed()).toBe(0);
   });

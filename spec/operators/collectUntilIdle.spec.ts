@@ -3,14 +3,13 @@ import { TestScheduler } from 'rxjs/testing';
 import { collectUntilIdle } from '@rxfleet/operators';
 import { tracking } from '../helpers/marbles';
 
-
 describe('collectUntilIdle', () => {
   let ts: TestScheduler;
   beforeEach(() => {
     ts = new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
   });
 
-  it('behaves as its doc comment\'s first diagram says (idle)', () => {
+  it("behaves as its doc comment's first diagram says (idle)", () => {
     ts.run(({ cold, expectObservable, expectSubscriptions }) => {
       const source = cold('--a-b-c--------');
       const subs = '       ^--------!';
@@ -20,7 +19,7 @@ describe('collectUntilIdle', () => {
     });
   });
 
-  it('behaves as its doc comment\'s second diagram says (timeout)', () => {
+  it("behaves as its doc comment's second diagram says (timeout)", () => {
     ts.run(({ cold, expectObservable, expectSubscriptions }) => {
       const source = cold('-----a-b-c-d-e-f-');
       const subs = '       ^---------!';

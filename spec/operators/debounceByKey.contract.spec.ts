@@ -23,7 +23,11 @@ describe('debounceByKey: the rxjs contract', () => {
         if (v === 'x2') throw boom;
         return true;
       };
-      expectObservable(source.pipe(debounceByKey({ key, collapsible, window: 10, scheduler: timers.scheduler }))).toBe('ab-#', { a: 'x1', b: 'y1' }, boom);
+      expectObservable(source.pipe(debounceByKey({ key, collapsible, window: 10, scheduler: timers.scheduler }))).toBe(
+        'ab-#',
+        { a: 'x1', b: 'y1' },
+        boom,
+      );
       expectSubscriptions(source.subscriptions).toBe('^--!');
     });
     expect(timers.armed()).toBe(0);
@@ -33,7 +37,10 @@ describe('debounceByKey: the rxjs contract', () => {
     const timers = trackingScheduler(ts);
     ts.run(({ cold, expectObservable, expectSubscriptions }) => {
       const source = cold('abc---|', { a: 'x1', b: 'y1', c: 'x2' });
-      expectObservable(source.pipe(debounceByKey({ key, window: 10, scheduler: timers.scheduler }), take(2))).toBe('a(b|)', { a: 'x1', b: 'y1' });
+      expectObservable(source.pipe(debounceByKey({ key, window: 10, scheduler: timers.scheduler }), take(2))).toBe('a(b|)', {
+        a: 'x1',
+        b: 'y1',
+      });
       expectSubscriptions(source.subscriptions).toBe('^!');
     });
     expect(timers.armed()).toBe(0);

@@ -2,13 +2,19 @@ import { TestScheduler } from 'rxjs/testing';
 import { debounceByKey } from '@rxfleet/operators';
 import { tracking } from '../helpers/marbles';
 
-
 // The key is the first letter; `_` means "about nothing"; a trailing `!` may not be collapsed.
 const values = {
-  a: 'x1', b: 'x2', c: 'x3', d: 'x4', n: 'x!',
-  p: 'y1', q: 'y2',
+  a: 'x1',
+  b: 'x2',
+  c: 'x3',
+  d: 'x4',
+  n: 'x!',
+  p: 'y1',
+  q: 'y2',
   u: '_1',
-  A: 'X1', B: 'X2', C: 'X3',
+  A: 'X1',
+  B: 'X2',
+  C: 'X3',
 };
 const key = (v: string): string | undefined => (v.startsWith('_') ? undefined : v[0]);
 const collapsible = (v: string): boolean => !v.endsWith('!');
@@ -20,7 +26,7 @@ describe('debounceByKey', () => {
     ts = new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
   });
 
-  it('behaves as its doc comment\'s diagram says', () => {
+  it("behaves as its doc comment's diagram says", () => {
     ts.run(({ cold, expectObservable, expectSubscriptions }) => {
       const source = cold('-a-b-c------p-d--|', values);
       const subs = '       ^----------------!';
@@ -76,10 +82,7 @@ describe('debounceByKey', () => {
       const subs = '       ^ 1099ms !';
       const expected = '   a 599ms C 249ms d 249ms |';
       const onlySome = (v: string): string | undefined => (v === 'x2' ? undefined : v.toUpperCase());
-      expectObservable(source.pipe(debounceByKey({ key, window: 250, superseded: onlySome, scheduler: ts }))).toBe(
-        expected,
-        values,
-      );
+      expectObservable(source.pipe(debounceByKey({ key, window: 250, superseded: onlySome, scheduler: ts }))).toBe(expected, values);
       expectSubscriptions(source.subscriptions).toBe(subs);
     });
   });
@@ -125,9 +128,10 @@ describe('debounceByKey', () => {
       const subs = '       ^ 499ms !';
       const expected = '   a 49ms u 99ms u 199ms b 149ms |';
       const marksUndefinedKeys = (v: string): string => (v.startsWith('_') ? 'bug' : v);
-      expectObservable(
-        source.pipe(debounceByKey({ key, window: 250, superseded: marksUndefinedKeys, scheduler: ts })),
-      ).toBe(expected, values);
+      expectObservable(source.pipe(debounceByKey({ key, window: 250, superseded: marksUndefinedKeys, scheduler: ts }))).toBe(
+        expected,
+        values,
+      );
       expectSubscriptions(source.subscriptions).toBe(subs);
     });
   });
@@ -143,7 +147,7 @@ describe('debounceByKey', () => {
     });
   });
 
-  it('counts a reopened window from when it reopened, not from the key\'s first window', () => {
+  it("counts a reopened window from when it reopened, not from the key's first window", () => {
     ts.run(({ cold, expectObservable, expectSubscriptions }) => {
       // x's first window closes empty at 250 ms; x3 reopens it at 300 ms, after y's opened at 100 ms.
       const source = cold('a 99ms p 199ms c 9ms d 9ms q 9ms |', values);
@@ -176,10 +180,7 @@ describe('debounceByKey', () => {
       const unsub = '      ^ 199ms !';
       const subs = '       ^ 199ms !';
       const expected = '   a 49ms p';
-      expectObservable(source.pipe(debounceByKey({ key, window: 250, scheduler: clock.scheduler })), unsub).toBe(
-        expected,
-        values,
-      );
+      expectObservable(source.pipe(debounceByKey({ key, window: 250, scheduler: clock.scheduler })), unsub).toBe(expected, values);
       expectSubscriptions(source.subscriptions).toBe(subs);
       ts.schedule(() => (armedAfter = clock.armed()), 201);
     });

@@ -15,7 +15,13 @@ describe('pacedSweep: the rxjs contract', () => {
 
   it('a `list` that returns no ObservableInput fails its round, as one that throws does', () => {
     ts.run(({ expectObservable }) => {
-      const sweep = pacedSweep({ list: () => undefined as unknown as Observable<string>, delay: 1, interval: 10, failureDelay: () => 5, scheduler: ts });
+      const sweep = pacedSweep({
+        list: () => undefined as unknown as Observable<string>,
+        delay: 1,
+        interval: 10,
+        failureDelay: () => 5,
+        scheduler: ts,
+      });
       expectObservable(sweep.pipe(map(short)), '^------!').toBe('F----F-');
     });
   });

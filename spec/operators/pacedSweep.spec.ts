@@ -3,7 +3,6 @@ import { TestScheduler } from 'rxjs/testing';
 import { SweepEvent, pacedSweep } from '@rxfleet/operators';
 import { tracking } from '../helpers/marbles';
 
-
 const item = (round: number, name: string, paced: boolean): SweepEvent<string> => ({ kind: 'item', round, item: name, paced });
 const ok = (round: number): SweepEvent<string> => ({ kind: 'end', round, ok: true });
 const failed = (round: number, error: unknown = 'error'): SweepEvent<string> => ({ kind: 'end', round, ok: false, error });
@@ -26,14 +25,10 @@ describe('pacedSweep', () => {
     ts = new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
   });
 
-  it('behaves as its doc comment\'s diagram says (E marks the end of a round)', () => {
+  it("behaves as its doc comment's diagram says (E marks the end of a round)", () => {
     ts.run(({ cold, expectObservable, expectSubscriptions }) => {
       const listing = cold('   -(ab|)');
-      const subs = [
-        '                       ^!',
-        '                       -----^!',
-        '                       ------------^!',
-      ];
+      const subs = ['                       ^!', '                       -----^!', '                       ------------^!'];
       const unsub = '          ^-----------------!';
       const expected = '       -(abE)a-(bE)-a-(bE)';
       const sweep = pacedSweep({ list: () => listing, delay: 2, interval: 4, scheduler: ts });
@@ -53,9 +48,17 @@ describe('pacedSweep', () => {
       const unsub = '                  ^ 2699ms !';
       const expected = '               (ABE) 995ms a 99ms b 99ms c 99ms d 55ms e 999ms f 299ms (gh)';
       const events = {
-        A: item(1, 'a', false), B: item(1, 'b', false), E: ok(1),
-        a: item(2, 'a', true), b: item(2, 'b', true), c: item(2, 'c', true), d: item(2, 'd', true), e: ok(2),
-        f: item(3, 'a', true), g: item(3, 'b', true), h: ok(3),
+        A: item(1, 'a', false),
+        B: item(1, 'b', false),
+        E: ok(1),
+        a: item(2, 'a', true),
+        b: item(2, 'b', true),
+        c: item(2, 'c', true),
+        d: item(2, 'd', true),
+        e: ok(2),
+        f: item(3, 'a', true),
+        g: item(3, 'b', true),
+        h: ok(3),
       };
       expectObservable(pacedSweep({ list: served.list, delay: 100, interval: 1000, scheduler: ts }), unsub).toBe(expected, events);
       expectSubscriptions(first.subscriptions).toBe('(^!)');
@@ -78,10 +81,16 @@ describe('pacedSweep', () => {
       const unsub = '     ^ 2699ms !';
       const expected = '  (ABE) 995ms a 99ms b 54ms F 149ms G 199ms (cd) 50ms H 999ms I';
       const events = {
-        A: item(1, 'a', false), B: item(1, 'b', false), E: ok(1),
-        a: item(2, 'a', true), b: item(2, 'b', true), F: failed(2),
+        A: item(1, 'a', false),
+        B: item(1, 'b', false),
+        E: ok(1),
+        a: item(2, 'a', true),
+        b: item(2, 'b', true),
+        F: failed(2),
         G: failed(3),
-        c: item(4, 'a', false), d: item(4, 'b', false), H: ok(4),
+        c: item(4, 'a', false),
+        d: item(4, 'b', false),
+        H: ok(4),
         I: failed(5),
       };
       const failureDelay = (n: number): number => {
@@ -109,8 +118,15 @@ describe('pacedSweep', () => {
       const unsub = '     ^ 999999ms !';
       const expected = '  A 4999ms B 9999ms C 19999ms D 39999ms E 79999ms F 159999ms G 299999ms H 299999ms I';
       const events = {
-        A: failed(1), B: failed(2), C: failed(3), D: failed(4), E: failed(5),
-        F: failed(6), G: failed(7), H: failed(8), I: failed(9),
+        A: failed(1),
+        B: failed(2),
+        C: failed(3),
+        D: failed(4),
+        E: failed(5),
+        F: failed(6),
+        G: failed(7),
+        H: failed(8),
+        I: failed(9),
       };
       expectObservable(pacedSweep({ list: () => listing, delay: 100, interval: 1000, scheduler: ts }), unsub).toBe(expected, events);
       expectSubscriptions(listing.subscriptions).toBe(
@@ -129,10 +145,9 @@ describe('pacedSweep', () => {
       };
       const unsub = '     ^ 199ms !';
       const expected = '  F';
-      expectObservable(pacedSweep({ list, delay: 10, interval: 1000, failureDelay: () => 100, scheduler: ts }), unsub).toBe(
-        expected,
-        { F: failed(1, boom) },
-      );
+      expectObservable(pacedSweep({ list, delay: 10, interval: 1000, failureDelay: () => 100, scheduler: ts }), unsub).toBe(expected, {
+        F: failed(1, boom),
+      });
       expectSubscriptions(second.subscriptions).toBe('100ms ^ 99ms !');
     });
   });
@@ -154,10 +169,17 @@ describe('pacedSweep', () => {
       const unsub = '       ^ 2299ms !';
       const expected = '    (ABE) 995ms a 99ms b 49ms (cdC) 545ms F 99ms G 99ms H';
       const events = {
-        A: item(1, 'a', false), B: item(1, 'b', false), E: ok(1),
-        a: item(2, 'a', true), b: item(2, 'b', true),
-        c: item(3, 'a', false), d: item(3, 'b', false), C: ok(3),
-        F: failed(4), G: failed(5), H: failed(6),
+        A: item(1, 'a', false),
+        B: item(1, 'b', false),
+        E: ok(1),
+        a: item(2, 'a', true),
+        b: item(2, 'b', true),
+        c: item(3, 'a', false),
+        d: item(3, 'b', false),
+        C: ok(3),
+        F: failed(4),
+        G: failed(5),
+        H: failed(6),
       };
       const failureDelay = (n: number): number => {
         delays.push(n);
@@ -275,8 +297,11 @@ describe('pacedSweep', () => {
       const unsub = '      ^ 1149ms !';
       const expected = '   (ABE) 995ms a 99ms b';
       const events = {
-        A: item(1, 'a', false), B: item(1, 'b', false), E: ok(1),
-        a: item(2, 'a', true), b: item(2, 'b', true),
+        A: item(1, 'a', false),
+        B: item(1, 'b', false),
+        E: ok(1),
+        a: item(2, 'a', true),
+        b: item(2, 'b', true),
       };
       const sweep = pacedSweep({ list: served.list, delay: 100, interval: 1000, restart, scheduler: clock.scheduler });
       expectObservable(sweep, unsub).toBe(expected, events);

@@ -69,7 +69,10 @@ describe('readPerKey: the rxjs contract', () => {
           if (r === 'a1') throw new Error('no read');
           return undefined as unknown as Observable<string>;
         };
-        expectObservable(source.pipe(readPerKey({ key: keyOf, read }), map(summary))).toBe('xp|', { x: 'a:a1:failed:Error', p: 'b:b1:failed:TypeError' });
+        expectObservable(source.pipe(readPerKey({ key: keyOf, read }), map(summary))).toBe('xp|', {
+          x: 'a:a1:failed:Error',
+          p: 'b:b1:failed:TypeError',
+        });
       });
     });
   });
@@ -123,7 +126,12 @@ describe('readPerKey: the rxjs contract', () => {
         const read = (r: string): Observable<string> | string[] =>
           r === 'a1' ? ['A1', 'A2'] : r === 'b1' ? throwError(() => new Error('sync')) : r === 'c1' ? EMPTY : of('D');
         const result = source.pipe(readPerKey({ key: keyOf, read, concurrency: 1 }), map(summary));
-        expectObservable(result).toBe('xpq(y|)', { x: 'a:a1:answered:A1', p: 'b:b1:failed:Error', q: 'c:c1:failed:NoAnswerError', y: 'd:d1:answered:D' });
+        expectObservable(result).toBe('xpq(y|)', {
+          x: 'a:a1:answered:A1',
+          p: 'b:b1:failed:Error',
+          q: 'c:c1:failed:NoAnswerError',
+          y: 'd:d1:answered:D',
+        });
       });
       expect(new NoAnswerError().message).toBe('read completed without an answer');
     });

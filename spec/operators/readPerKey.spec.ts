@@ -2,7 +2,6 @@ import { map } from 'rxjs';
 import { ReadResult, readPerKey } from '@rxfleet/operators';
 import { Cold, newScheduler } from '../helpers/marbles';
 
-
 // A request is '<key><tag>' ('a1', 'a!'); '!' marks a request that needs more than a plain read.
 const keyOf = (request: string): string => request[0];
 const needsMore = (next: string, running: string): boolean => next.endsWith('!') && !running.endsWith('!');

@@ -27,7 +27,10 @@ describe('releaseInOrder: the rxjs contract', () => {
       const settles: Record<string, Cold<string>> = { a: cold('-A|'), b: cold('----B|'), c: cold('-C|') };
       const drain = hot('---------x');
       const source = cold('abc-----|');
-      const result = source.pipe(releaseInOrder((v: string) => settles[v], { drain }), take(1));
+      const result = source.pipe(
+        releaseInOrder((v: string) => settles[v], { drain }),
+        take(1),
+      );
       expectObservable(result).toBe('-(A|)');
       expectSubscriptions(source.subscriptions).toBe('^!');
       expectSubscriptions(drain.subscriptions).toBe('^!');

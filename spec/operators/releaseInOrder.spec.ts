@@ -375,16 +375,14 @@ describe('releaseInOrder', () => {
     const headAnswer = new Subject<string>();
     const seen: string[] = [];
     let completed = false;
-    source
-      .pipe(releaseInOrder((v: string) => (v === 'a' ? headAnswer : of(v.toUpperCase()))))
-      .subscribe({
-        next: (v) => {
-          seen.push(v);
-          // Re-enters while B is still waiting to be emitted behind A.
-          if (v === 'A') source.next('c');
-        },
-        complete: () => (completed = true),
-      });
+    source.pipe(releaseInOrder((v: string) => (v === 'a' ? headAnswer : of(v.toUpperCase())))).subscribe({
+      next: (v) => {
+        seen.push(v);
+        // Re-enters while B is still waiting to be emitted behind A.
+        if (v === 'A') source.next('c');
+      },
+      complete: () => (completed = true),
+    });
     source.next('a');
     source.next('b');
     expect(seen).toEqual([]);

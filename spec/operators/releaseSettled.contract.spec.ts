@@ -86,7 +86,10 @@ describe('releaseSettled: the rxjs contract', () => {
       const now = (answer: string): Settling<string> => ({ whenSettled: (tell) => tell(answer) });
       const late = new Pending('late');
       scheduler.schedule(() => late.settle('L'), 2);
-      expectObservable(cold('ab(c|)', { a: now('A'), b: late, c: now('C') }).pipe(releaseSettled<Settling<string>, string>())).toBe('a-(bc|)', { a: 'A', b: 'L', c: 'C' });
+      expectObservable(cold('ab(c|)', { a: now('A'), b: late, c: now('C') }).pipe(releaseSettled<Settling<string>, string>())).toBe(
+        'a-(bc|)',
+        { a: 'A', b: 'L', c: 'C' },
+      );
     });
   });
 });

@@ -3,7 +3,6 @@ import { TestScheduler } from 'rxjs/testing';
 import { RepairReport, retryLadder } from '@rxfleet/operators';
 import { tracking } from '../helpers/marbles';
 
-
 // f: key k failed, s: key k succeeded; a/b: keys a/b failed, B: key b succeeded.
 const reports: Record<string, RepairReport<string>> = {
   f: { key: 'k', ok: false },
@@ -20,7 +19,7 @@ describe('retryLadder', () => {
     ts = new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
   });
 
-  it('behaves as its doc comment\'s diagram says', () => {
+  it("behaves as its doc comment's diagram says", () => {
     ts.run(({ cold, expectObservable, expectSubscriptions }) => {
       const source = cold('f-f-f-f---s--f|', reports);
       const subs = '       ^-------------!';

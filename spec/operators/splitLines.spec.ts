@@ -58,7 +58,12 @@ describe('splitLines', () => {
       expectSubscriptions(source.subscriptions).toBe('^-!');
     });
     const error = new LineTooLongError(4);
-    expect([error instanceof OperatorKitError, error.name, error.maxBytes, error.message]).toEqual([true, 'LineTooLongError', 4, 'a line longer than 4 bytes']);
+    expect([error instanceof OperatorKitError, error.name, error.maxBytes, error.message]).toEqual([
+      true,
+      'LineTooLongError',
+      4,
+      'a line longer than 4 bytes',
+    ]);
     expect(() => splitLines({ maxBytes: 0 })).toThrow(RangeError);
   });
 
@@ -89,10 +94,15 @@ describe('splitLines', () => {
   it("keeps order when a consumer feeds the source from an emission: the rest of a chunk's lines go first", () => {
     const source = new Subject<string>();
     const out: string[] = [];
-    source.pipe(splitLines(), map((line) => line.toUpperCase())).subscribe((line) => {
-      out.push(line);
-      if (line === 'A') source.next('fed\n');
-    });
+    source
+      .pipe(
+        splitLines(),
+        map((line) => line.toUpperCase()),
+      )
+      .subscribe((line) => {
+        out.push(line);
+        if (line === 'A') source.next('fed\n');
+      });
     source.next('a\nb\nc\n');
     expect(out).toEqual(['A', 'B', 'C', 'FED']);
   });

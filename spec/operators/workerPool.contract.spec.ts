@@ -9,7 +9,8 @@ import { failOnUnhandledErrors } from './unhandledErrors';
 type R = PoolResult<TestTicket, unknown>;
 const summary = (r: R): string => `${r.ticket.name}:${r.outcome.status}`;
 const tickets = (...names: string[]): Record<string, TestTicket> => Object.fromEntries(names.map((n) => [n, new TestTicket(n)]));
-const releases = (all: Record<string, TestTicket>): Record<string, number> => Object.fromEntries(Object.entries(all).map(([n, t]) => [n, t.releases]));
+const releases = (all: Record<string, TestTicket>): Record<string, number> =>
+  Object.fromEntries(Object.entries(all).map(([n, t]) => [n, t.releases]));
 
 describe('workerPool: the rxjs contract', () => {
   failOnUnhandledErrors();
@@ -123,7 +124,7 @@ describe('workerPool: the rxjs contract', () => {
       expect(releases(all)).toEqual({ b: 1, c: 0 });
     });
 
-    it("a delayed `release` throwing when its timer fires errors the output (a timer is not left to throw)", () => {
+    it('a delayed `release` throwing when its timer fires errors the output (a timer is not left to throw)', () => {
       const scheduler = newScheduler();
       const boom = new Error('cannot release');
       const a = Object.assign(new TestTicket('a'), {
@@ -220,10 +221,19 @@ describe('workerPool: the rxjs contract', () => {
       scheduler.run(({ cold, expectObservable }) => {
         const source = cold('(abc)d|', tickets('a', 'b', 'c', 'd'));
         const work = (t: TestTicket): Outcome<string>[] | Observable<Outcome<string>> =>
-          t.name === 'a' ? [done('A1'), done('A2')] : t.name === 'b' ? throwError(() => new Error('sync error')) : t.name === 'c' ? EMPTY : of(done('D'));
+          t.name === 'a'
+            ? [done('A1'), done('A2')]
+            : t.name === 'b'
+              ? throwError(() => new Error('sync error'))
+              : t.name === 'c'
+                ? EMPTY
+                : of(done('D'));
         const result = source.pipe(
           workerPool({ concurrency: 1, work }),
-          map((r) => `${summary(r)}${r.outcome.status === 'done' ? `=${r.outcome.value}` : r.outcome.status === 'failed' ? `=${(r.outcome.error as Error).name}` : ''}`),
+          map(
+            (r) =>
+              `${summary(r)}${r.outcome.status === 'done' ? `=${r.outcome.value}` : r.outcome.status === 'failed' ? `=${(r.outcome.error as Error).name}` : ''}`,
+          ),
         );
         expectObservable(result).toBe('(abc)d|', { a: 'a:done=A1', b: 'b:failed=Error', c: 'c:failed=NoOutcomeError', d: 'd:done=D' });
       });
@@ -267,7 +277,18 @@ describe('workerPool: the rxjs contract', () => {
           )
           .subscribe((r) => feedBack(r.ticket.name));
       } else {
-        source.pipe(mergeMap((name) => work(name).pipe(take(1), map(() => name)), 1)).subscribe(feedBack);
+        source
+          .pipe(
+            mergeMap(
+              (name) =>
+                work(name).pipe(
+                  take(1),
+                  map(() => name),
+                ),
+              1,
+            ),
+          )
+          .subscribe(feedBack);
       }
       source.next('t1');
       source.next('t2');

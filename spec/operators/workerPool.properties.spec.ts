@@ -55,7 +55,9 @@ describe('workerPool: properties', () => {
           const tickets = plans.map((p, i) => new LoggedTicket(i, p.stale, starts));
           scheduler.run(({ expectObservable }) => {
             let at = 0;
-            const source = merge(...plans.map((p, i) => timer((at += p.gap)).pipe(map(() => tickets[i])))).pipe(tap((t) => received.add(t.name)));
+            const source = merge(...plans.map((p, i) => timer((at += p.gap)).pipe(map(() => tickets[i])))).pipe(
+              tap((t) => received.add(t.name)),
+            );
             const work = (t: LoggedTicket): Observable<Outcome<number>> => {
               const p = plans[t.name];
               const ending: Observable<Outcome<number>> =

@@ -31,12 +31,19 @@ describe('workerPool: delayed releases', () => {
   it('releases each ticket at its own delay, in order per delay, with one timer per distinct delay armed at a time', () => {
     const ts = newScheduler();
     const now = (): number => ts.now();
-    const tickets = { a: new TestTicket('a', { now }), b: new TestTicket('b', { now }), c: new TestTicket('c', { now }), x: new TestTicket('x', { now }) };
+    const tickets = {
+      a: new TestTicket('a', { now }),
+      b: new TestTicket('b', { now }),
+      c: new TestTicket('c', { now }),
+      x: new TestTicket('x', { now }),
+    };
     const timers = trackingScheduler(ts);
     ts.run(({ hot }) => {
       const delays: Record<string, number> = { a: 10, b: 10, c: 10, x: 25 };
       const source = hot('x--b(ac)', tickets);
-      source.pipe(workerPool({ concurrency: 4, work: (t) => of(done(t.name, { releaseAfter: delays[t.name] })), scheduler: timers.scheduler })).subscribe();
+      source
+        .pipe(workerPool({ concurrency: 4, work: (t) => of(done(t.name, { releaseAfter: delays[t.name] })), scheduler: timers.scheduler }))
+        .subscribe();
       ts.schedule(() => expect(timers.armed()).toBe(2), 5);
     });
     expect([tickets.x, tickets.b, tickets.a, tickets.c].map(releasedAt)).toEqual([[25], [13], [14], [14]]);
@@ -70,7 +77,9 @@ describe('workerPool: delayed releases', () => {
       },
     });
     ts.run(() => {
-      source.pipe(workerPool({ concurrency: 1, work: (): Outcome<number>[] => [done(0, { releaseAfter: 10 })], scheduler: timers.scheduler })).subscribe();
+      source
+        .pipe(workerPool({ concurrency: 1, work: (): Outcome<number>[] => [done(0, { releaseAfter: 10 })], scheduler: timers.scheduler }))
+        .subscribe();
       ts.schedule(() => source.next(chained), 0);
       ts.schedule(() => source.complete(), 30);
     });
@@ -85,7 +94,9 @@ describe('workerPool: delayed releases', () => {
     const tickets = Array.from({ length: 20 }, (_, i) => new TestTicket(i, { now }));
     ts.run(() => {
       const source = new Subject<TestTicket<number>>();
-      source.pipe(workerPool({ concurrency: 20, work: (t) => of(done(0, { releaseAfter: 1 + t.name })), scheduler: timers.scheduler })).subscribe();
+      source
+        .pipe(workerPool({ concurrency: 20, work: (t) => of(done(0, { releaseAfter: 1 + t.name })), scheduler: timers.scheduler }))
+        .subscribe();
       for (const t of tickets) source.next(t);
       ts.schedule(() => source.complete(), 15);
     });

@@ -4,7 +4,6 @@ import { admit } from '@rxfleet/operators';
 import { Outcome, PoolResult, done, failed, workerPool } from '@rxfleet/operators';
 import { Cold, newScheduler } from '../helpers/marbles';
 
-
 type T = Ticket<string, string>;
 
 function ledgerFor(scheduler: ReturnType<typeof newScheduler>, capacity = 1000): AdmissionLedger<string, string> {
@@ -26,11 +25,7 @@ describe('workerPool', () => {
         d: cold('   -d|', { d: done('D') }),
       };
       const source = cold('abcd-----|');
-      const result = source.pipe(
-        admit(ledger),
-        workerPool({ concurrency: 2, work: (t) => works[t.value] }),
-        map(summary),
-      );
+      const result = source.pipe(admit(ledger), workerPool({ concurrency: 2, work: (t) => works[t.value] }), map(summary));
       // b frees a worker at 2 for c; a frees one at 3 for d, which had waited since 3 too.
       expectObservable(result).toBe('--bad-c--|', { a: 'a:done', b: 'b:done', c: 'c:done', d: 'd:done' });
       expectSubscriptions(works.a.subscriptions).toBe('^--!');
@@ -51,11 +46,7 @@ describe('workerPool', () => {
       const works: Record<string, Observable<Outcome<string>>> = { a, b, c };
       const source = cold('ab-c-------|');
       const reset = hot('  --r---------');
-      const result = source.pipe(
-        admit(ledger, { reset }),
-        workerPool({ concurrency: 1, work: (t) => works[t.value] }),
-        map(summary),
-      );
+      const result = source.pipe(admit(ledger, { reset }), workerPool({ concurrency: 1, work: (t) => works[t.value] }), map(summary));
       // The reset at 2 makes a (running) and b (waiting) stale; a's work is already running and
       // finishes; b is skipped when the worker reaches it; c was admitted after the reset.
       expectObservable(result).toBe('----(abc)--|', { a: 'a:done', b: 'b:skipped', c: 'c:done' });
@@ -69,7 +60,12 @@ describe('workerPool', () => {
     const held: Array<[number, number]> = [];
     scheduler.run(({ cold, expectObservable }) => {
       const ledger = ledgerFor(scheduler);
-      ledger.sizes$.pipe(map((s) => s.held), distinctUntilChanged()).subscribe((n) => held.push([scheduler.now(), n]));
+      ledger.sizes$
+        .pipe(
+          map((s) => s.held),
+          distinctUntilChanged(),
+        )
+        .subscribe((n) => held.push([scheduler.now(), n]));
       const works: Record<string, Observable<Outcome<string>>> = {
         a: cold('-f', { f: failed(new Error('boom')) }),
         b: cold('--d', { d: done('B') }),
@@ -170,11 +166,7 @@ describe('workerPool', () => {
     scheduler.run(({ cold, expectObservable }) => {
       const ledger = ledgerFor(scheduler);
       const source = cold('ab|');
-      const result = source.pipe(
-        admit(ledger),
-        workerPool({ concurrency: 1, work: () => cold('---d', { d: done('x') }) }),
-        map(summary),
-      );
+      const result = source.pipe(admit(ledger), workerPool({ concurrency: 1, work: () => cold('---d', { d: done('x') }) }), map(summary));
       expectObservable(result).toBe('---a--(b|)', { a: 'a:done', b: 'b:done' });
     });
   });

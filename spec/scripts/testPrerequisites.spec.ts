@@ -18,7 +18,10 @@ function stub(name: string, body: string): void {
 
 /** Runs the script as `uid` with `missing` packages not installed; apt-get records its arguments. */
 function check(options: { uid: number; missing: string[] }): { code: number | null; stderr: string; apt: string[] } {
-  stub('dpkg-query', `for p in "$@"; do :; done; case " ${options.missing.join(' ')} " in *" $p "*) echo not-installed;; *) echo installed;; esac`);
+  stub(
+    'dpkg-query',
+    `for p in "$@"; do :; done; case " ${options.missing.join(' ')} " in *" $p "*) echo not-installed;; *) echo installed;; esac`,
+  );
   stub('id', `echo ${options.uid}`);
   stub('apt-get', `echo "$*" >> ${join(dir, 'apt.log')}`);
   const result = spawnSync('sh', [SCRIPT], { env: { ...process.env, PATH: `${dir}:${process.env.PATH ?? ''}` }, encoding: 'utf8' });
@@ -41,7 +44,9 @@ describe('scripts/test-prerequisites.sh (npm pretest)', () => {
   it('not as root, says once what to install and how, and stops before jest', () => {
     const { code, stderr, apt } = check({ uid: 1000, missing: ['lxd', 'busybox-static'] });
     expect(code).toBe(1);
-    expect(stderr.trim().split('\n')).toEqual(['npm test: missing Debian packages: lxd busybox-static; install them as root with: apt-get install -y --no-install-recommends lxd busybox-static']);
+    expect(stderr.trim().split('\n')).toEqual([
+      'npm test: missing Debian packages: lxd busybox-static; install them as root with: apt-get install -y --no-install-recommends lxd busybox-static',
+    ]);
     expect(apt).toEqual([]);
   });
 

@@ -15,7 +15,16 @@ function capture(): { logger: pino.Logger; lines: () => Array<{ msg: string }> }
       done();
     },
   });
-  return { logger: pino({ level: 'debug' }, stream), lines: () => chunks.join('').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { msg: string }) };
+  return {
+    logger: pino({ level: 'debug' }, stream),
+    lines: () =>
+      chunks
+        .join('')
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as { msg: string }),
+  };
 }
 
 function model(): FleetModel {
@@ -34,7 +43,16 @@ function model(): FleetModel {
     interfaces: [{ name: 'eth0', device: 'eth0', project: 'default', network: 'br0', managed: true, ipv4: ['10.0.0.5'], ipv6: [] }],
     networks: { 'default/br0': br0 },
   });
-  m.setInstance('default', 'off', { type: 'container', status: 'Stopped', running: false, location: '', profiles: [], config: {}, interfaces: [], networks: {} });
+  m.setInstance('default', 'off', {
+    type: 'container',
+    status: 'Stopped',
+    running: false,
+    location: '',
+    profiles: [],
+    config: {},
+    interfaces: [],
+    networks: {},
+  });
   return m;
 }
 
@@ -103,7 +121,10 @@ describe('the cold store file', () => {
     expect(store.load()).toBeUndefined();
     writeFileSync(path, JSON.stringify({ version: 1, projects: { p: { config: 7 } } }));
     expect(store.load()).toBeUndefined();
-    expect(lines().map((l) => l.msg)).toEqual(['the cold store is not JSON: starting cold', 'the cold store does not match its schema: starting cold']);
+    expect(lines().map((l) => l.msg)).toEqual([
+      'the cold store is not JSON: starting cold',
+      'the cold store does not match its schema: starting cold',
+    ]);
     const errors: unknown[] = [];
     const nowhere = fileColdStore(join(dir, 'missing-dir', 'store.json'), {
       logger,

@@ -41,9 +41,15 @@ async function memoryTransport(): Promise<Transport> {
 }
 
 /** Collects what a subscription receives. */
-function collect(nc: NatsConnection, subject: string, options: { queue?: string; max?: number } = {}): { msgs: Msg[]; subjects: () => string[] } {
+function collect(
+  nc: NatsConnection,
+  subject: string,
+  options: { queue?: string; max?: number } = {},
+): { msgs: Msg[]; subjects: () => string[] } {
   const msgs: Msg[] = [];
-  nc.subscribe(subject, { ...options, callback: (error, msg) => {
+  nc.subscribe(subject, {
+    ...options,
+    callback: (error, msg) => {
       if (error === null) msgs.push(msg);
     },
   });
@@ -114,7 +120,7 @@ describe.each([
     expect(seen).toEqual(Array.from({ length: 40 }, (_, i) => String(i)));
   });
 
-  it('request/reply: the reply comes back, under the connection\'s inbox prefix', async () => {
+  it("request/reply: the reply comes back, under the connection's inbox prefix", async () => {
     b.subscribe('echo', {
       callback: (_, msg) => {
         msg.respond(`${msg.string()} from ${msg.reply?.split('.').slice(0, 2).join('.')}`);

@@ -7,7 +7,13 @@ describe('the monitor endpoint', () => {
     const counter = new Counter({ name: 'rxfleet_spec_total', help: 'a counter', registers: [registry] });
     counter.inc(3);
     let ready = false;
-    const endpoint = await serveMonitorEndpoint({ port: 0, host: '127.0.0.1', registry, ready: () => ready, describe: () => ({ nats: 'connected' }) });
+    const endpoint = await serveMonitorEndpoint({
+      port: 0,
+      host: '127.0.0.1',
+      registry,
+      ready: () => ready,
+      describe: () => ({ nats: 'connected' }),
+    });
     const base = `http://127.0.0.1:${endpoint.port}`;
     try {
       const metrics = await fetch(`${base}/metrics`);

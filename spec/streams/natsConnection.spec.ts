@@ -18,7 +18,12 @@ describe('the daemon NATS connection', () => {
   });
 
   it('retries for ever (the first connect by openNatsConnection itself), pings often, and uses the inbox prefix it is given', () => {
-    const options = daemonConnectionOptions({ servers: ['b:4222'], inboxPrefix: 'provisioning.reply', user: 'provisioner', password: 's3cret' });
+    const options = daemonConnectionOptions({
+      servers: ['b:4222'],
+      inboxPrefix: 'provisioning.reply',
+      user: 'provisioner',
+      password: 's3cret',
+    });
     expect(options).toMatchObject({
       servers: ['nats://b:4222'],
       maxReconnectAttempts: -1,
@@ -39,7 +44,7 @@ describe('the daemon NATS connection', () => {
     const reply = await connection.nc.request('svc.echo', 'ping', { timeout: 2000 });
     expect(reply.string()).toBe('ping');
     // The spy is another subscription: its copy may come after the reply (no order across subscriptions).
-    await waitFor(() => seenReplyTo.length === 1, 'the spy\'s copy of the request');
+    await waitFor(() => seenReplyTo.length === 1, "the spy's copy of the request");
     expect(seenReplyTo[0]).toMatch(/^provisioning\.reply\./);
     expect(connection.state).toBe('connected');
     responder.unsubscribe();
@@ -100,7 +105,11 @@ describe('the daemon NATS connection', () => {
     try {
       const [first, second] = failures();
       expect(first).toMatchObject({ level: 40, attempt: 1, retryInMs: 100, servers: [`nats://[redacted]@127.0.0.1:${port}`] });
-      expect(first.msg).toMatch(new RegExp(`^cannot connect to NATS at nats://\\[redacted\\]@127\\.0\\.0\\.1:${port}: (connection refused|connect ECONNREFUSED 127\\.0\\.0\\.1:${port}); attempt 1, next try in 0\\.1 s$`));
+      expect(first.msg).toMatch(
+        new RegExp(
+          `^cannot connect to NATS at nats://\\[redacted\\]@127\\.0\\.0\\.1:${port}: (connection refused|connect ECONNREFUSED 127\\.0\\.0\\.1:${port}); attempt 1, next try in 0\\.1 s$`,
+        ),
+      );
       // The second line is the first failure a second or more after the first; the attempts in
       // between (about ten, fewer on a loaded machine) are counted in it, not logged.
       const attempt = Number(second.attempt);
@@ -118,7 +127,7 @@ describe('the daemon NATS connection', () => {
     }
   });
 
-  it('logs the connection\'s life: disconnected, failed reconnect attempts, reconnected', async () => {
+  it("logs the connection's life: disconnected, failed reconnect attempts, reconnected", async () => {
     const own = await startNatsServer({ jetstream: false });
     const { logger, lines } = capturingLogger();
     const connection = await openNatsConnection({ servers: [own.url] }, logger, new LoginBackoff({ baseMs: 100, random: () => 0 }));

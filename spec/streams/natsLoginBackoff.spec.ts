@@ -46,7 +46,11 @@ describe('a daemon connection the broker refuses', () => {
   it('keeps trying for ever, each refusal waiting longer than the one before, and never gives up', async () => {
     const backoff = new LoginBackoff({ refusedMs: 100 });
     const controller = new AbortController();
-    const connecting = openNatsConnection({ servers: [server().url], user: 'provisioner', password: 'wrong', signal: controller.signal }, undefined, backoff);
+    const connecting = openNatsConnection(
+      { servers: [server().url], user: 'provisioner', password: 'wrong', signal: controller.signal },
+      undefined,
+      backoff,
+    );
     let settled: string | undefined;
     connecting.then(
       () => (settled = 'connected'),

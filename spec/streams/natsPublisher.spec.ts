@@ -15,7 +15,11 @@ describe('NatsPublisher over a real nats-server', () => {
     subscriber.nc.subscribe('p.>', { callback: (_e, m) => void received.push(m.string()) });
     await subscriber.nc.flush();
     const results: PublishResult[] = [];
-    const publisher = new NatsPublisher({ open: (signal) => openNatsConnection({ servers: [server().url], signal }), maxHeld: 10, onResult: (r) => results.push(r) });
+    const publisher = new NatsPublisher({
+      open: (signal) => openNatsConnection({ servers: [server().url], signal }),
+      maxHeld: 10,
+      onResult: (r) => results.push(r),
+    });
     try {
       publisher.publish('p.a', 'one');
       publisher.publish('p.a', 'two');
@@ -35,7 +39,7 @@ describe('NatsPublisher over a real nats-server', () => {
     expect(results[results.length - 1]).toBe('dropped');
   });
 
-  it('past the hold, keeps the latest message of each key and sends those first when NATS is back: a subscriber ends with every key\'s last word', async () => {
+  it("past the hold, keeps the latest message of each key and sends those first when NATS is back: a subscriber ends with every key's last word", async () => {
     let letConnect: () => void = () => undefined;
     const connectAllowed = new Promise<void>((resolve) => (letConnect = resolve));
     const results: PublishResult[] = [];
@@ -53,7 +57,15 @@ describe('NatsPublisher over a real nats-server', () => {
     subscriber.nc.subscribe('p.>', { callback: (_e, m) => void received.push(m.string()) });
     await subscriber.nc.flush();
     try {
-      for (const [word, key] of [['a1', 'a'], ['b1', 'b'], ['a2', 'a'], ['c1', 'c'], ['a3', 'a'], ['b2', 'b'], ['x', undefined]] as const) {
+      for (const [word, key] of [
+        ['a1', 'a'],
+        ['b1', 'b'],
+        ['a2', 'a'],
+        ['c1', 'c'],
+        ['a3', 'a'],
+        ['b2', 'b'],
+        ['x', undefined],
+      ] as const) {
         publisher.publish(`p.${word}`, word, key);
       }
       // a1 and a2 were pushed out by a later a, b1 was superseded by b2: dropped. c1 and a3 were
@@ -73,9 +85,17 @@ describe('NatsPublisher over a real nats-server', () => {
 
   it('logs the first five refused messages of a minute and then one summary, and counts every one', async () => {
     const lines: { msg: string }[] = [];
-    const logger = pino({ level: 'info' }, new Writable({ write: (chunk, _e, cb) => (lines.push(JSON.parse(String(chunk)) as { msg: string }), cb()) }));
+    const logger = pino(
+      { level: 'info' },
+      new Writable({ write: (chunk, _e, cb) => (lines.push(JSON.parse(String(chunk)) as { msg: string }), cb()) }),
+    );
     const results: PublishResult[] = [];
-    const publisher = new NatsPublisher({ open: (signal) => openNatsConnection({ servers: [server().url], signal }), maxHeld: 10, logger, onResult: (r) => results.push(r) });
+    const publisher = new NatsPublisher({
+      open: (signal) => openNatsConnection({ servers: [server().url], signal }),
+      maxHeld: 10,
+      logger,
+      onResult: (r) => results.push(r),
+    });
     try {
       await waitFor(() => publisher.currentState === 'connected', 'connected');
       for (let i = 0; i < 50; i++) publisher.publish('p.big', 'x'.repeat(4096));

@@ -31,7 +31,10 @@ describe('a simulated fleet that requires signed requests', () => {
   });
 
   it('answers a request signed by a certificate of its CA', async () => {
-    const signed = world.newClient({ callerId: 'choria=prov.mcollective', protocol: { version: 'v1', signer: x509RequestSigner(files, { certificate: '/c.pem', key: '/k.pem' }) } });
+    const signed = world.newClient({
+      callerId: 'choria=prov.mcollective',
+      protocol: { version: 'v1', signer: x509RequestSigner(files, { certificate: '/c.pem', key: '/k.pem' }) },
+    });
     const reply = await firstValueFrom(signed.call(PROVISION_RPCS.inventory, N1, {}, { timeoutMs: 2000 }));
     expect(reply.statuscode).toBe(0);
     expect(world.fleet.stats().signatureRefusals).toBe(0);
@@ -40,7 +43,9 @@ describe('a simulated fleet that requires signed requests', () => {
   it('drops an unsigned request unanswered and counts it, as a go-choria server with chs: true does', async () => {
     const before = world.fleet.stats().signatureRefusals;
     const requestsBefore = world.fleet.stats().requests;
-    await expect(firstValueFrom(world.client.call(PROVISION_RPCS.inventory, N1, {}, { timeoutMs: 500 }))).rejects.toBeInstanceOf(RpcTimeoutError);
+    await expect(firstValueFrom(world.client.call(PROVISION_RPCS.inventory, N1, {}, { timeoutMs: 500 }))).rejects.toBeInstanceOf(
+      RpcTimeoutError,
+    );
     expect(world.fleet.stats().signatureRefusals).toBe(before + 1);
     expect(world.fleet.stats().requests).toBe(requestsBefore);
   });

@@ -36,7 +36,9 @@ describe('the simulated fleet over a real nats-server', () => {
 
     it('records everything a node received: configuration, TLS files, the decrypted key, server JWT, policies, once', async () => {
       const id = 'node-1.example.net';
-      const events = firstValueFrom(lifecycleEvents(world.clientConnection.nc, { type: '*', component: 'provision_mode_server' }).pipe(take(2), toArray()));
+      const events = firstValueFrom(
+        lifecycleEvents(world.clientConnection.nc, { type: '*', component: 'provision_mode_server' }).pipe(take(2), toArray()),
+      );
       const serverStartup = firstValueFrom(lifecycleEvents(world.clientConnection.nc, { type: 'startup', component: 'server' }));
       await world.clientConnection.nc.flush();
 
@@ -57,7 +59,9 @@ describe('the simulated fleet over a real nats-server', () => {
       });
       expect(reply.data.message).toBe('Wrote 4 lines to /etc/choria/server.conf');
       const provisioned = nextEvent(world.fleet.events$, 'provisioned', id);
-      expect((await call(PROVISION_RPCS.restart, id, { token: 's3cret', splay: 1 })).data.message).toBe('Restarting Choria Server after 2s');
+      expect((await call(PROVISION_RPCS.restart, id, { token: 's3cret', splay: 1 })).data.message).toBe(
+        'Restarting Choria Server after 2s',
+      );
       await provisioned;
 
       const record = world.fleet.node(id);
@@ -86,7 +90,9 @@ describe('the simulated fleet over a real nats-server', () => {
     });
 
     it('no longer answers on the provisioning collective once provisioned', async () => {
-      const error = await failureOf(firstValueFrom(world.client.call(PROVISION_RPCS.inventory, 'node-1.example.net', {}, { timeoutMs: 150 })));
+      const error = await failureOf(
+        firstValueFrom(world.client.call(PROVISION_RPCS.inventory, 'node-1.example.net', {}, { timeoutMs: 150 })),
+      );
       expect(error).toBeInstanceOf(RpcTimeoutError);
     });
 
@@ -127,7 +133,16 @@ describe('the simulated fleet over a real nats-server', () => {
       const second = await call(PROVISION_RPCS.jwt, id, { token: 's3cret' });
       expect(second.data.ecdh_public).not.toBe(first.data.ecdh_public);
       const stale = encryptPrivateKey(helperKey, first.data.ecdh_public);
-      const error = await failureOf(call(PROVISION_RPCS.configure, id, { ...configureInput(PROVISIONED_CONFIG, 's3cret'), certificate: 'C', ca: 'A', ssldir: '/s', key: stale.key, ecdh_public: stale.ecdhPublic }));
+      const error = await failureOf(
+        call(PROVISION_RPCS.configure, id, {
+          ...configureInput(PROVISIONED_CONFIG, 's3cret'),
+          certificate: 'C',
+          ca: 'A',
+          ssldir: '/s',
+          key: stale.key,
+          ecdh_public: stale.ecdhPublic,
+        }),
+      );
       expect(error).toBeInstanceOf(RpcStatusError);
       expect((error as RpcStatusError).statusmsg).toMatch(/^Could not decrypt private key: /);
       expect(world.fleet.node(id)).toMatchObject({ configured: 0 });
@@ -158,7 +173,10 @@ describe('the simulated fleet over a real nats-server', () => {
       const error = await failureOf(firstValueFrom(world.client.request('node-6.example.net', 'choria_provision', 'explode', {})));
       expect(error).toMatchObject({ statuscode: 2, statusmsg: 'Unknown action explode for agent choria_provision' });
       const before = world.fleet.stats().badRequests;
-      world.clientConnection.nc.publish('provisioning.node.node-6.example.net', '{"protocol":"choria:transport:1","data":"!!","headers":{"reply-to":"x"}}');
+      world.clientConnection.nc.publish(
+        'provisioning.node.node-6.example.net',
+        '{"protocol":"choria:transport:1","data":"!!","headers":{"reply-to":"x"}}',
+      );
       await world.clientConnection.nc.flush();
       await world.fleetConnection.nc.flush();
       expect(world.fleet.stats().badRequests).toBe(before + 1);
@@ -167,28 +185,37 @@ describe('the simulated fleet over a real nats-server', () => {
     it('drops a request outside its TTL, as a server does', async () => {
       const skewed = world.newClient({ identity: 'skewed.example.net', now: () => Date.now() - 10 * 60_000 });
       const before = world.fleet.stats().staleRequests;
-      expect(await failureOf(firstValueFrom(skewed.call(PROVISION_RPCS.inventory, 'node-6.example.net', {}, { timeoutMs: 150 })))).toBeInstanceOf(RpcTimeoutError);
+      expect(
+        await failureOf(firstValueFrom(skewed.call(PROVISION_RPCS.inventory, 'node-6.example.net', {}, { timeoutMs: 150 }))),
+      ).toBeInstanceOf(RpcTimeoutError);
       expect(world.fleet.stats().staleRequests).toBe(before + 1);
     });
   });
 
   describe('the provisioning lock', () => {
-    it('refuses other callers for two minutes from the holder\'s last locked call, and not for unlocked actions', async () => {
+    it("refuses other callers for two minutes from the holder's last locked call, and not for unlocked actions", async () => {
       let clock = 1_000_000;
       const world = await startChoriaWorld(server().url, { nodes: 1, now: () => clock });
       try {
         const id = 'node-1.example.net';
         const other = world.newClient({ identity: 'other.example.net' });
         await firstValueFrom(world.client.call(PROVISION_RPCS.jwt, id, { token: '' }));
-        await expect(firstValueFrom(other.call(PROVISION_RPCS.jwt, id, { token: '' }))).rejects.toMatchObject({ name: 'ProvisioningLockError', statusmsg: 'Could not obtain provisioning lock' });
+        await expect(firstValueFrom(other.call(PROVISION_RPCS.jwt, id, { token: '' }))).rejects.toMatchObject({
+          name: 'ProvisioningLockError',
+          statusmsg: 'Could not obtain provisioning lock',
+        });
         await expect(firstValueFrom(other.call(PROVISION_RPCS.inventory, id, {}))).resolves.toMatchObject({ statuscode: 0 });
         clock += 100_000;
         await firstValueFrom(world.client.call(PROVISION_RPCS.gen25519, id, { token: '', nonce: 'n' })); // extends to +220 s
         clock += 100_000;
-        await expect(firstValueFrom(other.call(PROVISION_RPCS.gencsr, id, { token: '', cn: id }))).rejects.toMatchObject({ name: 'ProvisioningLockError' });
+        await expect(firstValueFrom(other.call(PROVISION_RPCS.gencsr, id, { token: '', cn: id }))).rejects.toMatchObject({
+          name: 'ProvisioningLockError',
+        });
         clock += 20_001;
         await expect(firstValueFrom(other.call(PROVISION_RPCS.jwt, id, { token: '' }))).resolves.toMatchObject({ statuscode: 0 });
-        await expect(firstValueFrom(world.client.call(PROVISION_RPCS.jwt, id, { token: '' }))).rejects.toMatchObject({ name: 'ProvisioningLockError' });
+        await expect(firstValueFrom(world.client.call(PROVISION_RPCS.jwt, id, { token: '' }))).rejects.toMatchObject({
+          name: 'ProvisioningLockError',
+        });
         expect(world.fleet.node(id)?.lockRefusals).toBe(3);
         expect(world.fleet.stats().lockRefusals).toBe(3);
       } finally {
@@ -207,29 +234,56 @@ describe('the simulated fleet over a real nats-server', () => {
         const upgradedEvent = firstValueFrom(lifecycleEvents(world.clientConnection.nc, { type: 'upgraded' }));
         const startup = firstValueFrom(lifecycleEvents(world.clientConnection.nc, { type: 'startup' }));
         await world.clientConnection.nc.flush();
-        const reply = await firstValueFrom(world.client.call(PROVISION_RPCS.release_update, id, { token: '', repository: 'https://repo.example.net', version: '0.29.4' }));
+        const reply = await firstValueFrom(
+          world.client.call(PROVISION_RPCS.release_update, id, { token: '', repository: 'https://repo.example.net', version: '0.29.4' }),
+        );
         expect(reply.data.message).toBe('Restarting Choria Server after 2s');
         expect(await upgradedEvent).toMatchObject({ identity: id, version: '0.28.0', newVersion: '0.29.4' });
         expect(await startup).toMatchObject({ identity: id, component: 'provision_mode_server', version: '0.29.4' });
         expect((await firstValueFrom(world.client.call(PROVISION_RPCS.inventory, id, {}))).data.version).toBe('0.29.4');
         expect(world.fleet.node(id)).toMatchObject({ state: 'provisioning', upgrades: ['0.29.4'], version: '0.29.4' });
         expect(world.fleet.stats().upgraded).toBe(1);
-        const claims = (await jwtVerify(world.fleet.keys.jwt, createPublicKey({ key: Buffer.concat([Buffer.from('302a300506032b6570032100', 'hex'), Buffer.from(world.fleet.jwtVerifyKey, 'hex')]), format: 'der', type: 'spki' }))).payload;
+        const claims = (
+          await jwtVerify(
+            world.fleet.keys.jwt,
+            createPublicKey({
+              key: Buffer.concat([Buffer.from('302a300506032b6570032100', 'hex'), Buffer.from(world.fleet.jwtVerifyKey, 'hex')]),
+              format: 'der',
+              type: 'spki',
+            }),
+          )
+        ).payload;
         expect(claims.update).toBe(true);
       } finally {
         await world.stop();
       }
     });
 
-    it('fails release_update with Go\'s rolled-back message when told to, and refuses it when the JWT does not allow updates', async () => {
+    it("fails release_update with Go's rolled-back message when told to, and refuses it when the JWT does not allow updates", async () => {
       const failing = await startChoriaWorld(server().url, { nodes: 1, upgradable: true, failUpgrades: true });
       const locked = await startChoriaWorld(server().url, { nodes: 1, identity: (i) => `fixed-${i}.example.net` });
       try {
-        await expect(firstValueFrom(failing.client.call(PROVISION_RPCS.release_update, 'node-1.example.net', { token: '', repository: 'https://r', version: '2.0.0' }))).rejects.toMatchObject({
+        await expect(
+          firstValueFrom(
+            failing.client.call(PROVISION_RPCS.release_update, 'node-1.example.net', {
+              token: '',
+              repository: 'https://r',
+              version: '2.0.0',
+            }),
+          ),
+        ).rejects.toMatchObject({
           statusmsg: 'Update to version 2.0.0 failed, release rolled back: simulated failure',
         });
         expect(failing.fleet.node('node-1.example.net')).toMatchObject({ version: '0.29.4', upgrades: [] });
-        await expect(firstValueFrom(locked.client.call(PROVISION_RPCS.release_update, 'fixed-1.example.net', { token: '', repository: 'https://r', version: '2.0.0' }))).rejects.toMatchObject({
+        await expect(
+          firstValueFrom(
+            locked.client.call(PROVISION_RPCS.release_update, 'fixed-1.example.net', {
+              token: '',
+              repository: 'https://r',
+              version: '2.0.0',
+            }),
+          ),
+        ).rejects.toMatchObject({
           statusmsg: 'Provisioning token does not allow updates',
         });
       } finally {
@@ -243,7 +297,10 @@ describe('the simulated fleet over a real nats-server', () => {
     it('answers a fraction of RPCs with a simulated failure, never discovery', async () => {
       const world = await startChoriaWorld(server().url, { nodes: 5, failureRate: 1 });
       try {
-        await expect(firstValueFrom(world.client.call(PROVISION_RPCS.inventory, 'node-1.example.net', {}))).rejects.toMatchObject({ statuscode: 5, statusmsg: 'simulated failure' });
+        await expect(firstValueFrom(world.client.call(PROVISION_RPCS.inventory, 'node-1.example.net', {}))).rejects.toMatchObject({
+          statuscode: 5,
+          statusmsg: 'simulated failure',
+        });
         expect(await firstValueFrom(broadcastDiscovery(world.client))).toHaveLength(5);
         expect(world.fleet.stats().injectedFailures).toBe(1);
       } finally {
@@ -257,7 +314,12 @@ describe('the simulated fleet over a real nats-server', () => {
         const world = await startChoriaWorld(server().url, { nodes: 1, failureRate: 0.5, random: seededRandom(42) });
         const seen: string[] = [];
         for (let i = 0; i < 12; i++) {
-          seen.push(await firstValueFrom(world.client.call(PROVISION_RPCS.inventory, 'node-1.example.net', {})).then(() => 'ok', () => 'failed'));
+          seen.push(
+            await firstValueFrom(world.client.call(PROVISION_RPCS.inventory, 'node-1.example.net', {})).then(
+              () => 'ok',
+              () => 'failed',
+            ),
+          );
         }
         outcomes.push(seen);
         await world.stop();
@@ -270,8 +332,12 @@ describe('the simulated fleet over a real nats-server', () => {
     it('adds its latency before each reply', async () => {
       const world = await startChoriaWorld(server().url, { nodes: 1, latencyMs: 300 });
       try {
-        await expect(firstValueFrom(world.client.call(PROVISION_RPCS.inventory, 'node-1.example.net', {}, { timeoutMs: 20 }))).rejects.toBeInstanceOf(RpcTimeoutError);
-        await expect(firstValueFrom(world.client.call(PROVISION_RPCS.inventory, 'node-1.example.net', {}, { timeoutMs: 5000 }))).resolves.toMatchObject({ statuscode: 0 });
+        await expect(
+          firstValueFrom(world.client.call(PROVISION_RPCS.inventory, 'node-1.example.net', {}, { timeoutMs: 20 })),
+        ).rejects.toBeInstanceOf(RpcTimeoutError);
+        await expect(
+          firstValueFrom(world.client.call(PROVISION_RPCS.inventory, 'node-1.example.net', {}, { timeoutMs: 5000 })),
+        ).resolves.toMatchObject({ statuscode: 0 });
       } finally {
         await world.stop();
       }
@@ -326,14 +392,26 @@ describe('the simulated fleet over a real nats-server', () => {
       const spki = Buffer.concat([Buffer.from('302a300506032b6570032100', 'hex'), Buffer.from(keys.jwtVerifyKey, 'hex')]);
       const { payload, protectedHeader } = await jwtVerify(keys.jwt, createPublicKey({ key: spki, format: 'der', type: 'spki' }));
       expect(protectedHeader.alg).toBe('EdDSA');
-      expect(payload).toMatchObject({ cht: 's3cret', chs: false, chpd: true, chu: 'nats://b:4222', ou: 'choria', purpose: 'choria_provisioning', sub: 'choria_provisioning', extensions: null });
+      expect(payload).toMatchObject({
+        cht: 's3cret',
+        chs: false,
+        chpd: true,
+        chu: 'nats://b:4222',
+        ou: 'choria',
+        purpose: 'choria_provisioning',
+        sub: 'choria_provisioning',
+        extensions: null,
+      });
       expect(typeof payload.exp).toBe('number');
       expect(payload.update).toBeUndefined();
     });
 
     it('is signed RS256 with an RSA key, given or generated, and publishes the PEM public key', async () => {
       const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-      const keys = await createFleetKeys({ claims: { token: '' }, jwtSigningKey: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString() });
+      const keys = await createFleetKeys({
+        claims: { token: '' },
+        jwtSigningKey: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+      });
       expect(keys.jwtKeyType).toBe('rsa');
       expect(keys.jwtVerifyKey).toBe(publicKey.export({ type: 'spki', format: 'pem' }).toString());
       expect((await jwtVerify(keys.jwt, createPublicKey(keys.jwtVerifyKey))).protectedHeader.alg).toBe('RS256');

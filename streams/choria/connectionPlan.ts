@@ -45,7 +45,12 @@ export interface ConnectionPlanOptions {
 /** This process's user, certname override, uid and home, as go-choria's providers read them. */
 export function processSecurityEnvironment(): SecurityEnvironment {
   const { USER: user, MCOLLECTIVE_CERTNAME: certname, HOME: home } = process.env;
-  return { root: process.getuid?.() === 0, ...(user !== undefined ? { user } : {}), ...(certname !== undefined ? { certname } : {}), ...(home !== undefined ? { home } : {}) };
+  return {
+    root: process.getuid?.() === 0,
+    ...(user !== undefined ? { user } : {}),
+    ...(certname !== undefined ? { certname } : {}),
+    ...(home !== undefined ? { home } : {}),
+  };
 }
 
 /**
@@ -73,17 +78,26 @@ export function connectionPlan(config: ProvisionerConfig, choria: ChoriaClientCo
   const warn = (path: string, message: string): void => void problems.push({ path, message, severity: 'warning' });
 
   const brokers = brokerSource(choria, config.rxfleet.natsServers);
-  const nats: NatsConnectionConfig = { servers: brokers.kind === 'srv' ? [] : brokers.servers, name: choria.identity, inboxPrefix: PROVISIONING_INBOX_PREFIX };
+  const nats: NatsConnectionConfig = {
+    servers: brokers.kind === 'srv' ? [] : brokers.servers,
+    name: choria.identity,
+    inboxPrefix: PROVISIONING_INBOX_PREFIX,
+  };
 
   const provisionerLogin = config.brokerProvisioningPassword !== '';
   const choriaLogin = choria.natsUser !== undefined && choria.natsPassword !== undefined;
   const user = config.rxfleet.natsUser ?? (provisionerLogin ? 'provisioner' : choriaLogin ? choria.natsUser : undefined);
-  const password = config.rxfleet.natsPassword ?? (provisionerLogin ? config.brokerProvisioningPassword : choriaLogin ? choria.natsPassword : undefined);
+  const password =
+    config.rxfleet.natsPassword ?? (provisionerLogin ? config.brokerProvisioningPassword : choriaLogin ? choria.natsPassword : undefined);
   if (user !== undefined) nats.user = user;
   if (password !== undefined) nats.password = password;
   const credentials = config.rxfleet.natsCredentials ?? choria.natsCredentials;
   if (credentials !== undefined) {
-    if (!files.exists(credentials)) error(config.rxfleet.natsCredentials !== undefined ? 'rxfleet.nats_credentials' : choriaFile, `${config.rxfleet.natsCredentials !== undefined ? '' : 'plugin.nats.credentials: '}file ${JSON.stringify(credentials)} does not exist`);
+    if (!files.exists(credentials))
+      error(
+        config.rxfleet.natsCredentials !== undefined ? 'rxfleet.nats_credentials' : choriaFile,
+        `${config.rxfleet.natsCredentials !== undefined ? '' : 'plugin.nats.credentials: '}file ${JSON.stringify(credentials)} does not exist`,
+      );
     nats.credentials = credentials;
   }
 
@@ -115,7 +129,10 @@ export function connectionPlan(config: ProvisionerConfig, choria: ChoriaClientCo
     if (token !== undefined && seed !== undefined) {
       const sign = (bytes: Buffer): Uint8Array => ed25519Sign(seed, bytes);
       if (token.info.expiresAt !== undefined && token.info.expiresAt <= now()) {
-        warn(choriaFile, `plugin.security.choria.token_file: the token expired at ${new Date(token.info.expiresAt).toISOString()}: the broker will refuse every connection until it is renewed`);
+        warn(
+          choriaFile,
+          `plugin.security.choria.token_file: the token expired at ${new Date(token.info.expiresAt).toISOString()}: the broker will refuse every connection until it is renewed`,
+        );
       }
       nats.jwtLogin = { jwt: token.text, sign };
       nats.inboxPrefix = `${PROVISIONING_INBOX_PREFIX}.${token.info.uniqueId}`;

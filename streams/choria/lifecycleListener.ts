@@ -60,7 +60,10 @@ export function lifecycleEvents(nc: NatsConnection, options: LifecycleListenerOp
             subscription = undefined;
             const waitMs = Math.min((options.resubscribeMs ?? 1000) * 2 ** refusals, 30_000);
             refusals++;
-            logger.error({ err: error, subject, retryInMs: waitMs }, `the broker refused the lifecycle subscription: ${errorMessage(error)}; nodes are found by discovery only until it is accepted; subscribing again in ${waitMs} ms`);
+            logger.error(
+              { err: error, subject, retryInMs: waitMs },
+              `the broker refused the lifecycle subscription: ${errorMessage(error)}; nodes are found by discovery only until it is accepted; subscribing again in ${waitMs} ms`,
+            );
             retry = scheduler.schedule(subscribe, waitMs);
             return;
           }

@@ -116,7 +116,10 @@ export class ReplyInbox {
     this.subscription = undefined;
     const waitMs = Math.min((this.options.resubscribeMs ?? 1000) * 2 ** this.refusals, 30_000);
     this.refusals++;
-    this.logger.error({ err: error, subject: `${this.prefix}.*`, retryInMs: waitMs }, `the broker refused the reply subscription: ${errorMessage(error)}; subscribing again in ${waitMs} ms`);
+    this.logger.error(
+      { err: error, subject: `${this.prefix}.*`, retryInMs: waitMs },
+      `the broker refused the reply subscription: ${errorMessage(error)}; subscribing again in ${waitMs} ms`,
+    );
     this.resubscribe = this.scheduler.schedule(() => {
       this.resubscribe = undefined;
       this.ensureSubscribed();

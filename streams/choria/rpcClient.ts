@@ -6,7 +6,14 @@ import { BadMessages } from '../../lib/choria/badMessages';
 import { NoRespondersError, ProtocolError, RpcAbortedError, RpcConnectionLostError, RpcTimeoutError } from '../../lib/choria/errors';
 import { DEFAULT_MAX_BYTES, EncodeRequestOptions, decodeReply, encodeRequest } from '../../lib/choria/protocol/codec';
 import { encodeAgentRequest } from '../../lib/choria/protocol/mcorpc';
-import { PROVISIONING_COLLECTIVE, broadcastSubject, callerIdFor, directSubject, newRequestId, replyPrefix } from '../../lib/choria/protocol/subjects';
+import {
+  PROVISIONING_COLLECTIVE,
+  broadcastSubject,
+  callerIdFor,
+  directSubject,
+  newRequestId,
+  replyPrefix,
+} from '../../lib/choria/protocol/subjects';
 import { ChoriaReply, Filter, newFilter } from '../../lib/choria/protocol/types';
 import { RpcReply, judgeReply } from '../../lib/choria/replyCheck';
 import { Logger, silentLogger } from '../../lib/logger';
@@ -107,7 +114,16 @@ export class ChoriaRpcClient {
     this.badMessages = options.badMessages ?? new BadMessages({ logger: this.logger, scheduler: this.scheduler });
     this.inbox = new ReplyInbox(this.nc, replyPrefix(this.collective, this.callerId), {
       logger: this.logger,
-      onUnsolicited: (subject) => this.badMessages.report('reply', { reason: 'unsolicited', layer: 'inbox', message: 'a reply for no waiting request (late, after a timeout or an outage, or for another process with this caller id)' }, subject),
+      onUnsolicited: (subject) =>
+        this.badMessages.report(
+          'reply',
+          {
+            reason: 'unsolicited',
+            layer: 'inbox',
+            message: 'a reply for no waiting request (late, after a timeout or an outage, or for another process with this caller id)',
+          },
+          subject,
+        ),
       scheduler: this.scheduler,
     });
     let lost = false;
@@ -151,7 +167,14 @@ export class ChoriaRpcClient {
     return this.attempt(identity, spec.agent, spec.action, input, options, spec.validate) as Observable<RpcReply<O>>;
   }
 
-  private attempt(identity: string, agent: string, action: string, data: object, options: RequestOptions, validate?: ValidateFunction): Observable<RpcReply> {
+  private attempt(
+    identity: string,
+    agent: string,
+    action: string,
+    data: object,
+    options: RequestOptions,
+    validate?: ValidateFunction,
+  ): Observable<RpcReply> {
     const rpc = `${agent}#${action}`;
     return new Observable<RpcReply>((subscriber) => {
       const { signal, timeoutMs = this.timeoutMs(agent) } = options;
@@ -190,7 +213,14 @@ export class ChoriaRpcClient {
         signal?.removeEventListener('abort', onAbort);
       });
       try {
-        this.publish(directSubject(this.collective, identity), requestId, agent, encodeAgentRequest(agent, action, data), newFilter({ agent: [agent] }), 'raw');
+        this.publish(
+          directSubject(this.collective, identity),
+          requestId,
+          agent,
+          encodeAgentRequest(agent, action, data),
+          newFilter({ agent: [agent] }),
+          'raw',
+        );
       } catch (error) {
         subscriber.error(error);
       }
@@ -203,7 +233,11 @@ export class ChoriaRpcClient {
    * nobody listens on the subject (no responders means no nodes, not an error). Malformed replies
    * are counted and skipped.
    */
-  broadcast(agent: string, payload: string, options: { filter?: Filter; payloadEncoding?: 'raw' | 'base64' } = {}): Observable<ChoriaReply> {
+  broadcast(
+    agent: string,
+    payload: string,
+    options: { filter?: Filter; payloadEncoding?: 'raw' | 'base64' } = {},
+  ): Observable<ChoriaReply> {
     return new Observable<ChoriaReply>((subscriber) => {
       const requestId = newRequestId();
       subscriber.add(
@@ -218,14 +252,25 @@ export class ChoriaRpcClient {
             return;
           }
           if (decoded.value.requestId !== requestId) {
-            this.badMessages.report('broadcast_reply', new ProtocolError('schema', 'reply', 'request id does not match the reply subject'), msg.subject);
+            this.badMessages.report(
+              'broadcast_reply',
+              new ProtocolError('schema', 'reply', 'request id does not match the reply subject'),
+              msg.subject,
+            );
             return;
           }
           subscriber.next(decoded.value);
         }),
       );
       try {
-        this.publish(broadcastSubject(this.collective, agent), requestId, agent, payload, options.filter ?? newFilter(), options.payloadEncoding ?? 'base64');
+        this.publish(
+          broadcastSubject(this.collective, agent),
+          requestId,
+          agent,
+          payload,
+          options.filter ?? newFilter(),
+          options.payloadEncoding ?? 'base64',
+        );
       } catch (error) {
         subscriber.error(error);
       }
@@ -243,14 +288,36 @@ export class ChoriaRpcClient {
   private connectionBack(): void {
     const waiting = [...this.waiting];
     if (waiting.length === 0) return;
-    this.logger.info({ requests: waiting.length }, `connection to the broker is back: sending again the ${waiting.length} request${waiting.length === 1 ? '' : 's'} whose replies were lost with it`);
+    this.logger.info(
+      { requests: waiting.length },
+      `connection to the broker is back: sending again the ${waiting.length} request${waiting.length === 1 ? '' : 's'} whose replies were lost with it`,
+    );
     for (const interrupt of waiting) interrupt();
   }
 
-  private publish(subject: string, requestId: string, agent: string, payload: string, filter: Filter, payloadEncoding: 'raw' | 'base64'): void {
+  private publish(
+    subject: string,
+    requestId: string,
+    agent: string,
+    payload: string,
+    filter: Filter,
+    payloadEncoding: 'raw' | 'base64',
+  ): void {
     const replyTo = this.inbox.subject(requestId);
     const body = encodeRequest(
-      { requestId, senderId: this.identity, callerId: this.callerId, collective: this.collective, agent, ttl: this.ttl, time: this.now(), filter, payload, payloadEncoding, replyTo },
+      {
+        requestId,
+        senderId: this.identity,
+        callerId: this.callerId,
+        collective: this.collective,
+        agent,
+        ttl: this.ttl,
+        time: this.now(),
+        filter,
+        payload,
+        payloadEncoding,
+        replyTo,
+      },
       this.protocol,
     );
     this.nc.publish(subject, body, { reply: replyTo });

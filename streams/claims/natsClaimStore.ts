@@ -20,7 +20,8 @@ export interface NatsClaimStoreConfig {
 }
 
 const isWrongLastSequence = (error: unknown): boolean =>
-  error instanceof JetStreamApiError && (error.code === JetStreamApiCodes.StreamWrongLastSequence || error.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown);
+  error instanceof JetStreamApiError &&
+  (error.code === JetStreamApiCodes.StreamWrongLastSequence || error.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown);
 
 /**
  * The claims bucket over NATS, through nats.js's KV client (no home-made coordination: its
@@ -47,7 +48,8 @@ export function natsClaimStore(config: NatsClaimStoreConfig): ClaimStore {
     });
     return kv;
   };
-  const held = (key: string, error: unknown): unknown => (isWrongLastSequence(error) ? new ClaimHeldError(key, (error as Error).message) : error);
+  const held = (key: string, error: unknown): unknown =>
+    isWrongLastSequence(error) ? new ClaimHeldError(key, (error as Error).message) : error;
 
   return {
     ttl: () =>

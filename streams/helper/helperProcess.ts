@@ -46,7 +46,13 @@ export class HelperProcess {
     const tailBytes = options.stderrTailBytes ?? 4096;
     let spawnError: Error | undefined;
     // detached: the helper leads a new process group, so the group can be killed as one.
-    this.child = spawn(options.executable, options.args, { detached: true, stdio: ['pipe', 'pipe', 'pipe'], env: options.env ?? process.env, cwd: options.cwd, windowsHide: true });
+    this.child = spawn(options.executable, options.args, {
+      detached: true,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      env: options.env ?? process.env,
+      cwd: options.cwd,
+      windowsHide: true,
+    });
     let oversize = false;
     this.child.stdout?.on('data', (chunk: Buffer) => {
       if (oversize) return;

@@ -81,7 +81,17 @@ export class HelperProcessPool<R> {
     private readonly logger: Logger,
     private readonly events: HelperProcessPoolEvents<R>,
   ) {
-    this.slots = Array.from({ length: options.processes }, (_, index) => ({ index, process: undefined, inFlight: new Map(), abandoned: new Set(), failures: 0, answered: 0, restartTimer: undefined, ended: Promise.resolve(), markEnded: () => undefined }));
+    this.slots = Array.from({ length: options.processes }, (_, index) => ({
+      index,
+      process: undefined,
+      inFlight: new Map(),
+      abandoned: new Set(),
+      failures: 0,
+      answered: 0,
+      restartTimer: undefined,
+      ended: Promise.resolve(),
+      markEnded: () => undefined,
+    }));
   }
 
   /** True once closed or killed. */
@@ -156,14 +166,18 @@ export class HelperProcessPool<R> {
       cwd: this.options.cwd,
       maxLineBytes: this.options.maxLineBytes ?? MAX_HELPER_LINE_BYTES,
       onLine: (line) => this.events.line(slot, process, line),
-      onOversize: () => this.restart(slot, process, 'oversize', `wrote a line longer than ${this.options.maxLineBytes ?? MAX_HELPER_LINE_BYTES} bytes`),
+      onOversize: () =>
+        this.restart(slot, process, 'oversize', `wrote a line longer than ${this.options.maxLineBytes ?? MAX_HELPER_LINE_BYTES} bytes`),
       onEnd: (end) => this.ended(slot, process, end),
     });
     slot.process = process;
     slot.answered = 0;
     slot.ended = new Promise((resolve) => (slot.markEnded = resolve));
     this.options.metrics?.setHelperProcesses(this.running());
-    this.logger.info({ slot: slot.index, pid: process.pid }, `started persistent helper process ${process.pid ?? '(none)'} (${slot.index + 1} of ${this.slots.length})`);
+    this.logger.info(
+      { slot: slot.index, pid: process.pid },
+      `started persistent helper process ${process.pid ?? '(none)'} (${slot.index + 1} of ${this.slots.length})`,
+    );
     this.events.started();
   }
 
@@ -189,7 +203,10 @@ export class HelperProcessPool<R> {
     if (this.closed) return;
     this.options.metrics?.helperRestart(reason);
     const delay = (this.options.restartDelayMs ?? persistentHelperRestartDelay)(slot.failures);
-    this.logger.warn({ slot: slot.index, pid: process.pid, reason, restartInMs: delay }, `persistent helper process ${process.pid ?? '(none)'} ${why}; restarting it in ${delay} ms`);
+    this.logger.warn(
+      { slot: slot.index, pid: process.pid, reason, restartInMs: delay },
+      `persistent helper process ${process.pid ?? '(none)'} ${why}; restarting it in ${delay} ms`,
+    );
     slot.restartTimer = setTimeout(() => this.start(slot), delay);
   }
 }

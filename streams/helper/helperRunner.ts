@@ -137,7 +137,9 @@ export class HelperRunner {
       }
     } catch (error) {
       this.options.metrics?.helperError();
-      throw error instanceof HelperError ? error : new HelperError('start', `cannot start ${this.options.command}: ${(error as Error).message}`);
+      throw error instanceof HelperError
+        ? error
+        : new HelperError('start', `cannot start ${this.options.command}: ${(error as Error).message}`);
     } finally {
       const seconds = (performance.now() - started) / 1000;
       this.options.metrics?.observeHelper(seconds);
@@ -148,7 +150,8 @@ export class HelperRunner {
   private execute(input: string, signal: AbortSignal | undefined): Promise<string> {
     const command = this.options.command;
     if (this.argv instanceof HelperCommandError) return Promise.reject(new HelperError('command', this.argv.message));
-    if (this.options.gate?.paused === true) return Promise.reject(new HelperError('paused', `Provisioning is paused, cannot perform ${command}`));
+    if (this.options.gate?.paused === true)
+      return Promise.reject(new HelperError('paused', `Provisioning is paused, cannot perform ${command}`));
     if (signal?.aborted === true) return Promise.reject(new HelperError('aborted', `${command} was not started: aborted`));
     const [executable, ...args] = this.argv;
 
@@ -156,7 +159,10 @@ export class HelperRunner {
       let child: ChildProcess;
       try {
         // Its own process group (killed as one), tied to this process's life by a watchdog.
-        child = spawnSupervised(executable, args, { env: this.options.env ?? process.env, ...(this.options.cwd !== undefined ? { cwd: this.options.cwd } : {}) });
+        child = spawnSupervised(executable, args, {
+          env: this.options.env ?? process.env,
+          ...(this.options.cwd !== undefined ? { cwd: this.options.cwd } : {}),
+        });
       } catch (error) {
         reject(new HelperError('start', `cannot start ${command}: ${(error as Error).message}`));
         return;
@@ -218,11 +224,21 @@ export class HelperRunner {
         const errText = Buffer.concat(stderr).toString('utf8');
         const fail = (kind: HelperFailure, message: string): void => reject(new HelperError(kind, message, errText));
         if (spawnError !== undefined) return fail('start', `cannot start ${command}: ${spawnError.message}`);
-        if (ended === 'timeout') return fail('timeout', `${command} did not finish within ${formatGoDuration(this.timeoutMs)}: its process group was killed`);
+        if (ended === 'timeout')
+          return fail('timeout', `${command} did not finish within ${formatGoDuration(this.timeoutMs)}: its process group was killed`);
         if (ended === 'aborted') return fail('aborted', `${command} was aborted: its process group was killed`);
-        if (ended === 'oversize' && overBudget) return fail('oversize', `${command} was stopped: the helpers in flight held more than ${this.budget.limitBytes} bytes of output between them; its process group was killed`);
-        if (ended === 'oversize') return fail('oversize', `${command} wrote more than ${this.maxOutput} bytes: its process group was killed`);
-        if (code !== 0) return fail('exit', `could not wait for ${command}: ${code === null ? `signal: ${exitSignal ?? 'unknown'}` : `exit status ${code}`}`);
+        if (ended === 'oversize' && overBudget)
+          return fail(
+            'oversize',
+            `${command} was stopped: the helpers in flight held more than ${this.budget.limitBytes} bytes of output between them; its process group was killed`,
+          );
+        if (ended === 'oversize')
+          return fail('oversize', `${command} wrote more than ${this.maxOutput} bytes: its process group was killed`);
+        if (code !== 0)
+          return fail(
+            'exit',
+            `could not wait for ${command}: ${code === null ? `signal: ${exitSignal ?? 'unknown'}` : `exit status ${code}`}`,
+          );
         if (stdoutBytes === 0) return fail('empty', `cannot read ${command} output: zero bytes received`);
         resolve(Buffer.concat(stdout).toString('utf8'));
       });

@@ -87,12 +87,17 @@ export class PersistentHelper {
     }
     if (!(options.processes >= 1)) throw new RangeError(`processes must be >= 1, got ${options.processes}`);
     this.timeoutMs = options.timeoutMs ?? 10_000;
-    this.pool = new HelperProcessPool<Request>(this.argv instanceof HelperCommandError ? undefined : this.argv, options, options.logger ?? silentLogger, {
-      line: (slot, process, line) => this.onLine(slot, process, line),
-      started: () => this.dispatch(),
-      lost: (slot, kind, why, stderr) => this.failSlot(slot, kind, why, stderr),
-      cannotStart: (message) => this.failWaiting('start', message),
-    });
+    this.pool = new HelperProcessPool<Request>(
+      this.argv instanceof HelperCommandError ? undefined : this.argv,
+      options,
+      options.logger ?? silentLogger,
+      {
+        line: (slot, process, line) => this.onLine(slot, process, line),
+        started: () => this.dispatch(),
+        lost: (slot, kind, why, stderr) => this.failSlot(slot, kind, why, stderr),
+        cannotStart: (message) => this.failWaiting('start', message),
+      },
+    );
     this.pool.startAll();
   }
 
@@ -136,8 +141,10 @@ export class PersistentHelper {
     const command = this.options.command;
     const closed = this.pool.isClosed;
     if (this.argv instanceof HelperCommandError) return Promise.reject(new HelperError('command', this.argv.message));
-    if (this.options.gate?.paused === true) return Promise.reject(new HelperError('paused', `Provisioning is paused, cannot perform ${command}`));
-    if (signal?.aborted === true || closed) return Promise.reject(new HelperError('aborted', `${command} was not asked: ${closed ? 'the helper is stopped' : 'aborted'}`));
+    if (this.options.gate?.paused === true)
+      return Promise.reject(new HelperError('paused', `Provisioning is paused, cannot perform ${command}`));
+    if (signal?.aborted === true || closed)
+      return Promise.reject(new HelperError('aborted', `${command} was not asked: ${closed ? 'the helper is stopped' : 'aborted'}`));
     return new Promise<HelperResponse>((resolve, reject) => {
       const id = String(++this.nextId);
       const onAbort = (): void => this.abandon(request);
@@ -175,11 +182,17 @@ export class PersistentHelper {
     if (slot.process !== process) return;
     const answer = decodeHelperAnswer(line);
     if (answer.kind === 'blank') return;
-    if (answer.kind === 'violation') return this.pool.restart(slot, process, 'protocol', `wrote a line that is not an answer: ${answer.reason}`);
+    if (answer.kind === 'violation')
+      return this.pool.restart(slot, process, 'protocol', `wrote a line that is not an answer: ${answer.reason}`);
     const request = slot.inFlight.get(answer.id);
     if (request === undefined) {
       if (slot.abandoned.delete(answer.id)) return;
-      return this.pool.restart(slot, process, 'protocol', `answered request id ${JSON.stringify(answer.id)}, which it was not asked or had already answered`);
+      return this.pool.restart(
+        slot,
+        process,
+        'protocol',
+        `answered request id ${JSON.stringify(answer.id)}, which it was not asked or had already answered`,
+      );
     }
     slot.inFlight.delete(answer.id);
     slot.answered++;
@@ -194,14 +207,25 @@ export class PersistentHelper {
     if (slot === undefined) {
       this.waiting.delete(request);
       request.detach();
-      request.reject(new HelperError('timeout', `${this.options.command} did not answer within ${limit}: no helper process was running (last failure: ${this.pool.lastFailure})`));
+      request.reject(
+        new HelperError(
+          'timeout',
+          `${this.options.command} did not answer within ${limit}: no helper process was running (last failure: ${this.pool.lastFailure})`,
+        ),
+      );
       return;
     }
     // A request unanswered past its timeout means the process is hung: its other answers cannot be counted on either.
     const process = slot.process as HelperProcess;
     slot.inFlight.delete(request.id);
     request.detach();
-    request.reject(new HelperError('timeout', `${this.options.command} (pid ${process.pid}) did not answer within ${limit}: its process group was killed and the helper restarted`, process.stderr()));
+    request.reject(
+      new HelperError(
+        'timeout',
+        `${this.options.command} (pid ${process.pid}) did not answer within ${limit}: its process group was killed and the helper restarted`,
+        process.stderr(),
+      ),
+    );
     this.pool.restart(slot, process, 'timeout', `did not answer request id ${JSON.stringify(request.id)} within ${limit}`);
   }
 

@@ -72,7 +72,10 @@ export function killGroup(child: ChildProcess): void {
 function checkExecutable(executable: string, path: string | undefined, cwd: string | undefined): void {
   const candidates = executable.includes('/')
     ? [cwd === undefined || executable.startsWith('/') ? executable : join(cwd, executable)]
-    : (path ?? '/usr/local/bin:/usr/bin:/bin').split(delimiter).filter((dir) => dir !== '').map((dir) => join(dir, executable));
+    : (path ?? '/usr/local/bin:/usr/bin:/bin')
+        .split(delimiter)
+        .filter((dir) => dir !== '')
+        .map((dir) => join(dir, executable));
   let code = 'ENOENT';
   for (const candidate of candidates) {
     try {
@@ -86,5 +89,10 @@ function checkExecutable(executable: string, path: string | undefined, cwd: stri
       if ((error as NodeJS.ErrnoException).code === 'EACCES') code = 'EACCES';
     }
   }
-  throw Object.assign(new Error(`spawn ${executable} ${code}`), { code, errno: code === 'ENOENT' ? -2 : -13, syscall: `spawn ${executable}`, path: executable });
+  throw Object.assign(new Error(`spawn ${executable} ${code}`), {
+    code,
+    errno: code === 'ENOENT' ? -2 : -13,
+    syscall: `spawn ${executable}`,
+    path: executable,
+  });
 }

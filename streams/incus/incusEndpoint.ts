@@ -82,7 +82,8 @@ export function defaultIncusSocket(env: NodeJS.ProcessEnv = process.env, exists:
 /** A fingerprint in the one form we compare: 64 lowercase hex digits. */
 export function normaliseFingerprint(fingerprint: string): string {
   const hex = fingerprint.replace(/[:\s]/g, '').toLowerCase();
-  if (!/^[0-9a-f]{64}$/.test(hex)) throw new IncusEndpointError('serverFingerprint must be a SHA-256 fingerprint: 64 hex digits, colons allowed');
+  if (!/^[0-9a-f]{64}$/.test(hex))
+    throw new IncusEndpointError('serverFingerprint must be a SHA-256 fingerprint: 64 hex digits, colons allowed');
   return hex;
 }
 
@@ -98,7 +99,9 @@ function pemOption(what: string, value: string): string {
   try {
     return readFileSync(value, 'utf8');
   } catch (error) {
-    throw new IncusEndpointError(`cannot read ${what} from ${value}: ${(error as NodeJS.ErrnoException).code ?? 'unreadable'}`, { cause: error });
+    throw new IncusEndpointError(`cannot read ${what} from ${value}: ${(error as NodeJS.ErrnoException).code ?? 'unreadable'}`, {
+      cause: error,
+    });
   }
 }
 
@@ -202,12 +205,14 @@ export function incusEndpoint(options: IncusEndpointOptions = {}): IncusEndpoint
   } catch {
     throw new IncusEndpointError(`${url} is neither a unix socket path nor an https URL`);
   }
-  if (parsed.protocol !== 'https:') throw new IncusEndpointError(`${parsed.protocol}// is not served by Incus or LXD: use https:// or a unix socket path`);
+  if (parsed.protocol !== 'https:')
+    throw new IncusEndpointError(`${parsed.protocol}// is not served by Incus or LXD: use https:// or a unix socket path`);
   if (parsed.pathname !== '/' || parsed.search !== '' || parsed.username !== '' || parsed.password !== '') {
     throw new IncusEndpointError(`${parsed.origin}: give only the scheme, host and port`);
   }
   const { clientCert, clientKey, serverCert, serverFingerprint } = options;
-  if (clientCert === undefined || clientKey === undefined) throw new IncusEndpointError(`${parsed.origin}: https needs clientCert and clientKey`);
+  if (clientCert === undefined || clientKey === undefined)
+    throw new IncusEndpointError(`${parsed.origin}: https needs clientCert and clientKey`);
   if (serverCert === undefined && serverFingerprint === undefined) {
     throw new IncusEndpointError(`${parsed.origin}: https needs the server certificate pinned (serverCert or serverFingerprint)`);
   }

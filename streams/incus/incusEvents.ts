@@ -63,10 +63,20 @@ function eventMetrics(registry: Registry): EventMetrics {
   const existing = <T>(name: string): T | undefined => registry.getSingleMetric(name) as T | undefined;
   const frames =
     existing<Counter<'result'>>('incus_events_frames_total') ??
-    new Counter({ name: 'incus_events_frames_total', help: 'Frames received on the Incus events websocket, by result (event, ignored, malformed)', labelNames: ['result'], registers: [registry] });
+    new Counter({
+      name: 'incus_events_frames_total',
+      help: 'Frames received on the Incus events websocket, by result (event, ignored, malformed)',
+      labelNames: ['result'],
+      registers: [registry],
+    });
   const attempts =
     existing<Counter<'result'>>('incus_events_connects_total') ??
-    new Counter({ name: 'incus_events_connects_total', help: 'Attempts to open the Incus events websocket, by result (opened, failed)', labelNames: ['result'], registers: [registry] });
+    new Counter({
+      name: 'incus_events_connects_total',
+      help: 'Attempts to open the Incus events websocket, by result (opened, failed)',
+      labelNames: ['result'],
+      registers: [registry],
+    });
   const connected =
     existing<Gauge>('incus_events_connected') ??
     new Gauge({ name: 'incus_events_connected', help: '1 while the Incus events websocket is open', registers: [registry] });
@@ -123,7 +133,11 @@ export function incusEvents(options: IncusEventsOptions = {}): Observable<IncusS
   const where = endpoint?.address ?? 'injected socket';
 
   return new Observable<IncusStreamItem>((subscriber) => {
-    const malformedLog = new RateLimitedLog({ logger, scheduler, ...(options.malformedLogBurst !== undefined ? { burst: options.malformedLogBurst } : {}) });
+    const malformedLog = new RateLimitedLog({
+      logger,
+      scheduler,
+      ...(options.malformedLogBurst !== undefined ? { burst: options.malformedLogBurst } : {}),
+    });
     let socket: EventSocket | undefined;
     // One timer of each kind at most, each rescheduling itself, so a long session arms nothing new.
     let handshakeTimer: Subscription | undefined;

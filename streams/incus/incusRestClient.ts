@@ -1,14 +1,7 @@
 import { Agent, ClientRequest, ClientRequestArgs, IncomingMessage, request } from 'node:http';
 import { Duplex } from 'node:stream';
 import { Counter, Histogram, Registry } from 'prom-client';
-import {
-  IncusApiError,
-  IncusInstance,
-  IncusInstanceState,
-  IncusNetwork,
-  IncusProject,
-  IncusReader,
-} from '../../lib/incus/api';
+import { IncusApiError, IncusInstance, IncusInstanceState, IncusNetwork, IncusProject, IncusReader } from '../../lib/incus/api';
 import { parseResourceUrl } from '../../lib/incus/resourceUrl';
 import { Logger, silentLogger } from '../../lib/logger';
 import { IncusEndpoint, IncusEndpointOptions, toEndpoint } from './incusEndpoint';
@@ -109,12 +102,25 @@ export class IncusRestClient implements IncusReader {
     this.requests = metric(
       registry,
       'incus_api_requests_total',
-      () => new Counter({ name: 'incus_api_requests_total', help: 'Incus REST calls by call and result (ok, not_found, error, timeout, aborted)', labelNames: ['call', 'result'], registers: [registry] }),
+      () =>
+        new Counter({
+          name: 'incus_api_requests_total',
+          help: 'Incus REST calls by call and result (ok, not_found, error, timeout, aborted)',
+          labelNames: ['call', 'result'],
+          registers: [registry],
+        }),
     );
     this.seconds = metric(
       registry,
       'incus_api_request_seconds',
-      () => new Histogram({ name: 'incus_api_request_seconds', help: 'Incus REST call duration, answered calls only', labelNames: ['call'], buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers: [registry] }),
+      () =>
+        new Histogram({
+          name: 'incus_api_request_seconds',
+          help: 'Incus REST call duration, answered calls only',
+          labelNames: ['call'],
+          buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+          registers: [registry],
+        }),
     );
   }
 
@@ -275,13 +281,15 @@ function settle(what: string, httpStatus: number, body: string): { metadata: unk
   } catch {
     return new CallFailure(`${what}: the answer is not JSON (HTTP ${httpStatus})`, httpStatus, outcomeOf(httpStatus));
   }
-  if (!isObject(envelope)) return new CallFailure(`${what}: the answer is not an envelope (HTTP ${httpStatus})`, httpStatus, outcomeOf(httpStatus));
+  if (!isObject(envelope))
+    return new CallFailure(`${what}: the answer is not an envelope (HTTP ${httpStatus})`, httpStatus, outcomeOf(httpStatus));
   if (envelope.type === 'error' || httpStatus >= 400) {
     const status = typeof envelope.error_code === 'number' && envelope.error_code > 0 ? envelope.error_code : httpStatus;
     const message = typeof envelope.error === 'string' && envelope.error !== '' ? envelope.error : `HTTP ${httpStatus}`;
     return new CallFailure(`${what}: ${message} (${status})`, status, outcomeOf(status));
   }
-  if (envelope.type !== 'sync') return new CallFailure(`${what}: expected a sync answer, got ${JSON.stringify(envelope.type)}`, httpStatus, 'error');
+  if (envelope.type !== 'sync')
+    return new CallFailure(`${what}: expected a sync answer, got ${JSON.stringify(envelope.type)}`, httpStatus, 'error');
   return { metadata: envelope.metadata };
 }
 

@@ -57,7 +57,7 @@ export function processesOf(dir: string, extraPids: number[] = []): Array<{ pid:
   }
   const mine = new Set<number>([...table].filter(([, p]) => p.cmd.includes(dir)).map(([pid]) => pid));
   for (const pid of extraPids) if (table.has(pid)) mine.add(pid);
-  for (let grown = true; grown; ) {
+  for (let grown = true; grown;) {
     grown = false;
     for (const [pid, p] of table) {
       if (!mine.has(pid) && mine.has(p.ppid)) {
@@ -66,7 +66,9 @@ export function processesOf(dir: string, extraPids: number[] = []): Array<{ pid:
       }
     }
   }
-  return [...mine].filter((pid) => pid !== process.pid && table.get(pid)?.zombie === false).map((pid) => ({ pid, cmd: table.get(pid)?.cmd ?? '' }));
+  return [...mine]
+    .filter((pid) => pid !== process.pid && table.get(pid)?.zombie === false)
+    .map((pid) => ({ pid, cmd: table.get(pid)?.cmd ?? '' }));
 }
 
 /** Mount points at or under `dir`, deepest first (the order to unmount them in). */

@@ -4,7 +4,15 @@ import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cleanUpOnExit } from '../exitCleanup';
-import { freeSubnet, imageBuildScript, killPrivateLxd, privateLxdLeftovers, privateLxdPreseed, privateLxdUnavailable, processesOf } from './lxdHost';
+import {
+  freeSubnet,
+  imageBuildScript,
+  killPrivateLxd,
+  privateLxdLeftovers,
+  privateLxdPreseed,
+  privateLxdUnavailable,
+  processesOf,
+} from './lxdHost';
 
 /**
  * A private LXD daemon started at run time (`rxfleet demo --incus`): its own `LXD_DIR` in a

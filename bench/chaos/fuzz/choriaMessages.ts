@@ -27,9 +27,29 @@ export function choriaSeeds(): { requests: string[]; replies: string[]; lifecycl
       version === 'v1' ? { version: 'v1' } : { version: 'v2', security: { callerJwt: 'a.b.c' } },
     );
   const reply = (version: 'v1' | 'v2', data: object): string =>
-    encodeReply({ requestId: ID, senderId: 'n1.example.net', agent: 'rpcutil', time: Date.now(), payload: encodeAgentReply({ statuscode: 0, statusmsg: 'OK', data }) }, version);
-  const inventory = { agents: ['rpcutil', 'choria_provision'], collectives: ['provisioning'], facts: {}, version: '0.29.4', upgradable: true, main_collective: 'provisioning' };
-  const event = (type: 'startup' | 'shutdown', format: 'choria' | 'cloudevents'): string => lifecycleEventJson(newLifecycleEvent(type, { identity: 'n1.example.net', component: 'provision_mode_server', version: '0.29.4' }), format);
+    encodeReply(
+      {
+        requestId: ID,
+        senderId: 'n1.example.net',
+        agent: 'rpcutil',
+        time: Date.now(),
+        payload: encodeAgentReply({ statuscode: 0, statusmsg: 'OK', data }),
+      },
+      version,
+    );
+  const inventory = {
+    agents: ['rpcutil', 'choria_provision'],
+    collectives: ['provisioning'],
+    facts: {},
+    version: '0.29.4',
+    upgradable: true,
+    main_collective: 'provisioning',
+  };
+  const event = (type: 'startup' | 'shutdown', format: 'choria' | 'cloudevents'): string =>
+    lifecycleEventJson(
+      newLifecycleEvent(type, { identity: 'n1.example.net', component: 'provision_mode_server', version: '0.29.4' }),
+      format,
+    );
   return {
     requests: [request('v1'), request('v2')],
     replies: [reply('v1', inventory), reply('v2', inventory), reply('v1', { jwt: 'a.b.c', ecdh_public: 'ab'.repeat(32) })],

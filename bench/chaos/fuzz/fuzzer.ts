@@ -52,7 +52,8 @@ export async function fuzz(options: FuzzOptions): Promise<FuzzReport> {
   // A library's process warning (yaml's go to stderr and quote the text) is a defect too; it comes
   // a tick after the input that caused it.
   let current = { target: '', index: -1 };
-  const onWarning = (warning: Error): void => void failures.push({ ...current, kind: 'defect', error: `a process warning: ${warning.name}`, input: '' });
+  const onWarning = (warning: Error): void =>
+    void failures.push({ ...current, kind: 'defect', error: `a process warning: ${warning.name}`, input: '' });
   process.on('warning', onWarning);
   const indices = options.index === undefined ? range(options.inputs) : [options.index];
   for (const index of indices) {
@@ -70,10 +71,19 @@ export async function fuzz(options: FuzzOptions): Promise<FuzzReport> {
   }
   await new Promise((resolve) => setImmediate(resolve));
   process.off('warning', onWarning);
-  return { seed: options.seed, inputs: options.index === undefined ? options.inputs : 1, targets: stats, failures, seconds: (Date.now() - started) / 1000 };
+  return {
+    seed: options.seed,
+    inputs: options.index === undefined ? options.inputs : 1,
+    targets: stats,
+    failures,
+    seconds: (Date.now() - started) / 1000,
+  };
 }
 
-async function feed(target: FuzzTarget, rng: Rng): Promise<{ typed: boolean; failure?: { kind: FuzzFailure['kind']; error: string; input: string } }> {
+async function feed(
+  target: FuzzTarget,
+  rng: Rng,
+): Promise<{ typed: boolean; failure?: { kind: FuzzFailure['kind']; error: string; input: string } }> {
   const input = target.input(rng);
   const shown = JSON.stringify(input.slice(0, 300));
   try {

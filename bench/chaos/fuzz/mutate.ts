@@ -18,7 +18,14 @@ export function oddValue(rng: Rng, depth = 0): unknown {
     case 6:
       return depth > 3 ? [] : Array.from({ length: rng.int(0, 4) }, () => oddValue(rng, depth + 1));
     case 7:
-      return depth > 3 ? {} : Object.fromEntries(Array.from({ length: rng.int(0, 4) }, () => [rng.pick(['__proto__', 'constructor', 'toString', rng.text(8), 'data', 'protocol', 'metadata'])!, oddValue(rng, depth + 1)]));
+      return depth > 3
+        ? {}
+        : Object.fromEntries(
+            Array.from({ length: rng.int(0, 4) }, () => [
+              rng.pick(['__proto__', 'constructor', 'toString', rng.text(8), 'data', 'protocol', 'metadata'])!,
+              oddValue(rng, depth + 1),
+            ]),
+          );
     case 8: {
       // Nested deeper than any parser's comfort.
       let v: unknown = 1;
@@ -26,7 +33,20 @@ export function oddValue(rng: Rng, depth = 0): unknown {
       return v;
     }
     case 9:
-      return rng.pick(['NaN', 'Infinity', 'true', 'null', '0x10', '1e999', '-', '.', '*', '>', 'choria:transport:1', 'io.choria.protocol.v2.reply']);
+      return rng.pick([
+        'NaN',
+        'Infinity',
+        'true',
+        'null',
+        '0x10',
+        '1e999',
+        '-',
+        '.',
+        '*',
+        '>',
+        'choria:transport:1',
+        'io.choria.protocol.v2.reply',
+      ]);
     case 10:
       return Buffer.from(rng.text(32), 'utf8').toString('base64');
     case 11:
@@ -81,7 +101,26 @@ export function mutateText(rng: Rng, text: string): string {
         out = out.slice(0, at) + out.slice(at, at + rng.int(1, 32)).repeat(rng.int(2, 50)) + out.slice(at);
         break;
       case 5:
-        out = out.slice(0, at) + rng.pick(['\u0000', '\ufffd', '"', '\\u0000', '}', ']', '\n', '=', ':', '*', '&a ', '<<: ', '!!binary ', '%YAML 1.1\n', '---\n']) + out.slice(at);
+        out =
+          out.slice(0, at) +
+          rng.pick([
+            '\u0000',
+            '\ufffd',
+            '"',
+            '\\u0000',
+            '}',
+            ']',
+            '\n',
+            '=',
+            ':',
+            '*',
+            '&a ',
+            '<<: ',
+            '!!binary ',
+            '%YAML 1.1\n',
+            '---\n',
+          ]) +
+          out.slice(at);
         break;
       default:
         out = rng.text(64);

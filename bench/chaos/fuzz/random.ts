@@ -43,7 +43,31 @@ export class Rng {
       else if (kind === 6) out += String.fromCharCode(this.int(0, 31));
       else if (kind === 7) out += this.pick(['é', '€', '😀', '\u2028', '\ufeff', '\u0000']);
       else if (kind === 8) out += String.fromCharCode(this.int(0xd800, 0xdfff));
-      else out += this.pick(['"', '\\', '{', '}', '[', ']', ':', ',', '*', '&', '!', '<<', '%', '\n', '\t', '#', '|', '>', '-', '?', '@', '`']);
+      else
+        out += this.pick([
+          '"',
+          '\\',
+          '{',
+          '}',
+          '[',
+          ']',
+          ':',
+          ',',
+          '*',
+          '&',
+          '!',
+          '<<',
+          '%',
+          '\n',
+          '\t',
+          '#',
+          '|',
+          '>',
+          '-',
+          '?',
+          '@',
+          '`',
+        ]);
     }
     return out;
   }

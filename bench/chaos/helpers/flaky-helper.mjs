@@ -16,7 +16,8 @@ for await (const chunk of process.stdin) input += chunk;
 const identity = JSON.parse(input).identity ?? '';
 const n = Number(/-(\d+)\./.exec(identity)?.[1] ?? 0);
 const mark = join(process.argv[2], identity);
-const ok = () => process.stdout.write(JSON.stringify({ defer: false, msg: 'ok', configuration: { identity, 'plugin.choria.server.provision': 'false' } }));
+const ok = () =>
+  process.stdout.write(JSON.stringify({ defer: false, msg: 'ok', configuration: { identity, 'plugin.choria.server.provision': 'false' } }));
 if (existsSync(mark)) {
   ok();
 } else {

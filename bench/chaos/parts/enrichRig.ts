@@ -80,7 +80,8 @@ export async function startEnrichRig(instances: number): Promise<EnrichRig> {
     const key = `${payload.project}/${payload.name}`;
     if (payload.old_name !== undefined) seen.delete(`${payload.project}/${payload.old_name}`);
     if (payload.action === 'instance-deleted') seen.delete(key);
-    else if (payload.instance !== undefined) seen.set(key, { running: payload.instance.running, ipv4: payload.instance.interfaces.flatMap((i) => i.ipv4).sort() });
+    else if (payload.instance !== undefined)
+      seen.set(key, { running: payload.instance.running, ipv4: payload.instance.interfaces.flatMap((i) => i.ipv4).sort() });
   };
   /** Applies what the stream holds beyond what was read; a request while reconnecting waits for the next call. */
   const catchUp = async (): Promise<void> => {
@@ -94,19 +95,33 @@ export async function startEnrichRig(instances: number): Promise<EnrichRig> {
   let daemon: RxfleetProcess | undefined;
   let port = 0;
   const differences = async (): Promise<string[]> => {
-    if (!(await catchUp().then(() => true, () => false))) return ['the consumer is reconnecting'];
-    type Listed = { name: string; project: string; status: string; state?: { network?: Record<string, { addresses: { family: string; scope: string; address: string }[] }> } };
+    if (
+      !(await catchUp().then(
+        () => true,
+        () => false,
+      ))
+    )
+      return ['the consumer is reconnecting'];
+    type Listed = {
+      name: string;
+      project: string;
+      status: string;
+      state?: { network?: Record<string, { addresses: { family: string; scope: string; address: string }[] }> };
+    };
     const listed = await lxd.query<Listed[]>('/1.0/instances?recursion=2&all-projects=true');
     const truth = new Map<string, Seen>();
     for (const i of listed) {
-      const ipv4 = Object.values(i.state?.network ?? {}).flatMap((n) => n.addresses.filter((a) => a.family === 'inet' && a.scope === 'global').map((a) => a.address)).sort();
+      const ipv4 = Object.values(i.state?.network ?? {})
+        .flatMap((n) => n.addresses.filter((a) => a.family === 'inet' && a.scope === 'global').map((a) => a.address))
+        .sort();
       truth.set(`${i.project}/${i.name}`, { running: i.status === 'Running', ipv4 });
     }
     const out: string[] = [];
     for (const [key, t] of truth) {
       const s = seen.get(key);
       if (s === undefined) out.push(`${key}: never published`);
-      else if (s.running !== t.running || s.ipv4.join() !== t.ipv4.join()) out.push(`${key}: published ${JSON.stringify(s)}, LXD ${JSON.stringify(t)}`);
+      else if (s.running !== t.running || s.ipv4.join() !== t.ipv4.join())
+        out.push(`${key}: published ${JSON.stringify(s)}, LXD ${JSON.stringify(t)}`);
     }
     for (const key of seen.keys()) if (!truth.has(key)) out.push(`${key}: published, gone from LXD`);
     return out;
@@ -120,14 +135,43 @@ export async function startEnrichRig(instances: number): Promise<EnrichRig> {
       port = await freePort();
       const config = join(dir, `enrich-${port}.yaml`);
       writeFileSync(config, ['read_delay: 200ms', 'sweep_interval: 3s', 'store_interval: 1s', ...yaml].join('\n'));
-      const started = rxfleet(['enrich', '--config', config, '--incus', lxd.socket, '--nats', nats.url, '--monitor', `127.0.0.1:${port}`, '--data-dir', dataDir]);
+      const started = rxfleet([
+        'enrich',
+        '--config',
+        config,
+        '--incus',
+        lxd.socket,
+        '--nats',
+        nats.url,
+        '--monitor',
+        `127.0.0.1:${port}`,
+        '--data-dir',
+        dataDir,
+      ]);
       daemon = started;
-      await waitFor(async () => {
-        if (!started.running()) throw new Error(`rxfleet enrich exited: ${started.stderr().slice(-500)}`);
-        return (await fetch(`http://127.0.0.1:${port}/ready`).then((r) => r.status, () => 0)) === 200;
-      }, 'the enricher to be ready', 60_000);
+      await waitFor(
+        async () => {
+          if (!started.running()) throw new Error(`rxfleet enrich exited: ${started.stderr().slice(-500)}`);
+          return (
+            (await fetch(`http://127.0.0.1:${port}/ready`).then(
+              (r) => r.status,
+              () => 0,
+            )) === 200
+          );
+        },
+        'the enricher to be ready',
+        60_000,
+      );
     },
-    metric: async (name, labels = {}) => sampleValue(await fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text(), () => ''), name, labels),
+    metric: async (name, labels = {}) =>
+      sampleValue(
+        await fetch(`http://127.0.0.1:${port}/metrics`).then(
+          (r) => r.text(),
+          () => '',
+        ),
+        name,
+        labels,
+      ),
     differences,
     async converge(timeoutMs) {
       const from = now();

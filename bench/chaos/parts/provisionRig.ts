@@ -62,14 +62,34 @@ export async function startProvisionRig(options: ProvisionRigOptions): Promise<P
     await server.stop();
     rmSync(dir, { recursive: true, force: true });
   });
-  const fleet = rxfleet(['simulate', '--nats', server.url, '--nodes', String(options.nodes), '--token', TOKEN, '--json', '--report-every', '200ms', '--log-level', 'error', ...(options.fleetArgs ?? [])]);
+  const fleet = rxfleet([
+    'simulate',
+    '--nats',
+    server.url,
+    '--nodes',
+    String(options.nodes),
+    '--token',
+    TOKEN,
+    '--json',
+    '--report-every',
+    '200ms',
+    '--log-level',
+    'error',
+    ...(options.fleetArgs ?? []),
+  ]);
   await fleet.next((l) => l.type === 'ready');
   const progress: FleetProgress[] = [];
   let seen = 0;
   const sampler = setInterval(() => {
     for (; seen < fleet.lines.length; seen++) {
       const line = fleet.lines[seen];
-      if (line.type === 'progress') progress.push({ at: now(), configured: Number(line.configured), provisioned: Number(line.provisioned), duplicates: Number(line.duplicates) });
+      if (line.type === 'progress')
+        progress.push({
+          at: now(),
+          configured: Number(line.configured),
+          provisioned: Number(line.provisioned),
+          duplicates: Number(line.duplicates),
+        });
     }
   }, 50);
 
@@ -80,13 +100,34 @@ export async function startProvisionRig(options: ProvisionRigOptions): Promise<P
   const startDaemon = async (): Promise<RxfleetProcess> => {
     port = await freePort();
     const config = join(dir, `provision-${port}.yaml`);
-    writeFileSync(config, [`helper: ${options.helper ?? SH_HELPER}`, `token: ${TOKEN}`, 'choria_insecure: true', `workers: ${options.workers ?? 16}`, `monitor_port: ${port}`, 'loglevel: warn', 'interval: 1m', ...(options.yaml ?? [])].join('\n'));
+    writeFileSync(
+      config,
+      [
+        `helper: ${options.helper ?? SH_HELPER}`,
+        `token: ${TOKEN}`,
+        'choria_insecure: true',
+        `workers: ${options.workers ?? 16}`,
+        `monitor_port: ${port}`,
+        'loglevel: warn',
+        'interval: 1m',
+        ...(options.yaml ?? []),
+      ].join('\n'),
+    );
     const started = rxfleet(['provision', '--config', config, '--choria-config', choria]);
     daemon = started;
-    await waitFor(async () => {
-      if (!started.running()) throw new Error(`the provisioner exited: ${started.stderr().slice(-500)}`);
-      return (await fetch(`http://127.0.0.1:${port}/ready`).then((r) => r.status, () => 0)) === 200;
-    }, 'the provisioner to be ready', 60_000);
+    await waitFor(
+      async () => {
+        if (!started.running()) throw new Error(`the provisioner exited: ${started.stderr().slice(-500)}`);
+        return (
+          (await fetch(`http://127.0.0.1:${port}/ready`).then(
+            (r) => r.status,
+            () => 0,
+          )) === 200
+        );
+      },
+      'the provisioner to be ready',
+      60_000,
+    );
     return started;
   };
   const latest = (): FleetProgress => progress.at(-1) ?? { at: now(), configured: 0, provisioned: 0, duplicates: 0 };
@@ -99,7 +140,15 @@ export async function startProvisionRig(options: ProvisionRigOptions): Promise<P
       return daemon;
     },
     startDaemon,
-    metric: async (name, labels = {}) => sampleValue(await fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text(), () => ''), name, labels),
+    metric: async (name, labels = {}) =>
+      sampleValue(
+        await fetch(`http://127.0.0.1:${port}/metrics`).then(
+          (r) => r.text(),
+          () => '',
+        ),
+        name,
+        labels,
+      ),
     latest,
     waitConfigured: (count, timeoutMs) => waitFor(() => latest().configured >= count, `${count} nodes configured`, timeoutMs),
     waitAllProvisioned: async (timeoutMs) => {

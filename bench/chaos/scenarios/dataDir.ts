@@ -76,7 +76,8 @@ export const dataDirFaults: Scenario = {
       const afterFreed = await storeFigures(rig);
       const fullAlive = rig.daemon().running();
 
-      if (!mount('-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', readOnly) || !mount('-o', 'remount,ro', readOnly)) return { skipped: 'cannot mount a read-only tmpfs' };
+      if (!mount('-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', readOnly) || !mount('-o', 'remount,ro', readOnly))
+        return { skipped: 'cannot mount a read-only tmpfs' };
       mounted.push(readOnly);
       await stopProcess(rig.daemon());
       await rig.startDaemon([], readOnly);
@@ -85,7 +86,13 @@ export const dataDirFaults: Scenario = {
       await sleep(3000);
       const whileReadOnly = await storeFigures(rig);
       return {
-        full: { converged_s: fullConverged ?? null, ...whileFull, store_written_s_after_space_freed: writtenAfterS ?? null, stale_after_freed: afterFreed.store_stale, peak_rss_mib: rig.peakRss() },
+        full: {
+          converged_s: fullConverged ?? null,
+          ...whileFull,
+          store_written_s_after_space_freed: writtenAfterS ?? null,
+          stale_after_freed: afterFreed.store_stale,
+          peak_rss_mib: rig.peakRss(),
+        },
         read_only: { converged_s: roConverged ?? null, ...whileReadOnly },
         goals: {
           enricher_stayed_up: fullAlive && rig.daemon().running(),

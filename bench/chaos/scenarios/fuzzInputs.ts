@@ -17,9 +17,14 @@ export const fuzzInputs: Scenario = {
       seed,
       inputs: report.inputs,
       seconds: report.seconds,
-      targets: Object.fromEntries(report.targets.map((t) => [t.name, { inputs: t.inputs, typed_errors: t.typedErrors, failures: t.failures }])),
+      targets: Object.fromEntries(
+        report.targets.map((t) => [t.name, { inputs: t.inputs, typed_errors: t.typedErrors, failures: t.failures }]),
+      ),
       failures: report.failures.slice(0, 20),
-      goals: { zero_untyped_errors: report.failures.every((f) => f.kind !== 'untyped error'), zero_defects: report.failures.every((f) => f.kind !== 'defect') },
+      goals: {
+        zero_untyped_errors: report.failures.every((f) => f.kind !== 'untyped error'),
+        zero_defects: report.failures.every((f) => f.kind !== 'defect'),
+      },
     };
   },
 };

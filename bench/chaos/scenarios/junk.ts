@@ -18,9 +18,21 @@ function junkReply(n: number, inbox: string): string {
       return '{"protocol":"choria:transport:1","data":"!!not base64!!","headers":{"mc_sender":"x"}}';
     case 2:
       // Well formed, but from another node than the one asked.
-      return encodeReply({ requestId, senderId: 'intruder.example.net', agent: 'rpcutil', time: Date.now(), payload: encodeAgentReply({ statuscode: 0, statusmsg: 'OK', data: {} }) }, 'v1');
+      return encodeReply(
+        {
+          requestId,
+          senderId: 'intruder.example.net',
+          agent: 'rpcutil',
+          time: Date.now(),
+          payload: encodeAgentReply({ statuscode: 0, statusmsg: 'OK', data: {} }),
+        },
+        'v1',
+      );
     default:
-      return encodeReply({ requestId: newRequestId(), senderId: 'intruder.example.net', agent: 'rpcutil', time: Date.now(), payload: '{}' }, 'v1');
+      return encodeReply(
+        { requestId: newRequestId(), senderId: 'intruder.example.net', agent: 'rpcutil', time: Date.now(), payload: '{}' },
+        'v1',
+      );
   }
 }
 
@@ -44,7 +56,10 @@ async function run(env: ScenarioEnv, withJunk: boolean): Promise<Record<string, 
       const unsolicited = replyPrefix('provisioning', callerIdFor('chaos-provisioner.example.net'));
       timer = setInterval(() => {
         for (let i = 0; i < rate / 10; i++) {
-          hostile.nc.publish('choria.lifecycle.event.startup.provision_mode_server', i % 2 === 0 ? '{"protocol":"io.choria.lifecycle.v1.startup","identity":' : 'junk');
+          hostile.nc.publish(
+            'choria.lifecycle.event.startup.provision_mode_server',
+            i % 2 === 0 ? '{"protocol":"io.choria.lifecycle.v1.startup","identity":' : 'junk',
+          );
           hostile.nc.publish(`${unsolicited}.${newRequestId()}`, 'late or foreign');
           junk += 2;
         }
@@ -60,12 +75,25 @@ async function run(env: ScenarioEnv, withJunk: boolean): Promise<Record<string, 
     clearInterval(timer);
     let counted = 0;
     for (const source of MALFORMED_SOURCES) counted += await rig.metric('choria_provisioner_malformed_input_total', { source });
-    for (const reason of ['unsolicited', 'stranger']) counted += await rig.metric('choria_provisioner_unexpected_replies_total', { reason });
+    for (const reason of ['unsolicited', 'stranger'])
+      counted += await rig.metric('choria_provisioner_unexpected_replies_total', { reason });
     const failed = await rig.metric('choria_provisioner_provision_errors');
     const peak = rig.peakRss();
     const logLines = rig.daemon().lines.length;
     const summary = await rig.finish();
-    return { nodes, finished, seconds, provisioned: summary.provisioned, duplicates: summary.duplicates, failed_cycles: failed, junk_sent: junk, junk_sent_while_ready: junk - junkBeforeReady, junk_counted: counted, daemon_log_lines: logLines, peak_rss_mib: peak };
+    return {
+      nodes,
+      finished,
+      seconds,
+      provisioned: summary.provisioned,
+      duplicates: summary.duplicates,
+      failed_cycles: failed,
+      junk_sent: junk,
+      junk_sent_while_ready: junk - junkBeforeReady,
+      junk_counted: counted,
+      daemon_log_lines: logLines,
+      peak_rss_mib: peak,
+    };
   } finally {
     clearInterval(timer);
     await hostile.drain().catch(() => undefined);

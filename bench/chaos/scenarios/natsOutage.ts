@@ -40,7 +40,11 @@ export const natsOutage: Scenario = {
         seconds_to_converge_after_return: converged ?? null,
         differences,
         peak_rss_mib: rig.peakRss(),
-        goals: { enricher_stayed_up: rig.daemon().running(), events_beyond_the_hold_dropped: dropped > 0, published_state_converged: converged !== undefined },
+        goals: {
+          enricher_stayed_up: rig.daemon().running(),
+          events_beyond_the_hold_dropped: dropped > 0,
+          published_state_converged: converged !== undefined,
+        },
       };
     } finally {
       await rig.stop();

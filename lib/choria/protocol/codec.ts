@@ -61,10 +61,14 @@ function parseTransport(data: Uint8Array | string, maxBytes: number): Decoded<Tr
   const value = parsed.value;
   const protocol = value.protocol;
   if (protocol === V1.transport) {
-    return isTransportV1(value) ? { ok: true, value: { version: 'v1', transport: value } } : refuse('schema', 'transport', schemaErrors(isTransportV1));
+    return isTransportV1(value)
+      ? { ok: true, value: { version: 'v1', transport: value } }
+      : refuse('schema', 'transport', schemaErrors(isTransportV1));
   }
   if (protocol === V2.transport) {
-    return isTransportV2(value) ? { ok: true, value: { version: 'v2', transport: value } } : refuse('schema', 'transport', schemaErrors(isTransportV2));
+    return isTransportV2(value)
+      ? { ok: true, value: { version: 'v2', transport: value } }
+      : refuse('schema', 'transport', schemaErrors(isTransportV2));
   }
   return refuse('protocol', 'transport', `unknown protocol ${JSON.stringify(protocol)?.slice(0, 80)}`);
 }
@@ -86,7 +90,10 @@ export function decodeRequest(data: Uint8Array | string, options: DecodeRequestO
   const decoded = parsed.value.version === 'v1' ? decodeRequestV1(parsed.value.transport) : decodeRequestV2(parsed.value.transport);
   if (decoded.ok && checkTtl && !withinTtl(decoded.value, now)) {
     const skew = Math.round((decoded.value.time - now) / 1000);
-    return { ok: false, error: new ProtocolError('stale', 'request', `time is ${skew} s from now, outside the ttl of ${decoded.value.ttl} s`) };
+    return {
+      ok: false,
+      error: new ProtocolError('stale', 'request', `time is ${skew} s from now, outside the ttl of ${decoded.value.ttl} s`),
+    };
   }
   return decoded;
 }

@@ -11,7 +11,9 @@ export function decodeBase64Strict(text: string): Buffer | undefined {
 
 /** Standard padded base64 of a string's UTF-8 bytes, or of bytes. */
 export function toBase64(data: string | Uint8Array): string {
-  return (typeof data === 'string' ? Buffer.from(data, 'utf8') : Buffer.from(data.buffer, data.byteOffset, data.byteLength)).toString('base64');
+  return (typeof data === 'string' ? Buffer.from(data, 'utf8') : Buffer.from(data.buffer, data.byteOffset, data.byteLength)).toString(
+    'base64',
+  );
 }
 
 /** The bytes NATS handed over, as UTF-8 text, without copying them first. */

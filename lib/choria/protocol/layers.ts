@@ -27,7 +27,12 @@ export function parsePlainJson(text: string, layer: string): Decoded<Record<stri
  * Parses one layer's JSON text, checks its `protocol` before anything else (so a message of the
  * other version or of another kind is refused as such, not as a schema failure), then its schema.
  */
-export function parseLayer<T extends { protocol: string }>(text: string, layer: string, protocol: string, validate: ValidateFunction<T>): Decoded<T> {
+export function parseLayer<T extends { protocol: string }>(
+  text: string,
+  layer: string,
+  protocol: string,
+  validate: ValidateFunction<T>,
+): Decoded<T> {
   const parsed = parsePlainJson(text, layer);
   if (!parsed.ok) return parsed;
   const value = parsed.value;

@@ -36,7 +36,12 @@ export function decodeAgentRequest(payload: string): Decoded<AgentRequest> {
 
 /** The JSON a server puts in a reply's message. */
 export function encodeAgentReply(reply: AgentReply): string {
-  return JSON.stringify({ statuscode: reply.statuscode, statusmsg: reply.statusmsg, data: reply.data ?? {}, ...(reply.action !== undefined ? { action: reply.action } : {}) });
+  return JSON.stringify({
+    statuscode: reply.statuscode,
+    statusmsg: reply.statusmsg,
+    data: reply.data ?? {},
+    ...(reply.action !== undefined ? { action: reply.action } : {}),
+  });
 }
 
 /** Parses and validates a reply's agent payload (the `data` is the action's to check). */

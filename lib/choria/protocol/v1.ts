@@ -1,13 +1,6 @@
 import { sha256, toBase64 } from './encoding';
 import { base64Field, lenientBase64, parseLayer, refuse } from './layers';
-import {
-  compileSchema,
-  replyV1Schema,
-  requestV1Schema,
-  secureReplyV1Schema,
-  secureRequestV1Schema,
-  transportV1Schema,
-} from './schemas';
+import { compileSchema, replyV1Schema, requestV1Schema, secureReplyV1Schema, secureRequestV1Schema, transportV1Schema } from './schemas';
 import { ChoriaReply, ChoriaRequest, Decoded, FactFilter, Filter } from './types';
 
 /** The v1 protocol strings, outermost layer first. */
@@ -25,7 +18,12 @@ export const INSECURE = 'insecure';
 export interface TransportV1 {
   protocol: typeof V1.transport;
   data: string;
-  headers: { 'reply-to'?: string; mc_sender?: string; 'seen-by'?: string[][]; federation?: { req: string; 'reply-to'?: string; target?: string[] } };
+  headers: {
+    'reply-to'?: string;
+    mc_sender?: string;
+    'seen-by'?: string[][];
+    federation?: { req: string; 'reply-to'?: string; target?: string[] };
+  };
 }
 interface SecureRequestV1 {
   protocol: typeof V1.secureRequest;
@@ -148,7 +146,13 @@ export function decodeRequestV1(transport: TransportV1): Decoded<ChoriaRequest> 
       agent: envelope.agent,
       ttl: envelope.ttl,
       time: envelope.time * 1000,
-      filter: { fact: envelope.filter.fact, cf_class: envelope.filter.cf_class, agent: envelope.filter.agent ?? [], identity: envelope.filter.identity, compound: envelope.filter.compound },
+      filter: {
+        fact: envelope.filter.fact,
+        cf_class: envelope.filter.cf_class,
+        agent: envelope.filter.agent ?? [],
+        identity: envelope.filter.identity,
+        compound: envelope.filter.compound,
+      },
       payload: lenientBase64(message),
       replyTo,
       security: { signature: secure.value.signature, pubcert: secure.value.pubcert, signed: secure.value.message },
@@ -175,13 +179,22 @@ export function decodeReplyV1(transport: TransportV1): Decoded<ChoriaReply> {
   if (!secureText.ok) return secureText;
   const secure = parseLayer(secureText.value, 'secure_reply', V1.secureReply, validSecureReply);
   if (!secure.ok) return secure;
-  if (sha256(secure.value.message).toString('base64') !== secure.value.hash) return refuse('hash', 'secure_reply', 'hash does not match the reply');
+  if (sha256(secure.value.message).toString('base64') !== secure.value.hash)
+    return refuse('hash', 'secure_reply', 'hash does not match the reply');
   const reply = parseLayer(secure.value.message, 'reply', V1.reply, validReply);
   if (!reply.ok) return reply;
   const { envelope, message } = reply.value;
   return {
     ok: true,
-    value: { version: 'v1', requestId: envelope.requestid, senderId: envelope.senderid, sender, agent: envelope.agent, time: envelope.time * 1000, payload: message },
+    value: {
+      version: 'v1',
+      requestId: envelope.requestid,
+      senderId: envelope.senderid,
+      sender,
+      agent: envelope.agent,
+      time: envelope.time * 1000,
+      payload: message,
+    },
   };
 }
 

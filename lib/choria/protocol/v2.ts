@@ -1,13 +1,6 @@
 import { decodeBase64Strict, sha256, toBase64 } from './encoding';
 import { base64Field, parseLayer, refuse } from './layers';
-import {
-  compileSchema,
-  replyV2Schema,
-  requestV2Schema,
-  secureReplyV2Schema,
-  secureRequestV2Schema,
-  transportV2Schema,
-} from './schemas';
+import { compileSchema, replyV2Schema, requestV2Schema, secureReplyV2Schema, secureRequestV2Schema, transportV2Schema } from './schemas';
 import { ChoriaReply, ChoriaRequest, Decoded, Filter, newFilter } from './types';
 
 /** The v2 protocol strings (`io.choria.protocol.v2.*`), spoken in organisation-issuer deployments. */
@@ -140,7 +133,11 @@ export function decodeRequestV2(transport: TransportV2): Decoded<ChoriaRequest> 
       filter: r.filter === undefined ? newFilter() : { ...newFilter(), ...r.filter },
       payload: payload.value,
       replyTo,
-      security: { signature: secure.value.signature, callerJwt: secure.value.caller, ...(secure.value.signer !== undefined ? { signerJwt: secure.value.signer } : {}) },
+      security: {
+        signature: secure.value.signature,
+        callerJwt: secure.value.caller,
+        ...(secure.value.signer !== undefined ? { signerJwt: secure.value.signer } : {}),
+      },
     },
   };
 }
@@ -173,13 +170,17 @@ export function decodeReplyV2(transport: TransportV2): Decoded<ChoriaReply> {
   const replyBytes = decodeBase64Strict(secure.value.reply);
   if (replyBytes === undefined) return refuse('base64', 'secure_reply', 'reply is not valid base64');
   const digest = sha256(replyBytes);
-  if (secure.value.hash !== digest.toString('base64') && secure.value.hash !== digest.toString('hex')) return refuse('hash', 'secure_reply', 'hash does not match the reply');
+  if (secure.value.hash !== digest.toString('base64') && secure.value.hash !== digest.toString('hex'))
+    return refuse('hash', 'secure_reply', 'hash does not match the reply');
   const reply = parseLayer(replyBytes.toString('utf8'), 'reply', V2.reply, validReply);
   if (!reply.ok) return reply;
   const payload = base64Field(reply.value.message, 'reply', 'message');
   if (!payload.ok) return payload;
   const r = reply.value;
-  return { ok: true, value: { version: 'v2', requestId: r.request, senderId: r.sender, sender, agent: r.agent, time: r.time * 1000, payload: payload.value } };
+  return {
+    ok: true,
+    value: { version: 'v2', requestId: r.request, senderId: r.sender, sender, agent: r.agent, time: r.time * 1000, payload: payload.value },
+  };
 }
 
 /** Validates an already-parsed v2 transport. */

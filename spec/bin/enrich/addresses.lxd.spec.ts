@@ -54,50 +54,66 @@ describe('rxfleet enrich against a real LXD daemon: addresses and the instance f
     rmSync(dir, { recursive: true, force: true });
   }, WAIT);
 
-  it('sends an IPv6-only instance\'s start (a bridge with ipv4.address=none, addressed by SLAAC) with its global IPv6, and holds nothing behind it', async () => {
-    const healthy = uniqueName('h4');
-    await lxd().launch(healthy, { config: served });
-    await recorder.next((p) => p.name === healthy && p.instance?.interfaces.some((i) => i.ipv4.length > 0) === true, `${healthy} with its IPv4`);
+  it(
+    "sends an IPv6-only instance's start (a bridge with ipv4.address=none, addressed by SLAAC) with its global IPv6, and holds nothing behind it",
+    async () => {
+      const healthy = uniqueName('h4');
+      await lxd().launch(healthy, { config: served });
+      await recorder.next(
+        (p) => p.name === healthy && p.instance?.interfaces.some((i) => i.ipv4.length > 0) === true,
+        `${healthy} with its IPv4`,
+      );
 
-    const net = uniqueName('rx6');
-    const gateway = freshUla();
-    await lxd().createNetwork(net, { 'ipv4.address': 'none', 'ipv6.address': gateway, 'ipv6.nat': 'false', 'ipv6.firewall': 'false' });
-    const name = uniqueName('v6');
-    await lxd().lxc('init', lxd().image, name, '-c', 'user.rxfleet=1');
-    await lxd().lxc('config', 'device', 'add', name, 'eth0', 'nic', `network=${net}`, 'name=eth0');
-    const from = recorder.messages.length;
-    await lxd().lxc('start', name);
-    // An event behind the start: it goes out only once the start has.
-    await lxd().setInstanceConfig(healthy, 'user.after', 'v6');
+      const net = uniqueName('rx6');
+      const gateway = freshUla();
+      await lxd().createNetwork(net, { 'ipv4.address': 'none', 'ipv6.address': gateway, 'ipv6.nat': 'false', 'ipv6.firewall': 'false' });
+      const name = uniqueName('v6');
+      await lxd().lxc('init', lxd().image, name, '-c', 'user.rxfleet=1');
+      await lxd().lxc('config', 'device', 'add', name, 'eth0', 'nic', `network=${net}`, 'name=eth0');
+      const from = recorder.messages.length;
+      await lxd().lxc('start', name);
+      // An event behind the start: it goes out only once the start has.
+      await lxd().setInstanceConfig(healthy, 'user.after', 'v6');
 
-    const started = await recorder.next(about('instance-started', name), `instance-started ${name}`, from, WAIT);
-    const eth0 = started.payload.instance?.interfaces.find((i) => i.network === net);
-    expect(eth0?.ipv4).toEqual([]);
-    expect(eth0?.ipv6.length).toBeGreaterThan(0);
-    expect(eth0?.ipv6.every((address) => address.startsWith(gateway.slice(0, gateway.indexOf('::'))))).toBe(true);
-    expect(started.payload.instance?.networks[`default/${net}`]).toMatchObject({ ipv4: '', ipv6: gateway });
-    await recorder.next((p) => p.name === healthy && p.instance?.config['user.after'] === 'v6', `${healthy}'s update behind the start`, from, WAIT);
-    expect(payloadProblems(started.payload)).toEqual([]);
-  }, 3 * WAIT);
+      const started = await recorder.next(about('instance-started', name), `instance-started ${name}`, from, WAIT);
+      const eth0 = started.payload.instance?.interfaces.find((i) => i.network === net);
+      expect(eth0?.ipv4).toEqual([]);
+      expect(eth0?.ipv6.length).toBeGreaterThan(0);
+      expect(eth0?.ipv6.every((address) => address.startsWith(gateway.slice(0, gateway.indexOf('::'))))).toBe(true);
+      expect(started.payload.instance?.networks[`default/${net}`]).toMatchObject({ ipv4: '', ipv6: gateway });
+      await recorder.next(
+        (p) => p.name === healthy && p.instance?.config['user.after'] === 'v6',
+        `${healthy}'s update behind the start`,
+        from,
+        WAIT,
+      );
+      expect(payloadProblems(started.payload)).toEqual([]);
+    },
+    3 * WAIT,
+  );
 
-  it('sends only what the filter serves: an unlabelled instance says nothing; one that loses its label leaves once, bare, and says nothing after (its stop)', async () => {
-    const [kept, other, marker] = [uniqueName('fk'), uniqueName('fo'), uniqueName('fm')];
-    await lxd().launch(marker, { config: served });
-    await lxd().launch(kept, { config: served });
-    await recorder.next(about('instance-started', kept), `instance-started ${kept}`);
-    const from = recorder.messages.length;
+  it(
+    'sends only what the filter serves: an unlabelled instance says nothing; one that loses its label leaves once, bare, and says nothing after (its stop)',
+    async () => {
+      const [kept, other, marker] = [uniqueName('fk'), uniqueName('fo'), uniqueName('fm')];
+      await lxd().launch(marker, { config: served });
+      await lxd().launch(kept, { config: served });
+      await recorder.next(about('instance-started', kept), `instance-started ${kept}`);
+      const from = recorder.messages.length;
 
-    await lxd().launch(other);
-    await lxd().lxc('config', 'unset', kept, 'user.rxfleet');
-    // A stop is never collapsed and closes what debounce holds for the instance first.
-    await lxd().stopInstance(kept);
-    // The line is ordered: once the marker's change is out, whatever came before it has been decided.
-    await lxd().setInstanceConfig(marker, 'user.mark', 'done');
-    await recorder.next((p) => p.name === marker && p.instance?.config['user.mark'] === 'done', `${marker} marked`, from, WAIT);
+      await lxd().launch(other);
+      await lxd().lxc('config', 'unset', kept, 'user.rxfleet');
+      // A stop is never collapsed and closes what debounce holds for the instance first.
+      await lxd().stopInstance(kept);
+      // The line is ordered: once the marker's change is out, whatever came before it has been decided.
+      await lxd().setInstanceConfig(marker, 'user.mark', 'done');
+      await recorder.next((p) => p.name === marker && p.instance?.config['user.mark'] === 'done', `${marker} marked`, from, WAIT);
 
-    const seen = recorder.messages.slice(from).map((m) => m.payload);
-    expect(seen.filter((p) => p.name === other)).toEqual([]);
-    const left = seen.filter((p) => p.name === kept);
-    expect(left.map((p) => [p.action, p.enriched.includes('instance')])).toEqual([['instance-updated', false]]);
-  }, 3 * WAIT);
+      const seen = recorder.messages.slice(from).map((m) => m.payload);
+      expect(seen.filter((p) => p.name === other)).toEqual([]);
+      const left = seen.filter((p) => p.name === kept);
+      expect(left.map((p) => [p.action, p.enriched.includes('instance')])).toEqual([['instance-updated', false]]);
+    },
+    3 * WAIT,
+  );
 });

@@ -62,10 +62,19 @@ describe('rxfleet enrich against a real LXD daemon', () => {
   const storeView = (): View => {
     const document = JSON.parse(readFileSync(join(dir, COLD_STORE_FILE), 'utf8')) as ColdStoreDocument;
     const instances = document.projects.default?.instances ?? {};
-    return Object.fromEntries(Object.entries(instances).map(([name, r]) => [name, { status: r.status ?? '', ipv4: (r.interfaces ?? []).flatMap((i) => i.ipv4 ?? []).sort() }]));
+    return Object.fromEntries(
+      Object.entries(instances).map(([name, r]) => [
+        name,
+        { status: r.status ?? '', ipv4: (r.interfaces ?? []).flatMap((i) => i.ipv4 ?? []).sort() },
+      ]),
+    );
   };
   const about = (action: string, name: string) => (p: EventPayload) => p.action === action && p.name === name;
-  const messagesAbout = (name: string, from = 0): EventPayload[] => recorder.messages.slice(from).map((m) => m.payload).filter((p) => p.name === name || p.old_name === name);
+  const messagesAbout = (name: string, from = 0): EventPayload[] =>
+    recorder.messages
+      .slice(from)
+      .map((m) => m.payload)
+      .filter((p) => p.name === name || p.old_name === name);
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'rxfleet-enrich-lxd-'));
@@ -85,158 +94,239 @@ describe('rxfleet enrich against a real LXD daemon', () => {
     rmSync(dir, { recursive: true, force: true });
   }, WAIT);
 
-  it('answers /ready 503 until the event stream is connected and the model warm, then 200', async () => {
-    // Frozen, the daemon accepts the websocket's connection but never answers it: not connected.
-    await lxd().freeze();
-    try {
-      daemon = await startEnrichDaemon(settings, { registry: new Registry() });
-      const early = await httpGet(daemon.port as number, '/ready');
-      expect(early.status).toBe(503);
-      expect(JSON.parse(early.body)).toMatchObject({ status: 'not ready', connected: false, warm: false });
-    } finally {
-      lxd().thaw();
-    }
-    await waitFor(async () => (await httpGet(daemon.port as number, '/ready')).status === 200, '/ready 200', WAIT);
-    expect(JSON.parse((await httpGet(daemon.port as number, '/ready')).body)).toMatchObject({ status: 'ok', connected: true, warm: true, nats: 'connected' });
-  }, 2 * WAIT);
+  it(
+    'answers /ready 503 until the event stream is connected and the model warm, then 200',
+    async () => {
+      // Frozen, the daemon accepts the websocket's connection but never answers it: not connected.
+      await lxd().freeze();
+      try {
+        daemon = await startEnrichDaemon(settings, { registry: new Registry() });
+        const early = await httpGet(daemon.port as number, '/ready');
+        expect(early.status).toBe(503);
+        expect(JSON.parse(early.body)).toMatchObject({ status: 'not ready', connected: false, warm: false });
+      } finally {
+        lxd().thaw();
+      }
+      await waitFor(async () => (await httpGet(daemon.port as number, '/ready')).status === 200, '/ready 200', WAIT);
+      expect(JSON.parse((await httpGet(daemon.port as number, '/ready')).body)).toMatchObject({
+        status: 'ok',
+        connected: true,
+        warm: true,
+        nats: 'connected',
+      });
+    },
+    2 * WAIT,
+  );
 
-  it('sends instance-started enriched with the IPv4 address the instance leased, after its instance-created', async () => {
-    const name = uniqueName('st');
-    const from = recorder.messages.length;
-    await lxd().launch(name);
-    const started = await recorder.next(about('instance-started', name), `instance-started ${name}`, from);
-    const ip = await lxd().waitForIPv4(name);
-    expect(started.subject).toBe(`incus.events.default.instance.instance-started.${name}`);
-    expect(started.payload).toMatchObject({ kind: 'instance', project: 'default', status: 'ok', origin: 'incus', location: 'none' });
-    expect(started.payload.instance).toMatchObject({ status: 'Running', running: true, type: 'container', profiles: ['default'] });
-    expect(started.payload.instance?.interfaces).toEqual([{ name: 'eth0', device: 'eth0', project: 'default', network: lxd().bridge, managed: true, ipv4: [ip], ipv6: [] }]);
-    expect(started.payload.instance?.networks[`default/${lxd().bridge}`]).toMatchObject({ ipv4: lxd().gateway, managed: true, type: 'bridge' });
-    expect(started.payload.enriched).toEqual(expect.arrayContaining(['instance', 'interfaces', 'project']));
-    const actions = messagesAbout(name, from).map((p) => p.action);
-    expect(actions.indexOf('instance-created')).toBeGreaterThanOrEqual(0);
-    expect(actions.indexOf('instance-created')).toBeLessThan(actions.indexOf('instance-started'));
-  }, 2 * WAIT);
+  it(
+    'sends instance-started enriched with the IPv4 address the instance leased, after its instance-created',
+    async () => {
+      const name = uniqueName('st');
+      const from = recorder.messages.length;
+      await lxd().launch(name);
+      const started = await recorder.next(about('instance-started', name), `instance-started ${name}`, from);
+      const ip = await lxd().waitForIPv4(name);
+      expect(started.subject).toBe(`incus.events.default.instance.instance-started.${name}`);
+      expect(started.payload).toMatchObject({ kind: 'instance', project: 'default', status: 'ok', origin: 'incus', location: 'none' });
+      expect(started.payload.instance).toMatchObject({ status: 'Running', running: true, type: 'container', profiles: ['default'] });
+      expect(started.payload.instance?.interfaces).toEqual([
+        { name: 'eth0', device: 'eth0', project: 'default', network: lxd().bridge, managed: true, ipv4: [ip], ipv6: [] },
+      ]);
+      expect(started.payload.instance?.networks[`default/${lxd().bridge}`]).toMatchObject({
+        ipv4: lxd().gateway,
+        managed: true,
+        type: 'bridge',
+      });
+      expect(started.payload.enriched).toEqual(expect.arrayContaining(['instance', 'interfaces', 'project']));
+      const actions = messagesAbout(name, from).map((p) => p.action);
+      expect(actions.indexOf('instance-created')).toBeGreaterThanOrEqual(0);
+      expect(actions.indexOf('instance-created')).toBeLessThan(actions.indexOf('instance-started'));
+    },
+    2 * WAIT,
+  );
 
-  it('fans a profile update out to the instances using that profile', async () => {
-    const profile = uniqueName('pf');
-    const [user1, user2] = [uniqueName('pu'), uniqueName('pu')];
-    await lxd().lxc('profile', 'create', profile);
-    for (const name of [user1, user2]) await lxd().launch(name);
-    for (const name of [user1, user2]) await lxd().lxc('profile', 'add', name, profile);
-    for (const name of [user1, user2]) await recorder.next((p) => p.name === name && p.instance?.profiles.includes(profile) === true, `${name} with ${profile}`);
-    const from = recorder.messages.length;
+  it(
+    'fans a profile update out to the instances using that profile',
+    async () => {
+      const profile = uniqueName('pf');
+      const [user1, user2] = [uniqueName('pu'), uniqueName('pu')];
+      await lxd().lxc('profile', 'create', profile);
+      for (const name of [user1, user2]) await lxd().launch(name);
+      for (const name of [user1, user2]) await lxd().lxc('profile', 'add', name, profile);
+      for (const name of [user1, user2])
+        await recorder.next((p) => p.name === name && p.instance?.profiles.includes(profile) === true, `${name} with ${profile}`);
+      const from = recorder.messages.length;
 
-    await lxd().setProfileConfig(profile, 'user.tier', 'gold');
-    const profileEvent = await recorder.next(about('profile-updated', profile), `profile-updated ${profile}`, from);
-    expect(profileEvent.subject).toBe(`incus.events.default.profile.profile-updated.${profile}`);
-    for (const name of [user1, user2]) {
-      const reread = await recorder.next((p) => p.name === name && p.instance?.config['user.tier'] === 'gold', `${name} with user.tier=gold`, from);
-      expect(reread.payload.instance?.profiles).toEqual(['default', profile]);
-    }
-  }, 2 * WAIT);
+      await lxd().setProfileConfig(profile, 'user.tier', 'gold');
+      const profileEvent = await recorder.next(about('profile-updated', profile), `profile-updated ${profile}`, from);
+      expect(profileEvent.subject).toBe(`incus.events.default.profile.profile-updated.${profile}`);
+      for (const name of [user1, user2]) {
+        const reread = await recorder.next(
+          (p) => p.name === name && p.instance?.config['user.tier'] === 'gold',
+          `${name} with user.tier=gold`,
+          from,
+        );
+        expect(reread.payload.instance?.profiles).toEqual(['default', profile]);
+      }
+    },
+    2 * WAIT,
+  );
 
-  it('re-reads what sits on a network when the network is updated, and sends the network with its event (E8)', async () => {
-    const net = uniqueName('rxn');
-    await lxd().createNetwork(net);
-    const name = uniqueName('nw');
-    await lxd().lxc('init', lxd().image, name);
-    await lxd().lxc('config', 'device', 'add', name, 'eth0', 'nic', `network=${net}`, 'name=eth0');
-    await lxd().lxc('start', name);
-    await recorder.next((p) => p.name === name && p.instance?.interfaces.some((i) => i.network === net && i.ipv4.length > 0) === true, `${name} on ${net} with an address`);
-    const from = recorder.messages.length;
-    const readsBefore = await metricValue(daemon.registry, 'enricher_reads_total', { kind: 'instance', result: 'ok' });
+  it(
+    're-reads what sits on a network when the network is updated, and sends the network with its event (E8)',
+    async () => {
+      const net = uniqueName('rxn');
+      await lxd().createNetwork(net);
+      const name = uniqueName('nw');
+      await lxd().lxc('init', lxd().image, name);
+      await lxd().lxc('config', 'device', 'add', name, 'eth0', 'nic', `network=${net}`, 'name=eth0');
+      await lxd().lxc('start', name);
+      await recorder.next(
+        (p) => p.name === name && p.instance?.interfaces.some((i) => i.network === net && i.ipv4.length > 0) === true,
+        `${name} on ${net} with an address`,
+      );
+      const from = recorder.messages.length;
+      const readsBefore = await metricValue(daemon.registry, 'enricher_reads_total', { kind: 'instance', result: 'ok' });
 
-    const gateway = freshGateway();
-    await lxd().setNetworkConfig(net, 'ipv4.address', gateway);
-    const networkEvent = await recorder.next(about('network-updated', net), `network-updated ${net}`, from);
-    expect(networkEvent.payload.network).toMatchObject({ name: net, project: 'default', managed: true, type: 'bridge', ipv4: gateway });
-    const reread = await recorder.next((p) => p.name === name && p.instance?.networks[`default/${net}`]?.ipv4 === gateway, `${name} re-read with ${net} at ${gateway}`, from);
-    expect(reread.payload.origin).toBe('fan-out');
-    expect(await metricValue(daemon.registry, 'enricher_reads_total', { kind: 'instance', result: 'ok' })).toBeGreaterThan(readsBefore);
-  }, 2 * WAIT);
+      const gateway = freshGateway();
+      await lxd().setNetworkConfig(net, 'ipv4.address', gateway);
+      const networkEvent = await recorder.next(about('network-updated', net), `network-updated ${net}`, from);
+      expect(networkEvent.payload.network).toMatchObject({ name: net, project: 'default', managed: true, type: 'bridge', ipv4: gateway });
+      const reread = await recorder.next(
+        (p) => p.name === name && p.instance?.networks[`default/${net}`]?.ipv4 === gateway,
+        `${name} re-read with ${net} at ${gateway}`,
+        from,
+      );
+      expect(reread.payload.origin).toBe('fan-out');
+      expect(await metricValue(daemon.registry, 'enricher_reads_total', { kind: 'instance', result: 'ok' })).toBeGreaterThan(readsBefore);
+    },
+    2 * WAIT,
+  );
 
-  it('keeps a stop, a rename and a delete in the order they happened', async () => {
-    const [before, after] = [uniqueName('rn'), uniqueName('rn')];
-    await lxd().launch(before);
-    await recorder.next(about('instance-started', before), `instance-started ${before}`);
-    const from = recorder.messages.length;
-    await lxd().stopInstance(before);
-    await lxd().rename(before, after);
-    await lxd().deleteInstance(after);
-    const deleted = await recorder.next(about('instance-deleted', after), `instance-deleted ${after}`, from);
-    expect(deleted.payload.enriched).not.toContain('instance');
-    const sequence = [...messagesAbout(before, from), ...messagesAbout(after, from)]
-      .filter((p, i, all) => all.indexOf(p) === i)
-      .sort((a, b) => recorder.messages.findIndex((m) => m.payload === a) - recorder.messages.findIndex((m) => m.payload === b))
-      .map((p) => `${p.action} ${p.name}`);
-    const stopped = sequence.findIndex((s) => s === `instance-stopped ${before}`);
-    const renamed = sequence.indexOf(`instance-renamed ${after}`);
-    expect(stopped).toBeGreaterThanOrEqual(0);
-    expect(renamed).toBeGreaterThan(stopped);
-    expect(sequence[sequence.length - 1]).toBe(`instance-deleted ${after}`);
-    expect(recorder.messages.find((m) => m.payload.action === 'instance-renamed' && m.payload.name === after)?.payload.old_name).toBe(before);
-  }, 2 * WAIT);
+  it(
+    'keeps a stop, a rename and a delete in the order they happened',
+    async () => {
+      const [before, after] = [uniqueName('rn'), uniqueName('rn')];
+      await lxd().launch(before);
+      await recorder.next(about('instance-started', before), `instance-started ${before}`);
+      const from = recorder.messages.length;
+      await lxd().stopInstance(before);
+      await lxd().rename(before, after);
+      await lxd().deleteInstance(after);
+      const deleted = await recorder.next(about('instance-deleted', after), `instance-deleted ${after}`, from);
+      expect(deleted.payload.enriched).not.toContain('instance');
+      const sequence = [...messagesAbout(before, from), ...messagesAbout(after, from)]
+        .filter((p, i, all) => all.indexOf(p) === i)
+        .sort((a, b) => recorder.messages.findIndex((m) => m.payload === a) - recorder.messages.findIndex((m) => m.payload === b))
+        .map((p) => `${p.action} ${p.name}`);
+      const stopped = sequence.findIndex((s) => s === `instance-stopped ${before}`);
+      const renamed = sequence.indexOf(`instance-renamed ${after}`);
+      expect(stopped).toBeGreaterThanOrEqual(0);
+      expect(renamed).toBeGreaterThan(stopped);
+      expect(sequence[sequence.length - 1]).toBe(`instance-deleted ${after}`);
+      expect(recorder.messages.find((m) => m.payload.action === 'instance-renamed' && m.payload.name === after)?.payload.old_name).toBe(
+        before,
+      );
+    },
+    2 * WAIT,
+  );
 
-  it('sends nothing for an instance whose update changed nothing it reports', async () => {
-    const name = uniqueName('un');
-    await lxd().launch(name);
-    await lxd().setInstanceConfig(name, 'user.colour', 'blue');
-    const first = await recorder.next((p) => p.name === name && p.instance?.config['user.colour'] === 'blue', `${name} blue`);
-    const from = recorder.messages.indexOf(first) + 1;
-    const unchanged = await metricValue(daemon.registry, 'enricher_events_dropped_total', { reason: 'unchanged' });
+  it(
+    'sends nothing for an instance whose update changed nothing it reports',
+    async () => {
+      const name = uniqueName('un');
+      await lxd().launch(name);
+      await lxd().setInstanceConfig(name, 'user.colour', 'blue');
+      const first = await recorder.next((p) => p.name === name && p.instance?.config['user.colour'] === 'blue', `${name} blue`);
+      const from = recorder.messages.indexOf(first) + 1;
+      const unchanged = await metricValue(daemon.registry, 'enricher_events_dropped_total', { reason: 'unchanged' });
 
-    // The same value again: LXD announces an update, the read finds what was already sent.
-    await lxd().setInstanceConfig(name, 'user.colour', 'blue');
-    await waitFor(async () => (await metricValue(daemon.registry, 'enricher_events_dropped_total', { reason: 'unchanged' })) > unchanged, 'the update to be found unchanged', WAIT);
-    // A real change behind it: the line is ordered, so when it is out the unchanged one was decided.
-    await lxd().setInstanceConfig(name, 'user.size', 'large');
-    const marker = await recorder.next((p) => p.name === name && p.instance?.config['user.size'] === 'large', `${name} large`, from);
-    expect(recorder.messages.slice(from, recorder.messages.indexOf(marker)).filter((m) => m.payload.name === name)).toEqual([]);
-  }, 2 * WAIT);
+      // The same value again: LXD announces an update, the read finds what was already sent.
+      await lxd().setInstanceConfig(name, 'user.colour', 'blue');
+      await waitFor(
+        async () => (await metricValue(daemon.registry, 'enricher_events_dropped_total', { reason: 'unchanged' })) > unchanged,
+        'the update to be found unchanged',
+        WAIT,
+      );
+      // A real change behind it: the line is ordered, so when it is out the unchanged one was decided.
+      await lxd().setInstanceConfig(name, 'user.size', 'large');
+      const marker = await recorder.next((p) => p.name === name && p.instance?.config['user.size'] === 'large', `${name} large`, from);
+      expect(recorder.messages.slice(from, recorder.messages.indexOf(marker)).filter((m) => m.payload.name === name)).toEqual([]);
+    },
+    2 * WAIT,
+  );
 
-  it('reconnects after the LXD daemon restarts, runs a fast round, and ends with the model LXD has', async () => {
-    const connects = await metricValue(daemon.registry, 'incus_events_connects_total', { result: 'opened' });
-    const rounds = await metricValue(daemon.registry, 'enricher_sweeps_total', { result: 'success' });
-    await lxd().restart();
-    await waitFor(async () => (await metricValue(daemon.registry, 'incus_events_connects_total', { result: 'opened' })) > connects, 'the event stream to reconnect', 2 * WAIT);
-    await waitFor(async () => (await metricValue(daemon.registry, 'enricher_sweeps_total', { result: 'success' })) > rounds, 'a round after the reconnect', 2 * WAIT);
-    let last: { lxd: View; store: View } | undefined;
-    await waitFor(
-      async () => {
-        last = { lxd: await lxdView(), store: storeView() };
-        return Object.keys(last.lxd).length > 0 && sameView(last.lxd, last.store);
-      },
-      'the cold store to hold what LXD says',
-      2 * WAIT,
-    ).catch((error: Error) => {
-      throw new Error(`${error.message}\nLXD:   ${JSON.stringify(last?.lxd)}\nstore: ${JSON.stringify(last?.store)}`);
-    });
-    expect(daemon.status()).toMatchObject({ connected: true, warm: true, ready: true, instances: Object.keys(await lxdView()).length });
-  }, 4 * WAIT);
+  it(
+    'reconnects after the LXD daemon restarts, runs a fast round, and ends with the model LXD has',
+    async () => {
+      const connects = await metricValue(daemon.registry, 'incus_events_connects_total', { result: 'opened' });
+      const rounds = await metricValue(daemon.registry, 'enricher_sweeps_total', { result: 'success' });
+      await lxd().restart();
+      await waitFor(
+        async () => (await metricValue(daemon.registry, 'incus_events_connects_total', { result: 'opened' })) > connects,
+        'the event stream to reconnect',
+        2 * WAIT,
+      );
+      await waitFor(
+        async () => (await metricValue(daemon.registry, 'enricher_sweeps_total', { result: 'success' })) > rounds,
+        'a round after the reconnect',
+        2 * WAIT,
+      );
+      let last: { lxd: View; store: View } | undefined;
+      await waitFor(
+        async () => {
+          last = { lxd: await lxdView(), store: storeView() };
+          return Object.keys(last.lxd).length > 0 && sameView(last.lxd, last.store);
+        },
+        'the cold store to hold what LXD says',
+        2 * WAIT,
+      ).catch((error: Error) => {
+        throw new Error(`${error.message}\nLXD:   ${JSON.stringify(last?.lxd)}\nstore: ${JSON.stringify(last?.store)}`);
+      });
+      expect(daemon.status()).toMatchObject({ connected: true, warm: true, ready: true, instances: Object.keys(await lxdView()).length });
+    },
+    4 * WAIT,
+  );
 
-  it('writes the cold store 0600 and, started again, is warm from it at once and silent over an unchanged fleet (E1)', async () => {
-    await daemon.stop();
-    expect(await daemon.done).toBe('stopped');
-    expect(statSync(join(dir, COLD_STORE_FILE)).mode & 0o777).toBe(0o600);
-    const held = Object.keys(storeView()).sort();
-    expect(held).toEqual(Object.keys(await lxdView()).sort());
+  it(
+    'writes the cold store 0600 and, started again, is warm from it at once and silent over an unchanged fleet (E1)',
+    async () => {
+      await daemon.stop();
+      expect(await daemon.done).toBe('stopped');
+      expect(statSync(join(dir, COLD_STORE_FILE)).mode & 0o777).toBe(0o600);
+      const held = Object.keys(storeView()).sort();
+      expect(held).toEqual(Object.keys(await lxdView()).sort());
 
-    const from = recorder.messages.length;
-    const registry = new Registry();
-    daemon = await startEnrichDaemon(settings, { registry });
-    expect(daemon.status()).toMatchObject({ warm: true, instances: held.length });
-    await waitFor(async () => (await metricValue(registry, 'enricher_sweeps_total', { result: 'success' })) >= 1, 'the first round', 2 * WAIT);
-    await waitFor(async () => (await metricValue(registry, 'enricher_reads_total', { kind: 'instance', result: 'ok' })) >= held.length, 'the round to read every instance', 2 * WAIT);
-    // A change behind the round's reads: when it is out, whatever the round found has been sent.
-    await lxd().setInstanceConfig(held[0], 'user.after', 'restart');
-    const marker = await recorder.next((p) => p.name === held[0] && p.instance?.config['user.after'] === 'restart', `${held[0]} changed after the restart`, from);
-    expect(
-      recorder.messages
-        .slice(from, recorder.messages.indexOf(marker))
-        .filter((m) => m.payload.origin === 'round')
-        .map((m) => m.payload.name),
-    ).toEqual([]);
-  }, 4 * WAIT);
+      const from = recorder.messages.length;
+      const registry = new Registry();
+      daemon = await startEnrichDaemon(settings, { registry });
+      expect(daemon.status()).toMatchObject({ warm: true, instances: held.length });
+      await waitFor(
+        async () => (await metricValue(registry, 'enricher_sweeps_total', { result: 'success' })) >= 1,
+        'the first round',
+        2 * WAIT,
+      );
+      await waitFor(
+        async () => (await metricValue(registry, 'enricher_reads_total', { kind: 'instance', result: 'ok' })) >= held.length,
+        'the round to read every instance',
+        2 * WAIT,
+      );
+      // A change behind the round's reads: when it is out, whatever the round found has been sent.
+      await lxd().setInstanceConfig(held[0], 'user.after', 'restart');
+      const marker = await recorder.next(
+        (p) => p.name === held[0] && p.instance?.config['user.after'] === 'restart',
+        `${held[0]} changed after the restart`,
+        from,
+      );
+      expect(
+        recorder.messages
+          .slice(from, recorder.messages.indexOf(marker))
+          .filter((m) => m.payload.origin === 'round')
+          .map((m) => m.payload.name),
+      ).toEqual([]);
+    },
+    4 * WAIT,
+  );
 
   it('published only messages that match the payload schema, each on its documented subject', () => {
     expect(recorder.messages.length).toBeGreaterThan(10);

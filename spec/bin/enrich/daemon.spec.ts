@@ -29,7 +29,9 @@ function daemonSettings(nats: { url: string; maxHeld?: number } | undefined, ove
     sweepInterval: 3_600_000,
     outputs: {
       stdout: true,
-      ...(nats !== undefined ? { nats: { servers: [nats.url], subjectPrefix: 'incus.events', name: 'spec', maxHeld: nats.maxHeld ?? 100 } } : {}),
+      ...(nats !== undefined
+        ? { nats: { servers: [nats.url], subjectPrefix: 'incus.events', name: 'spec', maxHeld: nats.maxHeld ?? 100 } }
+        : {}),
     },
     ...overrides,
   });
@@ -53,7 +55,12 @@ describe('rxfleet enrich in-process (fake Incus, real NATS)', () => {
     for (const daemon of running.splice(0)) await daemon.stop();
     for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
   });
-  const start = async (settings: EnricherSettings, fake: FakeIncus, events: Subject<IncusStreamItem>, stdout = lineSink()): Promise<EnrichDaemon> => {
+  const start = async (
+    settings: EnricherSettings,
+    fake: FakeIncus,
+    events: Subject<IncusStreamItem>,
+    stdout = lineSink(),
+  ): Promise<EnrichDaemon> => {
     const daemon = await startEnrichDaemon(settings, { reader: fake.asPromiseReader(), events$: events, stdout: stdout.stream });
     running.push(daemon);
     return daemon;
@@ -84,18 +91,34 @@ describe('rxfleet enrich in-process (fake Incus, real NATS)', () => {
         expect(payloadProblems(message.payload)).toEqual([]);
         expect(message.subject).toBe(subjectFor('incus.events', message.payload));
       }
-      expect(await metricValue(daemon.registry, 'enricher_published_total', { output: 'nats', result: 'sent' })).toBe(recorder.messages.length);
-      expect(await metricValue(daemon.registry, 'enricher_published_total', { output: 'stdout', result: 'sent' })).toBe(stdout.lines.length);
+      expect(await metricValue(daemon.registry, 'enricher_published_total', { output: 'nats', result: 'sent' })).toBe(
+        recorder.messages.length,
+      );
+      expect(await metricValue(daemon.registry, 'enricher_published_total', { output: 'stdout', result: 'sent' })).toBe(
+        stdout.lines.length,
+      );
       // By action and status, for dashboards: the events above, each counted once.
       const startedCount = recorder.messages.filter((m) => m.payload.action === 'instance-started').length;
-      expect(await metricValue(daemon.registry, 'enricher_events_published_total', { kind: 'instance', action: 'instance-started', status: 'ok' })).toBe(startedCount);
-      expect(await metricValue(daemon.registry, 'enricher_events_published_total', { kind: 'instance', action: 'instance-updated', status: 'ok' })).toBe(recorder.messages.filter((m) => m.payload.action === 'instance-updated').length);
+      expect(
+        await metricValue(daemon.registry, 'enricher_events_published_total', {
+          kind: 'instance',
+          action: 'instance-started',
+          status: 'ok',
+        }),
+      ).toBe(startedCount);
+      expect(
+        await metricValue(daemon.registry, 'enricher_events_published_total', {
+          kind: 'instance',
+          action: 'instance-updated',
+          status: 'ok',
+        }),
+      ).toBe(recorder.messages.filter((m) => m.payload.action === 'instance-updated').length);
     } finally {
       await recorder.stop();
     }
   });
 
-  it('serves /health with the status, and /metrics with the enricher\'s and its own series on one registry, which promtool accepts', async () => {
+  it("serves /health with the status, and /metrics with the enricher's and its own series on one registry, which promtool accepts", async () => {
     const fake = world();
     const events = new Subject<IncusStreamItem>();
     const daemon = await start(daemonSettings({ url: server().url }), fake, events);
@@ -103,9 +126,27 @@ describe('rxfleet enrich in-process (fake Incus, real NATS)', () => {
     await waitFor(() => daemon.ready(), 'ready');
     const health = await httpGet(daemon.port as number, '/health');
     expect(health.status).toBe(200);
-    expect(JSON.parse(health.body)).toMatchObject({ status: 'ok', connected: true, warm: true, ready: true, instances: 1, nats: 'connected', held: 0, stopping: false, incus: 'injected', coldStore: 'off' });
+    expect(JSON.parse(health.body)).toMatchObject({
+      status: 'ok',
+      connected: true,
+      warm: true,
+      ready: true,
+      instances: 1,
+      nats: 'connected',
+      held: 0,
+      stopping: false,
+      incus: 'injected',
+      coldStore: 'off',
+    });
     const metrics = await httpGet(daemon.port as number, '/metrics');
-    for (const series of ['enricher_instances 1', 'enricher_connected 1', 'enricher_nats_connected 1', 'enricher_nats_held 0', 'enricher_published_total{output="stdout",result="failed"} 0', 'enricher_sweeps_total{result="success"} 1']) {
+    for (const series of [
+      'enricher_instances 1',
+      'enricher_connected 1',
+      'enricher_nats_connected 1',
+      'enricher_nats_held 0',
+      'enricher_published_total{output="stdout",result="failed"} 0',
+      'enricher_sweeps_total{result="success"} 1',
+    ]) {
       expect(metrics.body).toContain(series);
     }
     const check = spawnSync('promtool', ['check', 'metrics'], { input: metrics.body, encoding: 'utf8' });
@@ -141,9 +182,14 @@ describe('rxfleet enrich in-process (fake Incus, real NATS)', () => {
       await waitFor(() => daemon.status().held === 0 && daemon.status().nats === 'connected', 'the held events to be sent', 30_000);
       const stored: EventPayload[] = [];
       // The spec's own connection reconnects too; a request while it does times out, and is asked again.
-      const storedCount = (): Promise<number> => jsm.streams.info('EVENTS').then((info) => info.state.messages, () => -1);
+      const storedCount = (): Promise<number> =>
+        jsm.streams.info('EVENTS').then(
+          (info) => info.state.messages,
+          () => -1,
+        );
       await waitFor(async () => (await storedCount()) === stdout.lines.length, 'the stream to hold every event', 30_000);
-      for (let seq = 1; seq <= stdout.lines.length; seq++) stored.push(((await jsm.streams.getMessage('EVENTS', { seq })) as { json<T>(): T }).json<EventPayload>());
+      for (let seq = 1; seq <= stdout.lines.length; seq++)
+        stored.push(((await jsm.streams.getMessage('EVENTS', { seq })) as { json<T>(): T }).json<EventPayload>());
       expect(stored.map((p) => `${p.action} ${p.name}`)).toEqual(stdout.lines.map((l) => `${lineOf(l).action} ${lineOf(l).name}`));
       expect(stored.slice(-3).map((p) => p.name)).toEqual(['c2', 'c3', 'c4']);
       expect(await metricValue(daemon.registry, 'enricher_published_total', { output: 'nats', result: 'dropped' })).toBe(0);
@@ -153,7 +199,7 @@ describe('rxfleet enrich in-process (fake Incus, real NATS)', () => {
     }
   });
 
-  it('holds at most max_held events for an unreachable NATS and past them each object\'s last word; stopping never waits for NATS and counts what it drops', async () => {
+  it("holds at most max_held events for an unreachable NATS and past them each object's last word; stopping never waits for NATS and counts what it drops", async () => {
     const port = await freePort(); // nobody there, ever
     const fake = world();
     const events = new Subject<IncusStreamItem>();
@@ -225,7 +271,14 @@ describe('rxfleet enrich in-process (fake Incus, real NATS)', () => {
     mkdirSync(dataDir, { mode: 0o700 });
     await waitFor(() => daemon.status().coldStore === 'ok', 'a retried cold store write to land');
     expect(await metricValue(daemon.registry, 'enricher_store_stale')).toBe(0);
-    const storedNames = (): string[] => Object.keys((JSON.parse(readFileSync(join(dataDir, COLD_STORE_FILE), 'utf8')) as { projects: { default: { instances: Record<string, unknown> } } }).projects.default.instances).sort();
+    const storedNames = (): string[] =>
+      Object.keys(
+        (
+          JSON.parse(readFileSync(join(dataDir, COLD_STORE_FILE), 'utf8')) as {
+            projects: { default: { instances: Record<string, unknown> } };
+          }
+        ).projects.default.instances,
+      ).sort();
     await waitFor(() => storedNames().length === 2, 'the store to hold c2');
     expect(storedNames()).toEqual(['c1', 'c2']);
   });
@@ -238,7 +291,9 @@ describe('rxfleet enrich in-process (fake Incus, real NATS)', () => {
   });
 
   it('refuses to start without an output', async () => {
-    await expect(startEnrichDaemon(daemonSettings(undefined, { outputs: { stdout: false } }), { reader: world(), events$: new Subject() })).rejects.toThrow(EnrichDaemonError);
+    await expect(
+      startEnrichDaemon(daemonSettings(undefined, { outputs: { stdout: false } }), { reader: world(), events$: new Subject() }),
+    ).rejects.toThrow(EnrichDaemonError);
   });
 
   it('hands every payload to a consumer in the same process, in order and as stdout carries it; with one, no other output is needed', async () => {
@@ -246,7 +301,12 @@ describe('rxfleet enrich in-process (fake Incus, real NATS)', () => {
     const events = new Subject<IncusStreamItem>();
     const stdout = lineSink();
     const handed: EventPayload[] = [];
-    const withStdout = await startEnrichDaemon(daemonSettings(undefined), { reader: fake.asPromiseReader(), events$: events, stdout: stdout.stream, consumer: (p) => handed.push(p) });
+    const withStdout = await startEnrichDaemon(daemonSettings(undefined), {
+      reader: fake.asPromiseReader(),
+      events$: events,
+      stdout: stdout.stream,
+      consumer: (p) => handed.push(p),
+    });
     running.push(withStdout);
     events.next({ kind: 'connected' });
     fake.createInstance('default', 'c2', { network: 'br0' }).start('default', 'c2', '10.0.0.6');
@@ -256,7 +316,11 @@ describe('rxfleet enrich in-process (fake Incus, real NATS)', () => {
     expect(stdout.lines.map(lineOf)).toEqual(handed);
 
     const alone: EventPayload[] = [];
-    const bare = await startEnrichDaemon(daemonSettings(undefined, { outputs: { stdout: false } }), { reader: world().asPromiseReader(), events$: of<IncusStreamItem>({ kind: 'connected' }).pipe(concatWith(NEVER)), consumer: (p) => alone.push(p) });
+    const bare = await startEnrichDaemon(daemonSettings(undefined, { outputs: { stdout: false } }), {
+      reader: world().asPromiseReader(),
+      events$: of<IncusStreamItem>({ kind: 'connected' }).pipe(concatWith(NEVER)),
+      consumer: (p) => alone.push(p),
+    });
     running.push(bare);
     await waitFor(() => alone.some(about('instance-updated', 'c1')), 'the first round handed over without any other output');
   });

@@ -5,7 +5,9 @@ import { useNatsServer } from '../../helpers/nats';
 import { SAMPLE_HELPERS, UPSTREAM_NAME_FINDINGS, promtool, startProvisionerWorld } from '../../helpers/provisioner';
 import { waitFor } from '../../helpers/waitFor';
 
-const activeActive = (bucket: string): string[] => [`rxfleet: {mode: active-active, claims_bucket: ${bucket}, claims_api_prefix: $JS.API, helper_mode: persistent, helper_processes: 2}`];
+const activeActive = (bucket: string): string[] => [
+  `rxfleet: {mode: active-active, claims_bucket: ${bucket}, claims_api_prefix: $JS.API, helper_mode: persistent, helper_processes: 2}`,
+];
 
 // One daemon in active-active mode with the persistent helper, in process, on a plain JetStream
 // server ($JS.API): its set-up, its metrics. Several instances as processes on a Choria-style
@@ -22,7 +24,10 @@ describe('the provisioner daemon in active-active mode', () => {
       tuning: { claimsSetupRetryMs: () => 100 },
     });
     try {
-      await waitFor(async () => (await world.metric('choria_provisioner_claim_errors_total', { operation: 'setup' })) >= 2, 'two failed set-ups');
+      await waitFor(
+        async () => (await world.metric('choria_provisioner_claim_errors_total', { operation: 'setup' })) >= 2,
+        'two failed set-ups',
+      );
       expect(world.daemon.ready()).toBe(false);
       expect(await world.metric('choria_provisioner_paused')).toBe(1);
       expect(world.fleet().stats().configured).toBe(0);
@@ -45,17 +50,29 @@ describe('the provisioner daemon in active-active mode', () => {
     const admin = await connect({ servers: server().url });
     await createClaimsBucket(admin, { ttlMs: 120_000, bucket: 'SPEC_CLAIMS' });
     await admin.close();
-    const world = await startProvisionerWorld(server().url, { helper: join(SAMPLE_HELPERS, 'persistent-helper.mjs'), yaml: activeActive('SPEC_CLAIMS'), noFleet: true });
+    const world = await startProvisionerWorld(server().url, {
+      helper: join(SAMPLE_HELPERS, 'persistent-helper.mjs'),
+      yaml: activeActive('SPEC_CLAIMS'),
+      noFleet: true,
+    });
     try {
       await waitFor(() => world.daemon.ready(), 'the claims bucket to be read');
-      for (const result of ['won', 'lost', 'lapsed']) expect(await world.metric('choria_provisioner_claims_total', { site: 'spec', identity: 'prov.example.net', result })).toBe(0);
-      for (const operation of ['setup', 'create', 'refresh', 'release']) expect(await world.metric('choria_provisioner_claim_errors_total', { operation })).toBe(0);
-      for (const reason of ['exit', 'timeout', 'protocol', 'oversize', 'start']) expect(await world.metric('choria_provisioner_helper_restarts_total', { site: 'spec', reason })).toBe(0);
+      for (const result of ['won', 'lost', 'lapsed'])
+        expect(await world.metric('choria_provisioner_claims_total', { site: 'spec', identity: 'prov.example.net', result })).toBe(0);
+      for (const operation of ['setup', 'create', 'refresh', 'release'])
+        expect(await world.metric('choria_provisioner_claim_errors_total', { operation })).toBe(0);
+      for (const reason of ['exit', 'timeout', 'protocol', 'oversize', 'start'])
+        expect(await world.metric('choria_provisioner_helper_restarts_total', { site: 'spec', reason })).toBe(0);
       expect(await world.metric('choria_provisioner_claims_held')).toBe(0);
       await waitFor(async () => (await world.metric('choria_provisioner_helper_processes')) === 2, 'the helper processes to start');
       const { code, output } = await promtool(await world.scrape());
       expect([0, 3]).toContain(code);
-      expect(output.split('\n').filter((l) => l.trim() !== '').sort()).toEqual([...UPSTREAM_NAME_FINDINGS].sort());
+      expect(
+        output
+          .split('\n')
+          .filter((l) => l.trim() !== '')
+          .sort(),
+      ).toEqual([...UPSTREAM_NAME_FINDINGS].sort());
     } finally {
       await world.stop();
     }

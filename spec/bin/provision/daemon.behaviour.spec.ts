@@ -2,19 +2,32 @@ import { NatsConnection, connect } from '@nats-io/transport-node';
 import { SchedulerLike, asyncScheduler } from 'rxjs';
 import { CycleError } from '../../../lib/provision/provisionCycle';
 import { useNatsServer } from '../../helpers/nats';
-import { SCRIPTED_HELPER, UPSTREAM_NAME_FINDINGS, capturingLogger, promtool, sampleValue, startProvisionerWorld } from '../../helpers/provisioner';
+import {
+  SCRIPTED_HELPER,
+  UPSTREAM_NAME_FINDINGS,
+  capturingLogger,
+  promtool,
+  sampleValue,
+  startProvisionerWorld,
+} from '../../helpers/provisioner';
 import { waitFor } from '../../helpers/waitFor';
 import { md5Hex } from '../../../lib/choria/protocol/encoding';
 import { newRequestId } from '../../../lib/choria/protocol/subjects';
 
 const byIdentity = `${SCRIPTED_HELPER} by-identity`;
-const names = (...list: string[]) => (i: number) => list[i - 1];
+const names =
+  (...list: string[]) =>
+  (i: number) =>
+    list[i - 1];
 
 /** A scheduler whose clock can be moved forward: timers still run on real time. */
 function jumpingClock(): { scheduler: SchedulerLike; jump(ms: number): void } {
   let offset = 0;
   return {
-    scheduler: { now: () => asyncScheduler.now() + offset, schedule: asyncScheduler.schedule.bind(asyncScheduler) as SchedulerLike['schedule'] },
+    scheduler: {
+      now: () => asyncScheduler.now() + offset,
+      schedule: asyncScheduler.schedule.bind(asyncScheduler) as SchedulerLike['schedule'],
+    },
     jump: (ms) => void (offset += ms),
   };
 }
@@ -38,7 +51,12 @@ describe('the provisioner daemon, end to end', () => {
     const world = await startProvisionerWorld(server().url, { noFleet: true, identity: 'announcer.example.net' });
     try {
       await waitFor(() => events.length === 1, 'the startup event');
-      expect(events[0]).toMatchObject({ protocol: 'io.choria.lifecycle.v1.startup', identity: 'announcer.example.net', component: 'provisioner', version: '0.0.0' });
+      expect(events[0]).toMatchObject({
+        protocol: 'io.choria.lifecycle.v1.startup',
+        identity: 'announcer.example.net',
+        component: 'provisioner',
+        version: '0.0.0',
+      });
       expect(events[0]).not.toHaveProperty('specversion');
     } finally {
       await world.stop();
@@ -64,8 +82,14 @@ describe('the provisioner daemon, end to end', () => {
         raw.publish(`${inbox}.${newRequestId()}`, 'late');
       }
       await raw.flush();
-      await waitFor(async () => (await world.metric('choria_provisioner_unexpected_replies_total', { reason: 'unsolicited' })) === 50, 'the unsolicited replies to be counted');
-      await waitFor(async () => (await world.metric('choria_provisioner_malformed_input_total', { source: 'lifecycle_event' })) === 50, 'the junk events to be counted');
+      await waitFor(
+        async () => (await world.metric('choria_provisioner_unexpected_replies_total', { reason: 'unsolicited' })) === 50,
+        'the unsolicited replies to be counted',
+      );
+      await waitFor(
+        async () => (await world.metric('choria_provisioner_malformed_input_total', { source: 'lifecycle_event' })) === 50,
+        'the junk events to be counted',
+      );
       expect(await world.metric('choria_provisioner_unexpected_replies_total', { reason: 'stranger' })).toBe(0);
       // Five of each in full; the rest wait for the minute's summary.
       expect(messages().filter((m) => m.startsWith('refused a malformed lifecycle'))).toHaveLength(5);
@@ -90,7 +114,12 @@ describe('the provisioner daemon, end to end', () => {
     try {
       // Bad input on the wire is counted and changes nothing else.
       raw.publish('choria.lifecycle.event.startup.provision_mode_server', '{"not": "an event"');
-      await waitFor(async () => (await world.metric('choria_provisioner_provisioned')) + (await world.metric('choria_provisioner_provision_errors')) === 7, 'every node to finish', 30_000);
+      await waitFor(
+        async () =>
+          (await world.metric('choria_provisioner_provisioned')) + (await world.metric('choria_provisioner_provision_errors')) === 7,
+        'every node to finish',
+        30_000,
+      );
       await waitFor(() => world.fleet().stats().provisioned === 2 && world.fleet().stats().shutdown === 1, 'the nodes to restart or stop');
       const fleet = world.fleet();
       const state = Object.fromEntries(fleet.nodes().map((n) => [n.identity, [n.state, n.configured]]));
@@ -148,7 +177,12 @@ describe('the provisioner daemon, end to end', () => {
       const { code, output } = await promtool(text);
       expect([0, 3]).toContain(code);
       // The election's series are there at zero without leader_election, its counter upstream's name too.
-      expect(output.split('\n').filter((l) => l.trim() !== '').sort()).toEqual([...UPSTREAM_NAME_FINDINGS].sort());
+      expect(
+        output
+          .split('\n')
+          .filter((l) => l.trim() !== '')
+          .sort(),
+      ).toEqual([...UPSTREAM_NAME_FINDINGS].sort());
     } finally {
       await world.stop();
     }
@@ -157,7 +191,10 @@ describe('the provisioner daemon, end to end', () => {
   it('a node that goes silent: each attempt times out, five of them, then one RPC error and one provision error', async () => {
     const world = await startProvisionerWorld(server().url, { fleet: { nodes: 2, silent: 1 }, tuning: { rpcTimeoutMs: 200 } });
     try {
-      await waitFor(async () => (await world.metric('choria_provisioner_provision_errors')) === 1 && world.fleet().stats().provisioned === 1, 'the silent node to fail and the other to be provisioned');
+      await waitFor(
+        async () => (await world.metric('choria_provisioner_provision_errors')) === 1 && world.fleet().stats().provisioned === 1,
+        'the silent node to fail and the other to be provisioned',
+      );
       expect(await world.metric('choria_provisioner_rpc_time_count', { rpc: 'rpcutil#inventory' })).toBe(6);
       expect(await world.metric('choria_provisioner_rpc_errors', { rpc: 'rpcutil#inventory' })).toBe(1);
       expect(world.fleet().node('node-1.example.net')?.state).toBe('provisioning');
@@ -181,7 +218,8 @@ describe('the provisioner daemon, end to end', () => {
     try {
       const failures: string[] = [];
       world.daemon.results$.subscribe(({ ticket, outcome }) => {
-        if (outcome.status === 'failed' && outcome.error instanceof CycleError) failures.push(`${ticket.key} ${outcome.error.step} ${outcome.error.message}`);
+        if (outcome.status === 'failed' && outcome.error instanceof CycleError)
+          failures.push(`${ticket.key} ${outcome.error.step} ${outcome.error.message}`);
       });
       // slow-1 holds the only worker; ok-2 waits behind it while three intervals pass.
       await waitFor(() => world.daemon.status().queued === 1, 'ok-2 to wait for a worker');
@@ -209,7 +247,11 @@ describe('the provisioner daemon, end to end', () => {
       await waitFor(() => world.fleet().stats().provisioned === 2, 'the two queued nodes to be provisioned');
       expect(await world.metric('choria_provisioner_admission_refused_total', { reason: 'full' })).toBe(3);
       expect(await world.metric('choria_provisioner_discovered')).toBe(3);
-      const touched = world.fleet().nodes().filter((n) => Object.keys(n.requests).length > 0).map((n) => n.identity);
+      const touched = world
+        .fleet()
+        .nodes()
+        .filter((n) => Object.keys(n.requests).length > 0)
+        .map((n) => n.identity);
       expect(touched).toEqual(['slow-1', 'ok-2', 'ok-3']);
     } finally {
       await world.stop();
@@ -227,7 +269,12 @@ describe('the provisioner daemon, end to end', () => {
       const fleet = await world.startFleet();
       await fleet.whenBooted();
       // Every node's startup event is dropped, and tick after tick skips discovery.
-      await waitFor(() => messages().filter((m) => m === 'Skipping discovery while paused').length >= 2 && messages().filter((m) => m === 'Skipping event processing while paused').length === 6, 'two skipped ticks and six dropped events');
+      await waitFor(
+        () =>
+          messages().filter((m) => m === 'Skipping discovery while paused').length >= 2 &&
+          messages().filter((m) => m === 'Skipping event processing while paused').length === 6,
+        'two skipped ticks and six dropped events',
+      );
       expect(await world.metric('choria_provisioner_discover_cycles')).toBe(cycles);
       expect(await world.metric('choria_provisioner_event_discovered')).toBe(0);
       expect(fleet.stats().requests).toBe(0);
@@ -245,11 +292,17 @@ describe('the provisioner daemon, end to end', () => {
   });
 
   it('a pause stops a retrying RPC at the next attempt boundary', async () => {
-    const world = await startProvisionerWorld(server().url, { fleet: { nodes: 1, silent: 1 }, tuning: { rpcTimeoutMs: 300, retryBackoffMs: [300] } });
+    const world = await startProvisionerWorld(server().url, {
+      fleet: { nodes: 1, silent: 1 },
+      tuning: { rpcTimeoutMs: 300, retryBackoffMs: [300] },
+    });
     try {
       const failures: string[] = [];
       world.daemon.results$.subscribe(({ outcome }) => outcome.status === 'failed' && failures.push((outcome.error as Error).message));
-      await waitFor(async () => (await world.metric('choria_provisioner_rpc_time_count', { rpc: 'rpcutil#inventory' })) === 1, 'a first attempt');
+      await waitFor(
+        async () => (await world.metric('choria_provisioner_rpc_time_count', { rpc: 'rpcutil#inventory' })) === 1,
+        'a first attempt',
+      );
       world.daemon.gate.pause();
       await waitFor(() => failures.length === 1, 'the cycle to stop');
       expect(failures[0]).toBe('could not provision node-1.example.net: provisioning is paused, cannot perform rpcutil#inventory');
@@ -273,7 +326,10 @@ describe('the provisioner daemon, end to end', () => {
       expect(world.daemon.status().busyWorkers).toBe(2);
       // Upstream counts a node once while it is held: the re-admission has a series of its own.
       expect((await world.metric('choria_provisioner_discovered')) + (await world.metric('choria_provisioner_event_discovered'))).toBe(1);
-      expect((await world.metric('choria_provisioner_readmissions_total', { via: 'discovery' })) + (await world.metric('choria_provisioner_readmissions_total', { via: 'event' }))).toBeGreaterThanOrEqual(1);
+      expect(
+        (await world.metric('choria_provisioner_readmissions_total', { via: 'discovery' })) +
+          (await world.metric('choria_provisioner_readmissions_total', { via: 'event' })),
+      ).toBeGreaterThanOrEqual(1);
     } finally {
       await world.stop();
     }

@@ -31,7 +31,12 @@ describe('every node in provisioning mode is provisioned exactly once and receiv
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   /** What the minimal sample helper returns for a node. */
-  const minimal = (identity: string) => ({ identity, 'plugin.choria.server.provision': 'false', 'plugin.choria.middleware_hosts': server().url, loglevel: 'info' });
+  const minimal = (identity: string) => ({
+    identity,
+    'plugin.choria.server.provision': 'false',
+    'plugin.choria.middleware_hosts': server().url,
+    loglevel: 'info',
+  });
   /** What the echo helper returns for a node, given what it was fed. */
   const echo = (identity: string, fed: { csr: boolean; token: string }) => ({
     identity,
@@ -55,7 +60,11 @@ describe('every node in provisioning mode is provisioned exactly once and receiv
     ],
     [
       'jwt (and a private key sent encrypted)',
-      () => ({ yaml: (keys) => ['features: {jwt: true}', `jwt_verify_cert: ${keys.jwtVerifyKey}`], helper: ECHO_HELPER, helperEnv: { ECHO_HELPER_KEY_FILE: keyFile } }),
+      () => ({
+        yaml: (keys) => ['features: {jwt: true}', `jwt_verify_cert: ${keys.jwtVerifyKey}`],
+        helper: ECHO_HELPER,
+        helperEnv: { ECHO_HELPER_KEY_FILE: keyFile },
+      }),
       (node) => {
         expect(node.configuration).toEqual(echo(node.identity, { csr: false, token: TOKEN }));
         expect(node.key?.trim()).toBe(keyPem.trim());
@@ -70,15 +79,30 @@ describe('every node in provisioning mode is provisioned exactly once and receiv
         fleet: { perNodeKeys: true },
       }),
       async (node) => {
-        expect(node.configuration).toMatchObject({ identity: node.identity, 'plugin.choria.server.provision': 'false', 'plugin.security.provider': 'choria', 'plugin.security.choria.seed_file': '/etc/choria/server.seed' });
-        expect(decodeJwt(node.serverJwt ?? '')).toMatchObject({ identity: node.identity, public_key: node.ed25519PublicKey, purpose: 'choria_server', collectives: ['choria'], permissions: { streams: true, submission: true } });
+        expect(node.configuration).toMatchObject({
+          identity: node.identity,
+          'plugin.choria.server.provision': 'false',
+          'plugin.security.provider': 'choria',
+          'plugin.security.choria.seed_file': '/etc/choria/server.seed',
+        });
+        expect(decodeJwt(node.serverJwt ?? '')).toMatchObject({
+          identity: node.identity,
+          public_key: node.ed25519PublicKey,
+          purpose: 'choria_server',
+          collectives: ['choria'],
+          permissions: { streams: true, submission: true },
+        });
         // Signed by the configured seed (EdDSA).
         await expect(jwtVerify(node.serverJwt ?? '', signerPublic)).resolves.toBeDefined();
       },
     ],
     [
       'upgrades',
-      () => ({ yaml: ['features: {upgrades: true}', 'upgrades_repository: https://repo.example.net/choria'], fleet: { upgradable: true }, helperEnv: { RXFLEET_HELPER_UPGRADE: '0.30.0' } }),
+      () => ({
+        yaml: ['features: {upgrades: true}', 'upgrades_repository: https://repo.example.net/choria'],
+        fleet: { upgradable: true },
+        helperEnv: { RXFLEET_HELPER_UPGRADE: '0.30.0' },
+      }),
       (node) => {
         expect(node.configuration).toEqual(minimal(node.identity));
         // Upgraded first, then (at the same version) configured once.

@@ -32,11 +32,17 @@ describe('the provisioner daemon with the Incus feed (rxfleet.incus)', () => {
     raw.publish(subjectOf(event), JSON.stringify(event));
     await raw.flush();
   };
-  const incusEvents = async (w: ProvisionerWorld, result: string): Promise<number> => w.metric('choria_provisioner_incus_events_total', { result });
+  const incusEvents = async (w: ProvisionerWorld, result: string): Promise<number> =>
+    w.metric('choria_provisioner_incus_events_total', { result });
 
   it('sights an instance the moment it comes up with an address, admits it counted in incus_discovered, and provisions it', async () => {
     const { logger, messages } = capturingLogger();
-    world = await startProvisionerWorld(server().url, { yaml: FEED, noFleet: true, logger, fleet: { nodes: 1, identity: () => 'web1.example.net', component: UNHEARD } });
+    world = await startProvisionerWorld(server().url, {
+      yaml: FEED,
+      noFleet: true,
+      logger,
+      fleet: { nodes: 1, identity: () => 'web1.example.net', component: UNHEARD },
+    });
     const w = world;
     // The round at start has found nothing; the next is a minute away.
     await waitFor(async () => (await w.metric('choria_provisioner_discover_cycles')) === 1, 'the discovery round at start');
@@ -53,7 +59,9 @@ describe('the provisioner daemon with the Incus feed (rxfleet.incus)', () => {
     expect(await incusEvents(w, 'not_up')).toBe(1);
     expect(messages()).toEqual(
       expect.arrayContaining([
-        expect.stringMatching(/^Incus feed: sighting every instance of every project as it comes up with an address, from incus\.events\.\*\.instance\.>; identity \{name\}\.example\.net$/),
+        expect.stringMatching(
+          /^Incus feed: sighting every instance of every project as it comes up with an address, from incus\.events\.\*\.instance\.>; identity \{name\}\.example\.net$/,
+        ),
         'Incus instance default/web1 came up at 10.77.0.9 (instance-started): sighting web1.example.net',
         'Adding web1.example.net to the provision list after its Incus instance came up',
       ]),
@@ -88,14 +96,22 @@ describe('the provisioner daemon with the Incus feed (rxfleet.incus)', () => {
   });
 
   it('counts every instance event by what became of it, and a message that is no enriched event as malformed input; the feed carries on', async () => {
-    const yaml = ['rxfleet:', '  incus:', '    instances: ["web-*", "user.choria=provision"]', '    identity: "{config.user.choria-identity}"'];
+    const yaml = [
+      'rxfleet:',
+      '  incus:',
+      '    instances: ["web-*", "user.choria=provision"]',
+      '    identity: "{config.user.choria-identity}"',
+    ];
     const { logger, messages } = capturingLogger();
     world = await startProvisionerWorld(server().url, { yaml, noFleet: true, logger });
     const w = world;
     // Subscribed before the round at start: once it has run, the feed's subscription has had time to reach the server.
     await waitFor(async () => (await w.metric('choria_provisioner_discover_cycles')) === 1, 'the discovery round at start');
     raw.publish('incus.events.default.instance.instance-started.bad', '{"version": 1, "secret": "s3cret-in-config"');
-    raw.publish('incus.events.default.instance.instance-started.old', JSON.stringify({ ...instanceEvent('instance-started', 'old'), version: 2 }));
+    raw.publish(
+      'incus.events.default.instance.instance-started.old',
+      JSON.stringify({ ...instanceEvent('instance-started', 'old'), version: 2 }),
+    );
     await publish(instanceEvent('instance-started', 'db-1'));
     await publish(instanceEvent('instance-started', 'web-1'));
     await publish(instanceEvent('instance-started', 'web-2', { config: { 'user.choria-identity': 'web-2.example.net' } }));
@@ -110,14 +126,20 @@ describe('the provisioner daemon with the Incus feed (rxfleet.incus)', () => {
       already_up: await incusEvents(w, 'already_up'),
     }).toEqual({ unselected: 1, unmapped: 1, sighted: 1, already_up: 1 });
     expect(await w.metric('choria_provisioner_incus_discovered')).toBe(1);
-    expect(messages()).toContain('Incus instance default/web-1 came up but maps to no identity with {config.user.choria-identity}: its configuration has no user.choria-identity');
+    expect(messages()).toContain(
+      'Incus instance default/web-1 came up but maps to no identity with {config.user.choria-identity}: its configuration has no user.choria-identity',
+    );
     expect(messages().filter((m) => m.startsWith('refused a malformed incus_event'))).toHaveLength(2);
     expect(messages().join('\n')).not.toContain('s3cret-in-config');
   });
 
   it('reads events handed over in-process instead of NATS, with every default when the file has no rxfleet.incus', async () => {
     const events = new Subject<EventPayload>();
-    world = await startProvisionerWorld(server().url, { noFleet: true, incusEvents: events, fleet: { nodes: 1, identity: () => 'c1', component: UNHEARD } });
+    world = await startProvisionerWorld(server().url, {
+      noFleet: true,
+      incusEvents: events,
+      fleet: { nodes: 1, identity: () => 'c1', component: UNHEARD },
+    });
     const w = world;
     await waitFor(async () => (await w.metric('choria_provisioner_discover_cycles')) === 1, 'the discovery round at start');
     await w.startFleet();

@@ -16,7 +16,10 @@ describe('stopping the daemon (DECISIONS P9)', () => {
     const world = await startProvisionerWorld(server().url, { workers: 2, fleet: { nodes: 6, latencyMs: 300 } });
     let stopped = false;
     try {
-      await waitFor(() => world.daemon.status().busyWorkers === 2 && world.daemon.status().queued === 4, 'two nodes in flight and four waiting');
+      await waitFor(
+        () => world.daemon.status().busyWorkers === 2 && world.daemon.status().queued === 4,
+        'two nodes in flight and four waiting',
+      );
       const inFlight = world.daemon.status().busyWorkers;
       const report = await world.daemon.stop({ graceMs: 30_000 });
       stopped = true;
@@ -34,15 +37,24 @@ describe('stopping the daemon (DECISIONS P9)', () => {
   });
 
   it('aborts what is still in flight when the grace period ends, and still stops cleanly', async () => {
-    const world = await startProvisionerWorld(server().url, { helper: `${SCRIPTED_HELPER} by-identity`, yaml: ['rxfleet: {helper_timeout: 60s}'], fleet: { nodes: 1, identity: () => 'slow-1' } });
+    const world = await startProvisionerWorld(server().url, {
+      helper: `${SCRIPTED_HELPER} by-identity`,
+      yaml: ['rxfleet: {helper_timeout: 60s}'],
+      fleet: { nodes: 1, identity: () => 'slow-1' },
+    });
     try {
       const failures: CycleError[] = [];
       world.daemon.results$.subscribe(({ outcome }) => outcome.status === 'failed' && failures.push(outcome.error as CycleError));
       await waitFor(() => world.daemon.status().busyWorkers === 1, 'the slow helper to run');
       // A moment for the helper to be spawned, so the abort meets a running process group.
-      await waitFor(async () => (await world.metric('choria_provisioner_rpc_time_count', { rpc: 'rpcutil#inventory' })) === 1, 'the inventory');
+      await waitFor(
+        async () => (await world.metric('choria_provisioner_rpc_time_count', { rpc: 'rpcutil#inventory' })) === 1,
+        'the inventory',
+      );
       expect(await world.daemon.stop({ graceMs: 200 })).toEqual({ abandoned: 1 });
-      expect(failures.map((f) => f.message)).toEqual(['could not invoke configure helper: ' + `${SCRIPTED_HELPER} by-identity was aborted: its process group was killed`]);
+      expect(failures.map((f) => f.message)).toEqual([
+        'could not invoke configure helper: ' + `${SCRIPTED_HELPER} by-identity was aborted: its process group was killed`,
+      ]);
     } finally {
       await world.stop();
     }

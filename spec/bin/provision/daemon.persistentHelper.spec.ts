@@ -18,25 +18,33 @@ const alive = (pid: number): boolean => {
 describe('the provisioner daemon with a persistent helper', () => {
   const server = useNatsServer();
 
-  it.each(['persistent-helper.mjs', 'persistent-helper.sh'])('provisions every node once through the sample %s, two processes answering', async (sample) => {
-    const world = await startProvisionerWorld(server().url, {
-      helper: join(SAMPLE_HELPERS, sample),
-      workers: 6,
-      yaml: ['rxfleet: {helper_mode: persistent, helper_processes: 2}'],
-      fleet: { nodes: 12 },
-    });
-    try {
-      await waitFor(() => world.fleet().stats().provisioned === 12, 'every node to be provisioned', 30_000);
-      const stats = world.fleet().stats();
-      expect({ configured: stats.configured, duplicates: stats.duplicates }).toEqual({ configured: 12, duplicates: 0 });
-      expect(world.fleet().nodes().every((n) => n.configuration?.['plugin.choria.server.provision'] === 'false')).toBe(true);
-      expect(await world.metric('choria_provisioner_helper_processes', { site: 'spec' })).toBe(2);
-      expect(await world.metric('choria_provisioner_helper_time_count', { site: 'spec' })).toBe(12);
-      expect(await world.metric('choria_provisioner_helper_errors', { site: 'spec' })).toBe(0);
-    } finally {
-      await world.stop();
-    }
-  });
+  it.each(['persistent-helper.mjs', 'persistent-helper.sh'])(
+    'provisions every node once through the sample %s, two processes answering',
+    async (sample) => {
+      const world = await startProvisionerWorld(server().url, {
+        helper: join(SAMPLE_HELPERS, sample),
+        workers: 6,
+        yaml: ['rxfleet: {helper_mode: persistent, helper_processes: 2}'],
+        fleet: { nodes: 12 },
+      });
+      try {
+        await waitFor(() => world.fleet().stats().provisioned === 12, 'every node to be provisioned', 30_000);
+        const stats = world.fleet().stats();
+        expect({ configured: stats.configured, duplicates: stats.duplicates }).toEqual({ configured: 12, duplicates: 0 });
+        expect(
+          world
+            .fleet()
+            .nodes()
+            .every((n) => n.configuration?.['plugin.choria.server.provision'] === 'false'),
+        ).toBe(true);
+        expect(await world.metric('choria_provisioner_helper_processes', { site: 'spec' })).toBe(2);
+        expect(await world.metric('choria_provisioner_helper_time_count', { site: 'spec' })).toBe(12);
+        expect(await world.metric('choria_provisioner_helper_errors', { site: 'spec' })).toBe(0);
+      } finally {
+        await world.stop();
+      }
+    },
+  );
 
   it('a helper process that dies mid-run: the nodes in flight on it fail and are retried, and every node ends provisioned once', async () => {
     const world = await startProvisionerWorld(server().url, {
@@ -68,7 +76,9 @@ describe('the provisioner daemon with a persistent helper', () => {
       logger,
     });
     await waitFor(() => world.fleet().stats().provisioned === 2, 'the nodes to be provisioned', 30_000);
-    const pids = messages().flatMap((m) => /^started persistent helper process (\d+) /.exec(m)?.[1] ?? []).map(Number);
+    const pids = messages()
+      .flatMap((m) => /^started persistent helper process (\d+) /.exec(m)?.[1] ?? [])
+      .map(Number);
     expect(pids).toHaveLength(2);
     expect(pids.filter(alive)).toHaveLength(2);
     await world.stop();

@@ -28,7 +28,11 @@ describe('the provisioner process heap policy', () => {
         peak = Math.max(peak, process.memoryUsage().heapTotal);
       }
       setTimeout(() => process.stdout.write(JSON.stringify({ majors, peak })), 10);`;
-    const run = (mode: string): { majors: number; peak: number } => JSON.parse(execFileSync(process.execPath, ['-e', churn, mode], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } })) as { majors: number; peak: number };
+    const run = (mode: string): { majors: number; peak: number } =>
+      JSON.parse(execFileSync(process.execPath, ['-e', churn, mode], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } })) as {
+        majors: number;
+        peak: number;
+      };
     const capped = run('capped');
     const uncapped = run('default');
     // More full collections, a smaller heap: the flag set at run time took effect.

@@ -8,7 +8,16 @@ import { decodeRequest } from '../../../lib/choria/protocol/codec';
 function capture(level = 'warn'): { logger: pino.Logger; lines: () => Record<string, unknown>[] } {
   const chunks: string[] = [];
   const stream = new Writable({ write: (chunk, _enc, done) => (chunks.push(String(chunk)), done()) });
-  return { logger: pino({ level }, stream), lines: () => chunks.join('').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)) };
+  return {
+    logger: pino({ level }, stream),
+    lines: () =>
+      chunks
+        .join('')
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l)),
+  };
 }
 
 describe('bad message accounting', () => {
@@ -35,7 +44,13 @@ describe('bad message accounting', () => {
     bad.report('request', refused.error, 'provisioning.node.n1');
     const logged = lines();
     expect(logged).toHaveLength(1);
-    expect(logged[0]).toMatchObject({ level: 40, source: 'request', subject: 'provisioning.node.n1', reason: 'not_json', layer: 'transport' });
+    expect(logged[0]).toMatchObject({
+      level: 40,
+      source: 'request',
+      subject: 'provisioning.node.n1',
+      reason: 'not_json',
+      layer: 'transport',
+    });
     expect(JSON.stringify(logged[0])).not.toContain('s3cret-value');
   });
 
@@ -58,7 +73,8 @@ describe('bad message accounting', () => {
     const refused = decodeRequest('nope');
     if (refused.ok) throw new Error('expected a refusal');
     for (let i = 0; i < 5000; i++) bad.report('lifecycle', refused.error, `choria.lifecycle.event.startup.${i}`);
-    for (let i = 0; i < 5000; i++) bad.report('reply', { reason: 'unsolicited', layer: 'inbox', message: 'no waiting request' }, `provisioning.reply.x.${i}`);
+    for (let i = 0; i < 5000; i++)
+      bad.report('reply', { reason: 'unsolicited', layer: 'inbox', message: 'no waiting request' }, `provisioning.reply.x.${i}`);
     scheduler.flush();
     expect(bad.count('lifecycle')).toBe(5000);
     expect(bad.count('reply', 'unsolicited')).toBe(5000);

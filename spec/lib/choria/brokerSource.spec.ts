@@ -13,13 +13,13 @@ describe('brokerSource (go-choria MiddlewareServers)', () => {
     expect(DEFAULT_BROKERS).toEqual(['nats://puppet:4222']);
   });
 
-  it('the host\'s domain is what follows the first dot of its name', () => {
+  it("the host's domain is what follows the first dot of its name", () => {
     expect(domainOf('prov1.dc1.example.net')).toBe('dc1.example.net');
     expect(domainOf('prov1.example.net.')).toBe('example.net');
     expect(domainOf('localhost')).toBeUndefined();
   });
 
-  it('SRV answers in priority order, heaviest first within one, target\'s dot dropped', () => {
+  it("SRV answers in priority order, heaviest first within one, target's dot dropped", () => {
     expect(
       srvServers([
         { name: 'c.example.net.', port: 4222, priority: 20, weight: 5 },

@@ -47,13 +47,20 @@ describe('parseChoriaClientConfig', () => {
     });
   });
 
-  it('defaults are go-choria\'s: the given identity, no middleware, SRV lookups on, the puppet provider, discovery_timeout 2', () => {
+  it("defaults are go-choria's: the given identity, no middleware, SRV lookups on, the puppet provider, discovery_timeout 2", () => {
     const { config, problems } = parseChoriaClientConfig('', { defaultIdentity: 'host.example.net' });
     expect(problems).toEqual([]);
-    expect(config).toMatchObject({ identity: 'host.example.net', middlewareHosts: [], useSrv: true, securityProvider: 'puppet', discoveryTimeoutSeconds: 2, requestTtlSeconds: 60 });
+    expect(config).toMatchObject({
+      identity: 'host.example.net',
+      middlewareHosts: [],
+      useSrv: true,
+      securityProvider: 'puppet',
+      discoveryTimeoutSeconds: 2,
+      requestTtlSeconds: 60,
+    });
   });
 
-  it('reads the choria and puppet providers\' keys, SRV settings and the NATS login; ~ is the home directory', () => {
+  it("reads the choria and puppet providers' keys, SRV settings and the NATS login; ~ is the home directory", () => {
     const { config, problems } = parseChoriaClientConfig(
       [
         'plugin.security.provider = choria',
@@ -92,17 +99,31 @@ describe('parseChoriaClientConfig', () => {
   });
 
   it('reads booleans as go-choria does; anything else is false, with a warning', () => {
-    for (const yes of ['1', 'yes', 'TRUE', 'y', 't']) expect(parseChoriaClientConfig(`plugin.choria.use_srv = ${yes}`).config.useSrv).toBe(true);
-    for (const no of ['0', 'No', 'false', 'n', 'F']) expect(parseChoriaClientConfig(`plugin.choria.use_srv = ${no}`).config.useSrv).toBe(false);
+    for (const yes of ['1', 'yes', 'TRUE', 'y', 't'])
+      expect(parseChoriaClientConfig(`plugin.choria.use_srv = ${yes}`).config.useSrv).toBe(true);
+    for (const no of ['0', 'No', 'false', 'n', 'F'])
+      expect(parseChoriaClientConfig(`plugin.choria.use_srv = ${no}`).config.useSrv).toBe(false);
     const { config, problems } = parseChoriaClientConfig('plugin.choria.use_srv = maybe', { file: 'c.cfg' });
     expect(config.useSrv).toBe(false);
-    expect(problems).toEqual([{ path: 'c.cfg:1 plugin.choria.use_srv', message: 'expected a boolean (true, false, yes, no, 1, 0), got "maybe"; read as false, as go-choria does', severity: 'warning' }]);
+    expect(problems).toEqual([
+      {
+        path: 'c.cfg:1 plugin.choria.use_srv',
+        message: 'expected a boolean (true, false, yes, no, 1, 0), got "maybe"; read as false, as go-choria does',
+        severity: 'warning',
+      },
+    ]);
   });
 
   it('refuses a security provider go-choria does not know, keeping the default', () => {
     const { config, problems } = parseChoriaClientConfig('plugin.security.provider = ssl', { file: 'c.cfg' });
     expect(config.securityProvider).toBe('puppet');
-    expect(problems).toEqual([{ path: 'c.cfg:1 plugin.security.provider', message: 'expected one of puppet, file, pkcs11, certmanager, choria, got "ssl"', severity: 'error' }]);
+    expect(problems).toEqual([
+      {
+        path: 'c.cfg:1 plugin.security.provider',
+        message: 'expected one of puppet, file, pkcs11, certmanager, choria, got "ssl"',
+        severity: 'error',
+      },
+    ]);
   });
 
   it('the last of two lines for a key wins', () => {
@@ -111,15 +132,32 @@ describe('parseChoriaClientConfig', () => {
 
   it('collects every problem with its file, line and key, keeping usable defaults', () => {
     const { config, problems } = parseChoriaClientConfig(
-      ['identity = x', 'this line has no equals sign', 'discovery_timeout = soon', 'plugin.choria.middleware_hosts = good:4222, bad host, http://web:80, b:99999'].join('\n'),
+      [
+        'identity = x',
+        'this line has no equals sign',
+        'discovery_timeout = soon',
+        'plugin.choria.middleware_hosts = good:4222, bad host, http://web:80, b:99999',
+      ].join('\n'),
       { file: 'c.cfg' },
     );
     expect(problems).toEqual([
       { path: 'c.cfg:2', message: 'expected "key = value" (a line starting "this"); line ignored', severity: 'warning' },
       { path: 'c.cfg:3 discovery_timeout', message: 'expected a whole number of seconds >= 1, got "soon"', severity: 'error' },
-      { path: 'c.cfg:4 plugin.choria.middleware_hosts', message: 'expected host:port or nats://host:port, got "bad host"', severity: 'error' },
-      { path: 'c.cfg:4 plugin.choria.middleware_hosts', message: 'expected host:port or nats://host:port, got "http://web:80"', severity: 'error' },
-      { path: 'c.cfg:4 plugin.choria.middleware_hosts', message: 'expected host:port or nats://host:port, got "b:99999"', severity: 'error' },
+      {
+        path: 'c.cfg:4 plugin.choria.middleware_hosts',
+        message: 'expected host:port or nats://host:port, got "bad host"',
+        severity: 'error',
+      },
+      {
+        path: 'c.cfg:4 plugin.choria.middleware_hosts',
+        message: 'expected host:port or nats://host:port, got "http://web:80"',
+        severity: 'error',
+      },
+      {
+        path: 'c.cfg:4 plugin.choria.middleware_hosts',
+        message: 'expected host:port or nats://host:port, got "b:99999"',
+        severity: 'error',
+      },
     ]);
     expect(config.discoveryTimeoutSeconds).toBe(2);
     expect(config.middlewareHosts).toEqual(['nats://good:4222']);
@@ -128,18 +166,29 @@ describe('parseChoriaClientConfig', () => {
 
 describe('the Choria client configuration never echoes a secret (issue 14 item 3)', () => {
   it('names only the key of a line that is not key = value, and hides credentials in a broker URL', () => {
-    const { problems } = parseChoriaClientConfig(['plugin.nats.pass: Zq9-secret', 'plugin.nats.pass Zq9-secret', 'plugin.choria.middleware_hosts = nats://prov:Zq9-secret@broker:4222/x'].join('\n'), { file: 'c.cfg' });
+    const { problems } = parseChoriaClientConfig(
+      [
+        'plugin.nats.pass: Zq9-secret',
+        'plugin.nats.pass Zq9-secret',
+        'plugin.choria.middleware_hosts = nats://prov:Zq9-secret@broker:4222/x',
+      ].join('\n'),
+      { file: 'c.cfg' },
+    );
     expect(problems).toEqual([
       { path: 'c.cfg:1', message: 'expected "key = value" (a line starting "plugin.nats.pass"); line ignored', severity: 'warning' },
       { path: 'c.cfg:2', message: 'expected "key = value" (a line starting "plugin.nats.pass"); line ignored', severity: 'warning' },
-      { path: 'c.cfg:3 plugin.choria.middleware_hosts', message: 'expected host:port or nats://host:port, got "nats://[redacted]@broker:4222/x"', severity: 'error' },
+      {
+        path: 'c.cfg:3 plugin.choria.middleware_hosts',
+        message: 'expected host:port or nats://host:port, got "nats://[redacted]@broker:4222/x"',
+        severity: 'error',
+      },
     ]);
     expect(JSON.stringify(problems)).not.toContain('Zq9');
   });
 });
 
 describe('parseMiddlewareHosts', () => {
-  it('gives a host without a port NATS\'s 4222', () => {
+  it("gives a host without a port NATS's 4222", () => {
     expect(parseMiddlewareHosts('broker')).toEqual({ urls: ['nats://broker:4222'], invalid: [] });
   });
 });

@@ -33,7 +33,7 @@ describe('parseGoDuration (time.ParseDuration)', () => {
     ['1h-2m', 'time: unknown unit "h-" in duration "1h-2m"'],
     ['1h.', 'time: invalid duration "1h."'],
     ['abc', 'time: invalid duration "abc"'],
-  ])('refuses %j with Go\'s message', (text, message) => {
+  ])("refuses %j with Go's message", (text, message) => {
     expect(() => parseGoDuration(text)).toThrow(new DurationSyntaxError(message));
   });
 });

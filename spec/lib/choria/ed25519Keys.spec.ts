@@ -1,5 +1,13 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { HexDecodeError, decodeHex, ed25519PrivateKeyFromSeed, ed25519PublicKeyFromRaw, ed25519Sign, ed25519Verify, rawEd25519PublicKey } from '../../../lib/choria/ed25519Keys';
+import {
+  HexDecodeError,
+  decodeHex,
+  ed25519PrivateKeyFromSeed,
+  ed25519PublicKeyFromRaw,
+  ed25519Sign,
+  ed25519Verify,
+  rawEd25519PublicKey,
+} from '../../../lib/choria/ed25519Keys';
 
 describe('decodeHex (hex.DecodeString)', () => {
   it('decodes either case', () => {
@@ -8,7 +16,7 @@ describe('decodeHex (hex.DecodeString)', () => {
 
   it.each([
     ['abc', 'encoding/hex: odd length hex string'],
-    ['ab\n', 'encoding/hex: invalid byte: U+000A \'\\n\''],
+    ['ab\n', "encoding/hex: invalid byte: U+000A '\\n'"],
     ['zz', "encoding/hex: invalid byte: U+007A 'z'"],
   ])('refuses %j like Go', (text, message) => {
     expect(() => decodeHex(text)).toThrow(new HexDecodeError(message));

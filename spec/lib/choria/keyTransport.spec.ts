@@ -34,12 +34,17 @@ describe('private key transport (§3.8)', () => {
 
   it('derives the AES key as OpenSSL EVP_BytesToKey (MD5, one round) does', () => {
     // `openssl enc -aes-256-cbc -pass pass:secret -S 0001020304050607 -P -md md5`
-    expect(evpBytesToKey(Buffer.from('secret'), Buffer.from('0001020304050607', 'hex')).toString('hex').toUpperCase()).toBe('035FB8145B73CF111570DC936112BE9C375A5D3D8B915BC213BDBEF9DBFB7851');
+    expect(evpBytesToKey(Buffer.from('secret'), Buffer.from('0001020304050607', 'hex')).toString('hex').toUpperCase()).toBe(
+      '035FB8145B73CF111570DC936112BE9C375A5D3D8B915BC213BDBEF9DBFB7851',
+    );
   });
 
   it('with fixed server keys, what the provisioner encrypts the server decrypts to the original PKCS#1 bytes', () => {
     // The server is Alice (its jwt reply carried alicePublic); the provisioner's ephemeral pair is Bob's.
-    const sent = encryptPrivateKey(helperKeyPem, alicePublic, { privateKey: Buffer.from(bobPrivate, 'hex'), publicKey: Buffer.from(bobPublic, 'hex') });
+    const sent = encryptPrivateKey(helperKeyPem, alicePublic, {
+      privateKey: Buffer.from(bobPrivate, 'hex'),
+      publicKey: Buffer.from(bobPublic, 'hex'),
+    });
     expect(sent.ecdhPublic).toBe(bobPublic);
     const block = decodePem(sent.key);
     expect(block?.type).toBe('RSA PRIVATE KEY');
@@ -77,13 +82,20 @@ describe('private key transport (§3.8)', () => {
     const iv = Buffer.from('000102030405060708090a0b0c0d0e0f', 'hex');
     const a = encryptPemBlock('RSA PRIVATE KEY', Buffer.from('hello'), Buffer.from('secret'), iv);
     expect(a).toBe(encryptPemBlock('RSA PRIVATE KEY', Buffer.from('hello'), Buffer.from('secret'), iv));
-    expect(a.split('\n').slice(0, 4)).toEqual(['-----BEGIN RSA PRIVATE KEY-----', 'Proc-Type: 4,ENCRYPTED', 'DEK-Info: AES-256-CBC,000102030405060708090a0b0c0d0e0f', '']);
+    expect(a.split('\n').slice(0, 4)).toEqual([
+      '-----BEGIN RSA PRIVATE KEY-----',
+      'Proc-Type: 4,ENCRYPTED',
+      'DEK-Info: AES-256-CBC,000102030405060708090a0b0c0d0e0f',
+      '',
+    ]);
     expect(decryptPemBlock(a, Buffer.from('secret')).bytes.toString()).toBe('hello');
   });
 
-  it('refuses what Go refuses, with Go\'s messages and no key material', () => {
+  it("refuses what Go refuses, with Go's messages and no key material", () => {
     const server = generateX25519KeyPair();
-    expect(() => encryptPrivateKey(helperKeyPem, '')).toThrow('private key received from helper but server did not start Diffie-Hellman exchange');
+    expect(() => encryptPrivateKey(helperKeyPem, '')).toThrow(
+      'private key received from helper but server did not start Diffie-Hellman exchange',
+    );
     expect(() => encryptPrivateKey('not a pem', server.publicKey.toString('hex'))).toThrow('bad key received');
     expect(() => encryptPrivateKey(helperKeyPem, 'abcd')).toThrow(KeyTransportError);
     expect(() => decryptPrivateKey(helperKeyPem, bobPublic, server.privateKey)).toThrow('key is not encrypted');

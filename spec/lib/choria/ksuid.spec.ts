@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { ksuidTime, newKsuid } from '../../../lib/choria/ksuid';
 
 describe('newKsuid / ksuidTime', () => {
-  it('encodes segmentio/ksuid\'s reference value', () => {
+  it("encodes segmentio/ksuid's reference value", () => {
     // segmentio/ksuid's README: 0ujtsYcgvSTl8PAuAdqWYSMnLOv has timestamp 107608047 (+ epoch 1400000000)
     // and payload B5A1CD34B5F99D1154FB6853345C9735.
     const random = Buffer.from('B5A1CD34B5F99D1154FB6853345C9735', 'hex');

@@ -1,9 +1,16 @@
 import fc from 'fast-check';
 import { InvalidLifecycleComponentError, ProtocolError } from '../../../lib/choria/errors';
-import { lifecycleEventJson, lifecycleSubject, newLifecycleEvent, parseLifecycleEvent, validateLifecycleComponent } from '../../../lib/choria/lifecycle';
+import {
+  lifecycleEventJson,
+  lifecycleSubject,
+  newLifecycleEvent,
+  parseLifecycleEvent,
+  validateLifecycleComponent,
+} from '../../../lib/choria/lifecycle';
 
 // As the reference shows them (§8.5, §8.6), and as go-choria's testdata has a CloudEvent.
-const legacyStartup = '{"protocol":"io.choria.lifecycle.v1.startup","id":"01e72410-d734-4611-9485-8c6a2dd2579b","identity":"n1.example.net","component":"provision_mode_server","timestamp":1535106973,"version":"0.29.4"}';
+const legacyStartup =
+  '{"protocol":"io.choria.lifecycle.v1.startup","id":"01e72410-d734-4611-9485-8c6a2dd2579b","identity":"n1.example.net","component":"provision_mode_server","timestamp":1535106973,"version":"0.29.4"}';
 const cloudEventShutdown = `{
     "id": "01e72410-d734-4611-9485-8c6a2dd2579b",
     "source": "io.choria.lifecycle",
@@ -42,7 +49,16 @@ describe('lifecycle events', () => {
     const parsed = parseLifecycleEvent(Buffer.from(cloudEventShutdown));
     expect(parsed).toEqual({
       ok: true,
-      value: { type: 'shutdown', format: 'cloudevents', protocol: 'io.choria.lifecycle.v1.shutdown', id: '01e72410-d734-4611-9485-8c6a2dd2579b', identity: 'ginkgo.example.net', component: 'ginkgo', timestamp: 1535106973, version: '1.2.3' },
+      value: {
+        type: 'shutdown',
+        format: 'cloudevents',
+        protocol: 'io.choria.lifecycle.v1.shutdown',
+        id: '01e72410-d734-4611-9485-8c6a2dd2579b',
+        identity: 'ginkgo.example.net',
+        component: 'ginkgo',
+        timestamp: 1535106973,
+        version: '1.2.3',
+      },
     });
   });
 
@@ -53,7 +69,12 @@ describe('lifecycle events', () => {
 
   it('round-trips every type in both formats, upgraded with both versions', () => {
     for (const type of ['startup', 'shutdown', 'provisioned', 'alive', 'upgraded'] as const) {
-      const event = newLifecycleEvent(type, { identity: 'n1', component: 'provision_mode_server', version: '1.0.0', ...(type === 'upgraded' ? { newVersion: '1.1.0' } : {}) });
+      const event = newLifecycleEvent(type, {
+        identity: 'n1',
+        component: 'provision_mode_server',
+        version: '1.0.0',
+        ...(type === 'upgraded' ? { newVersion: '1.1.0' } : {}),
+      });
       for (const format of ['choria', 'cloudevents'] as const) {
         expect(parseLifecycleEvent(lifecycleEventJson(event, format))).toEqual({ ok: true, value: { ...event, format } });
       }
@@ -61,7 +82,13 @@ describe('lifecycle events', () => {
   });
 
   it('writes a CloudEvent as go-choria does: source, type, subject, RFC 3339 time, JSON data', () => {
-    const event = newLifecycleEvent('startup', { identity: 'n1', component: 'provision_mode_server', version: '0.29.4', id: 'abc', timestamp: 1535106973 });
+    const event = newLifecycleEvent('startup', {
+      identity: 'n1',
+      component: 'provision_mode_server',
+      version: '0.29.4',
+      id: 'abc',
+      timestamp: 1535106973,
+    });
     expect(JSON.parse(lifecycleEventJson(event, 'cloudevents'))).toEqual({
       specversion: '1.0',
       id: 'abc',
@@ -70,9 +97,23 @@ describe('lifecycle events', () => {
       subject: 'n1',
       time: '2018-08-24T10:36:13Z',
       datacontenttype: 'application/json',
-      data: { protocol: 'io.choria.lifecycle.v1.startup', id: 'abc', identity: 'n1', component: 'provision_mode_server', timestamp: 1535106973, version: '0.29.4' },
+      data: {
+        protocol: 'io.choria.lifecycle.v1.startup',
+        id: 'abc',
+        identity: 'n1',
+        component: 'provision_mode_server',
+        timestamp: 1535106973,
+        version: '0.29.4',
+      },
     });
-    expect(JSON.parse(lifecycleEventJson(event, 'choria'))).toEqual({ protocol: 'io.choria.lifecycle.v1.startup', id: 'abc', identity: 'n1', component: 'provision_mode_server', timestamp: 1535106973, version: '0.29.4' });
+    expect(JSON.parse(lifecycleEventJson(event, 'choria'))).toEqual({
+      protocol: 'io.choria.lifecycle.v1.startup',
+      id: 'abc',
+      identity: 'n1',
+      component: 'provision_mode_server',
+      timestamp: 1535106973,
+      version: '0.29.4',
+    });
   });
 
   it('refuses unknown formats, unknown types, missing identities and CloudEvents from another source', () => {
@@ -104,7 +145,8 @@ describe('lifecycle events', () => {
   it('builds subjects and refuses a component with `.`, `>`, `*` or nothing in it', () => {
     expect(lifecycleSubject('startup', 'provision_mode_server')).toBe('choria.lifecycle.event.startup.provision_mode_server');
     expect(lifecycleSubject('*', 'server')).toBe('choria.lifecycle.event.*.server');
-    for (const bad of ['a.b', '>', 'prov*', '', 'two words']) expect(() => validateLifecycleComponent(bad)).toThrow(InvalidLifecycleComponentError);
+    for (const bad of ['a.b', '>', 'prov*', '', 'two words'])
+      expect(() => validateLifecycleComponent(bad)).toThrow(InvalidLifecycleComponentError);
     expect(() => lifecycleSubject('startup', 'x.>')).toThrow('invalid lifecycle component: x.>');
   });
 });

@@ -37,7 +37,11 @@ describe('the retry wrapper', () => {
 
   it('makes T attempts with a pause between them, none after the last, and fails with the P5 error', () => {
     ts.run(({ cold, expectObservable, expectSubscriptions }) => {
-      const attempts = [cold<string>('10ms #', undefined, timeout), cold<string>('10ms #', undefined, timeout), cold<string>('10ms #', undefined, timeout)];
+      const attempts = [
+        cold<string>('10ms #', undefined, timeout),
+        cold<string>('10ms #', undefined, timeout),
+        cold<string>('10ms #', undefined, timeout),
+      ];
       const records: AttemptRecord[] = [];
       const failures: Error[] = [];
       const result = retryRpc(({ attempt }) => attempts[attempt - 1], {
@@ -48,7 +52,11 @@ describe('the retry wrapper', () => {
         onAttempt: (r) => records.push(r),
         onFailed: (e) => failures.push(e),
       });
-      expectObservable(result).toBe('10ms 750ms 10ms 1000ms 10ms #', undefined, new RpcRetryError('choria_provision#configure', 3, timeout));
+      expectObservable(result).toBe(
+        '10ms 750ms 10ms 1000ms 10ms #',
+        undefined,
+        new RpcRetryError('choria_provision#configure', 3, timeout),
+      );
       expectSubscriptions(attempts[0].subscriptions).toBe('^ 9ms !');
       expectSubscriptions(attempts[1].subscriptions).toBe('760ms ^ 9ms !');
       expectSubscriptions(attempts[2].subscriptions).toBe('1770ms ^ 9ms !');
@@ -59,7 +67,9 @@ describe('the retry wrapper', () => {
         [3, 0.01, timeout],
       ]);
       expect(failures).toHaveLength(1);
-      expect(failures[0].message).toBe('choria_provision#configure failed after 3 attempts: choria_provision#configure: no reply from n1 within 22000 ms');
+      expect(failures[0].message).toBe(
+        'choria_provision#configure failed after 3 attempts: choria_provision#configure: no reply from n1 within 22000 ms',
+      );
       expect(failures[0].cause).toBe(timeout);
     });
   });
@@ -68,7 +78,12 @@ describe('the retry wrapper', () => {
     ts.run(({ cold, expectObservable, expectSubscriptions }) => {
       const lost = new RpcConnectionLostError('choria_provision#restart', 'n1');
       const attempts: Cold<string>[] = [cold('30ms #', undefined, lost), cold('10ms #', undefined, timeout), cold('20ms (a|)')];
-      const result = retryRpc(({ attempt }) => attempts[attempt - 1], { rpc: 'choria_provision#restart', tries: 3, random: exact, scheduler: ts });
+      const result = retryRpc(({ attempt }) => attempts[attempt - 1], {
+        rpc: 'choria_provision#restart',
+        tries: 3,
+        random: exact,
+        scheduler: ts,
+      });
       // No pause after the lost attempt; the usual 1000 ms pause after the second.
       expectObservable(result).toBe('30ms 10ms 1000ms 20ms (a|)');
       expectSubscriptions(attempts[1].subscriptions).toBe('30ms ^ 9ms !');
@@ -79,7 +94,12 @@ describe('the retry wrapper', () => {
   it('does not send a lost attempt again past its tries', () => {
     ts.run(({ cold, expectObservable }) => {
       const lost = new RpcConnectionLostError('choria_provision#gencsr', 'n1');
-      const result = retryRpc(() => cold<string>('30ms #', undefined, lost), { rpc: 'choria_provision#gencsr', tries: 1, random: exact, scheduler: ts });
+      const result = retryRpc(() => cold<string>('30ms #', undefined, lost), {
+        rpc: 'choria_provision#gencsr',
+        tries: 1,
+        random: exact,
+        scheduler: ts,
+      });
       expectObservable(result).toBe('30ms #', undefined, new RpcRetryError('choria_provision#gencsr', 1, lost));
     });
   });
@@ -89,7 +109,14 @@ describe('the retry wrapper', () => {
       const attempts: Cold<string>[] = [cold('5ms #', undefined, timeout), cold('20ms (a|)')];
       const records: AttemptRecord[] = [];
       const failures: Error[] = [];
-      const result = retryRpc(({ attempt }) => attempts[attempt - 1], { rpc: 'rpcutil#inventory', tries: 5, random: exact, scheduler: ts, onAttempt: (r) => records.push(r), onFailed: (e) => failures.push(e) });
+      const result = retryRpc(({ attempt }) => attempts[attempt - 1], {
+        rpc: 'rpcutil#inventory',
+        tries: 5,
+        random: exact,
+        scheduler: ts,
+        onAttempt: (r) => records.push(r),
+        onFailed: (e) => failures.push(e),
+      });
       expectObservable(result).toBe('5ms 750ms 20ms (a|)');
       ts.flush();
       expect(records.map((r) => [r.attempt, r.seconds, 'error' in r])).toEqual([
@@ -100,17 +127,23 @@ describe('the retry wrapper', () => {
     });
   });
 
-  it('delivers only a successful attempt\'s values: a value from an attempt that then fails is dropped', () => {
+  it("delivers only a successful attempt's values: a value from an attempt that then fails is dropped", () => {
     ts.run(({ cold, expectObservable }) => {
       const attempts: Cold<string>[] = [cold('a 4ms #', undefined, timeout), cold('b|')];
-      expectObservable(retryRpc(({ attempt }) => attempts[attempt - 1], { rpc: 'x#y', tries: 2, random: exact, scheduler: ts })).toBe('756ms (b|)') // delivered on completion, a frame after b;
+      expectObservable(retryRpc(({ attempt }) => attempts[attempt - 1], { rpc: 'x#y', tries: 2, random: exact, scheduler: ts })).toBe(
+        '756ms (b|)',
+      ); // delivered on completion, a frame after b;
     });
   });
 
   it('with one try, fails after that attempt without any pause (gencsr)', () => {
     ts.run(({ cold, expectObservable }) => {
       const only = cold<string>('30ms #', undefined, timeout);
-      expectObservable(retryRpc(() => only, { rpc: 'choria_provision#gencsr', tries: 1, random: exact, scheduler: ts })).toBe('30ms #', undefined, new RpcRetryError('choria_provision#gencsr', 1, timeout));
+      expectObservable(retryRpc(() => only, { rpc: 'choria_provision#gencsr', tries: 1, random: exact, scheduler: ts })).toBe(
+        '30ms #',
+        undefined,
+        new RpcRetryError('choria_provision#gencsr', 1, timeout),
+      );
     });
   });
 
@@ -120,23 +153,29 @@ describe('the retry wrapper', () => {
     ts.run(({ cold, expectObservable, expectSubscriptions }) => {
       const first = cold<string>('10ms #', undefined, refusal);
       const second = cold<string>('a|');
-      const result = retryRpc(({ attempt }) => (attempt === 1 ? first : second), { rpc: 'choria_provision#jwt', tries: 3, random: exact, scheduler: ts, onFailed: (e) => (failure = e) });
+      const result = retryRpc(({ attempt }) => (attempt === 1 ? first : second), {
+        rpc: 'choria_provision#jwt',
+        tries: 3,
+        random: exact,
+        scheduler: ts,
+        onFailed: (e) => (failure = e),
+      });
       expectObservable(result).toBe('10ms #', undefined, new RpcRetryError('choria_provision#jwt', 1, refusal));
       expectSubscriptions(second.subscriptions).toBe([]);
     });
     expect(isProvisioningLockError(failure)).toBe(true);
-    expect(isProvisioningLockError(new RpcRetryError('x', 3, new RpcStatusError('x', 'n1', 1, 'Incorrect provision token supplied')))).toBe(false);
+    expect(isProvisioningLockError(new RpcRetryError('x', 3, new RpcStatusError('x', 'n1', 1, 'Incorrect provision token supplied')))).toBe(
+      false,
+    );
   });
 
   it('retries other status errors, as go-choria does', () => {
     const refused = new RpcStatusError('choria_provision#configure', 'n1', 1, 'Incorrect provision token supplied');
     ts.run(({ cold, expectObservable }) => {
       const attempts = [cold<string>('#', undefined, refused), cold<string>('#', undefined, refused)];
-      expectObservable(retryRpc(({ attempt }) => attempts[attempt - 1], { rpc: 'choria_provision#configure', tries: 2, random: exact, scheduler: ts })).toBe(
-        '750ms #',
-        undefined,
-        new RpcRetryError('choria_provision#configure', 2, refused),
-      );
+      expectObservable(
+        retryRpc(({ attempt }) => attempts[attempt - 1], { rpc: 'choria_provision#configure', tries: 2, random: exact, scheduler: ts }),
+      ).toBe('750ms #', undefined, new RpcRetryError('choria_provision#configure', 2, refused));
     });
   });
 
@@ -209,7 +248,11 @@ describe('the retry wrapper', () => {
           return () => signal.removeEventListener('abort', onAbort);
         });
       ts.schedule(() => gate.pause(), 50);
-      expectObservable(retryRpc(reactive, { rpc: 'x#y', tries: 3, gate, scheduler: ts })).toBe('50ms #', undefined, new RpcPausedError('x#y'));
+      expectObservable(retryRpc(reactive, { rpc: 'x#y', tries: 3, gate, scheduler: ts })).toBe(
+        '50ms #',
+        undefined,
+        new RpcPausedError('x#y'),
+      );
     });
   });
 
@@ -218,7 +261,11 @@ describe('the retry wrapper', () => {
     ts.run(({ cold, expectObservable }) => {
       const failing = cold<string>('10ms #', undefined, timeout);
       ts.schedule(() => shutdown.abort(new Error('SIGTERM')), 200);
-      expectObservable(retryRpc(() => failing, { rpc: 'x#y', tries: 5, signal: shutdown.signal, scheduler: ts, random: exact })).toBe('200ms #', undefined, new RpcAbortedError('x#y', new Error('SIGTERM')));
+      expectObservable(retryRpc(() => failing, { rpc: 'x#y', tries: 5, signal: shutdown.signal, scheduler: ts, random: exact })).toBe(
+        '200ms #',
+        undefined,
+        new RpcAbortedError('x#y', new Error('SIGTERM')),
+      );
     });
   });
 
@@ -227,7 +274,10 @@ describe('the retry wrapper', () => {
     const seen: string[] = [];
     ts.run(({ cold }) => {
       const failing = cold<string>('10ms #', undefined, timeout);
-      retryRpc(() => failing, { rpc: 'x#y', tries: 5, gate, scheduler: ts, random: exact }).subscribe({ next: (v) => seen.push(v), error: (e: Error) => seen.push(e.name) });
+      retryRpc(() => failing, { rpc: 'x#y', tries: 5, gate, scheduler: ts, random: exact }).subscribe({
+        next: (v) => seen.push(v),
+        error: (e: Error) => seen.push(e.name),
+      });
       ts.schedule(() => gate.pause(), 100);
       ts.schedule(() => gate.resume(), 200);
     });
@@ -249,9 +299,12 @@ describe('the retry wrapper', () => {
     const boom = new Error('cannot encode');
     ts.run(({ expectObservable }) => {
       expectObservable(
-        retryRpc<string>(() => {
-          throw boom;
-        }, { rpc: 'x#y', tries: 2, scheduler: ts, random: exact }),
+        retryRpc<string>(
+          () => {
+            throw boom;
+          },
+          { rpc: 'x#y', tries: 2, scheduler: ts, random: exact },
+        ),
       ).toBe('750ms #', undefined, new RpcRetryError('x#y', 2, boom));
     });
   });

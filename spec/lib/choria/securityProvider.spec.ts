@@ -1,17 +1,27 @@
 import { parseChoriaClientConfig } from '../../../lib/choria/clientConfig';
 import { SecurityEnvironment, clientSecurity, defaultPuppetSslDir } from '../../../lib/choria/securityProvider';
 
-const choria = (...lines: string[]) => parseChoriaClientConfig(['identity = prov.example.net', ...lines].join('\n'), { file: 'choria.cfg' }).config;
+const choria = (...lines: string[]) =>
+  parseChoriaClientConfig(['identity = prov.example.net', ...lines].join('\n'), { file: 'choria.cfg' }).config;
 const present = (...paths: string[]) => ({ exists: (path: string) => paths.includes(path) });
 const ROOT: SecurityEnvironment = { root: true };
 const USER: SecurityEnvironment = { root: false, user: 'choria', home: '/home/choria' };
-const messages = (result: { problems: { severity: string; message: string }[] }) => result.problems.map((p) => `${p.severity}: ${p.message}`);
+const messages = (result: { problems: { severity: string; message: string }[] }) =>
+  result.problems.map((p) => `${p.severity}: ${p.message}`);
 
 describe('clientSecurity: the file provider', () => {
-  const FILES = ['plugin.security.file.certificate = /ssl/cert.pem', 'plugin.security.file.key = /ssl/key.pem', 'plugin.security.file.ca = /ssl/ca.pem'];
+  const FILES = [
+    'plugin.security.file.certificate = /ssl/cert.pem',
+    'plugin.security.file.key = /ssl/key.pem',
+    'plugin.security.file.ca = /ssl/ca.pem',
+  ];
 
   it('verified mutual TLS and signed requests from its three files; certname the identity for root', () => {
-    const result = clientSecurity(choria(...FILES, 'plugin.security.provider = file'), { insecure: false, env: ROOT, files: present('/ssl/cert.pem', '/ssl/key.pem', '/ssl/ca.pem') });
+    const result = clientSecurity(choria(...FILES, 'plugin.security.provider = file'), {
+      insecure: false,
+      env: ROOT,
+      files: present('/ssl/cert.pem', '/ssl/key.pem', '/ssl/ca.pem'),
+    });
     expect(result.problems).toEqual([]);
     expect(result.security).toEqual({
       provider: 'file',
@@ -25,11 +35,17 @@ describe('clientSecurity: the file provider', () => {
     const files = present('/ssl/cert.pem', '/ssl/key.pem', '/ssl/ca.pem');
     const config = choria(...FILES, 'plugin.security.provider = file');
     expect(clientSecurity(config, { insecure: false, env: USER, files }).security?.certname).toBe('choria.mcollective');
-    expect(clientSecurity(config, { insecure: false, env: { ...ROOT, certname: 'prov.mcollective' }, files }).security?.certname).toBe('prov.mcollective');
+    expect(clientSecurity(config, { insecure: false, env: { ...ROOT, certname: 'prov.mcollective' }, files }).security?.certname).toBe(
+      'prov.mcollective',
+    );
   });
 
   it('each file is required and must exist, as go-choria validates it', () => {
-    const result = clientSecurity(choria('plugin.security.provider = file', 'plugin.security.file.ca = /gone.pem'), { insecure: false, env: ROOT, files: present() });
+    const result = clientSecurity(choria('plugin.security.provider = file', 'plugin.security.file.ca = /gone.pem'), {
+      insecure: false,
+      env: ROOT,
+      files: present(),
+    });
     expect(result.security).toBeUndefined();
     expect(messages(result)).toEqual([
       'error: plugin.security.file.certificate is required for TLS to the broker and signed requests with the file security provider (or set choria_insecure: true)',
@@ -39,27 +55,44 @@ describe('clientSecurity: the file provider', () => {
   });
 });
 
-describe('clientSecurity: the puppet provider (go-choria\'s default)', () => {
+describe("clientSecurity: the puppet provider (go-choria's default)", () => {
   it('the Puppet SSL layout under plugin.choria.ssldir, named by plugin.security.certname', () => {
     const files = present('/pssl/certs/prov.mcollective.pem', '/pssl/private_keys/prov.mcollective.pem', '/pssl/certs/ca.pem');
-    const result = clientSecurity(choria('plugin.choria.ssldir = /pssl', 'plugin.security.certname = prov.mcollective'), { insecure: false, env: ROOT, files });
+    const result = clientSecurity(choria('plugin.choria.ssldir = /pssl', 'plugin.security.certname = prov.mcollective'), {
+      insecure: false,
+      env: ROOT,
+      files,
+    });
     expect(result.problems).toEqual([]);
     expect(result.security).toEqual({
       provider: 'puppet',
       certname: 'prov.mcollective',
-      tls: { ca: '/pssl/certs/ca.pem', cert: '/pssl/certs/prov.mcollective.pem', key: '/pssl/private_keys/prov.mcollective.pem', verify: true },
+      tls: {
+        ca: '/pssl/certs/ca.pem',
+        cert: '/pssl/certs/prov.mcollective.pem',
+        key: '/pssl/private_keys/prov.mcollective.pem',
+        verify: true,
+      },
       x509: { certificate: '/pssl/certs/prov.mcollective.pem', key: '/pssl/private_keys/prov.mcollective.pem', ca: '/pssl/certs/ca.pem' },
     });
   });
 
-  it('defaults as go-choria: certname MCOLLECTIVE_CERTNAME, else <USER>.mcollective; ssldir Puppet\'s for root, ~/.puppetlabs for a user', () => {
+  it("defaults as go-choria: certname MCOLLECTIVE_CERTNAME, else <USER>.mcollective; ssldir Puppet's for root, ~/.puppetlabs for a user", () => {
     expect(defaultPuppetSslDir(ROOT)).toBe('/etc/puppetlabs/puppet/ssl');
     expect(defaultPuppetSslDir(USER)).toBe('/home/choria/.puppetlabs/etc/puppet/ssl');
     const asUser = clientSecurity(choria(), { insecure: false, env: USER, files: present() });
     expect(messages(asUser)[0]).toBe(
       'error: the puppet security provider needs the certificate "/home/choria/.puppetlabs/etc/puppet/ssl/certs/choria.mcollective.pem" (plugin.choria.ssldir /home/choria/.puppetlabs/etc/puppet/ssl, certname choria.mcollective), which does not exist',
     );
-    const overridden = clientSecurity(choria(), { insecure: false, env: { ...ROOT, user: 'root', certname: 'ops.mcollective' }, files: present('/etc/puppetlabs/puppet/ssl/certs/ops.mcollective.pem', '/etc/puppetlabs/puppet/ssl/private_keys/ops.mcollective.pem', '/etc/puppetlabs/puppet/ssl/certs/ca.pem') });
+    const overridden = clientSecurity(choria(), {
+      insecure: false,
+      env: { ...ROOT, user: 'root', certname: 'ops.mcollective' },
+      files: present(
+        '/etc/puppetlabs/puppet/ssl/certs/ops.mcollective.pem',
+        '/etc/puppetlabs/puppet/ssl/private_keys/ops.mcollective.pem',
+        '/etc/puppetlabs/puppet/ssl/certs/ca.pem',
+      ),
+    });
     expect(overridden.problems).toEqual([]);
     expect(overridden.security?.certname).toBe('ops.mcollective');
   });
@@ -72,31 +105,56 @@ describe('clientSecurity: the puppet provider (go-choria\'s default)', () => {
 });
 
 describe('clientSecurity: the choria provider', () => {
-  const BASE = ['plugin.security.provider = choria', 'plugin.security.choria.token_file = /c/client.jwt', 'plugin.security.choria.seed_file = /c/client.seed'];
+  const BASE = [
+    'plugin.security.provider = choria',
+    'plugin.security.choria.token_file = /c/client.jwt',
+    'plugin.security.choria.seed_file = /c/client.seed',
+  ];
 
   it('TLS encrypted without verification when no CA is configured, and no client certificate', () => {
     const result = clientSecurity(choria(...BASE), { insecure: false, env: ROOT, files: present('/c/client.jwt', '/c/client.seed') });
     expect(result.problems).toEqual([]);
-    expect(result.security).toEqual({ provider: 'choria', certname: 'prov.example.net', tls: { verify: false }, jwt: { tokenFile: '/c/client.jwt', seedFile: '/c/client.seed' } });
+    expect(result.security).toEqual({
+      provider: 'choria',
+      certname: 'prov.example.net',
+      tls: { verify: false },
+      jwt: { tokenFile: '/c/client.jwt', seedFile: '/c/client.seed' },
+    });
   });
 
   it('verified mutual TLS when the certificate, key and CA exist', () => {
     const files = present('/c/client.jwt', '/c/client.seed', '/c/cert.pem', '/c/key.pem', '/c/ca.pem');
-    const result = clientSecurity(choria(...BASE, 'plugin.security.choria.certificate = /c/cert.pem', 'plugin.security.choria.key = /c/key.pem', 'plugin.security.choria.ca = /c/ca.pem'), { insecure: false, env: ROOT, files });
+    const result = clientSecurity(
+      choria(
+        ...BASE,
+        'plugin.security.choria.certificate = /c/cert.pem',
+        'plugin.security.choria.key = /c/key.pem',
+        'plugin.security.choria.ca = /c/ca.pem',
+      ),
+      { insecure: false, env: ROOT, files },
+    );
     expect(result.security?.tls).toEqual({ ca: '/c/ca.pem', cert: '/c/cert.pem', key: '/c/key.pem', verify: true });
   });
 
   it('a configured TLS file that is missing is skipped, as go-choria skips it, with a warning', () => {
-    const result = clientSecurity(choria(...BASE, 'plugin.security.choria.ca = /c/gone.pem'), { insecure: false, env: ROOT, files: present('/c/client.jwt', '/c/client.seed') });
+    const result = clientSecurity(choria(...BASE, 'plugin.security.choria.ca = /c/gone.pem'), {
+      insecure: false,
+      env: ROOT,
+      files: present('/c/client.jwt', '/c/client.seed'),
+    });
     expect(result.security?.tls).toEqual({ verify: false });
-    expect(messages(result)).toEqual(['warning: plugin.security.choria.ca: file "/c/gone.pem" does not exist: the broker\'s certificate is not verified, as go-choria does']);
+    expect(messages(result)).toEqual([
+      'warning: plugin.security.choria.ca: file "/c/gone.pem" does not exist: the broker\'s certificate is not verified, as go-choria does',
+    ]);
   });
 
   it('the token and the seed are required', () => {
-    expect(messages(clientSecurity(choria('plugin.security.provider = choria'), { insecure: false, env: ROOT, files: present() }))).toEqual([
-      'error: plugin.security.choria.token_file is required with plugin.security.provider = choria',
-      'error: plugin.security.choria.seed_file is required with plugin.security.provider = choria',
-    ]);
+    expect(messages(clientSecurity(choria('plugin.security.provider = choria'), { insecure: false, env: ROOT, files: present() }))).toEqual(
+      [
+        'error: plugin.security.choria.token_file is required with plugin.security.provider = choria',
+        'error: plugin.security.choria.seed_file is required with plugin.security.provider = choria',
+      ],
+    );
   });
 });
 
@@ -109,7 +167,9 @@ describe('clientSecurity: choria_insecure and what rxfleet cannot read', () => {
   });
 
   it.each(['pkcs11', 'certmanager'])('refuses %s with one clear line', (provider) => {
-    expect(messages(clientSecurity(choria(`plugin.security.provider = ${provider}`), { insecure: false, env: ROOT, files: present() }))).toEqual([
+    expect(
+      messages(clientSecurity(choria(`plugin.security.provider = ${provider}`), { insecure: false, env: ROOT, files: present() })),
+    ).toEqual([
       `error: plugin.security.provider "${provider}" is not supported by rxfleet: use file, choria or puppet (its keys are kept where rxfleet cannot read them)`,
     ]);
   });

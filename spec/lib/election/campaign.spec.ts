@@ -72,7 +72,9 @@ describe('campaign (Choria Streams election)', () => {
       scheduler.schedule(() => {
         bucket.holder = undefined; // the Go leader died; its key expired
       }, 20_000);
-      expectObservable(campaign({ identity: 'rx1', store: bucket.store(), scheduler, random: half }), '30000ms !').toBe('22450ms w', { w: 'won' });
+      expectObservable(campaign({ identity: 'rx1', store: bucket.store(), scheduler, random: half }), '30000ms !').toBe('22450ms w', {
+        w: 'won',
+      });
     });
     // Creates at 2.5 s, then after 0.75, 1, 1.5, 2 s, then every 2 s (a quarter of the 8 s TTL):
     // the one at 21.75 s succeeds, its refresh at 22.25 s confirms it, and 200 ms later it is won.
@@ -89,7 +91,14 @@ describe('campaign (Choria Streams election)', () => {
       bucket.holder = 'someone-else';
       const intervals: number[] = [];
       scheduler.run(() => {
-        const sub = campaign({ identity: 'rx1', store: bucket.store(), scheduler, random: half, maxCandidateIntervalMs: cap, hooks: { onInterval: (ms) => intervals.push(ms) } }).subscribe();
+        const sub = campaign({
+          identity: 'rx1',
+          store: bucket.store(),
+          scheduler,
+          random: half,
+          maxCandidateIntervalMs: cap,
+          hooks: { onInterval: (ms) => intervals.push(ms) },
+        }).subscribe();
         scheduler.schedule(() => sub.unsubscribe(), 60_000);
       });
       // After the n-th failed create the wait is the table's n-th value, capped.
@@ -110,7 +119,13 @@ describe('campaign (Choria Streams election)', () => {
         bucket.sequence += 1;
       }, 4000);
       scheduler.schedule(() => (bucket.holder = undefined), 6000);
-      const events = campaign({ identity: 'rx1', store: bucket.store(), scheduler, random: half, hooks: { onLeader: (l) => leader.push(l) } });
+      const events = campaign({
+        identity: 'rx1',
+        store: bucket.store(),
+        scheduler,
+        random: half,
+        hooks: { onLeader: (l) => leader.push(l) },
+      });
       // won at 3200; refresh at 3700 ok; at 4200 it fails: lost; creates at 4700 and 5450 fail, at
       // 6450 succeed; the refresh at 6950 confirms, won at 7150.
       expectObservable(events, '9000ms !').toBe('3200ms w 999ms l 2949ms w', { w: 'won', l: 'lost' });
@@ -123,7 +138,13 @@ describe('campaign (Choria Streams election)', () => {
     const bucket = new FakeBucket();
     const ticks: CampaignState[] = [];
     scheduler.run(() => {
-      const sub = campaign({ identity: 'rx1', store: bucket.store(), scheduler, random: half, hooks: { onCampaign: (s) => ticks.push(s) } }).subscribe();
+      const sub = campaign({
+        identity: 'rx1',
+        store: bucket.store(),
+        scheduler,
+        random: half,
+        hooks: { onCampaign: (s) => ticks.push(s) },
+      }).subscribe();
       scheduler.schedule(() => sub.unsubscribe(), 4300);
     });
     // create at 2500 (candidate), updates at 3000, 3700, 4200 (leader).
@@ -136,7 +157,13 @@ describe('campaign (Choria Streams election)', () => {
     bucket.ttlFailures = 3;
     const failures: number[] = [];
     scheduler.run(({ expectObservable }) => {
-      const events = campaign({ identity: 'rx1', store: bucket.store(), scheduler, random: half, hooks: { onSetupFailure: (_e, n) => failures.push(n) } });
+      const events = campaign({
+        identity: 'rx1',
+        store: bucket.store(),
+        scheduler,
+        random: half,
+        hooks: { onSetupFailure: (_e, n) => failures.push(n) },
+      });
       // set-up retried after 1, 2, 4 s: TTL read at 7000; splay 2500; won at 7000 + 3200.
       expectObservable(events, '12000ms !').toBe('10200ms w', { w: 'won' });
     });
@@ -149,7 +176,13 @@ describe('campaign (Choria Streams election)', () => {
     bucket.ttlMs = 0;
     const failures: string[] = [];
     scheduler.run(() => {
-      const sub = campaign({ identity: 'rx1', store: bucket.store(), scheduler, random: half, hooks: { onSetupFailure: (e) => failures.push((e as Error).message) } }).subscribe();
+      const sub = campaign({
+        identity: 'rx1',
+        store: bucket.store(),
+        scheduler,
+        random: half,
+        hooks: { onSetupFailure: (e) => failures.push((e as Error).message) },
+      }).subscribe();
       scheduler.schedule(() => sub.unsubscribe(), 3500);
     });
     // Attempts at 0, 1 and 3 s (retries after 1 s, then 2 s).

@@ -40,14 +40,17 @@ describe('enricher addresses', () => {
     });
   });
 
-  it('an instance waiting for its address holds no worker between polls: a healthy instance\'s read goes meanwhile', () => {
+  it("an instance waiting for its address holds no worker between polls: a healthy instance's read goes meanwhile", () => {
     const ts = newTs();
     ts.run(({ hot, expectObservable }) => {
       const fake = healthy(smallWorld(ts));
       fake.createInstance('default', 'c2', { network: 'br0' }).start('default', 'c2');
       const initial = storeOf(fake);
       ts.schedule(() => fake.configure('default', 'c1', { 'user.v': '2' }), 3100);
-      const events = hot('a 3099ms u 1899ms |', { a: fake.event('instance-updated', 'default', 'c2'), u: fake.event('instance-updated', 'default', 'c1') });
+      const events = hot('a 3099ms u 1899ms |', {
+        a: fake.event('instance-updated', 'default', 'c2'),
+        u: fake.event('instance-updated', 'default', 'c1'),
+      });
       const { enricher } = harness(ts, fake, events, { initial, config: { workers: 1, ipTimeout: 2000 } });
       // c2's read waits 2 s for a lease (to 2004); its repair at 3004 polls again until 5008 with
       // the one worker free between polls, so c1's update is read at once (3100-3104).
@@ -72,7 +75,10 @@ describe('enricher addresses', () => {
         return undefined;
       };
       ts.schedule(() => fake.lease('default', 'c1', '10.0.0.5'), 1_000_000);
-      const events = hot('s 199999ms u 1099999ms |', { s: fake.event('instance-started', 'default', 'c1'), u: fake.event('instance-updated', 'default', 'c1') });
+      const events = hot('s 199999ms u 1099999ms |', {
+        s: fake.event('instance-started', 'default', 'c1'),
+        u: fake.event('instance-updated', 'default', 'c1'),
+      });
       const h = harness(ts, fake, events, { initial, config: { ipTimeout: 2000 } });
       registry = h.registry;
       for (const at of [2500, 999_999, 1_200_000]) ts.schedule(() => awaiting.push(h.enricher.status().awaitingAddress), at);
@@ -88,8 +94,8 @@ describe('enricher addresses', () => {
     // answer) poll for 2 s; slow ones read once, 5 s, 10 s, 20 s ... apart, at most 5 min. The
     // update at 200 000 starts the ladder over.
     expect(attempts).toEqual([
-      2, 3006, 6010, 9014, 16018, 26022, 46026, 86030, 166034,
-      200_002, 203_006, 206_010, 209_014, 216_018, 226_022, 246_026, 286_030, 366_034, 526_038, 826_042, 1_126_046,
+      2, 3006, 6010, 9014, 16018, 26022, 46026, 86030, 166034, 200_002, 203_006, 206_010, 209_014, 216_018, 226_022, 246_026, 286_030,
+      366_034, 526_038, 826_042, 1_126_046,
     ]);
     expect(awaiting).toEqual([1, 1, 0]);
     expect(await metric(registry!, 'enricher_instances_awaiting_address')).toBe(0);

@@ -30,7 +30,14 @@ describe('the enricher on bad input', () => {
     ts.run(() => {
       fake = smallWorld(ts);
       const events = new Subject<IncusStreamItem>();
-      const enricher = createEnricher({ events$: events, reader: fake, config: settings(), registry, scheduler: ts, logger: pino({ level: 'info' }, stream) });
+      const enricher = createEnricher({
+        events$: events,
+        reader: fake,
+        config: settings(),
+        registry,
+        scheduler: ts,
+        logger: pino({ level: 'info' }, stream),
+      });
       enricher.events$.subscribe();
       // 5,000 events without a name, one every 24 ms: two minutes of them; and 50 items of a kind
       // nobody knows in the first second, limited on their own.
@@ -42,7 +49,8 @@ describe('the enricher on bad input', () => {
     expect(await metric(registry, 'enricher_events_malformed_total')).toBe(5050);
     const malformed = lines.filter((l) => l.key === 'malformed_event');
     // Each minute: the first five in full, then one summary at its end naming how many more came.
-    for (let minute = 0; minute < 3; minute++) expect(malformed.filter((l) => l.at >= minute * 60_000 && l.at < (minute + 1) * 60_000).length).toBeLessThanOrEqual(6);
+    for (let minute = 0; minute < 3; minute++)
+      expect(malformed.filter((l) => l.at >= minute * 60_000 && l.at < (minute + 1) * 60_000).length).toBeLessThanOrEqual(6);
     const summaries = malformed.filter((l) => l.suppressed !== undefined);
     const full = malformed.filter((l) => l.suppressed === undefined);
     expect(full.map((l) => l.msg)).toEqual(Array(10).fill('malformed Incus event ignored'));
@@ -65,7 +73,14 @@ describe('the enricher on bad input', () => {
     ts.run(() => {
       const fake = smallWorld(ts);
       const events = new Subject<IncusStreamItem>();
-      const enricher = createEnricher({ events$: events, reader: fake, config: settings(), registry: new Registry(), scheduler: ts, logger: pino({ level: 'info' }, stream) });
+      const enricher = createEnricher({
+        events$: events,
+        reader: fake,
+        config: settings(),
+        registry: new Registry(),
+        scheduler: ts,
+        logger: pino({ level: 'info' }, stream),
+      });
       enricher.events$.subscribe();
       for (let i = 0; i < 8; i++) ts.schedule(() => events.next(fake.event('instance-updated', 'default', 'bad/name')), i);
       ts.schedule(() => enricher.drain(), 1000);

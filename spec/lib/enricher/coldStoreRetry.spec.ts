@@ -27,7 +27,16 @@ interface Line {
 function capture(): { logger: pino.Logger; lines: () => Line[] } {
   const chunks: string[] = [];
   const stream = new Writable({ write: (chunk, _enc, done) => (chunks.push(String(chunk)), done()) });
-  return { logger: pino({ level: 'debug' }, stream), lines: () => chunks.join('').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Line) };
+  return {
+    logger: pino({ level: 'debug' }, stream),
+    lines: () =>
+      chunks
+        .join('')
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Line),
+  };
 }
 
 function fleet(ts: TestScheduler): FakeIncus {
@@ -42,7 +51,13 @@ function fleet(ts: TestScheduler): FakeIncus {
  * can await between steps: real file I/O, the metrics. The stream connects at 0; the first round
  * is done within milliseconds; the first store tick is at 5 s (`store_interval`).
  */
-function rig(store: OpenColdStore): { ts: TestScheduler; enricher: Enricher; registry: Registry; lines: () => Line[]; stepTo: (frame: number) => void } {
+function rig(store: OpenColdStore): {
+  ts: TestScheduler;
+  enricher: Enricher;
+  registry: Registry;
+  lines: () => Line[];
+  stepTo: (frame: number) => void;
+} {
   const ts = newTs();
   const { logger, lines } = capture();
   const registry = new Registry();
@@ -106,7 +121,12 @@ describe('the cold store after a failed write', () => {
       [50, 2, 2000, 'ENOSPC: no space left on device, write'],
       [50, 3, 4000, 'ENOSPC: no space left on device, write'],
     ]);
-    expect(r.lines().filter((l) => l.msg === 'cold store written again after failed writes').map((l) => l.failures)).toEqual([3]);
+    expect(
+      r
+        .lines()
+        .filter((l) => l.msg === 'cold store written again after failed writes')
+        .map((l) => l.failures),
+    ).toEqual([3]);
     r.enricher.drain();
     r.stepTo(60_000);
     await r.enricher.stopped;

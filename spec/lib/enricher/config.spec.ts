@@ -1,7 +1,13 @@
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { parse } from 'yaml';
-import { ENRICHER_CONFIG_SCHEMA, EnricherConfigError, parseEnricherConfig, parseListenAddress, splitNatsUrls } from '../../../lib/enricher/config';
+import {
+  ENRICHER_CONFIG_SCHEMA,
+  EnricherConfigError,
+  parseEnricherConfig,
+  parseListenAddress,
+  splitNatsUrls,
+} from '../../../lib/enricher/config';
 import { parseProjectsServed, servedByConfig, servedByName } from '../../../lib/enricher/servedProjects';
 import { Enrichment } from '../../../lib/enricher/wanted';
 
@@ -31,11 +37,15 @@ describe('enricher configuration', () => {
       storeFile: undefined,
       outputs: { stdout: false },
     });
-    expect(settings.wants.find((w) => w.action === 'network-updated')).toEqual({ action: 'network-updated', enrich: Enrichment.network, debounce: true });
+    expect(settings.wants.find((w) => w.action === 'network-updated')).toEqual({
+      action: 'network-updated',
+      enrich: Enrichment.network,
+      debounce: true,
+    });
     expect(warnings).toEqual([]);
   });
 
-  it('reads a YAML file\'s values: durations with units, a projects list or marker, a data directory, outputs, wants', () => {
+  it("reads a YAML file's values: durations with units, a projects list or marker, a data directory, outputs, wants", () => {
     const raw = parse(`
 projects: [default, web]
 workers: 4
@@ -62,7 +72,10 @@ wants:
       debounceWindow: 0,
       ttl: 600_000,
       storeFile: '/var/lib/rxfleet/enricher-cold-store.json',
-      outputs: { stdout: true, nats: { servers: ['nats://127.0.0.1:4222'], subjectPrefix: 'fleet.incus', name: 'rxfleet-enrich', maxHeld: 10_000 } },
+      outputs: {
+        stdout: true,
+        nats: { servers: ['nats://127.0.0.1:4222'], subjectPrefix: 'fleet.incus', name: 'rxfleet-enrich', maxHeld: 10_000 },
+      },
       wants: [
         { action: 'instance-started', enrich: Enrichment.instance | Enrichment.interfaces, debounce: false },
         { action: 'instance-updated', enrich: Enrichment.instance, debounce: true },
@@ -83,7 +96,15 @@ wants:
   });
 
   it('refuses wrong types and values, every problem with its path and what was expected', () => {
-    expect(problemsOf({ workers: 'many', read_timeout: 10, projects: 5, outputs: { nats: { subject_prefix: 'a..b' } }, wants: [{ action: 'x', enrich: ['dns'] }] })).toEqual([
+    expect(
+      problemsOf({
+        workers: 'many',
+        read_timeout: 10,
+        projects: 5,
+        outputs: { nats: { subject_prefix: 'a..b' } },
+        wants: [{ action: 'x', enrich: ['dns'] }],
+      }),
+    ).toEqual([
       'projects: expected a list of project names or a "key=value" marker',
       'workers: must be integer',
       'read_timeout: expected a duration such as 250ms, 10s, 5m or 6h (or 0)',
@@ -109,7 +130,8 @@ describe('durations', () => {
   it('take Go units and sum parts; a bare number other than 0 is refused', () => {
     const ttls = ['250ms', '10s', '5m', '6h', '1h30m', '1.5s', '0', 0].map((v) => parseEnricherConfig({ ttl: v }).settings.ttl);
     expect(ttls).toEqual([250, 10_000, 300_000, 21_600_000, 5_400_000, 1_500, 0, 0]);
-    for (const bad of ['10', 10, '10 s', '-1s']) expect(problemsOf({ read_timeout: bad })).toEqual(['read_timeout: expected a duration such as 250ms, 10s, 5m or 6h (or 0)']);
+    for (const bad of ['10', 10, '10 s', '-1s'])
+      expect(problemsOf({ read_timeout: bad })).toEqual(['read_timeout: expected a duration such as 250ms, 10s, 5m or 6h (or 0)']);
   });
 });
 
@@ -119,7 +141,12 @@ describe('projects served', () => {
     const list = parseProjectsServed(['a']);
     const bare = parseProjectsServed('user.enrich');
     const valued = parseProjectsServed('user.scope=global');
-    expect([servedByName(all, 'x'), servedByName(list, 'a'), servedByName(list, 'b'), servedByName(bare, 'x')]).toEqual([true, true, false, undefined]);
+    expect([servedByName(all, 'x'), servedByName(list, 'a'), servedByName(list, 'b'), servedByName(bare, 'x')]).toEqual([
+      true,
+      true,
+      false,
+      undefined,
+    ]);
     expect(servedByConfig(bare, 'x', { 'user.enrich': 'Yes' })).toBe(true);
     expect(servedByConfig(bare, 'x', { 'user.enrich': 'no' })).toBe(false);
     expect(servedByConfig(valued, 'x', { 'user.scope': 'global' })).toBe(true);
@@ -136,15 +163,33 @@ describe('daemon keys: the server, the monitor address, NATS credentials', () =>
       http: '127.0.0.1:9100',
       outputs: { nats: { url: 'nats://a:4222, nats://b:4222', user: 'enricher', password: 'pw', tls: { ca: '/ca.pem' }, max_held: 5 } },
     });
-    expect(settings.incus).toEqual({ url: 'https://incus.example.net:8443', clientCert: '/c.crt', clientKey: '/c.key', serverFingerprint: 'ab'.repeat(32) });
+    expect(settings.incus).toEqual({
+      url: 'https://incus.example.net:8443',
+      clientCert: '/c.crt',
+      clientKey: '/c.key',
+      serverFingerprint: 'ab'.repeat(32),
+    });
     expect(settings.http).toEqual({ host: '127.0.0.1', port: 9100 });
-    expect(settings.outputs.nats).toEqual({ servers: ['nats://a:4222', 'nats://b:4222'], subjectPrefix: 'incus.events', name: 'rxfleet-enrich', user: 'enricher', password: 'pw', tls: { ca: '/ca.pem' }, maxHeld: 5 });
+    expect(settings.outputs.nats).toEqual({
+      servers: ['nats://a:4222', 'nats://b:4222'],
+      subjectPrefix: 'incus.events',
+      name: 'rxfleet-enrich',
+      user: 'enricher',
+      password: 'pw',
+      tls: { ca: '/ca.pem' },
+      maxHeld: 5,
+    });
     expect(parseEnricherConfig({ http: '' }).settings.http).toBeUndefined();
   });
 
   it('takes credentials out of a NATS URL, so the servers it logs carry none; keys win over the URL', () => {
-    expect(splitNatsUrls('nats://u:p%40ss@h:4222,h2:4222')).toEqual({ servers: ['nats://h:4222', 'h2:4222'], credentials: { user: 'u', password: 'p@ss' } });
-    expect(parseEnricherConfig({ outputs: { nats: { url: 'nats://u:secret@h:4222', password: 'other' } } }).settings.outputs.nats).toMatchObject({ servers: ['nats://h:4222'], user: 'u', password: 'other' });
+    expect(splitNatsUrls('nats://u:p%40ss@h:4222,h2:4222')).toEqual({
+      servers: ['nats://h:4222', 'h2:4222'],
+      credentials: { user: 'u', password: 'p@ss' },
+    });
+    expect(
+      parseEnricherConfig({ outputs: { nats: { url: 'nats://u:secret@h:4222', password: 'other' } } }).settings.outputs.nats,
+    ).toMatchObject({ servers: ['nats://h:4222'], user: 'u', password: 'other' });
   });
 
   it('parses listen addresses, refusing what is not one, alongside every other problem', () => {
@@ -156,7 +201,10 @@ describe('daemon keys: the server, the monitor address, NATS credentials', () =>
       { host: 'localhost', port: 0 },
     ]);
     for (const bad of ['nowhere', 'h:', ':70000', 'a b:1']) expect(() => parseListenAddress(bad)).toThrow(/expected \[host\]:port/);
-    expect(problemsOf({ http: 'x', workers: 0 })).toEqual(['workers: must be >= 1', 'http: expected [host]:port such as :9153 or 127.0.0.1:9153 ("" for none), got "x"']);
+    expect(problemsOf({ http: 'x', workers: 0 })).toEqual([
+      'workers: must be >= 1',
+      'http: expected [host]:port such as :9153 or 127.0.0.1:9153 ("" for none), got "x"',
+    ]);
     expect(problemsOf({ incus: { url: 5, pin: 'x' } })).toEqual(['incus: unknown key "pin"', 'incus.url: must be string']);
   });
 });

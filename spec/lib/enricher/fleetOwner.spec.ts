@@ -40,7 +40,14 @@ describe('the fleet owner', () => {
       deleted = true;
       events.next(fake.event('instance-deleted', 'default', 'c1'));
     });
-    const enricher = createEnricher({ events$: events, reader, config: settings(), registry: new Registry(), scheduler: newTs(), store: memoryColdStore(warmStore()).open });
+    const enricher = createEnricher({
+      events$: events,
+      reader,
+      config: settings(),
+      registry: new Registry(),
+      scheduler: newTs(),
+      store: memoryColdStore(warmStore()).open,
+    });
     const out: string[] = [];
     enricher.events$.subscribe((event) => out.push(summary(event)));
     events.next(fake.event('instance-updated', 'default', 'c1'));
@@ -50,7 +57,10 @@ describe('the fleet owner', () => {
   });
 
   it('runs a task posted while another runs after it, never inside it', () => {
-    const mailbox = new Mailbox(() => undefined, (error) => silentLogger.error({ err: error }));
+    const mailbox = new Mailbox(
+      () => undefined,
+      (error) => silentLogger.error({ err: error }),
+    );
     const order: string[] = [];
     mailbox.post(() => {
       order.push('outer start');
@@ -62,7 +72,10 @@ describe('the fleet owner', () => {
 
   it('carries on after a task that throws (a bug), running what was posted behind it', () => {
     const failures: unknown[] = [];
-    const mailbox = new Mailbox(() => undefined, (error) => failures.push(error));
+    const mailbox = new Mailbox(
+      () => undefined,
+      (error) => failures.push(error),
+    );
     const ran: string[] = [];
     mailbox.post(() => {
       mailbox.post(() => ran.push('after'));

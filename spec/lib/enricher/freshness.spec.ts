@@ -20,7 +20,10 @@ function answeringAtCall(ts: ReturnType<typeof newTs>, latency: number): FakeInc
 }
 
 const withRunning = (e: EnrichedEvent): string => `${summary(e)} running=${e.instance?.running ?? '-'}`;
-const withConfig = (key: string) => (e: EnrichedEvent): string => `${summary(e)} ${key}=${e.instance?.config[key] ?? '-'}`;
+const withConfig =
+  (key: string) =>
+  (e: EnrichedEvent): string =>
+    `${summary(e)} ${key}=${e.instance?.config[key] ?? '-'}`;
 
 describe('enricher answers never go back in time (E10)', () => {
   it('a repair whose read was at the server when the instance stopped is not released after the stop', async () => {
@@ -37,7 +40,10 @@ describe('enricher answers never go back in time (E10)', () => {
       // came at 1007, during that read, so it is answered by a read of its own (1015-1025), and
       // the repair's answer, which began before it, goes nowhere.
       ts.schedule(() => fake.stop('default', 'c1'), 1007);
-      const events = hot('u 1006ms s 2992ms |', { u: fake.event('instance-updated', 'default', 'c1'), s: fake.event('instance-stopped', 'default', 'c1') });
+      const events = hot('u 1006ms s 2992ms |', {
+        u: fake.event('instance-updated', 'default', 'c1'),
+        s: fake.event('instance-stopped', 'default', 'c1'),
+      });
       const h = harness(ts, fake, events, { initial });
       registry = h.registry;
       expectObservable(h.enricher.events$.pipe(map(withRunning))).toBe('5ms u 1019ms s 2974ms |', {
@@ -55,7 +61,10 @@ describe('enricher answers never go back in time (E10)', () => {
       fake.createInstance('default', 'c1', { network: 'br0' }).start('default', 'c1');
       ts.schedule(() => fake.configure('default', 'c1', { 'user.label': 'blue' }), 3500);
       ts.schedule(() => fake.lease('default', 'c1', '10.0.0.5'), 4000);
-      const events = hot('s 3499ms u 5499ms |', { s: fake.event('instance-started', 'default', 'c1'), u: fake.event('instance-updated', 'default', 'c1') });
+      const events = hot('s 3499ms u 5499ms |', {
+        s: fake.event('instance-started', 'default', 'c1'),
+        u: fake.event('instance-updated', 'default', 'c1'),
+      });
       const { enricher } = harness(ts, fake, events, { initial: storeOf(smallWorld(ts)), config: { ipTimeout: 2000 } });
       // The start waits out its 2 s for a lease (2004). The repair 1 s later reads the instance
       // (3004-3006) and polls its state: the lease lands at 4000, the poll at 4058 sees it (4060).
@@ -94,7 +103,7 @@ describe('enricher answers never go back in time (E10)', () => {
     });
   });
 
-  it('a round\'s read that finds the instance gone after its delete went out says nothing', () => {
+  it("a round's read that finds the instance gone after its delete went out says nothing", () => {
     const ts = newTs();
     ts.run(({ hot, expectObservable }) => {
       const fake = answeringAtCall(ts, 2);
@@ -125,7 +134,11 @@ describe('debounce and renames', () => {
       const u = fake.event('instance-updated', 'default', 'c1');
       // The round ends at 10 (the chain is warm); the burst on c1 opens a window at 50 and holds
       // its second update from 60; the rename comes at 70.
-      const events = hot<IncusStreamItem>('c 49ms u 9ms u 9ms r 929ms |', { c: connected, u, r: fake.event('instance-renamed', 'default', 'web', 'c1') });
+      const events = hot<IncusStreamItem>('c 49ms u 9ms u 9ms r 929ms |', {
+        c: connected,
+        u,
+        r: fake.event('instance-renamed', 'default', 'web', 'c1'),
+      });
       const { enricher } = harness(ts, fake, events, { initial });
       // The held update leaves before the rename, as it arrived: its read (asked for the old
       // name) is made stale by the rename (E7).

@@ -51,7 +51,9 @@ export function settings(overrides: Partial<EnricherSettings> = {}): EnricherSet
 export function warmStore(): ColdStoreDocument {
   return {
     version: 1,
-    projects: { default: { config: {}, networks: { br0: { name: 'br0', project: 'default', managed: true, type: 'bridge', ipv4: '10.0.0.1/24' } } } },
+    projects: {
+      default: { config: {}, networks: { br0: { name: 'br0', project: 'default', managed: true, type: 'bridge', ipv4: '10.0.0.1/24' } } },
+    },
   };
 }
 
@@ -111,9 +113,14 @@ export function storeOf(fake: FakeIncus): ColdStoreDocument {
   for (const project of world.projects) model.setProjectConfig(project, sync(fake.project$(project)).config);
   for (const { owner, name } of world.networks) model.setNetwork(networkRecord(sync(fake.network$(owner, name)), owner));
   for (const { project, name } of world.instances) {
-    const record = distillInstance(sync(fake.instance$(project, name)), sync(fake.instanceState$(project, name)), (p, n) => model.resolveNetwork(p, n), {
-      configExclude: settings().configExclude,
-    });
+    const record = distillInstance(
+      sync(fake.instance$(project, name)),
+      sync(fake.instanceState$(project, name)),
+      (p, n) => model.resolveNetwork(p, n),
+      {
+        configExclude: settings().configExclude,
+      },
+    );
     if (isIncomplete(record)) throw new Error(`${project}/${name} is on an unknown network`);
     model.setInstance(project, name, record);
   }

@@ -21,7 +21,12 @@ describe('enricher instance filter', () => {
       fake.createInstance('default', 'c2', { network: 'br0' }).start('default', 'c2', '10.0.0.6');
       ts.schedule(() => fake.configure('default', 'c1', { 'user.rxfleet': undefined }), 300);
       const u1 = fake.event('instance-updated', 'default', 'c1');
-      const events = hot<IncusStreamItem>('c 19ms a b 278ms u 299ms u 399ms |', { c: connected, a: u1, b: fake.event('instance-updated', 'default', 'c2'), u: u1 });
+      const events = hot<IncusStreamItem>('c 19ms a b 278ms u 299ms u 399ms |', {
+        c: connected,
+        a: u1,
+        b: fake.event('instance-updated', 'default', 'c2'),
+        u: u1,
+      });
       const h = harness(ts, fake, events, { config: servingOnly('user.rxfleet=1') });
       registry = h.registry;
       // The round announces c1 only; c2's update is read and dropped; c1 without its label (300,
@@ -45,7 +50,9 @@ describe('enricher instance filter', () => {
       fake.createInstance('default', 'db-1', { network: 'br0' }).start('default', 'db-1', '10.0.0.6');
       const events = hot<IncusStreamItem>('c 19ms a 79ms |', { c: connected, a: fake.event('instance-started', 'default', 'db-1') });
       const { enricher } = harness(ts, fake, events, { config: servingOnly('web-*') });
-      expectObservable(enricher.events$.pipe(map(summary))).toBe('14ms r 85ms |', { r: 'instance-updated default/web-1 @10.0.0.5 +p (round)' });
+      expectObservable(enricher.events$.pipe(map(summary))).toBe('14ms r 85ms |', {
+        r: 'instance-updated default/web-1 @10.0.0.5 +p (round)',
+      });
       ts.schedule(() => expect(fake.count('getInstance')).toBe(1), 90);
     });
   });
@@ -59,7 +66,10 @@ describe('enricher instance filter', () => {
       const initial = storeOf(fake);
       ts.schedule(() => fake.renameInstance('default', 'web-1', 'db-1'), 10);
       ts.schedule(() => fake.renameInstance('default', 'db-2', 'web-2'), 20);
-      const events = hot('10ms a 9ms b 79ms |', { a: fake.event('instance-renamed', 'default', 'db-1', 'web-1'), b: fake.event('instance-renamed', 'default', 'web-2', 'db-2') });
+      const events = hot('10ms a 9ms b 79ms |', {
+        a: fake.event('instance-renamed', 'default', 'db-1', 'web-1'),
+        b: fake.event('instance-renamed', 'default', 'web-2', 'db-2'),
+      });
       const { enricher } = harness(ts, fake, events, { initial, config: servingOnly(['web-*']) });
       expectObservable(enricher.events$.pipe(map(summary))).toBe('10ms a 13ms b 75ms |', {
         a: 'instance-renamed default/db-1<web-1 +p',
@@ -71,7 +81,10 @@ describe('enricher instance filter', () => {
 
   it('reads the filter from the configuration: a label, a name pattern, or a list of either; refuses an empty one', () => {
     expect(parseEnricherConfig({}).settings.instances).toEqual({ mode: 'all' });
-    expect(parseEnricherConfig({ instances: 'user.rxfleet=1' }).settings.instances).toEqual({ mode: 'match', selectors: [{ kind: 'label', key: 'user.rxfleet', values: ['1'] }] });
+    expect(parseEnricherConfig({ instances: 'user.rxfleet=1' }).settings.instances).toEqual({
+      mode: 'match',
+      selectors: [{ kind: 'label', key: 'user.rxfleet', values: ['1'] }],
+    });
     expect(parseEnricherConfig({ instances: ['web-*', 'user.role=db,cache'] }).settings.instances).toEqual({
       mode: 'match',
       selectors: [

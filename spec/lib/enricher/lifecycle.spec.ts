@@ -72,7 +72,13 @@ describe('enricher drain', () => {
       const fake = fleet(new FakeIncus({ scheduler, latency: 2 }));
       fake.setNetwork('default', 'br0');
       const events = hot<IncusStreamItem>('c 99ms |', { c: connected });
-      const enricher = createEnricher({ events$: events, reader: fake, config: settings({ ttl: 60_000 }), registry: new Registry(), scheduler });
+      const enricher = createEnricher({
+        events$: events,
+        reader: fake,
+        config: settings({ ttl: 60_000 }),
+        registry: new Registry(),
+        scheduler,
+      });
       expectObservable(enricher.events$.pipe(map(summary))).toBe('14ms (ab) 82ms |', {
         a: 'instance-updated default/c1 @10.0.0.5 +p (round)',
         b: 'instance-updated default/c2 @10.0.0.6 +p (round)',
@@ -86,7 +92,13 @@ describe('enricher drain', () => {
     const ts = newTs();
     ts.run(({ expectObservable, cold }) => {
       const fake = fleet(smallWorld(ts));
-      const enricher = createEnricher({ events$: cold<IncusStreamItem>('-'), reader: fake, config: settings(), registry: new Registry(), scheduler: ts });
+      const enricher = createEnricher({
+        events$: cold<IncusStreamItem>('-'),
+        reader: fake,
+        config: settings(),
+        registry: new Registry(),
+        scheduler: ts,
+      });
       enricher.events$.subscribe();
       expectObservable(enricher.events$).toBe('#', undefined, new Error('an enricher runs once: subscribe to events$ a single time'));
     });
@@ -169,7 +181,10 @@ describe('enricher cold store in the pipeline', () => {
 
       const ts1 = newTs();
       const first = await run(world(ts1), ts1);
-      expect(first.events).toEqual(['15 instance-updated default/c1 @10.0.0.5 +p (round)', '15 instance-updated default/c2 @10.0.0.6 +p (round)']);
+      expect(first.events).toEqual([
+        '15 instance-updated default/c1 @10.0.0.5 +p (round)',
+        '15 instance-updated default/c2 @10.0.0.6 +p (round)',
+      ]);
       expect(first.ready).toEqual(['0:false', '9:true', '100:false']);
       expect(statSync(storeFile).mode & 0o777).toBe(0o600);
       expect(existsSync(`${storeFile}.tmp`)).toBe(false);
@@ -180,7 +195,9 @@ describe('enricher cold store in the pipeline', () => {
       // Ready the moment it connects; c1 is as it was (silent); c2 changed.
       expect(second.ready).toEqual(['0:false', '1:true', '100:false']);
       expect(second.events).toEqual(['15 instance-updated default/c2 @10.0.0.6 +p (round)']);
-      const stored = JSON.parse(readFileSync(storeFile, 'utf8')) as { projects: { default: { instances: Record<string, { config: Record<string, string> }> } } };
+      const stored = JSON.parse(readFileSync(storeFile, 'utf8')) as {
+        projects: { default: { instances: Record<string, { config: Record<string, string> }> } };
+      };
       expect(stored.projects.default.instances.c2.config['user.v']).toBe('changed while we were away');
     });
   });
@@ -219,7 +236,10 @@ describe('enricher metrics', () => {
       const fake = fleet(smallWorld(ts));
       const initial = storeOf(fake);
       fake.failWhen = (call) => (call.name === 'c2' && call.method === 'getInstance' ? new Error('boom') : undefined);
-      const events = hot<IncusStreamItem>('a b 98ms |', { a: fake.event('instance-updated', 'default', 'c1'), b: fake.event('instance-updated', 'default', 'c2') });
+      const events = hot<IncusStreamItem>('a b 98ms |', {
+        a: fake.event('instance-updated', 'default', 'c1'),
+        b: fake.event('instance-updated', 'default', 'c2'),
+      });
       h = harness(ts, fake, events, { initial });
       ts.schedule(() => fake.configure('default', 'c1', { 'user.v': '3' }), 0);
       h.enricher.events$.subscribe();
@@ -244,7 +264,13 @@ describe('enricher with a promise-based reader', () => {
     fake.createInstance('default', 'n1', { network: 'br0' });
     fake.configure('default', 'c1', { 'user.v': '9' });
     const events = new Subject<IncusStreamItem>();
-    const enricher = createEnricher({ events$: events, reader: fake.asPromiseReader(), config: settings(), registry: new Registry(), store: memoryColdStore(initial).open });
+    const enricher = createEnricher({
+      events$: events,
+      reader: fake.asPromiseReader(),
+      config: settings(),
+      registry: new Registry(),
+      store: memoryColdStore(initial).open,
+    });
     const out = lastValueFrom(enricher.events$.pipe(take(2), toArray()));
     events.next(fake.event('instance-updated', 'default', 'c1'));
     events.next(fake.event('instance-updated', 'default', 'n1'));

@@ -1,10 +1,28 @@
 import { IncusInstance, IncusInstanceState } from '../../../lib/incus/api';
 import { Archive } from '../../../lib/enricher/Archive';
 import { awaitingAddress, distillInstance, isIncomplete } from '../../../lib/enricher/distillInstance';
-import { EnrichedEvent, eventsEqual, kindOf, newEvent, withDropped, withFailed, withInstance, withNetwork, withProject } from '../../../lib/enricher/event';
+import {
+  EnrichedEvent,
+  eventsEqual,
+  kindOf,
+  newEvent,
+  withDropped,
+  withFailed,
+  withInstance,
+  withNetwork,
+  withProject,
+} from '../../../lib/enricher/event';
 import { FleetModel } from '../../../lib/enricher/FleetModel';
 import { InstanceRecord, NetworkRecord, isTrue, networkRecord } from '../../../lib/enricher/records';
-import { ENRICHER_OWN_WANTS, Enrichment, daemonWanted, enrichmentBits, enrichmentNames, unionWants, wants } from '../../../lib/enricher/wanted';
+import {
+  ENRICHER_OWN_WANTS,
+  Enrichment,
+  daemonWanted,
+  enrichmentBits,
+  enrichmentNames,
+  unionWants,
+  wants,
+} from '../../../lib/enricher/wanted';
 
 const br0: NetworkRecord = { name: 'br0', project: 'default', managed: true, type: 'bridge', ipv4: '10.0.0.1/24', ipv6: '' };
 const ovn: NetworkRecord = { name: 'ovn1', project: 'p2', managed: true, type: 'ovn', ipv4: '10.5.0.1/24', ipv6: '' };
@@ -56,14 +74,18 @@ describe('wanted actions', () => {
       ],
       [{ action: 'network-updated', enrich: Enrichment.network, debounce: true }],
     );
-    expect(table.get('instance-updated')).toEqual({ action: 'instance-updated', enrich: Enrichment.instance | Enrichment.project, debounce: false });
+    expect(table.get('instance-updated')).toEqual({
+      action: 'instance-updated',
+      enrich: Enrichment.instance | Enrichment.project,
+      debounce: false,
+    });
     expect(table.get('network-updated')).toEqual({ action: 'network-updated', enrich: Enrichment.network, debounce: true });
     expect(wants(table, 'instance-updated', Enrichment.instance | Enrichment.project)).toBe(true);
     expect(wants(table, 'instance-updated', Enrichment.interfaces)).toBe(false);
     expect(wants(table, 'instance-started', 0)).toBe(false);
   });
 
-  it('the daemon table holds the consumer\'s wants and the enricher\'s own (profile updates collapse, deletes never)', () => {
+  it("the daemon table holds the consumer's wants and the enricher's own (profile updates collapse, deletes never)", () => {
     const table = daemonWanted();
     for (const own of ENRICHER_OWN_WANTS) expect(table.has(own.action)).toBe(true);
     expect(table.get('profile-updated')?.debounce).toBe(true);
@@ -93,7 +115,7 @@ describe('the event and its structural equality', () => {
   const base = (over: Partial<Parameters<typeof newEvent>[0]> = {}): EnrichedEvent =>
     newEvent({ action: 'instance-updated', project: 'default', name: 'c1', origin: 'incus', received: 1, ...over });
 
-  it('names the kind by the action\'s prefix', () => {
+  it("names the kind by the action's prefix", () => {
     expect(['instance-started', 'network-updated', 'profile-deleted', 'project-created', 'image-created'].map(kindOf)).toEqual([
       'instance',
       'network',
@@ -107,7 +129,7 @@ describe('the event and its structural equality', () => {
     expect(eventsEqual(base({ received: 1, timestamp: 'a' }), base({ received: 2, timestamp: 'b', origin: 'round' }))).toBe(true);
   });
 
-  it('keeps the action, names, project and the status (not the reason\'s wording)', () => {
+  it("keeps the action, names, project and the status (not the reason's wording)", () => {
     expect(eventsEqual(base(), base({ action: 'instance-stopped' }))).toBe(false);
     expect(eventsEqual(base(), base({ action: 'instance-stopped' }), { ignoreAction: true })).toBe(true);
     expect(eventsEqual(base(), base({ name: 'c2' }))).toBe(false);
@@ -164,7 +186,17 @@ describe('distilling an instance', () => {
       location: 'none',
       profiles: ['default'],
       config: { 'limits.cpu': '2', 'user.role': 'web' },
-      interfaces: [{ name: 'eth0', device: 'eth-1', project: 'default', network: 'br0', managed: true, ipv4: ['10.0.0.5', '10.0.0.9'], ipv6: ['fd00::5'] }],
+      interfaces: [
+        {
+          name: 'eth0',
+          device: 'eth-1',
+          project: 'default',
+          network: 'br0',
+          managed: true,
+          ipv4: ['10.0.0.5', '10.0.0.9'],
+          ipv6: ['fd00::5'],
+        },
+      ],
       networks: { 'default/br0': br0 },
     });
   });
@@ -172,12 +204,16 @@ describe('distilling an instance', () => {
   it('falls back to the name Incus recorded for the NIC, then to the device key', () => {
     const byName = distillInstance(instance(), state([], 'ff:ff:ff:ff:ff:ff'), lookup([br0]));
     expect(isIncomplete(byName) ? byName : byName.interfaces.map((i) => i.device)).toEqual(['eth-1']);
-    const plain = instance({ config: {}, expanded_config: {}, expanded_devices: { eth0: { type: 'nic', parent: 'br0', nictype: 'bridged' } } });
+    const plain = instance({
+      config: {},
+      expanded_config: {},
+      expanded_devices: { eth0: { type: 'nic', parent: 'br0', nictype: 'bridged' } },
+    });
     const byKey = distillInstance(plain, state([], 'ff:ff:ff:ff:ff:ff'), lookup([br0]));
     expect(isIncomplete(byKey) ? byKey : byKey.interfaces.map((i) => `${i.device}:${i.network}`)).toEqual(['eth0:br0']);
   });
 
-  it('resolves the network in the instance\'s own project first, then in default', () => {
+  it("resolves the network in the instance's own project first, then in default", () => {
     const inP2 = instance({ project: 'p2', expanded_devices: { 'eth-1': { type: 'nic', network: 'ovn1' } } });
     const own = distillInstance(inP2, state([]), lookup([br0, ovn]));
     expect(isIncomplete(own) ? own : Object.keys(own.networks)).toEqual(['p2/ovn1']);
@@ -204,7 +240,10 @@ describe('distilling an instance', () => {
   });
 
   it('a virtual machine without its agent is placed from its NIC devices, with a static address when set, and never awaited', () => {
-    const vm = instance({ type: 'virtual-machine', expanded_devices: { eth0: { type: 'nic', network: 'br0', 'ipv4.address': '10.0.0.50' } } });
+    const vm = instance({
+      type: 'virtual-machine',
+      expanded_devices: { eth0: { type: 'nic', network: 'br0', 'ipv4.address': '10.0.0.50' } },
+    });
     const st: IncusInstanceState = { status: 'Running', status_code: 103, network: null, processes: -1 };
     const result = distillInstance(vm, st, lookup([br0]));
     expect(isIncomplete(result) ? result : result.interfaces.map((i) => i.ipv4)).toEqual([['10.0.0.50']]);
@@ -242,7 +281,8 @@ describe('the fleet model', () => {
       { project: 'p3', name: 'c' },
     ]);
     // p3 has its own profiles: default's "web" is not the one c uses.
-    const byKey = (a: { project: string; name: string }, b: { project: string; name: string }): number => `${a.project}/${a.name}`.localeCompare(`${b.project}/${b.name}`);
+    const byKey = (a: { project: string; name: string }, b: { project: string; name: string }): number =>
+      `${a.project}/${a.name}`.localeCompare(`${b.project}/${b.name}`);
     expect(model.instancesUsingProfile('default', 'web').sort(byKey)).toEqual([
       { project: 'default', name: 'a' },
       { project: 'p2', name: 'b' },
@@ -256,11 +296,25 @@ describe('the fleet model', () => {
   });
 
   it('treats 1, yes, true and on as true, whatever their case', () => {
-    expect(['1', 'YES', 'true', 'On', 'false', '0', '', undefined].map(isTrue)).toEqual([true, true, true, true, false, false, false, false]);
+    expect(['1', 'YES', 'true', 'On', 'false', '0', '', undefined].map(isTrue)).toEqual([
+      true,
+      true,
+      true,
+      true,
+      false,
+      false,
+      false,
+      false,
+    ]);
   });
 
   it('a network record carries the configured gateway of a managed network only, and none/auto as nothing', () => {
-    expect(networkRecord({ name: 'x', type: 'bridge', managed: true, config: { 'ipv4.address': 'auto', 'ipv6.address': 'fd00::1/64' } }, 'default')).toEqual({
+    expect(
+      networkRecord(
+        { name: 'x', type: 'bridge', managed: true, config: { 'ipv4.address': 'auto', 'ipv6.address': 'fd00::1/64' } },
+        'default',
+      ),
+    ).toEqual({
       name: 'x',
       project: 'default',
       managed: true,
@@ -268,7 +322,9 @@ describe('the fleet model', () => {
       ipv4: '',
       ipv6: 'fd00::1/64',
     });
-    expect(networkRecord({ name: 'eth0', type: 'physical', managed: false, config: { 'ipv4.address': '1.2.3.4/24' }, project: 'p9' }, 'default')).toMatchObject({
+    expect(
+      networkRecord({ name: 'eth0', type: 'physical', managed: false, config: { 'ipv4.address': '1.2.3.4/24' }, project: 'p9' }, 'default'),
+    ).toMatchObject({
       project: 'p9',
       ipv4: '',
     });

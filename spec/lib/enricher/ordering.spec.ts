@@ -82,11 +82,14 @@ describe('enricher ordering, coalescing and superseding', () => {
       });
       const { enricher } = harness(ts, fake, events, { initial });
       // u's read runs 0-10 and found v=2; p and s came during it and share the next read, 10-20 (v=3).
-      expectObservable(enricher.events$.pipe(map((e) => `${summary(e)} v=${e.instance?.config['user.v']}`))).toBe('10ms u 9ms (ps) 76ms |', {
-        u: 'instance-updated default/c1 @10.0.0.5 +p v=2',
-        p: 'instance-paused default/c1 @10.0.0.5 +p v=3',
-        s: 'instance-stopped default/c1 @10.0.0.5 +p v=3',
-      });
+      expectObservable(enricher.events$.pipe(map((e) => `${summary(e)} v=${e.instance?.config['user.v']}`))).toBe(
+        '10ms u 9ms (ps) 76ms |',
+        {
+          u: 'instance-updated default/c1 @10.0.0.5 +p v=2',
+          p: 'instance-paused default/c1 @10.0.0.5 +p v=3',
+          s: 'instance-stopped default/c1 @10.0.0.5 +p v=3',
+        },
+      );
       ts.schedule(() => expect(fake.count('getInstance')).toBe(2), 50);
     });
   });
@@ -102,7 +105,12 @@ describe('enricher ordering, coalescing and superseding', () => {
         b: fake.event('network-updated', 'default', 'br0'),
       });
       const { enricher } = harness(ts, fake, events, { initial });
-      expectObservable(enricher.events$.pipe(filter((e) => e.kind === 'network'), map(summary))).toBe('5ms a 4ms b 89ms |', {
+      expectObservable(
+        enricher.events$.pipe(
+          filter((e) => e.kind === 'network'),
+          map(summary),
+        ),
+      ).toBe('5ms a 4ms b 89ms |', {
         a: 'network-updated default/br0 {10.0.0.1/24}',
         b: 'network-updated default/br0 {10.0.9.1/24}',
       });
@@ -175,10 +183,13 @@ describe('enricher ordering, coalescing and superseding', () => {
       // The start's read (0-20) fetched the instance before the update; the update's own read
       // (20-40) shows it. Joining would have sent the update with the old configuration, found
       // it unchanged, and lost it.
-      expectObservable(enricher.events$.pipe(map((e) => `${summary(e)} ${e.instance?.config['user.role'] ?? '-'}`))).toBe('20ms s 19ms u 59ms |', {
-        s: 'instance-started default/n1 @10.0.0.9 +p -',
-        u: 'instance-updated default/n1 @10.0.0.9 +p db',
-      });
+      expectObservable(enricher.events$.pipe(map((e) => `${summary(e)} ${e.instance?.config['user.role'] ?? '-'}`))).toBe(
+        '20ms s 19ms u 59ms |',
+        {
+          s: 'instance-started default/n1 @10.0.0.9 +p -',
+          u: 'instance-updated default/n1 @10.0.0.9 +p db',
+        },
+      );
       ts.schedule(() => expect(fake.count('getInstance')).toBe(2), 50);
     });
   });
@@ -228,7 +239,7 @@ describe('enricher ordering, coalescing and superseding', () => {
     });
   });
 
-  it('a rename drops the old name and reads the new one; the old name\'s reads are stale', () => {
+  it("a rename drops the old name and reads the new one; the old name's reads are stale", () => {
     const ts = newTs();
     ts.run(({ hot, expectObservable }) => {
       const fake = fleet(smallWorld(ts));

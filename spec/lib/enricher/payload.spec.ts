@@ -10,7 +10,8 @@ import { harness, newTs, smallWorld, storeOf } from './harness';
 const ajv = new Ajv2020({ allErrors: true, strict: true });
 addFormats(ajv);
 const validate = ajv.compile<EventPayload>(EVENT_PAYLOAD_SCHEMA);
-const problems = (payload: unknown): string[] => (validate(payload) ? [] : (validate.errors ?? []).map((e) => `${e.instancePath} ${e.message}`));
+const problems = (payload: unknown): string[] =>
+  validate(payload) ? [] : (validate.errors ?? []).map((e) => `${e.instancePath} ${e.message}`);
 
 /** Every kind of event the enricher sends, from one run over a fake fleet. */
 function sample(): EnrichedEvent[] {
@@ -60,16 +61,28 @@ describe('the published payload', () => {
   });
 
   it('every event the enricher sends matches the JSON Schema', () => {
-    for (const event of events) expect({ action: event.action, problems: problems(toPayload(event)) }).toEqual({ action: event.action, problems: [] });
+    for (const event of events)
+      expect({ action: event.action, problems: problems(toPayload(event)) }).toEqual({ action: event.action, problems: [] });
   });
 
   it('says what it carries: old names, failure reason, attached records, enrichment names', () => {
     const payloads = events.map(toPayload);
     const renamed = payloads.find((p) => p.action === 'instance-renamed');
-    expect(renamed).toMatchObject({ project: 'p2', name: 'w2', old_name: 'w1', project_config: { 'user.team': 'blue' }, enriched: ['instance', 'interfaces', 'project'] });
-    expect(renamed?.instance?.interfaces).toEqual([{ name: 'eth0', device: 'eth0', project: 'default', network: 'br0.100', managed: true, ipv4: ['10.1.0.9'], ipv6: [] }]);
+    expect(renamed).toMatchObject({
+      project: 'p2',
+      name: 'w2',
+      old_name: 'w1',
+      project_config: { 'user.team': 'blue' },
+      enriched: ['instance', 'interfaces', 'project'],
+    });
+    expect(renamed?.instance?.interfaces).toEqual([
+      { name: 'eth0', device: 'eth0', project: 'default', network: 'br0.100', managed: true, ipv4: ['10.1.0.9'], ipv6: [] },
+    ]);
     expect(payloads.find((p) => p.status === 'failed')).toMatchObject({ error: 'enricher/read', enriched: ['project'] });
-    expect(payloads.find((p) => p.action === 'network-updated')).toMatchObject({ network: { name: 'br0.100', ipv4: '10.1.0.1/24', ipv6: 'fd00::1/64' }, enriched: ['network'] });
+    expect(payloads.find((p) => p.action === 'network-updated')).toMatchObject({
+      network: { name: 'br0.100', ipv4: '10.1.0.1/24', ipv6: 'fd00::1/64' },
+      enriched: ['network'],
+    });
     const started = payloads.find((p) => p.action === 'instance-started');
     expect(started?.timestamp).toMatch(/^1970-01-01T00:00:00/);
     expect(started?.instance?.config).not.toHaveProperty('volatile.base_image');
@@ -82,7 +95,9 @@ describe('the published payload', () => {
     expect(problems(withoutInstance)).not.toEqual([]);
     expect(problems({ ...good, status: 'failed', error: 'enricher/read' })).not.toEqual([]);
     expect(problems({ ...good, extra: 1 })).not.toEqual([]);
-    expect(problems({ ...good, instance: { ...good.instance, interfaces: [{ ...good.instance!.interfaces[0], ipv4: ['not an ip'] }] } })).not.toEqual([]);
+    expect(
+      problems({ ...good, instance: { ...good.instance, interfaces: [{ ...good.instance!.interfaces[0], ipv4: ['not an ip'] }] } }),
+    ).not.toEqual([]);
   });
 
   it('a dropped event has no payload', () => {
@@ -109,7 +124,9 @@ describe('decodeEventPayload (a consumer reading the payload back)', () => {
     };
     expect(reason(bytes('{"secret": "s3cret"'))).toBe('not UTF-8 JSON');
     expect(reason(new Uint8Array([0x7b, 0xff, 0x7d]))).toBe('not UTF-8 JSON');
-    expect(reason(bytes(JSON.stringify({ ...payload, version: 2 })))).toBe('not an enriched event (version 1): /version must be equal to constant');
+    expect(reason(bytes(JSON.stringify({ ...payload, version: 2 })))).toBe(
+      'not an enriched event (version 1): /version must be equal to constant',
+    );
     expect(reason(bytes(JSON.stringify({ ...payload, kind: 'user.secret=s3cret' })))).not.toContain('s3cret');
     expect(reason(bytes(JSON.stringify(payload)), 10)).toMatch(/^\d+ bytes, more than 10$/);
   });
@@ -117,7 +134,9 @@ describe('decodeEventPayload (a consumer reading the payload back)', () => {
 
 describe('the NATS subject', () => {
   it('is <prefix>.<project>.<kind>.<action>.<name>', () => {
-    expect(subjectFor('incus.events', { project: 'p2', kind: 'instance', action: 'instance-started', name: 'web1' })).toBe('incus.events.p2.instance.instance-started.web1');
+    expect(subjectFor('incus.events', { project: 'p2', kind: 'instance', action: 'instance-started', name: 'web1' })).toBe(
+      'incus.events.p2.instance.instance-started.web1',
+    );
   });
 
   it('escapes what would split a token or make it a wildcard, reversibly', () => {
@@ -126,6 +145,8 @@ describe('the NATS subject', () => {
       expect(token).toMatch(/^[^.*>\s]+$/);
       if (name !== '') expect(decodeURIComponent(token)).toBe(name);
     }
-    expect(subjectFor('incus.events', { project: 'default', kind: 'network', action: 'network-updated', name: 'br0.100' }).split('.')).toHaveLength(6);
+    expect(
+      subjectFor('incus.events', { project: 'default', kind: 'network', action: 'network-updated', name: 'br0.100' }).split('.'),
+    ).toHaveLength(6);
   });
 });

@@ -4,10 +4,18 @@ import { InstanceAnswer, InstanceReadRequest, readInstance } from '../../../lib/
 import { newTs } from './harness';
 
 const answer = (a: InstanceAnswer): string => {
-  const v4 = Object.values(a.state.network ?? {}).flatMap((i) => i.addresses.filter((x) => x.family === 'inet' && x.scope === 'global').map((x) => x.address));
+  const v4 = Object.values(a.state.network ?? {}).flatMap((i) =>
+    i.addresses.filter((x) => x.family === 'inet' && x.scope === 'global').map((x) => x.address),
+  );
   return `${a.instance.status}/${a.state.status}${v4.length > 0 ? `@${v4.join(',')}` : ''}`;
 };
-const request = (over: Partial<InstanceReadRequest> = {}): InstanceReadRequest => ({ project: 'default', name: 'c1', waitForRunning: false, wantInterfaces: true, ...over });
+const request = (over: Partial<InstanceReadRequest> = {}): InstanceReadRequest => ({
+  project: 'default',
+  name: 'c1',
+  waitForRunning: false,
+  wantInterfaces: true,
+  ...over,
+});
 
 // Calls take 5 ms: instance then state, so an answer without waiting lands at 10; polls every
 // 150 ms from there.
@@ -16,8 +24,12 @@ describe('readInstance', () => {
   it('answers at once when there is nothing worth waiting for', () => {
     const ts = newTs();
     ts.run(({ expectObservable }) => {
-      const fake = new FakeIncus({ scheduler: ts, latency: 5 }).createInstance('default', 'c1', { network: 'br0' }).start('default', 'c1', '10.0.0.5');
-      expectObservable(readInstance(fake, request({ waitForRunning: true }), { scheduler: ts }).pipe(map(answer))).toBe('10ms (a|)', { a: 'Running/Running@10.0.0.5' });
+      const fake = new FakeIncus({ scheduler: ts, latency: 5 })
+        .createInstance('default', 'c1', { network: 'br0' })
+        .start('default', 'c1', '10.0.0.5');
+      expectObservable(readInstance(fake, request({ waitForRunning: true }), { scheduler: ts }).pipe(map(answer))).toBe('10ms (a|)', {
+        a: 'Running/Running@10.0.0.5',
+      });
     });
   });
 
@@ -32,11 +44,15 @@ describe('readInstance', () => {
   it('a start polls the state until the instance runs with an address, and reads the instance again if it was not running yet', () => {
     const ts = newTs();
     ts.run(({ expectObservable }) => {
-      const fake = new FakeIncus({ scheduler: ts, latency: 5 }).createInstance('default', 'c1', { network: 'br0' }).setStatus('default', 'c1', 'Starting');
+      const fake = new FakeIncus({ scheduler: ts, latency: 5 })
+        .createInstance('default', 'c1', { network: 'br0' })
+        .setStatus('default', 'c1', 'Starting');
       ts.schedule(() => fake.start('default', 'c1'), 100);
       ts.schedule(() => fake.lease('default', 'c1', '10.0.0.5'), 400);
       // Polls at 160 (Running, no address), 310, 460 (address): answered at 465, then the instance again: 470.
-      expectObservable(readInstance(fake, request({ waitForRunning: true }), { scheduler: ts }).pipe(map(answer))).toBe('470ms (a|)', { a: 'Running/Running@10.0.0.5' });
+      expectObservable(readInstance(fake, request({ waitForRunning: true }), { scheduler: ts }).pipe(map(answer))).toBe('470ms (a|)', {
+        a: 'Running/Running@10.0.0.5',
+      });
       ts.schedule(() => expect([fake.count('getInstance'), fake.count('getInstanceState')]).toEqual([2, 4]), 500);
     });
   });
@@ -44,9 +60,13 @@ describe('readInstance', () => {
   it('a start that stops coming up (it failed) answers with what it found', () => {
     const ts = newTs();
     ts.run(({ expectObservable }) => {
-      const fake = new FakeIncus({ scheduler: ts, latency: 5 }).createInstance('default', 'c1', { network: 'br0' }).setStatus('default', 'c1', 'Starting');
+      const fake = new FakeIncus({ scheduler: ts, latency: 5 })
+        .createInstance('default', 'c1', { network: 'br0' })
+        .setStatus('default', 'c1', 'Starting');
       ts.schedule(() => fake.stop('default', 'c1'), 100);
-      expectObservable(readInstance(fake, request({ waitForRunning: true }), { scheduler: ts }).pipe(map(answer))).toBe('165ms (a|)', { a: 'Starting/Stopped' });
+      expectObservable(readInstance(fake, request({ waitForRunning: true }), { scheduler: ts }).pipe(map(answer))).toBe('165ms (a|)', {
+        a: 'Starting/Stopped',
+      });
     });
   });
 
@@ -56,17 +76,27 @@ describe('readInstance', () => {
       const fake = new FakeIncus({ scheduler: ts, latency: 5 }).createInstance('default', 'c1', { network: 'br0' }).start('default', 'c1');
       let polls = 0;
       fake.failWhen = (call) => (call.method === 'getInstanceState' && ++polls === 2 ? new Error('hiccup') : undefined);
-      expectObservable(readInstance(fake, request(), { scheduler: ts, ipTimeout: 1000 }).pipe(map(answer))).toBe('1010ms (a|)', { a: 'Running/Running' });
+      expectObservable(readInstance(fake, request(), { scheduler: ts, ipTimeout: 1000 }).pipe(map(answer))).toBe('1010ms (a|)', {
+        a: 'Running/Running',
+      });
       const other = new FakeIncus({ scheduler: ts, latency: 5 }).createInstance('default', 'c1', { network: 'br0' }).start('default', 'c1');
-      expectObservable(readInstance(other, request({ wantInterfaces: false }), { scheduler: ts, ipTimeout: 1000 }).pipe(map(answer))).toBe('10ms (a|)', { a: 'Running/Running' });
+      expectObservable(readInstance(other, request({ wantInterfaces: false }), { scheduler: ts, ipTimeout: 1000 }).pipe(map(answer))).toBe(
+        '10ms (a|)',
+        { a: 'Running/Running' },
+      );
     });
   });
 
   it('a virtual machine without its agent is never waited on', () => {
     const ts = newTs();
     ts.run(({ expectObservable }) => {
-      const fake = new FakeIncus({ scheduler: ts, latency: 5 }).createInstance('default', 'vm', { network: 'br0', type: 'virtual-machine' }).start('default', 'vm');
-      expectObservable(readInstance(fake, request({ name: 'vm', waitForRunning: true }), { scheduler: ts }).pipe(map(answer))).toBe('10ms (a|)', { a: 'Running/Running' });
+      const fake = new FakeIncus({ scheduler: ts, latency: 5 })
+        .createInstance('default', 'vm', { network: 'br0', type: 'virtual-machine' })
+        .start('default', 'vm');
+      expectObservable(readInstance(fake, request({ name: 'vm', waitForRunning: true }), { scheduler: ts }).pipe(map(answer))).toBe(
+        '10ms (a|)',
+        { a: 'Running/Running' },
+      );
     });
   });
 

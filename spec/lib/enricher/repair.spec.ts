@@ -26,7 +26,9 @@ describe('enricher repair, ip wait and ttl', () => {
       const update = fake.event('instance-updated', 'default', 'c1');
       const events = hot('uuu 497ms u 19499ms |', { u: update });
       const { enricher } = harness(ts, fake, events, { initial });
-      expectObservable(enricher.events$.pipe(map(summary))).toBe('2ms (uuu) 495ms u 19497ms |', { u: 'instance-updated default/c1 [failed] +p' });
+      expectObservable(enricher.events$.pipe(map(summary))).toBe('2ms (uuu) 495ms u 19497ms |', {
+        u: 'instance-updated default/c1 [failed] +p',
+      });
     });
     // Answers at: 2 (the events' read), 502 (the late event's), then repairs 1 s, 1 s, 1 s after
     // the first failure's answer, then 5 s apart.
@@ -49,7 +51,9 @@ describe('enricher repair, ip wait and ttl', () => {
       };
       const events = hot('u 4999ms u 2999ms |', { u: fake.event('instance-updated', 'default', 'c1') });
       const { enricher } = harness(ts, fake, events, { initial });
-      expectObservable(enricher.events$.pipe(map(summary))).toBe('2ms u 4999ms u 2997ms |', { u: 'instance-updated default/c1 [failed] +p' });
+      expectObservable(enricher.events$.pipe(map(summary))).toBe('2ms u 4999ms u 2997ms |', {
+        u: 'instance-updated default/c1 [failed] +p',
+      });
     });
     // Failed at 2, 1004 and 2006, read well at 3008 (the repair finds nothing new: no event); the
     // failure at 5002 starts the ladder over at 1 s rather than going on at 5 s.
@@ -73,7 +77,7 @@ describe('enricher repair, ip wait and ttl', () => {
     });
   });
 
-  it('waits up to the IP timeout for a started instance\'s lease, sends what it has, and repairs it until the lease lands', () => {
+  it("waits up to the IP timeout for a started instance's lease, sends what it has, and repairs it until the lease lands", () => {
     const ts = newTs();
     ts.run(({ hot, expectObservable }) => {
       const fake = smallWorld(ts);
@@ -99,7 +103,10 @@ describe('enricher repair, ip wait and ttl', () => {
       const fake = oneInstance(smallWorld(ts));
       const initial = storeOf(fake);
       fake.deleteInstance('default', 'c1');
-      const events = hot('u 99ms d 4899ms |', { u: fake.event('instance-updated', 'default', 'c1'), d: fake.event('instance-deleted', 'default', 'c1') });
+      const events = hot('u 99ms d 4899ms |', {
+        u: fake.event('instance-updated', 'default', 'c1'),
+        d: fake.event('instance-deleted', 'default', 'c1'),
+      });
       const h = harness(ts, fake, events, { initial });
       registry = h.registry;
       expectObservable(h.enricher.events$.pipe(map(summary))).toBe('2ms u 97ms d 4899ms |', {

@@ -18,7 +18,7 @@ function fleet(fake: FakeIncus): FakeIncus {
 // 10, when its last name has been handed on.
 
 describe('enricher rounds', () => {
-  it('holds instance reads while cold and releases them in arrival order when the first round\'s networks land; ready = connected and warm', () => {
+  it("holds instance reads while cold and releases them in arrival order when the first round's networks land; ready = connected and warm", () => {
     const ts = newTs();
     const ready: string[] = [];
     ts.run(({ hot, expectObservable }) => {
@@ -126,7 +126,8 @@ describe('enricher rounds', () => {
       const fake = fleet(smallWorld(ts));
       const initial = storeOf(fake);
       fake.deleteInstance('default', 'c2');
-      fake.failWhen = (call) => (call.method === 'listInstanceNames' || call.method === 'listNetworkNames' ? new IncusApiError('busy', 503) : undefined);
+      fake.failWhen = (call) =>
+        call.method === 'listInstanceNames' || call.method === 'listNetworkNames' ? new IncusApiError('busy', 503) : undefined;
       const events = hot<IncusStreamItem>('c 99ms |', { c: connected });
       const { enricher } = harness(ts, fake, events, { initial });
       expectObservable(enricher.events$.pipe(map(summary))).toBe('100ms |');
@@ -201,10 +202,13 @@ describe('enricher debounce in the pipeline', () => {
       registry = h.registry;
       fake.latency = 1;
       // First at once (read 50-52), the last after 250 ms of quiet (308, read 308-310).
-      expectObservable(h.enricher.events$.pipe(map((e) => `${summary(e)} v=${e.instance?.config['user.v']}`))).toBe('52ms a 257ms b 689ms |', {
-        a: 'instance-updated default/c1 @10.0.0.5 +p v=1',
-        b: 'instance-updated default/c1 @10.0.0.5 +p v=5',
-      });
+      expectObservable(h.enricher.events$.pipe(map((e) => `${summary(e)} v=${e.instance?.config['user.v']}`))).toBe(
+        '52ms a 257ms b 689ms |',
+        {
+          a: 'instance-updated default/c1 @10.0.0.5 +p v=1',
+          b: 'instance-updated default/c1 @10.0.0.5 +p v=5',
+        },
+      );
       ts.schedule(() => (reads = fake.count('getInstance')), 999);
     });
     // Two reads for the round (c1, c2) and two for the burst.

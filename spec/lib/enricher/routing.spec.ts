@@ -53,7 +53,10 @@ describe('enricher routing', () => {
       const fake = fleet(smallWorld(ts));
       const initial = storeOf(fake);
       ts.schedule(() => fake.stop('default', 'c1'), 0);
-      const events = hot('u 9ms s 89ms |', { u: fake.event('instance-updated', 'default', 'c1'), s: fake.event('instance-stopped', 'default', 'c1') });
+      const events = hot('u 9ms s 89ms |', {
+        u: fake.event('instance-updated', 'default', 'c1'),
+        s: fake.event('instance-stopped', 'default', 'c1'),
+      });
       const { enricher } = harness(ts, fake, events, { initial });
       // Both see the same stopped instance; only the action differs.
       expectObservable(enricher.events$.pipe(map(summary))).toBe('4ms u 9ms s 85ms |', {
@@ -109,7 +112,10 @@ describe('enricher routing', () => {
       fake.setProfiles('default', 'c1', ['default', 'web']);
       const initial = storeOf(fake);
       ts.schedule(() => fake.setProfile('default', 'web', { config: { 'user.tier': 'b' } }), 0);
-      const events = hot('p 9ms d 89ms |', { p: fake.event('profile-updated', 'default', 'web'), d: fake.event('profile-deleted', 'default', 'old') });
+      const events = hot('p 9ms d 89ms |', {
+        p: fake.event('profile-updated', 'default', 'web'),
+        d: fake.event('profile-deleted', 'default', 'old'),
+      });
       const { enricher } = harness(ts, fake, events, { initial });
       expectObservable(enricher.events$.pipe(map(summary))).toBe('p 3ms a 5ms d 89ms |', {
         p: 'profile-updated default/web',
@@ -180,7 +186,11 @@ describe('enricher routing', () => {
       const fake = fleet(smallWorld(ts));
       const nameless = fake.event('instance-updated', 'default', '');
       const malformed: IncusStreamItem = { kind: 'malformed', reason: 'not JSON' };
-      const events = hot<IncusStreamItem>('m n u 97ms |', { m: malformed, n: nameless, u: fake.event('instance-updated', 'default', 'c1') });
+      const events = hot<IncusStreamItem>('m n u 97ms |', {
+        m: malformed,
+        n: nameless,
+        u: fake.event('instance-updated', 'default', 'c1'),
+      });
       const h = harness(ts, fake, events, { initial: warmStore() });
       registry = h.registry;
       expectObservable(h.enricher.events$.pipe(map(summary))).toBe('6ms u 93ms |', { u: 'instance-updated default/c1 @10.0.0.5 +p' });
@@ -196,7 +206,10 @@ describe('enricher routing', () => {
         const fake = fleet(smallWorld(ts));
         fake.setProject('p2', {});
         fake.createInstance('p2', 'w1', { network: 'br0' }).start('p2', 'w1', '10.0.0.20');
-        const events = hot('a b 98ms |', { a: fake.event('instance-started', 'p2', 'w1'), b: fake.event('instance-updated', 'default', 'c1') });
+        const events = hot('a b 98ms |', {
+          a: fake.event('instance-started', 'p2', 'w1'),
+          b: fake.event('instance-updated', 'default', 'c1'),
+        });
         const h = harness(ts, fake, events, { initial: warmStore(), config: { projects: { mode: 'list', names: ['default'] } } });
         registry = h.registry;
         expectObservable(h.enricher.events$.pipe(map(summary))).toBe('5ms b 94ms |', { b: 'instance-updated default/c1 @10.0.0.5 +p' });
@@ -242,7 +255,10 @@ describe('enricher routing', () => {
         const initial = storeOf(fake);
         ts.schedule(() => fake.setProject('p2', {}), 0);
         const events = hot('u 99ms |', { u: fake.event('project-updated', 'p2', 'p2') });
-        const { enricher } = harness(ts, fake, events, { initial, config: { projects: { mode: 'marker', key: 'user.enrich', values: 'true' } } });
+        const { enricher } = harness(ts, fake, events, {
+          initial,
+          config: { projects: { mode: 'marker', key: 'user.enrich', values: 'true' } },
+        });
         expectObservable(enricher.events$.pipe(map(summary))).toBe('u 1ms (ab) 94ms |', {
           u: 'project-updated p2/p2',
           a: 'instance-deleted p2/w1 +p (prune)',
@@ -257,14 +273,23 @@ describe('enricher routing', () => {
     ts.run(({ hot, expectObservable }) => {
       const fake = smallWorld(ts, 10);
       const names = Array.from({ length: 7 }, (_, i) => `c${i}`);
-      for (const [i, name] of names.entries()) fake.createInstance('default', name, { network: 'br0' }).start('default', name, `10.0.0.${i + 10}`);
-      const values = Object.fromEntries(names.map((name, i) => [String.fromCharCode(97 + i), fake.event('instance-updated', 'default', name)]));
+      for (const [i, name] of names.entries())
+        fake.createInstance('default', name, { network: 'br0' }).start('default', name, `10.0.0.${i + 10}`);
+      const values = Object.fromEntries(
+        names.map((name, i) => [String.fromCharCode(97 + i), fake.event('instance-updated', 'default', name)]),
+      );
       const events = hot('(abcdefg) 991ms |', values);
       const { enricher } = harness(ts, fake, events, { initial: warmStore(), config: { workers: 3 } });
       // Three reads at a time, 20 ms each: 3 land at 20, 3 at 40, the last at 60; each leaves
       // once everything ahead of it has.
       expectObservable(enricher.events$.pipe(map((e) => e.name))).toBe('20ms (abc) 15ms (def) 15ms g 939ms |', {
-        a: 'c0', b: 'c1', c: 'c2', d: 'c3', e: 'c4', f: 'c5', g: 'c6',
+        a: 'c0',
+        b: 'c1',
+        c: 'c2',
+        d: 'c3',
+        e: 'c4',
+        f: 'c5',
+        g: 'c6',
       });
       ts.schedule(() => expect(fake.maxInFlight).toBe(3), 100);
     });
@@ -275,7 +300,10 @@ describe('enricher routing', () => {
     ts.run(({ hot, expectObservable }) => {
       const fake = fleet(smallWorld(ts));
       fake.latency = (call) => (call.name === 'c1' ? 60_000 : 2);
-      const events = hot('a b 99998ms |', { a: fake.event('instance-updated', 'default', 'c1'), b: fake.event('instance-updated', 'default', 'c2') });
+      const events = hot('a b 99998ms |', {
+        a: fake.event('instance-updated', 'default', 'c1'),
+        b: fake.event('instance-updated', 'default', 'c2'),
+      });
       const { enricher } = harness(ts, fake, events, { initial: warmStore(), config: { readTimeout: 10_000 } });
       expectObservable(enricher.events$.pipe(map(summary))).toBe('10000ms (ab) 89996ms |', {
         a: 'instance-updated default/c1 [failed] +p',

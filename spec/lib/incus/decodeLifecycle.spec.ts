@@ -3,22 +3,32 @@ import { decodeLifecycle, LifecycleDecoding } from '../../../lib/incus/decodeLif
 
 // Captured verbatim from LXD 5.0.2 (lxd-fixture.md §3), each with the trailing newline LXD sends.
 const LXD = {
-  created: '{"type":"lifecycle","timestamp":"2026-11-29T10:11:25.939898892Z","metadata":{"action":"instance-created","source":"/1.0/instances/ev1","context":{"storage-pool":"default","type":"container"}},"location":"none","project":"default"}\n',
-  started: '{"type":"lifecycle","timestamp":"2026-11-29T10:11:26.343811125Z","metadata":{"action":"instance-started","source":"/1.0/instances/ev1","requestor":{"username":"root","protocol":"unix","address":"@"}},"location":"none","project":"default"}\n',
-  renamed: '{"type":"lifecycle","timestamp":"2026-11-29T10:11:30.591641881Z","metadata":{"action":"instance-renamed","source":"/1.0/instances/ev2","context":{"old_name":"ev1"}},"location":"none","project":"default"}\n',
-  renamedInP2: '{"type":"lifecycle","timestamp":"2026-11-29T10:11:37.886772901Z","metadata":{"action":"instance-renamed","source":"/1.0/instances/pe2?project=p2","context":{"old_name":"pe1"}},"location":"none","project":"p2"}\n',
-  networkUpdated: '{"type":"lifecycle","timestamp":"2026-11-29T10:11:31.578746292Z","metadata":{"action":"network-updated","source":"/1.0/networks/rxbr1","requestor":{"username":"root","protocol":"unix","address":"@"}},"location":"none","project":"default"}\n',
-  projectCreated: '{"type":"lifecycle","timestamp":"2026-11-29T10:11:32.999352293Z","metadata":{"action":"project-created","source":"/1.0/projects/p3","requestor":{"username":"root","protocol":"unix","address":"@"}},"location":"none","project":"p3"}\n',
-  shutdown: '{"type":"lifecycle","timestamp":"2026-11-29T10:12:05.119594953Z","metadata":{"action":"instance-shutdown","source":"/1.0/instances/r1"},"location":"none","project":"default"}\n',
+  created:
+    '{"type":"lifecycle","timestamp":"2026-11-29T10:11:25.939898892Z","metadata":{"action":"instance-created","source":"/1.0/instances/ev1","context":{"storage-pool":"default","type":"container"}},"location":"none","project":"default"}\n',
+  started:
+    '{"type":"lifecycle","timestamp":"2026-11-29T10:11:26.343811125Z","metadata":{"action":"instance-started","source":"/1.0/instances/ev1","requestor":{"username":"root","protocol":"unix","address":"@"}},"location":"none","project":"default"}\n',
+  renamed:
+    '{"type":"lifecycle","timestamp":"2026-11-29T10:11:30.591641881Z","metadata":{"action":"instance-renamed","source":"/1.0/instances/ev2","context":{"old_name":"ev1"}},"location":"none","project":"default"}\n',
+  renamedInP2:
+    '{"type":"lifecycle","timestamp":"2026-11-29T10:11:37.886772901Z","metadata":{"action":"instance-renamed","source":"/1.0/instances/pe2?project=p2","context":{"old_name":"pe1"}},"location":"none","project":"p2"}\n',
+  networkUpdated:
+    '{"type":"lifecycle","timestamp":"2026-11-29T10:11:31.578746292Z","metadata":{"action":"network-updated","source":"/1.0/networks/rxbr1","requestor":{"username":"root","protocol":"unix","address":"@"}},"location":"none","project":"default"}\n',
+  projectCreated:
+    '{"type":"lifecycle","timestamp":"2026-11-29T10:11:32.999352293Z","metadata":{"action":"project-created","source":"/1.0/projects/p3","requestor":{"username":"root","protocol":"unix","address":"@"}},"location":"none","project":"p3"}\n',
+  shutdown:
+    '{"type":"lifecycle","timestamp":"2026-11-29T10:12:05.119594953Z","metadata":{"action":"instance-shutdown","source":"/1.0/instances/r1"},"location":"none","project":"default"}\n',
 };
 
 // The newer Incus shape: the same envelope, plus metadata.name and metadata.project
 // (api.EventLifecycle, extension event_lifecycle_name_and_project), and Go's local-offset timestamp.
 const INCUS = {
-  started: '{"type":"lifecycle","timestamp":"2026-11-29T11:02:03.5-05:00","metadata":{"action":"instance-started","source":"/1.0/instances/web1?project=shop","requestor":{"username":"ci","protocol":"tls","address":"10.0.0.9:51234"},"name":"web1","project":"shop"},"location":"node2","project":"shop"}\n',
-  renamed: '{"type":"lifecycle","timestamp":"2026-11-29T11:02:04Z","metadata":{"action":"instance-renamed","source":"/1.0/instances/web2?project=shop","context":{"old_name":"web1"},"name":"web2","project":"shop"},"location":"node2","project":"shop"}\n',
+  started:
+    '{"type":"lifecycle","timestamp":"2026-11-29T11:02:03.5-05:00","metadata":{"action":"instance-started","source":"/1.0/instances/web1?project=shop","requestor":{"username":"ci","protocol":"tls","address":"10.0.0.9:51234"},"name":"web1","project":"shop"},"location":"node2","project":"shop"}\n',
+  renamed:
+    '{"type":"lifecycle","timestamp":"2026-11-29T11:02:04Z","metadata":{"action":"instance-renamed","source":"/1.0/instances/web2?project=shop","context":{"old_name":"web1"},"name":"web2","project":"shop"},"location":"node2","project":"shop"}\n',
   // A snapshot's name is more than the last segment; metadata.name wins over the source.
-  snapshot: '{"type":"lifecycle","timestamp":"2026-11-29T11:02:05Z","metadata":{"action":"instance-snapshot-created","source":"/1.0/instances/web2/snapshots/s0?project=shop","name":"web2/s0","project":"shop"},"location":"node2","project":"shop"}\n',
+  snapshot:
+    '{"type":"lifecycle","timestamp":"2026-11-29T11:02:05Z","metadata":{"action":"instance-snapshot-created","source":"/1.0/instances/web2/snapshots/s0?project=shop","name":"web2/s0","project":"shop"},"location":"node2","project":"shop"}\n',
 };
 
 function event(decoding: LifecycleDecoding) {
@@ -89,7 +99,12 @@ describe('decodeLifecycle', () => {
     });
 
     it('prefers metadata.project over the envelope when they disagree', () => {
-      const frame = JSON.stringify({ type: 'lifecycle', timestamp: 't', metadata: { action: 'instance-updated', source: '/1.0/instances/a?project=x', name: 'a', project: 'x' }, project: 'y' });
+      const frame = JSON.stringify({
+        type: 'lifecycle',
+        timestamp: 't',
+        metadata: { action: 'instance-updated', source: '/1.0/instances/a?project=x', name: 'a', project: 'x' },
+        project: 'y',
+      });
       expect(event(decodeLifecycle(frame)).project).toBe('x');
     });
   });
@@ -102,17 +117,21 @@ describe('decodeLifecycle', () => {
       expect(event(decodeLifecycle(lifecycle({ action: 'instance-started', source: '/1.0/instances/c1?project=p7' }))).project).toBe('p7');
     });
 
-    it('takes a project event\'s own project from its source', () => {
+    it("takes a project event's own project from its source", () => {
       expect(event(decodeLifecycle(lifecycle({ action: 'project-deleted', source: '/1.0/projects/gone' }))).project).toBe('gone');
     });
 
     it('means the default project when nothing names one, as the REST API does', () => {
       expect(event(decodeLifecycle(lifecycle({ action: 'profile-updated', source: '/1.0/profiles/default' }))).project).toBe('default');
-      expect(event(decodeLifecycle(lifecycle({ action: 'instance-started', source: '/1.0/instances/c1' }, { project: '' }))).project).toBe('default');
+      expect(event(decodeLifecycle(lifecycle({ action: 'instance-started', source: '/1.0/instances/c1' }, { project: '' }))).project).toBe(
+        'default',
+      );
     });
 
     it('percent-decodes the name taken from the source', () => {
-      expect(event(decodeLifecycle(lifecycle({ action: 'profile-created', source: '/1.0/profiles/my%20profile?project=p' }))).name).toBe('my profile');
+      expect(event(decodeLifecycle(lifecycle({ action: 'profile-created', source: '/1.0/profiles/my%20profile?project=p' }))).name).toBe(
+        'my profile',
+      );
     });
   });
 
@@ -124,7 +143,9 @@ describe('decodeLifecycle', () => {
     });
 
     it('ignores a lifecycle event with an empty or absent action', () => {
-      expect(decodeLifecycle('{"type":"lifecycle","metadata":{"action":"","source":"/1.0/instances/a"},"project":"default"}').kind).toBe('ignored');
+      expect(decodeLifecycle('{"type":"lifecycle","metadata":{"action":"","source":"/1.0/instances/a"},"project":"default"}').kind).toBe(
+        'ignored',
+      );
       expect(decodeLifecycle('{"type":"lifecycle","metadata":{"source":"/1.0/instances/a"},"project":"default"}').kind).toBe('ignored');
     });
   });
@@ -143,7 +164,10 @@ describe('decodeLifecycle', () => {
       ['an action that is not a string', '{"type":"lifecycle","metadata":{"action":1,"source":"/1.0/instances/a"}}'],
       ['a source that is not a string', '{"type":"lifecycle","metadata":{"action":"instance-started","source":{}}}'],
       ['a name that is not a string', '{"type":"lifecycle","metadata":{"action":"instance-started","source":"/1.0/instances/a","name":3}}'],
-      ['a project that is not a string', '{"type":"lifecycle","metadata":{"action":"instance-started","source":"/1.0/instances/a"},"project":["p"]}'],
+      [
+        'a project that is not a string',
+        '{"type":"lifecycle","metadata":{"action":"instance-started","source":"/1.0/instances/a"},"project":["p"]}',
+      ],
       ['neither source nor name', '{"type":"lifecycle","metadata":{"action":"instance-started"},"project":"default"}'],
     ])('%s', (_what, frame) => {
       const decoding = decodeLifecycle(frame);
@@ -162,8 +186,15 @@ describe('decodeLifecycle', () => {
     });
 
     it('keeps an event whose optional extras have the wrong type, leaving them out', () => {
-      const frame = '{"type":"lifecycle","timestamp":12,"metadata":{"action":"instance-renamed","source":"/1.0/instances/b","context":{"old_name":7}},"location":false,"project":"default"}';
-      expect(event(decodeLifecycle(frame))).toEqual({ action: 'instance-renamed', project: 'default', name: 'b', source: '/1.0/instances/b', timestamp: '' });
+      const frame =
+        '{"type":"lifecycle","timestamp":12,"metadata":{"action":"instance-renamed","source":"/1.0/instances/b","context":{"old_name":7}},"location":false,"project":"default"}';
+      expect(event(decodeLifecycle(frame))).toEqual({
+        action: 'instance-renamed',
+        project: 'default',
+        name: 'b',
+        source: '/1.0/instances/b',
+        timestamp: '',
+      });
     });
   });
 
@@ -174,13 +205,19 @@ describe('decodeLifecycle', () => {
         fc.json(),
         fc.jsonValue().map((v) => JSON.stringify(v)),
         fc
-          .record({
-            type: fc.oneof(fc.constant('lifecycle'), fc.jsonValue()),
-            metadata: fc.oneof(fc.dictionary(fc.constantFrom('action', 'source', 'name', 'project', 'context'), fc.jsonValue()), fc.jsonValue()),
-            project: fc.jsonValue(),
-            location: fc.jsonValue(),
-            timestamp: fc.jsonValue(),
-          }, { requiredKeys: [] })
+          .record(
+            {
+              type: fc.oneof(fc.constant('lifecycle'), fc.jsonValue()),
+              metadata: fc.oneof(
+                fc.dictionary(fc.constantFrom('action', 'source', 'name', 'project', 'context'), fc.jsonValue()),
+                fc.jsonValue(),
+              ),
+              project: fc.jsonValue(),
+              location: fc.jsonValue(),
+              timestamp: fc.jsonValue(),
+            },
+            { requiredKeys: [] },
+          )
           .map((v) => JSON.stringify(v)),
       );
       fc.assert(

@@ -11,7 +11,8 @@ const ticket = (identity: string, admittedAt = 0): HostTicket => ({ key: identit
 const provisioned = done('provisioned') as CycleOutcome;
 
 /** What an outcome says, in a word: `done:<value>` or `failed:<step>`. */
-const said = (o: CycleOutcome): string => (o.status === 'done' ? `done:${o.value}` : `failed:${o.error instanceof CycleError ? o.error.step : String(o.error)}`);
+const said = (o: CycleOutcome): string =>
+  o.status === 'done' ? `done:${o.value}` : `failed:${o.error instanceof CycleError ? o.error.step : String(o.error)}`;
 
 /** Records the hooks as `<frame> <what> <identity>`. */
 function recording(now: () => number) {
@@ -19,7 +20,12 @@ function recording(now: () => number) {
   const at = (what: string) => (identity: string) => log.push(`${now()} ${what} ${identity}`);
   return {
     log,
-    hooks: { won: at('won'), lost: at('lost'), lapsed: (id: string, why: string) => log.push(`${now()} lapsed ${id}: ${why}`), failed: (op: string, id: string) => log.push(`${now()} ${op} failed ${id}`) },
+    hooks: {
+      won: at('won'),
+      lost: at('lost'),
+      lapsed: (id: string, why: string) => log.push(`${now()} lapsed ${id}: ${why}`),
+      failed: (op: string, id: string) => log.push(`${now()} ${op} failed ${id}`),
+    },
   };
 }
 
@@ -30,7 +36,13 @@ describe('NodeClaims: a cycle under a claim in a KV bucket (virtual time)', () =
       const bucket = new MemoryClaimBucket({ ttlMs: 30, now: () => scheduler.now() });
       const { hooks, log } = recording(() => scheduler.now());
       const held: number[] = [];
-      const claims = new NodeClaims({ store: bucket.store(), owner: OWNER, ttlMs: 30, scheduler, hooks: { ...hooks, held: (n) => held.push(n) } });
+      const claims = new NodeClaims({
+        store: bucket.store(),
+        owner: OWNER,
+        ttlMs: 30,
+        scheduler,
+        hooks: { ...hooks, held: (n) => held.push(n) },
+      });
       const cycle = cold('-----d', { d: provisioned });
       expectObservable(claims.around(ticket('n1'), () => cycle).pipe(map(said))).toBe('-----(d|)', { d: 'done:provisioned' });
       expectSubscriptions(cycle.subscriptions).toBe('^----!');
@@ -49,8 +61,13 @@ describe('NodeClaims: a cycle under a claim in a KV bucket (virtual time)', () =
     scheduler.run(({ cold, expectObservable, flush }) => {
       const bucket = new MemoryClaimBucket({ ttlMs: 30, now: () => scheduler.now() });
       const claims = new NodeClaims({ store: bucket.store(), owner: OWNER, ttlMs: 30, scheduler });
-      expectObservable(claims.around(ticket('n1'), () => cold('--f', { f: failed(new Error('helper')) as CycleOutcome })).pipe(map(said))).toBe('--(f|)', { f: 'failed:Error: helper' });
-      expectObservable(claims.around(ticket('n2'), () => cold('--u', { u: done('upgraded') as CycleOutcome })).pipe(map(said))).toBe('--(u|)', { u: 'done:upgraded' });
+      expectObservable(
+        claims.around(ticket('n1'), () => cold('--f', { f: failed(new Error('helper')) as CycleOutcome })).pipe(map(said)),
+      ).toBe('--(f|)', { f: 'failed:Error: helper' });
+      expectObservable(claims.around(ticket('n2'), () => cold('--u', { u: done('upgraded') as CycleOutcome })).pipe(map(said))).toBe(
+        '--(u|)',
+        { u: 'done:upgraded' },
+      );
       flush();
       expect(bucket.holder('n1')).toBeUndefined();
       expect(bucket.holder('n2')).toBeUndefined();
@@ -79,9 +96,14 @@ describe('NodeClaims: a cycle under a claim in a KV bucket (virtual time)', () =
       const bucket = new MemoryClaimBucket({ ttlMs: 30, now: () => scheduler.now() });
       const claims = new NodeClaims({ store: bucket.store(), owner: OWNER, ttlMs: 30, scheduler });
       const other = new NodeClaims({ store: bucket.store(), owner: 'prov-b.example.net', ttlMs: 30, scheduler });
-      expectObservable(claims.around(ticket('n1'), () => cold('100ms d', { d: provisioned })).pipe(map(said))).toBe('100ms (d|)', { d: 'done:provisioned' });
+      expectObservable(claims.around(ticket('n1'), () => cold('100ms d', { d: provisioned })).pipe(map(said))).toBe('100ms (d|)', {
+        d: 'done:provisioned',
+      });
       // Another instance trying at frame 95 finds it held.
-      scheduler.schedule(() => other.around(ticket('n1', 95), () => of(provisioned)).subscribe((o) => expect(said(o)).toBe('done:claimed')), 95);
+      scheduler.schedule(
+        () => other.around(ticket('n1', 95), () => of(provisioned)).subscribe((o) => expect(said(o)).toBe('done:claimed')),
+        95,
+      );
       flush();
     });
   });
@@ -108,7 +130,10 @@ describe('NodeClaims: a cycle under a claim in a KV bucket (virtual time)', () =
       const bucket = new MemoryClaimBucket({ ttlMs: 30, now: () => scheduler.now() });
       const real = bucket.store();
       // Writes fail from frame 15 on, with an error that is not "held".
-      const store: ClaimStore = { ...real, update: (k, v, r) => defer(() => (scheduler.now() >= 15 ? throwError(() => new Error('timeout')) : real.update(k, v, r))) };
+      const store: ClaimStore = {
+        ...real,
+        update: (k, v, r) => defer(() => (scheduler.now() >= 15 ? throwError(() => new Error('timeout')) : real.update(k, v, r))),
+      };
       const { hooks, log } = recording(() => scheduler.now());
       const claims = new NodeClaims({ store, owner: OWNER, ttlMs: 30, scheduler, hooks });
       const cycle = cold('100ms d', { d: provisioned });
@@ -116,7 +141,12 @@ describe('NodeClaims: a cycle under a claim in a KV bucket (virtual time)', () =
       expectObservable(claims.around(ticket('n1'), () => cycle).pipe(map(said))).toBe('40ms (l|)', { l: 'failed:claim' });
       expectSubscriptions(cycle.subscriptions).toBe('^ 39ms !');
       flush();
-      expect(log).toEqual(['0 won n1', '20 refresh failed n1', '30 refresh failed n1', '40 lapsed n1: not written again within its 30ms lifetime']);
+      expect(log).toEqual([
+        '0 won n1',
+        '20 refresh failed n1',
+        '30 refresh failed n1',
+        '40 lapsed n1: not written again within its 30ms lifetime',
+      ]);
     });
   });
 
@@ -127,14 +157,20 @@ describe('NodeClaims: a cycle under a claim in a KV bucket (virtual time)', () =
       const claims = new NodeClaims({ store: bucket.store(), owner: OWNER, ttlMs: 30, scheduler });
       const cycle = cold('-d', { d: provisioned });
       scheduler.schedule(() => {
-        claims.around(ticket('old', 0), () => cycle).subscribe((o) => {
-          expect(said(o)).toBe('failed:stale');
-          expect((o as { error: Error }).error.message).toBe("skipping node that's been waiting 31ms: longer than a claim lives (30ms), so another provisioner may have finished it");
-        });
+        claims
+          .around(ticket('old', 0), () => cycle)
+          .subscribe((o) => {
+            expect(said(o)).toBe('failed:stale');
+            expect((o as { error: Error }).error.message).toBe(
+              "skipping node that's been waiting 31ms: longer than a claim lives (30ms), so another provisioner may have finished it",
+            );
+          });
       }, 31);
       const broken: ClaimStore = { ...bucket.store(), create: () => throwError(() => new Error('no responders')) };
       const failing = new NodeClaims({ store: broken, owner: OWNER, ttlMs: 30, scheduler });
-      expectObservable(failing.around(ticket('n2'), () => cycle).pipe(map((o) => (o.status === 'failed' ? (o.error as Error).message : said(o))))).toBe('(f|)', { f: 'could not claim n2: no responders' });
+      expectObservable(
+        failing.around(ticket('n2'), () => cycle).pipe(map((o) => (o.status === 'failed' ? (o.error as Error).message : said(o)))),
+      ).toBe('(f|)', { f: 'could not claim n2: no responders' });
       flush();
       expectSubscriptions(cycle.subscriptions).toBe([]);
       expect(bucket.size()).toBe(0);
@@ -146,7 +182,10 @@ describe('NodeClaims: a cycle under a claim in a KV bucket (virtual time)', () =
     scheduler.run(({ cold, expectObservable, flush }) => {
       const bucket = new MemoryClaimBucket({ ttlMs: 30, now: () => scheduler.now() });
       const claims = new NodeClaims({ store: bucket.store(), owner: OWNER, ttlMs: 30, scheduler });
-      expectObservable(claims.around(ticket('n1'), () => cold('100ms d', { d: provisioned })), '5ms !').toBe('');
+      expectObservable(
+        claims.around(ticket('n1'), () => cold('100ms d', { d: provisioned })),
+        '5ms !',
+      ).toBe('');
       scheduler.schedule(() => expect(bucket.holder('n1')).toBe(OWNER), 4);
       flush();
       expect(bucket.holder('n1')).toBeUndefined();
@@ -176,10 +215,17 @@ describe('claim keys, rounds and the bucket TTL', () => {
       const answers: Array<() => Observable<number>> = [() => throwError(() => new Error('no such stream')), () => of(0), () => of(60_000)];
       const failures: string[] = [];
       const store = { ttl: () => defer(() => (answers.shift() as () => Observable<number>)()) } as unknown as ClaimStore;
-      const ttl$ = readClaimsTtl(store, { scheduler, retryMs: (n) => n * 10, onFailure: (e, n) => failures.push(`${n} ${(e as Error).message}`) });
+      const ttl$ = readClaimsTtl(store, {
+        scheduler,
+        retryMs: (n) => n * 10,
+        onFailure: (e, n) => failures.push(`${n} ${(e as Error).message}`),
+      });
       expectObservable(ttl$).toBe('30ms (t|)', { t: 60_000 });
       scheduler.flush();
-      expect(failures).toEqual(['1 no such stream', "2 the claims bucket has no max age: a dead instance's claims would never lapse; give it one (its TTL)"]);
+      expect(failures).toEqual([
+        '1 no such stream',
+        "2 the claims bucket has no max age: a dead instance's claims would never lapse; give it one (its TTL)",
+      ]);
     });
   });
 

@@ -14,7 +14,7 @@ const warnings = (text: string) => parse(text).problems.filter((p) => p.severity
 const valid = (text: string) => requireValidConfig(parse(text));
 
 describe('parseProvisionerConfig: defaults', () => {
-  it('a file with only a helper gets upstream\'s defaults, P6 logging and rxfleet\'s own', () => {
+  it("a file with only a helper gets upstream's defaults, P6 logging and rxfleet's own", () => {
     const result = parse('helper: /usr/local/bin/helper\n');
     expect(result.problems).toEqual([]);
     expect(result.config).toEqual({
@@ -41,7 +41,23 @@ describe('parseProvisionerConfig: defaults', () => {
       upgradesRepository: '',
       upgradesOptional: false,
       features: { pki: false, jwt: false, ed25519: false, upgrades: false },
-      rxfleet: { natsServers: [], natsUser: undefined, natsPassword: undefined, natsCredentials: undefined, queueCapacity: 50_000, shutdownGraceMs: 30_000, helperTimeoutMs: 10_000, electionApiPrefix: 'choria.streams', electionCandidateIntervalMs: undefined, dnsServers: [], mode: 'single', helperMode: 'per-node', helperProcesses: 6, claimsBucket: 'RXFLEET_PROVISIONER_CLAIMS', claimsApiPrefix: 'choria.streams' },
+      rxfleet: {
+        natsServers: [],
+        natsUser: undefined,
+        natsPassword: undefined,
+        natsCredentials: undefined,
+        queueCapacity: 50_000,
+        shutdownGraceMs: 30_000,
+        helperTimeoutMs: 10_000,
+        electionApiPrefix: 'choria.streams',
+        electionCandidateIntervalMs: undefined,
+        dnsServers: [],
+        mode: 'single',
+        helperMode: 'per-node',
+        helperProcesses: 6,
+        claimsBucket: 'RXFLEET_PROVISIONER_CLAIMS',
+        claimsApiPrefix: 'choria.streams',
+      },
     });
   });
 
@@ -63,7 +79,16 @@ describe('parseProvisionerConfig: defaults', () => {
         '  jwt: true',
       ].join('\n'),
     );
-    expect(config).toMatchObject({ workers: 4, intervalMs: 300_000, logDestination: { file: '/var/log/choria-provisioner.log' }, token: 'toomanysecrets', choriaInsecure: true, site: 'TEST', monitorPort: 8080, features: { pki: true, jwt: true, ed25519: false, upgrades: false } });
+    expect(config).toMatchObject({
+      workers: 4,
+      intervalMs: 300_000,
+      logDestination: { file: '/var/log/choria-provisioner.log' },
+      token: 'toomanysecrets',
+      choriaInsecure: true,
+      site: 'TEST',
+      monitorPort: 8080,
+      features: { pki: true, jwt: true, ed25519: false, upgrades: false },
+    });
   });
 
   it('ed25519 forces jwt on, as upstream', () => {
@@ -77,7 +102,7 @@ describe('parseProvisionerConfig: defaults', () => {
     expect(config.certDenyList).toEqual([...DEFAULT_CERT_DENY_LIST]);
   });
 
-  it('a key set to null keeps its default, as Go\'s json does', () => {
+  it("a key set to null keeps its default, as Go's json does", () => {
     expect(valid('helper: h\nworkers: ~\ninterval:\n').intervalMs).toBe(60_000);
   });
 
@@ -91,7 +116,7 @@ describe('parseProvisionerConfig: defaults', () => {
     expect(valid(`helper: h\nlogfile: ${value}\n`).logDestination).toEqual(destination);
   });
 
-  it('durations use Choria\'s units', () => {
+  it("durations use Choria's units", () => {
     const config = valid('helper: h\ninterval: 1d\nserver_jwt_validity: 52w\nrxfleet: {shutdown_grace: 2m, helper_timeout: 1500ms}\n');
     expect(config.intervalMs).toBe(86_400_000);
     expect(config.serverJwtValidityMs).toBe(52 * 7 * 86_400_000);
@@ -103,17 +128,23 @@ describe('parseProvisionerConfig: defaults', () => {
     const config = valid('helper: h\nleader_election: true\nrxfleet: {election_api_prefix: $JS.API, election_candidate_interval: 15s}\n');
     expect(config.rxfleet.electionApiPrefix).toBe('$JS.API');
     expect(config.rxfleet.electionCandidateIntervalMs).toBe(15_000);
-    expect(errors('helper: h\nrxfleet: {election_api_prefix: "a.>", election_candidate_interval: 10ms}\n').map((p) => p.path)).toEqual(['rxfleet.election_api_prefix', 'rxfleet.election_candidate_interval']);
+    expect(errors('helper: h\nrxfleet: {election_api_prefix: "a.>", election_candidate_interval: 10ms}\n').map((p) => p.path)).toEqual([
+      'rxfleet.election_api_prefix',
+      'rxfleet.election_candidate_interval',
+    ]);
   });
 
   it('rxfleet.nats_servers takes a list or one comma-separated string', () => {
-    expect(valid('helper: h\nrxfleet: {nats_servers: [a:4222, "nats://b:4222"]}\n').rxfleet.natsServers).toEqual(['a:4222', 'nats://b:4222']);
+    expect(valid('helper: h\nrxfleet: {nats_servers: [a:4222, "nats://b:4222"]}\n').rxfleet.natsServers).toEqual([
+      'a:4222',
+      'nats://b:4222',
+    ]);
     expect(valid('helper: h\nrxfleet: {nats_servers: "a:4222, b:4223"}\n').rxfleet.natsServers).toEqual(['a:4222', 'b:4223']);
   });
 });
 
 describe('parseProvisionerConfig: keys', () => {
-  it('matches keys case-insensitively, as Go\'s json, in every section', () => {
+  it("matches keys case-insensitively, as Go's json, in every section", () => {
     const config = valid('Helper: h\nWORKERS: 2\nFeatures: {PKI: true}\nRxFleet: {Queue_Capacity: 10}\n');
     expect(config.workers).toBe(2);
     expect(config.features.pki).toBe(true);
@@ -146,7 +177,9 @@ describe('parseProvisionerConfig: keys', () => {
   it('warns when a key is given twice in different cases; the last wins', () => {
     const result = parse('helper: h\nworkers: 2\nWorkers: 3\n');
     expect(result.config?.workers).toBe(3);
-    expect(result.problems).toEqual([{ path: 'workers', message: 'given twice (as workers and Workers); the last one wins', severity: 'warning' }]);
+    expect(result.problems).toEqual([
+      { path: 'workers', message: 'given twice (as workers and Workers); the last one wins', severity: 'warning' },
+    ]);
   });
 });
 
@@ -198,7 +231,9 @@ describe('parseProvisionerConfig: refusals', () => {
     const byPath = Object.fromEntries(problems.map((p) => [p.path, p.message]));
     expect(byPath.interval).toMatch(/expected at least 1m .*got "30s"/);
     expect(byPath.loglevel).toBe('expected one of debug, info, warn, error or fatal, got a list');
-    expect(byPath.server_jwt_validity).toBe('invalid duration "5H" (time: unknown unit "H" in duration "5H"); valid examples are 10m, 1h, 1d');
+    expect(byPath.server_jwt_validity).toBe(
+      'invalid duration "5H" (time: unknown unit "H" in duration "5H"); valid examples are 10m, 1h, 1d',
+    );
     expect(byPath.features).toBe('can only enable one of pki or ed25519 features');
     expect(byPath.lifecycle_component).toMatch(/^invalid lifecycle component "a.b"/);
     expect(byPath['cert_deny_list[1]']).toMatch(/^expected a regular expression: invalid pattern "\(unclosed"/);
@@ -208,7 +243,10 @@ describe('parseProvisionerConfig: refusals', () => {
     expect(errors(`helper: h\nlifecycle_component: "${component}"\n`).map((p) => p.path)).toEqual(['lifecycle_component']);
   });
   it('warns about a jwt_verify_cert that is neither a file nor a hex key, and missing key files', () => {
-    expect(warnings('helper: h\njwt_verify_cert: /nope.pem\njwt_signing_key: /nope.seed\n').map((p) => p.path)).toEqual(['jwt_verify_cert', 'jwt_signing_key']);
+    expect(warnings('helper: h\njwt_verify_cert: /nope.pem\njwt_signing_key: /nope.seed\n').map((p) => p.path)).toEqual([
+      'jwt_verify_cert',
+      'jwt_signing_key',
+    ]);
     expect(warnings(`helper: h\njwt_verify_cert: ${'ab'.repeat(32)}\n`)).toEqual([]);
     expect(parse('helper: h\njwt_verify_cert: /exists.pem\n', (p) => p === '/exists.pem').problems).toEqual([]);
   });
@@ -224,11 +262,31 @@ describe('parseProvisionerConfig: refusals', () => {
   // Issue 14 item 3: yaml's conversion threw these past the error handling (a bare `rxfleet: ...`
   // line), one of them echoing the token written unquoted.
   it.each([
-    ['an unquoted token read as an unresolved alias', 'helper: h\ntoken: *Zq9-secret-token\n', 'token', /^not valid YAML \(line 2\): an alias \(\*name\) names no anchor/],
-    ['an alias bomb', 'a: &a [x,x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\n', 'c', /too many aliases: refused as a resource exhaustion attack/],
+    [
+      'an unquoted token read as an unresolved alias',
+      'helper: h\ntoken: *Zq9-secret-token\n',
+      'token',
+      /^not valid YAML \(line 2\): an alias \(\*name\) names no anchor/,
+    ],
+    [
+      'an alias bomb',
+      'a: &a [x,x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\n',
+      'c',
+      /too many aliases: refused as a resource exhaustion attack/,
+    ],
     ['a merge of a number', 'helper: h\n<<: 5\n', '<<', /a merge key \(<<\) must name a mapping/],
-    ['a merge of a string inside a section', 'helper: h\nrxfleet:\n  <<: Zq9-secret-token\n', 'rxfleet.<<', /a merge key \(<<\) must name a mapping/],
-    ['a nested unresolved alias', 'helper: h\nrxfleet:\n  nats_password: *Zq9-secret-token\n', 'rxfleet.nats_password', /^not valid YAML \(line 3\): an alias/],
+    [
+      'a merge of a string inside a section',
+      'helper: h\nrxfleet:\n  <<: Zq9-secret-token\n',
+      'rxfleet.<<',
+      /a merge key \(<<\) must name a mapping/,
+    ],
+    [
+      'a nested unresolved alias',
+      'helper: h\nrxfleet:\n  nats_password: *Zq9-secret-token\n',
+      'rxfleet.nats_password',
+      /^not valid YAML \(line 3\): an alias/,
+    ],
   ])('refuses %s with the key and no secret, never throwing', (_what, text, path, message) => {
     const problems = errors(text);
     expect(problems).toHaveLength(1);
@@ -238,12 +296,16 @@ describe('parseProvisionerConfig: refusals', () => {
   });
 
   it('refuses a top level that is not a mapping', () => {
-    expect(errors('- a\n- b\n')).toEqual([{ path: 'configuration', message: 'expected a mapping of keys to values at the top level, got a list', severity: 'error' }]);
+    expect(errors('- a\n- b\n')).toEqual([
+      { path: 'configuration', message: 'expected a mapping of keys to values at the top level, got a list', severity: 'error' },
+    ]);
   });
 
   it('requireValidConfig throws one error naming every refused key', () => {
     expect(() => requireValidConfig(parse('workers: x\ninterval: 1s\n'))).toThrow(ConfigurationError);
-    expect(() => requireValidConfig(parse('workers: x\ninterval: 1s\n'))).toThrow(/^Provisioning could not be configured: workers: .*; interval: .*"1s"$/);
+    expect(() => requireValidConfig(parse('workers: x\ninterval: 1s\n'))).toThrow(
+      /^Provisioning could not be configured: workers: .*; interval: .*"1s"$/,
+    );
   });
 });
 
@@ -264,16 +326,33 @@ describe('parseProvisionerConfig: files upstream starts with', () => {
     expect(warnings).toEqual([]);
   });
 
-  it.each(['trace', 'verbose', 'Debug'])('loglevel: %s logs at warn, as upstream does with a level it does not know, and says so', (level) => {
-    const { config, warnings } = starts(`helper: h\nloglevel: ${level}\n`);
-    expect(config.logLevel).toBe('warn');
-    expect(warnings).toEqual([`loglevel: "${level}" is not one of debug, info, warn, error or fatal: logging at warn, as upstream does with a level it does not know`]);
-  });
+  it.each(['trace', 'verbose', 'Debug'])(
+    'loglevel: %s logs at warn, as upstream does with a level it does not know, and says so',
+    (level) => {
+      const { config, warnings } = starts(`helper: h\nloglevel: ${level}\n`);
+      expect(config.logLevel).toBe('warn');
+      expect(warnings).toEqual([
+        `loglevel: "${level}" is not one of debug, info, warn, error or fatal: logging at warn, as upstream does with a level it does not know`,
+      ]);
+    },
+  );
 
   it.each([
-    ['no helper at all', 'site: x\n', 'helper: not set: every node will fail at the helper step (cannot parse helper command: empty), as upstream'],
-    ['a blank helper', 'helper: "   "\n', 'helper: not set: every node will fail at the helper step (cannot parse helper command: empty), as upstream'],
-    ['a helper that cannot be split', "helper: \"/bin/h 'unterminated\"\n", 'helper: cannot parse helper command: Unterminated single-quoted string: every node will fail at the helper step, as upstream'],
+    [
+      'no helper at all',
+      'site: x\n',
+      'helper: not set: every node will fail at the helper step (cannot parse helper command: empty), as upstream',
+    ],
+    [
+      'a blank helper',
+      'helper: "   "\n',
+      'helper: not set: every node will fail at the helper step (cannot parse helper command: empty), as upstream',
+    ],
+    [
+      'a helper that cannot be split',
+      'helper: "/bin/h \'unterminated"\n',
+      'helper: cannot parse helper command: Unterminated single-quoted string: every node will fail at the helper step, as upstream',
+    ],
   ])('%s: starts, warning that every node will fail at the helper', (_name, yaml, warning) => {
     expect(starts(yaml).warnings).toEqual([warning]);
   });
@@ -282,7 +361,10 @@ describe('parseProvisionerConfig: files upstream starts with', () => {
     expect(starts('helper: h\nfeatures: {jwt: true}\n').warnings).toEqual([
       'jwt_verify_cert: not set while features.jwt is on: every node will fail JWT validation (no JWT verification certificate configured), as upstream',
     ]);
-    expect(starts('helper: h\nfeatures: {ed25519: true}\n').warnings.map((w) => w.split(':')[0])).toEqual(['jwt_verify_cert', 'jwt_signing_key']);
+    expect(starts('helper: h\nfeatures: {ed25519: true}\n').warnings.map((w) => w.split(':')[0])).toEqual([
+      'jwt_verify_cert',
+      'jwt_signing_key',
+    ]);
     expect(starts('helper: h\nfeatures: {upgrades: true}\n').warnings.map((w) => w.split(':')[0])).toEqual(['upgrades_repository']);
     expect(starts('helper: h\nfeatures: {upgrades: true}\nupgrades_optional: true\n').warnings).toEqual([]);
     expect(starts('helper: h\nfeatures: {upgrades: true}\nupgrades_repository: https://repo.example.net/choria\n').warnings).toEqual([]);
@@ -291,7 +373,9 @@ describe('parseProvisionerConfig: files upstream starts with', () => {
   it('a lifecycle component with a space starts, warning that startup events cannot be heard', () => {
     const { config, warnings } = starts('helper: h\nlifecycle_component: "provision mode"\n');
     expect(config.lifecycleComponent).toBe('provision mode');
-    expect(warnings).toEqual(['lifecycle_component: "provision mode" contains white space, which no NATS subject may: startup events cannot be listened for, so nodes are found by discovery only (upstream starts the same way)']);
+    expect(warnings).toEqual([
+      'lifecycle_component: "provision mode" contains white space, which no NATS subject may: startup events cannot be listened for, so nodes are found by discovery only (upstream starts the same way)',
+    ]);
   });
 
   it('refuses what upstream would misread: a negative worker count, a deny-list pattern that never matches', () => {
@@ -309,35 +393,65 @@ describe('parseProvisionerConfig: the Incus feed (rxfleet.incus)', () => {
   });
 
   it('reads the selectors as the enricher does, and the identity template; keys fold case-insensitively', () => {
-    const feed = valid('helper: h\nrxfleet:\n  Incus:\n    Subject_Prefix: site.incus\n    projects: [default, p2]\n    instances: ["user.choria=provision", "web-*"]\n    identity: "{name}.{project}.example.net"\n').rxfleet.incus;
+    const feed = valid(
+      'helper: h\nrxfleet:\n  Incus:\n    Subject_Prefix: site.incus\n    projects: [default, p2]\n    instances: ["user.choria=provision", "web-*"]\n    identity: "{name}.{project}.example.net"\n',
+    ).rxfleet.incus;
     expect(feed?.subjectPrefix).toBe('site.incus');
     expect(feed?.projects).toEqual({ mode: 'list', names: ['default', 'p2'] });
-    expect(feed?.instances).toEqual({ mode: 'match', selectors: [{ kind: 'label', key: 'user.choria', values: ['provision'] }, { kind: 'name', pattern: 'web-*' }] });
+    expect(feed?.instances).toEqual({
+      mode: 'match',
+      selectors: [
+        { kind: 'label', key: 'user.choria', values: ['provision'] },
+        { kind: 'name', pattern: 'web-*' },
+      ],
+    });
     expect(feed?.identity.fill({ name: 'web1', project: 'p2', config: {} })).toEqual({ ok: true, identity: 'web1.p2.example.net' });
-    expect(valid('helper: h\nrxfleet:\n  incus: {projects: "user.choria=yes", instances: "db-?"}\n').rxfleet.incus).toMatchObject({ projects: { mode: 'marker', key: 'user.choria', values: ['yes'] }, instances: { mode: 'match' } });
+    expect(valid('helper: h\nrxfleet:\n  incus: {projects: "user.choria=yes", instances: "db-?"}\n').rxfleet.incus).toMatchObject({
+      projects: { mode: 'marker', key: 'user.choria', values: ['yes'] },
+      instances: { mode: 'match' },
+    });
   });
 
   it('refuses every bad key of the section at once, each with its path; warns about unknown keys and an empty section', () => {
-    const text = 'helper: h\nrxfleet:\n  incus:\n    subject_prefix: "incus.>"\n    instances: ["web-*", "=x", "a b"]\n    identity: "{nam}.example.net"\n    selector: x\n';
-    expect(errors(text).map((p) => p.path)).toEqual(['rxfleet.incus.subject_prefix', 'rxfleet.incus.instances[1]', 'rxfleet.incus.instances[2]', 'rxfleet.incus.identity']);
+    const text =
+      'helper: h\nrxfleet:\n  incus:\n    subject_prefix: "incus.>"\n    instances: ["web-*", "=x", "a b"]\n    identity: "{nam}.example.net"\n    selector: x\n';
+    expect(errors(text).map((p) => p.path)).toEqual([
+      'rxfleet.incus.subject_prefix',
+      'rxfleet.incus.instances[1]',
+      'rxfleet.incus.instances[2]',
+      'rxfleet.incus.identity',
+    ]);
     expect(errors(text)[3].message).toBe('unknown placeholder {nam}: use {name}, {project} or {config.KEY}');
     expect(warnings(text).map((p) => p.path)).toEqual(['rxfleet.incus.selector']);
-    expect(errors('helper: h\nrxfleet:\n  incus: {identity: "{config.volatile.eth0.hwaddr}", projects: 3}\n').map((p) => `${p.path}: ${p.message}`)).toEqual([
+    expect(
+      errors('helper: h\nrxfleet:\n  incus: {identity: "{config.volatile.eth0.hwaddr}", projects: 3}\n').map(
+        (p) => `${p.path}: ${p.message}`,
+      ),
+    ).toEqual([
       'rxfleet.incus.projects: expected a list of project names, or one KEY=VALUE marker on the project configuration, got 3',
       'rxfleet.incus.identity: {config.volatile.eth0.hwaddr}: the enricher never publishes volatile.* keys, so no instance would map',
     ]);
     expect(errors('helper: h\nrxfleet:\n  incus: yes\n').map((p) => p.path)).toEqual(['rxfleet.incus']);
     const empty = parse('helper: h\nrxfleet:\n  incus:\n');
     expect(empty.config?.rxfleet.incus).toBeUndefined();
-    expect(empty.problems).toEqual([{ path: 'rxfleet.incus', severity: 'warning', message: 'empty, so the Incus feed is off: write `incus: {}` to turn it on with every default' }]);
+    expect(empty.problems).toEqual([
+      {
+        path: 'rxfleet.incus',
+        severity: 'warning',
+        message: 'empty, so the Incus feed is off: write `incus: {}` to turn it on with every default',
+      },
+    ]);
   });
 });
 
 describe('a parsed configuration in a log line', () => {
-  it('has its secrets redacted by the daemon logger\'s paths', () => {
+  it("has its secrets redacted by the daemon logger's paths", () => {
     const config = valid('helper: h\ntoken: tok-918273\nbroker_provisioning_password: pw-564738\nrxfleet: {nats_password: nats-192837}\n');
     const lines: string[] = [];
-    const logger = pino({ redact: { paths: REDACTED_PATHS, censor: '[redacted]' } }, new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }));
+    const logger = pino(
+      { redact: { paths: REDACTED_PATHS, censor: '[redacted]' } },
+      new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }),
+    );
     logger.info({ config }, 'starting');
     expect(lines).toHaveLength(1);
     for (const secret of ['tok-918273', 'pw-564738', 'nats-192837']) expect(lines[0]).not.toContain(secret);
@@ -360,6 +474,9 @@ describe('loadProvisionerConfig', () => {
 
   it('a missing file is one error', () => {
     const file = join(dir, 'absent.yaml');
-    expect(loadProvisionerConfig(file)).toEqual({ config: undefined, problems: [{ path: file, message: `file ${file} not found`, severity: 'error' }] });
+    expect(loadProvisionerConfig(file)).toEqual({
+      config: undefined,
+      problems: [{ path: file, message: `file ${file} not found`, severity: 'error' }],
+    });
   });
 });

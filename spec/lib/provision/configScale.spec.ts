@@ -7,7 +7,13 @@ const problems = (text: string, cpus = 2) => parse(text, cpus).problems.map((p) 
 describe('parseProvisionerConfig: helper mode, active-active and claims', () => {
   it('defaults: one instance, a helper per node, the claims bucket and prefix Choria-style', () => {
     const config = parse('workers: 16\n').config;
-    expect(config?.rxfleet).toMatchObject({ mode: 'single', helperMode: 'per-node', helperProcesses: 2, claimsBucket: 'RXFLEET_PROVISIONER_CLAIMS', claimsApiPrefix: 'choria.streams' });
+    expect(config?.rxfleet).toMatchObject({
+      mode: 'single',
+      helperMode: 'per-node',
+      helperProcesses: 2,
+      claimsBucket: 'RXFLEET_PROVISIONER_CLAIMS',
+      claimsApiPrefix: 'choria.streams',
+    });
   });
 
   it('helper_processes defaults to the worker count, at most one per CPU, at least one', () => {
@@ -19,12 +25,24 @@ describe('parseProvisionerConfig: helper mode, active-active and claims', () => 
   });
 
   it('reads every key, case-insensitively as the rest of the file', () => {
-    const config = parse('workers: 8\nrxfleet: {Mode: active-active, HELPER_MODE: persistent, helper_processes: 4, claims_bucket: SITE_CLAIMS, claims_api_prefix: $JS.API}').config;
-    expect(config?.rxfleet).toMatchObject({ mode: 'active-active', helperMode: 'persistent', helperProcesses: 4, claimsBucket: 'SITE_CLAIMS', claimsApiPrefix: '$JS.API' });
+    const config = parse(
+      'workers: 8\nrxfleet: {Mode: active-active, HELPER_MODE: persistent, helper_processes: 4, claims_bucket: SITE_CLAIMS, claims_api_prefix: $JS.API}',
+    ).config;
+    expect(config?.rxfleet).toMatchObject({
+      mode: 'active-active',
+      helperMode: 'persistent',
+      helperProcesses: 4,
+      claimsBucket: 'SITE_CLAIMS',
+      claimsApiPrefix: '$JS.API',
+    });
   });
 
   it('refuses a bad value with its path and what was expected', () => {
-    expect(problems('rxfleet: {mode: active-passive, helper_mode: forked, helper_processes: -1, claims_bucket: "a.b", claims_api_prefix: "x >"}')).toEqual([
+    expect(
+      problems(
+        'rxfleet: {mode: active-passive, helper_mode: forked, helper_processes: -1, claims_bucket: "a.b", claims_api_prefix: "x >"}',
+      ),
+    ).toEqual([
       'error rxfleet.mode: expected single or active-active, got "active-passive" (a string)',
       'error rxfleet.helper_mode: expected per-node or persistent, got "forked" (a string)',
       'error rxfleet.helper_processes: expected a whole number >= 0 (0: the worker count, at most one per CPU), got -1',

@@ -16,7 +16,8 @@ async function csr(cn: string, dnsNames: string[] = []): Promise<{ csr: string; 
     name: `CN=${cn}, O=Choria`,
     keys: keys as never,
     signingAlgorithm: alg,
-    extensions: dnsNames.length === 0 ? [] : [new SubjectAlternativeNameExtension(dnsNames.map((value) => ({ type: 'dns' as const, value })))],
+    extensions:
+      dnsNames.length === 0 ? [] : [new SubjectAlternativeNameExtension(dnsNames.map((value) => ({ type: 'dns' as const, value })))],
   });
   return { csr: request.toString('pem'), public_key: '', ssldir: '/etc/choria/ssl' };
 }
@@ -29,7 +30,10 @@ beforeAll(async () => {
 
 describe('validateCsr (host_test.go validateCSR, plus P12)', () => {
   it('accepts a CSR whose CN is the identity, returning its names', async () => {
-    expect(validateCsr(await csr('n1.example.net', ['n1.example.net', 'alias.example.net']), 'n1.example.net', defaults)).toEqual({ commonName: 'n1.example.net', dnsNames: ['n1.example.net', 'alias.example.net'] });
+    expect(validateCsr(await csr('n1.example.net', ['n1.example.net', 'alias.example.net']), 'n1.example.net', defaults)).toEqual({
+      commonName: 'n1.example.net',
+      dnsNames: ['n1.example.net', 'alias.example.net'],
+    });
   });
 
   it.each([null, undefined, { csr: '', public_key: '', ssldir: '' }])('refuses %j: no CSR received', (reply) => {
@@ -38,20 +42,27 @@ describe('validateCsr (host_test.go validateCSR, plus P12)', () => {
 
   it('refuses a CN that is not the identity', async () => {
     const reply = await csr('other.example.net');
-    expect(() => validateCsr(reply, 'n1.example.net', defaults)).toThrow(new CsrValidationError('common name other.example.net does not match identity n1.example.net'));
+    expect(() => validateCsr(reply, 'n1.example.net', defaults)).toThrow(
+      new CsrValidationError('common name other.example.net does not match identity n1.example.net'),
+    );
   });
 
-  it.each(['bob.choria', 'bob.mcollective', 'bob.privileged.choria', 'bob.privileged.mcollective'])('refuses the client-like CN %s with the default deny list, logging it', async (cn) => {
-    const lines: string[] = [];
-    const logger = pino({ level: 'error' }, new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }));
-    const reply = await csr(cn);
-    expect(() => validateCsr(reply, cn, defaults, logger)).toThrow(new CsrValidationError(`${cn} matches denied certificate pattern`));
-    expect(lines.join('')).toContain(`Denying CSR with name ${cn}`);
-  });
+  it.each(['bob.choria', 'bob.mcollective', 'bob.privileged.choria', 'bob.privileged.mcollective'])(
+    'refuses the client-like CN %s with the default deny list, logging it',
+    async (cn) => {
+      const lines: string[] = [];
+      const logger = pino({ level: 'error' }, new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }));
+      const reply = await csr(cn);
+      expect(() => validateCsr(reply, cn, defaults, logger)).toThrow(new CsrValidationError(`${cn} matches denied certificate pattern`));
+      expect(lines.join('')).toContain(`Denying CSR with name ${cn}`);
+    },
+  );
 
   it('refuses a denied DNS name', async () => {
     const reply = await csr('n1.example.net', ['n1.example.net', 'admin.privileged.choria']);
-    expect(() => validateCsr(reply, 'n1.example.net', defaults)).toThrow(new CsrValidationError('admin.privileged.choria matches denied certificate pattern'));
+    expect(() => validateCsr(reply, 'n1.example.net', defaults)).toThrow(
+      new CsrValidationError('admin.privileged.choria matches denied certificate pattern'),
+    );
   });
 
   it('uses a configured deny list instead of the default', async () => {
@@ -64,7 +75,11 @@ describe('validateCsr (host_test.go validateCSR, plus P12)', () => {
 
   it.each([
     ['text without a PEM block', 'hello', 'could not parse CSR: no PEM block found'],
-    ['a PEM block of garbage', '-----BEGIN CERTIFICATE REQUEST-----\nbm90IGEgY3Ny\n-----END CERTIFICATE REQUEST-----\n', /^could not parse CSR: /],
+    [
+      'a PEM block of garbage',
+      '-----BEGIN CERTIFICATE REQUEST-----\nbm90IGEgY3Ny\n-----END CERTIFICATE REQUEST-----\n',
+      /^could not parse CSR: /,
+    ],
     ['a truncated PEM block', '-----BEGIN CERTIFICATE REQUEST-----\nMIIC\n', 'could not parse CSR: no PEM block found'],
   ])('refuses %s with a clear error, never a crash (P12)', (_what, text, message) => {
     expect(() => validateCsr({ csr: text, public_key: '', ssldir: '' }, 'n1', defaults)).toThrow(CsrValidationError);
@@ -73,7 +88,7 @@ describe('validateCsr (host_test.go validateCSR, plus P12)', () => {
 });
 
 describe('CertDenyList', () => {
-  it('defaults to upstream\'s four patterns when empty', () => {
+  it("defaults to upstream's four patterns when empty", () => {
     expect(new CertDenyList([]).entries).toEqual([...DEFAULT_CERT_DENY_LIST]);
     expect(defaults.match('n1.example.net')).toBeUndefined();
     expect(defaults.match('x.privileged.choria')).toBe('\\.privileged.choria$');

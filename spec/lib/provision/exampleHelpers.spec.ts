@@ -18,10 +18,18 @@ describe('the sample helpers in examples/helpers', () => {
 
   describe('minimal-helper', () => {
     it('configures the node out of provisioning mode, with the brokers and upgrade from its environment', async () => {
-      const runner = new HelperRunner({ command: MINIMAL, env: { ...process.env, RXFLEET_HELPER_BROKERS: 'nats://b1:4222,nats://b2:4222', RXFLEET_HELPER_UPGRADE: '0.29.1' } });
+      const runner = new HelperRunner({
+        command: MINIMAL,
+        env: { ...process.env, RXFLEET_HELPER_BROKERS: 'nats://b1:4222,nats://b2:4222', RXFLEET_HELPER_UPGRADE: '0.29.1' },
+      });
       const response = await runner.run(buildHelperInput({ identity: 'n1.example.net', inventory: { version: '0.29.0' } }));
       expect(response).toMatchObject({ defer: false, shutdown: false, msg: 'configured n1.example.net', upgrade: '0.29.1' });
-      expect(response.configuration).toEqual({ identity: 'n1.example.net', 'plugin.choria.server.provision': 'false', 'plugin.choria.middleware_hosts': 'nats://b1:4222,nats://b2:4222', loglevel: 'info' });
+      expect(response.configuration).toEqual({
+        identity: 'n1.example.net',
+        'plugin.choria.server.provision': 'false',
+        'plugin.choria.middleware_hosts': 'nats://b1:4222,nats://b2:4222',
+        loglevel: 'info',
+      });
     });
 
     it('defers a request it cannot use', async () => {
@@ -33,10 +41,17 @@ describe('the sample helpers in examples/helpers', () => {
   });
 
   describe('ed25519-helper', () => {
-    const input = buildHelperInput({ identity: 'n1.example.net', ed25519: { public_key: NODE_KEY, directory: '/etc/choria', signature: 'ab' }, inventory: { version: '0.29.0', upgradable: true } });
+    const input = buildHelperInput({
+      identity: 'n1.example.net',
+      ed25519: { public_key: NODE_KEY, directory: '/etc/choria', signature: 'ab' },
+      inventory: { version: '0.29.0', upgradable: true },
+    });
 
     it('configures the choria security provider and returns server claims the provisioner signs with', async () => {
-      const runner = new HelperRunner({ command: ED25519, env: { ...process.env, RXFLEET_HELPER_ISSUER: ISSUER, RXFLEET_HELPER_YEARS: '2' } });
+      const runner = new HelperRunner({
+        command: ED25519,
+        env: { ...process.env, RXFLEET_HELPER_ISSUER: ISSUER, RXFLEET_HELPER_YEARS: '2' },
+      });
       const response = await runner.run(input);
       expect(response.defer).toBe(false);
       expect(response.configuration).toMatchObject({
@@ -50,7 +65,14 @@ describe('the sample helpers in examples/helpers', () => {
       expect(response.serverClaims?.permissions).toEqual({ streams: true, submission: true });
       // exp is absolute, two years out: the server JWT expires then, not at server_jwt_validity.
       const now = Date.now();
-      const claims = buildServerClaims({ identity: 'n1.example.net', ed25519PublicKey: NODE_KEY, configuration: response.configuration, serverClaims: response.serverClaims, defaultValidityMs: 3_600_000 * 24 * 365, now: () => now });
+      const claims = buildServerClaims({
+        identity: 'n1.example.net',
+        ed25519PublicKey: NODE_KEY,
+        configuration: response.configuration,
+        serverClaims: response.serverClaims,
+        defaultValidityMs: 3_600_000 * 24 * 365,
+        now: () => now,
+      });
       expect(claims.exp).toBe(response.serverClaims?.exp);
       expect(claims.exp - claims.iat).toBeGreaterThan(729 * 24 * 3600);
       expect(claims.collectives).toEqual(['choria']);
@@ -60,11 +82,16 @@ describe('the sample helpers in examples/helpers', () => {
       const environment: NodeJS.ProcessEnv = { ...process.env };
       delete environment.RXFLEET_HELPER_ISSUER;
       const response = await new HelperRunner({ command: ED25519, env: environment }).run(input);
-      expect(response).toMatchObject({ defer: true, msg: 'RXFLEET_HELPER_ISSUER is not set: the helper needs the Organisation Issuer public key' });
+      expect(response).toMatchObject({
+        defer: true,
+        msg: 'RXFLEET_HELPER_ISSUER is not set: the helper needs the Organisation Issuer public key',
+      });
     });
 
     it('defers a request without an ed25519 public key (the ed25519 feature off)', async () => {
-      const response = await new HelperRunner({ command: ED25519, env: { ...process.env, RXFLEET_HELPER_ISSUER: ISSUER } }).run(buildHelperInput({ identity: 'n1' }));
+      const response = await new HelperRunner({ command: ED25519, env: { ...process.env, RXFLEET_HELPER_ISSUER: ISSUER } }).run(
+        buildHelperInput({ identity: 'n1' }),
+      );
       expect(response).toMatchObject({ defer: true, msg: 'No ed25519 public key received' });
     });
   });

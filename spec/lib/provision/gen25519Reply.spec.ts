@@ -16,7 +16,11 @@ describe('newGen25519Nonce', () => {
 
 describe('validateGen25519Reply', () => {
   it('accepts a reply whose signature of the nonce verifies, returning the helper input', () => {
-    expect(validateGen25519Reply({ public_key: pk, directory: '/etc/choria', signature, extra: 1 }, nonce)).toEqual({ public_key: pk, directory: '/etc/choria', signature });
+    expect(validateGen25519Reply({ public_key: pk, directory: '/etc/choria', signature, extra: 1 }, nonce)).toEqual({
+      public_key: pk,
+      directory: '/etc/choria',
+      signature,
+    });
   });
 
   it.each([

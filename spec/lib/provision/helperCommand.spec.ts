@@ -8,11 +8,14 @@ describe('splitHelperCommand (go-shellquote semantics)', () => {
     ['/bin/h c\\ d \\"e\\"', ['/bin/h', 'c d', '"e"']],
     ['"/path with space/h" --flag=1', ['/path with space/h', '--flag=1']],
     // No expansion of any kind, and nothing is a shell operator.
-    ['/bin/h $HOME ${X} ~/x *.rb a|b c;d e&&f >out <in (g) #h', ['/bin/h', '$HOME', '${X}', '~/x', '*.rb', 'a|b', 'c;d', 'e&&f', '>out', '<in', '(g)', '#h']],
+    [
+      '/bin/h $HOME ${X} ~/x *.rb a|b c;d e&&f >out <in (g) #h',
+      ['/bin/h', '$HOME', '${X}', '~/x', '*.rb', 'a|b', 'c;d', 'e&&f', '>out', '<in', '(g)', '#h'],
+    ],
     ['/bin/h "$HOME `date`"', ['/bin/h', '$HOME `date`']],
     // Inside double quotes a backslash escapes only $ ` " \ and newline.
     ['/bin/h "a\\$b \\"q\\" \\\\ \\n"', ['/bin/h', 'a$b "q" \\ \\n']],
-    ['/bin/h \'it\'\'s\'', ['/bin/h', 'its']],
+    ["/bin/h 'it''s'", ['/bin/h', 'its']],
     ['/bin/h a\\\nb', ['/bin/h', 'ab']],
     ['/bin/h \'\' ""', ['/bin/h', '', '']],
   ])('%j', (command, argv) => {

@@ -7,7 +7,7 @@ describe('buildHelperInput (the Host JSON of §3.1)', () => {
     expect(encodeHelperInput(input)).toBe('{"identity":"n1.example.net","csr":null,"ed25519_pubkey":null,"inventory":"","jwt":null}');
   });
 
-  it('carries the inventory as a JSON string with Go\'s sorted keys, and every part in upstream\'s order', () => {
+  it("carries the inventory as a JSON string with Go's sorted keys, and every part in upstream's order", () => {
     const input = buildHelperInput({
       identity: 'n1',
       csr: { csr: 'PEM', public_key: 'PUB', ssldir: '/etc/choria/ssl' },
@@ -16,9 +16,16 @@ describe('buildHelperInput (the Host JSON of §3.1)', () => {
       jwt: { cht: 's3cret', chs: false, chpd: true, extensions: null, ou: 'choria', purpose: 'choria_provisioning' },
     });
     expect(Object.keys(input)).toEqual(['identity', 'csr', 'ed25519_pubkey', 'inventory', 'jwt']);
-    expect(input.inventory).toBe('{"agents":["rpcutil","choria_provision"],"facts":{"a":{"b":null,"y":true},"z":1},"upgradable":true,"version":"0.29.0"}');
+    expect(input.inventory).toBe(
+      '{"agents":["rpcutil","choria_provision"],"facts":{"a":{"b":null,"y":true},"z":1},"upgradable":true,"version":"0.29.0"}',
+    );
     const decoded = JSON.parse(encodeHelperInput(input));
-    expect(JSON.parse(decoded.inventory)).toEqual({ version: '0.29.0', agents: ['rpcutil', 'choria_provision'], facts: { z: 1, a: { y: true, b: null } }, upgradable: true });
+    expect(JSON.parse(decoded.inventory)).toEqual({
+      version: '0.29.0',
+      agents: ['rpcutil', 'choria_provision'],
+      facts: { z: 1, a: { y: true, b: null } },
+      upgradable: true,
+    });
     expect(decoded.csr).toEqual({ csr: 'PEM', public_key: 'PUB', ssldir: '/etc/choria/ssl' });
     expect(decoded.ed25519_pubkey).toEqual({ public_key: 'ab', directory: '/etc/choria', signature: 'cd' });
     expect(decoded.jwt.cht).toBe('s3cret');
@@ -31,7 +38,9 @@ describe('buildHelperInput (the Host JSON of §3.1)', () => {
 
 describe('stringifySorted', () => {
   it('sorts integer-like keys as strings, like Go, where JSON.stringify would put them first', () => {
-    expect(stringifySorted({ b: 1, 10: 'x', 2: 'y', a: [{ d: 1, c: undefined }, undefined] })).toBe('{"10":"x","2":"y","a":[{"d":1},null],"b":1}');
+    expect(stringifySorted({ b: 1, 10: 'x', 2: 'y', a: [{ d: 1, c: undefined }, undefined] })).toBe(
+      '{"10":"x","2":"y","a":[{"d":1},null],"b":1}',
+    );
   });
 
   it('agrees with JSON.parse on anything JSON can hold', () => {
@@ -49,7 +58,7 @@ describe('the stale-sighting rule (#167)', () => {
     expect(isStaleSighting(5_000, 5_000, interval)).toBe(false);
   });
 
-  it('says how long the node waited, in Go\'s duration format', () => {
+  it("says how long the node waited, in Go's duration format", () => {
     expect(staleSightingError(0, 123_500, interval)).toBe("skipping node that's been waiting 2m3.5s");
     expect(staleSightingError(0, 60_000, interval)).toBeUndefined();
   });

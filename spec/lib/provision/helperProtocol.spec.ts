@@ -12,8 +12,16 @@ describe('the persistent helper protocol', () => {
   });
 
   it('an answer is the per-node output with the id, decoded by the per-node rules', () => {
-    expect(decodeHelperAnswer('{"id":"7","Defer":true,"msg":"later","unknown":1}')).toEqual({ kind: 'answer', id: '7', response: expect.objectContaining({ defer: true, msg: 'later' }) });
-    expect(decodeHelperAnswer('{"id":"7","configuration":{"a":5}}')).toMatchObject({ kind: 'undecodable', id: '7', error: { message: 'json: cannot unmarshal number into field configuration.a of type string' } });
+    expect(decodeHelperAnswer('{"id":"7","Defer":true,"msg":"later","unknown":1}')).toEqual({
+      kind: 'answer',
+      id: '7',
+      response: expect.objectContaining({ defer: true, msg: 'later' }),
+    });
+    expect(decodeHelperAnswer('{"id":"7","configuration":{"a":5}}')).toMatchObject({
+      kind: 'undecodable',
+      id: '7',
+      error: { message: 'json: cannot unmarshal number into field configuration.a of type string' },
+    });
   });
 
   it('a line that cannot be tied to a request is a violation; a blank line is nothing', () => {

@@ -7,13 +7,22 @@ describe('parseIdentityTemplate', () => {
     expect(parseIdentityTemplate(DEFAULT_IDENTITY_TEMPLATE).fill(source)).toEqual({ ok: true, identity: 'web1' });
     expect(parseIdentityTemplate('{name}.{project}.example.net').fill(source)).toEqual({ ok: true, identity: 'web1.p2.example.net' });
     expect(parseIdentityTemplate('{config.user.choria-identity}').fill(source)).toEqual({ ok: true, identity: 'web1.example.net' });
-    expect(parseIdentityTemplate('{ name }.{config.user.dc}.example.net').fill(source)).toEqual({ ok: true, identity: 'web1.ams.example.net' });
+    expect(parseIdentityTemplate('{ name }.{config.user.dc}.example.net').fill(source)).toEqual({
+      ok: true,
+      identity: 'web1.ams.example.net',
+    });
     expect(parseIdentityTemplate('{config.user.dc}-{name}').configKeys).toEqual(['user.dc']);
   });
 
   it('says why an instance maps to no identity: a key not set, or a result no Choria identity can be', () => {
-    expect(parseIdentityTemplate('{config.user.missing}').fill(source)).toEqual({ ok: false, reason: 'its configuration has no user.missing' });
-    expect(parseIdentityTemplate('{config.user.x}').fill({ ...source, config: { 'user.x': '' } })).toEqual({ ok: false, reason: 'its configuration has no user.x' });
+    expect(parseIdentityTemplate('{config.user.missing}').fill(source)).toEqual({
+      ok: false,
+      reason: 'its configuration has no user.missing',
+    });
+    expect(parseIdentityTemplate('{config.user.x}').fill({ ...source, config: { 'user.x': '' } })).toEqual({
+      ok: false,
+      reason: 'its configuration has no user.x',
+    });
     for (const value of ['a b', 'a.*', '.a', 'a.', 'a..b', 'a>']) {
       const result = parseIdentityTemplate('{config.user.x}').fill({ ...source, config: { 'user.x': value } });
       expect(result.ok).toBe(false);

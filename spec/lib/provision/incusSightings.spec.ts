@@ -15,20 +15,47 @@ function instance(options: { running?: boolean; ipv4?: string[]; ipv6?: string[]
     location: 'none',
     profiles: ['default'],
     config: options.config ?? {},
-    interfaces: [{ name: 'eth0', device: 'eth0', project: 'default', network: 'br0', managed: true, ipv4: options.ipv4 ?? [], ipv6: options.ipv6 ?? [] }],
+    interfaces: [
+      {
+        name: 'eth0',
+        device: 'eth0',
+        project: 'default',
+        network: 'br0',
+        managed: true,
+        ipv4: options.ipv4 ?? [],
+        ipv6: options.ipv6 ?? [],
+      },
+    ],
     networks: {},
   };
 }
 
 function event(action: string, name: string, extra: Partial<EventPayload> = {}): EventPayload {
-  return { version: 1, action, kind: 'instance', project: 'default', name, status: 'ok', origin: 'incus', received: '2026-01-01T00:00:00.000Z', enriched: [], project_config: {}, ...extra };
+  return {
+    version: 1,
+    action,
+    kind: 'instance',
+    project: 'default',
+    name,
+    status: 'ok',
+    origin: 'incus',
+    received: '2026-01-01T00:00:00.000Z',
+    enriched: [],
+    project_config: {},
+    ...extra,
+  };
 }
 
-const up = (action: string, name: string, extra: Partial<EventPayload> = {}): EventPayload => event(action, name, { instance: instance({ ipv4: ['10.0.0.5'] }), ...extra });
+const up = (action: string, name: string, extra: Partial<EventPayload> = {}): EventPayload =>
+  event(action, name, { instance: instance({ ipv4: ['10.0.0.5'] }), ...extra });
 const noAddress = (action: string, name: string): EventPayload => event(action, name, { instance: instance() });
 const stopped = (action: string, name: string): EventPayload => event(action, name, { instance: instance({ running: false }) });
 
-const everything = { projects: parseProjectsServed(undefined), instances: parseInstancesServed(undefined), identity: parseIdentityTemplate('{name}') };
+const everything = {
+  projects: parseProjectsServed(undefined),
+  instances: parseInstancesServed(undefined),
+  identity: parseIdentityTemplate('{name}'),
+};
 
 /** Runs `events` through the operator at once, returning what it emitted and every decision's `name result`. */
 function decide(events: EventPayload[], feed = everything): { sighted: string[]; decisions: string[] } {
@@ -65,12 +92,16 @@ describe('incusSightings', () => {
   });
 
   it('a start without an address is sighted by the update that brings it (a repair, a late lease), once', () => {
-    const { sighted, decisions } = decide([noAddress('instance-started', 'c1'), up('instance-updated', 'c1', { origin: 'repair' }), up('instance-updated', 'c1')]);
+    const { sighted, decisions } = decide([
+      noAddress('instance-started', 'c1'),
+      up('instance-updated', 'c1', { origin: 'repair' }),
+      up('instance-updated', 'c1'),
+    ]);
     expect(sighted).toEqual(['c1']);
     expect(decisions).toEqual(['c1 not_up', 'c1 sighted', 'c1 already_up']);
   });
 
-  it('an update about an instance never seen is a running fleet announced (the enricher\'s first round), not a start', () => {
+  it("an update about an instance never seen is a running fleet announced (the enricher's first round), not a start", () => {
     const { sighted, decisions } = decide([up('instance-updated', 'old', { origin: 'round' }), up('instance-updated', 'old')]);
     expect(sighted).toEqual([]);
     expect(decisions).toEqual(['old already_up', 'old already_up']);
@@ -85,7 +116,10 @@ describe('incusSightings', () => {
       event('instance-paused', 'c1', { instance: { ...instance({ ipv4: ['10.0.0.5'] }), running: false, status: 'Frozen' } }),
       up('instance-resumed', 'c1'),
     ];
-    expect(decide(events)).toEqual({ sighted: ['c1', 'c1', 'c1'], decisions: ['c1 already_up', 'c1 not_up', 'c1 sighted', 'c1 sighted', 'c1 not_up', 'c1 sighted'] });
+    expect(decide(events)).toEqual({
+      sighted: ['c1', 'c1', 'c1'],
+      decisions: ['c1 already_up', 'c1 not_up', 'c1 sighted', 'c1 sighted', 'c1 not_up', 'c1 sighted'],
+    });
   });
 
   it('a delete forgets the instance and a rename its old name: an update after either is not a start', () => {
@@ -97,16 +131,26 @@ describe('incusSightings', () => {
       { ...stopped('instance-renamed', 'b2'), old_name: 'b' },
       up('instance-updated', 'b'),
     ];
-    expect(decide(events)).toEqual({ sighted: [], decisions: ['a not_up', 'a not_up', 'a already_up', 'b not_up', 'b2 not_up', 'b already_up'] });
+    expect(decide(events)).toEqual({
+      sighted: [],
+      decisions: ['a not_up', 'a not_up', 'a already_up', 'b not_up', 'b2 not_up', 'b already_up'],
+    });
   });
 
   it('a failed read says nothing about the instance: its last state stands', () => {
     const failed = event('instance-updated', 'c1', { status: 'failed', error: 'enricher/read' });
-    expect(decide([stopped('instance-stopped', 'c1'), failed, up('instance-updated', 'c1')])).toEqual({ sighted: ['c1'], decisions: ['c1 not_up', 'c1 not_up', 'c1 sighted'] });
+    expect(decide([stopped('instance-stopped', 'c1'), failed, up('instance-updated', 'c1')])).toEqual({
+      sighted: ['c1'],
+      decisions: ['c1 not_up', 'c1 not_up', 'c1 sighted'],
+    });
   });
 
   it('selects by project (a list, or a marker on the project configuration), by label and by name pattern; the rest is unselected', () => {
-    const feed = { ...everything, projects: parseProjectsServed(['default', 'p2']), instances: parseInstancesServed(['user.choria=provision', 'web-*']) };
+    const feed = {
+      ...everything,
+      projects: parseProjectsServed(['default', 'p2']),
+      instances: parseInstancesServed(['user.choria=provision', 'web-*']),
+    };
     const events = [
       up('instance-started', 'labelled', { instance: instance({ ipv4: ['10.0.0.5'], config: { 'user.choria': 'provision' } }) }),
       up('instance-started', 'web-1', { project: 'p2' }),
@@ -114,30 +158,47 @@ describe('incusSightings', () => {
       up('instance-started', 'web-2', { project: 'p3' }),
       up('instance-started', 'wrong-label', { instance: instance({ ipv4: ['10.0.0.5'], config: { 'user.choria': 'no' } }) }),
     ];
-    expect(decide(events, feed)).toEqual({ sighted: ['labelled', 'web-1'], decisions: ['labelled sighted', 'web-1 sighted', 'db-1 unselected', 'web-2 unselected', 'wrong-label unselected'] });
+    expect(decide(events, feed)).toEqual({
+      sighted: ['labelled', 'web-1'],
+      decisions: ['labelled sighted', 'web-1 sighted', 'db-1 unselected', 'web-2 unselected', 'wrong-label unselected'],
+    });
     const marked = { ...everything, projects: parseProjectsServed('user.choria') };
-    const onMarked = [up('instance-started', 'm1', { project_config: { 'user.choria': 'yes' } }), up('instance-started', 'm2', { project_config: {} }), up('instance-started', 'm3', { project_config: undefined })];
+    const onMarked = [
+      up('instance-started', 'm1', { project_config: { 'user.choria': 'yes' } }),
+      up('instance-started', 'm2', { project_config: {} }),
+      up('instance-started', 'm3', { project_config: undefined }),
+    ];
     expect(decide(onMarked, marked).sighted).toEqual(['m1']);
   });
 
   it('maps each instance through the identity template; one that cannot be mapped is counted unmapped, never sighted', () => {
     const feed = { ...everything, identity: parseIdentityTemplate('{config.user.choria-identity}') };
-    const named = up('instance-started', 'c1', { instance: instance({ ipv4: ['10.0.0.5'], config: { 'user.choria-identity': 'c1.example.net' } }) });
+    const named = up('instance-started', 'c1', {
+      instance: instance({ ipv4: ['10.0.0.5'], config: { 'user.choria-identity': 'c1.example.net' } }),
+    });
     const unnamed = up('instance-started', 'c2');
     const spaced = up('instance-started', 'c3', { instance: instance({ ipv4: ['10.0.0.5'], config: { 'user.choria-identity': 'c 3' } }) });
     const { sighted, decisions } = decide([named, unnamed, spaced], feed);
     expect(sighted).toEqual(['c1.example.net']);
-    expect(decisions).toEqual(['c1 sighted', 'c2 unmapped: its configuration has no user.choria-identity', expect.stringMatching(/^c3 unmapped: "c 3" is not a Choria identity/)]);
+    expect(decisions).toEqual([
+      'c1 sighted',
+      'c2 unmapped: its configuration has no user.choria-identity',
+      expect.stringMatching(/^c3 unmapped: "c 3" is not a Choria identity/),
+    ]);
     const fqdn = { ...everything, identity: parseIdentityTemplate('{name}.{project}.example.net') };
     expect(decide([up('instance-started', 'web1', { project: 'p2' })], fqdn).sighted).toEqual(['web1.p2.example.net']);
   });
 
-  it('keeps rxjs\'s contract: a decision hook that throws errors the output', () => {
+  it("keeps rxjs's contract: a decision hook that throws errors the output", () => {
     newScheduler().run(({ cold, expectObservable }) => {
       const boom = (): never => {
         throw new Error('boom');
       };
-      expectObservable(cold('a|', { a: up('instance-started', 'c1') }).pipe(incusSightings({ feed: everything, onDecision: boom }))).toBe('#', undefined, new Error('boom'));
+      expectObservable(cold('a|', { a: up('instance-started', 'c1') }).pipe(incusSightings({ feed: everything, onDecision: boom }))).toBe(
+        '#',
+        undefined,
+        new Error('boom'),
+      );
     });
   });
 });

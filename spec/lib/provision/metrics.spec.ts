@@ -14,10 +14,29 @@ describe('ProvisionerMetrics', () => {
     new ProvisionerMetrics({ registry, site: 'TEST' });
     const lines = samples(await registry.metrics());
     const expected = [
-      ...['discovered', 'event_discovered', 'incus_discovered', 'discover_cycles', 'discovery_errors', 'provision_errors', 'busy_workers', 'provisioned', 'work_queue_entries', 'waiting_nodes', 'paused', 'helper_errors', 'helper_shutdown_requests', 'lock_refusals_total'].map((n) => `choria_provisioner_${n}{site="TEST"} 0`),
+      ...[
+        'discovered',
+        'event_discovered',
+        'incus_discovered',
+        'discover_cycles',
+        'discovery_errors',
+        'provision_errors',
+        'busy_workers',
+        'provisioned',
+        'work_queue_entries',
+        'waiting_nodes',
+        'paused',
+        'helper_errors',
+        'helper_shutdown_requests',
+        'lock_refusals_total',
+      ].map((n) => `choria_provisioner_${n}{site="TEST"} 0`),
       'choria_provisioner_helper_time_sum{site="TEST"} 0',
       'choria_provisioner_helper_time_count{site="TEST"} 0',
-      ...PROVISIONER_RPCS.flatMap((rpc) => [`choria_provisioner_rpc_time_sum{site="TEST",rpc="${rpc}"} 0`, `choria_provisioner_rpc_time_count{site="TEST",rpc="${rpc}"} 0`, `choria_provisioner_rpc_errors{site="TEST",rpc="${rpc}"} 0`]),
+      ...PROVISIONER_RPCS.flatMap((rpc) => [
+        `choria_provisioner_rpc_time_sum{site="TEST",rpc="${rpc}"} 0`,
+        `choria_provisioner_rpc_time_count{site="TEST",rpc="${rpc}"} 0`,
+        `choria_provisioner_rpc_errors{site="TEST",rpc="${rpc}"} 0`,
+      ]),
       'choria_provisioner_admission_refused_total{site="TEST",reason="held"} 0',
       'choria_provisioner_admission_refused_total{site="TEST",reason="full"} 0',
       'choria_provisioner_malformed_input_total{site="TEST",source="lifecycle_event"} 0',
@@ -27,7 +46,9 @@ describe('ProvisionerMetrics', () => {
       'choria_provisioner_readmissions_total{site="TEST",via="discovery"} 0',
       'choria_provisioner_readmissions_total{site="TEST",via="event"} 0',
       'choria_provisioner_readmissions_total{site="TEST",via="incus"} 0',
-      ...['sighted', 'already_up', 'not_up', 'unselected', 'unmapped'].map((result) => `choria_provisioner_incus_events_total{site="TEST",result="${result}"} 0`),
+      ...['sighted', 'already_up', 'not_up', 'unselected', 'unmapped'].map(
+        (result) => `choria_provisioner_incus_events_total{site="TEST",result="${result}"} 0`,
+      ),
       'choria_provisioner_unexpected_replies_total{site="TEST",reason="unsolicited"} 0',
       'choria_provisioner_unexpected_replies_total{site="TEST",reason="stranger"} 0',
     ];
@@ -157,18 +178,31 @@ describe('the exposition under promtool check metrics', () => {
     expect(findings.sort()).toEqual([...UPSTREAM_NAME_FINDINGS].sort());
   });
 
-  it('with prom-client\'s process and Node.js series beside them (the daemon\'s registry), still only those findings', async () => {
+  it("with prom-client's process and Node.js series beside them (the daemon's registry), still only those findings", async () => {
     const registry = new Registry();
     new ProvisionerMetrics({ registry, site: 'TEST' });
     new ElectionMetrics({ registry, election: 'provisioner', identity: 'p1' });
     collectDefaultMetrics({ register: registry });
     const text = await registry.metrics();
-    for (const series of ['process_resident_memory_bytes', 'process_cpu_seconds_total', 'nodejs_heap_size_used_bytes', 'nodejs_eventloop_lag_seconds']) expect(text).toMatch(new RegExp(`^${series} `, 'm'));
+    for (const series of [
+      'process_resident_memory_bytes',
+      'process_cpu_seconds_total',
+      'nodejs_heap_size_used_bytes',
+      'nodejs_eventloop_lag_seconds',
+    ])
+      expect(text).toMatch(new RegExp(`^${series} `, 'm'));
     const { code, output } = await promtool(text);
     expect([0, 3]).toContain(code);
     // prom-client names three of its gauges `_total`; those are its names, as the counters are upstream's.
-    const promClientGauges = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'].map((n) => `${n} non-counter metrics should not have "_total" suffix`);
-    expect(output.split('\n').filter((l) => l.trim() !== '').sort()).toEqual([...UPSTREAM_NAME_FINDINGS, ...promClientGauges].sort());
+    const promClientGauges = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'].map(
+      (n) => `${n} non-counter metrics should not have "_total" suffix`,
+    );
+    expect(
+      output
+        .split('\n')
+        .filter((l) => l.trim() !== '')
+        .sort(),
+    ).toEqual([...UPSTREAM_NAME_FINDINGS, ...promClientGauges].sort());
   });
 
   it('would catch a broken exposition', async () => {

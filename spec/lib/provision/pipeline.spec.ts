@@ -77,7 +77,15 @@ describe('provisionPipeline', () => {
       }).pipe(map(summary));
       expectObservable(result, '25ms !').toBe('15ms a', { a: 'n1:done' });
     });
-    expect(log).toEqual(['0 skip discovery', '2 dropped n2 via event', '10 skip discovery', '15 discover', '15 admit n1 via discovery', '20 discover', '20 refuse n1 held']);
+    expect(log).toEqual([
+      '0 skip discovery',
+      '2 dropped n2 via event',
+      '10 skip discovery',
+      '15 discover',
+      '15 admit n1 via discovery',
+      '20 discover',
+      '20 refuse n1 held',
+    ]);
   });
 
   it('drops what a discovery round already in flight finds once the instance is paused', () => {
@@ -127,7 +135,13 @@ describe('provisionPipeline', () => {
       }).pipe(map(summary));
       // n1 was already running and finishes; n2 and n3 were queued at the reset and are skipped
       // when the worker reaches them; the round at 10 is dropped (paused); winning at 12 admits all.
-      expectObservable(result, '25ms !').toBe('5ms (abc) 7ms d 4ms e', { a: 'n1:done', b: 'n2:skipped', c: 'n3:skipped', d: 'n1:done', e: 'n2:done' });
+      expectObservable(result, '25ms !').toBe('5ms (abc) 7ms d 4ms e', {
+        a: 'n1:done',
+        b: 'n2:skipped',
+        c: 'n3:skipped',
+        d: 'n1:done',
+        e: 'n2:done',
+      });
     });
     expect(provisioned).toEqual(['0 n1', '12 n1', '17 n2', '22 n3']);
   });
@@ -137,7 +151,11 @@ describe('provisionPipeline', () => {
     const { hooks, log } = recorder(scheduler);
     let round = 0;
     scheduler.run(({ cold, hot }) => {
-      const outcomes: Record<string, CycleOutcome> = { bad: failed(new Error('configure failed')), up: done('upgraded'), ok: done('provisioned') };
+      const outcomes: Record<string, CycleOutcome> = {
+        bad: failed(new Error('configure failed')),
+        up: done('upgraded'),
+        ok: done('provisioned'),
+      };
       // Sightings inside the 30-frame window: only a held key refuses them.
       const events = hot('-----(xyz)----------o', { x: 'bad', y: 'up', z: 'ok', o: 'ok' });
       const sub = provisionPipeline({
@@ -184,7 +202,11 @@ describe('provisionPipeline', () => {
       scheduler.schedule(() => sub.unsubscribe(), 20);
     });
     // Refused while held at 6 (held for 10, not the 3 of a provisioned node); free again at 14.
-    expect(log.filter((l) => !l.endsWith('discover'))).toEqual(['0 admit owned via event', '6 refuse owned held', '14 admit owned via event']);
+    expect(log.filter((l) => !l.endsWith('discover'))).toEqual([
+      '0 admit owned via event',
+      '6 refuse owned held',
+      '14 admit owned via event',
+    ]);
   });
 
   it('a discoverNow emission starts a round at once, as a won election does, unless paused', () => {
@@ -234,7 +256,12 @@ describe('provisionPipeline', () => {
       scheduler.schedule(() => sub.unsubscribe(), 20);
     });
     expect(around).toEqual(['0 mine', '1 theirs', '6 theirs']);
-    expect(log.filter((l) => !l.endsWith('discover'))).toEqual(['0 admit mine via event', '1 admit theirs via event', '5 refuse mine held', '6 admit theirs via event']);
+    expect(log.filter((l) => !l.endsWith('discover'))).toEqual([
+      '0 admit mine via event',
+      '1 admit theirs via event',
+      '5 refuse mine held',
+      '6 admit theirs via event',
+    ]);
   });
 
   it('re-admits a node whose sighting is older than the interval while its cycle still runs (DECISIONS P1)', () => {
@@ -260,7 +287,7 @@ describe('provisionPipeline', () => {
     expect(starts.slice(0, 2)).toEqual(['0 slow', '10 slow']);
   });
 
-  it('marks a re-admission as such, so upstream\'s discovered counts each node once while it is held', () => {
+  it("marks a re-admission as such, so upstream's discovered counts each node once while it is held", () => {
     const scheduler = newScheduler();
     const { hooks, log } = recorder(scheduler);
     scheduler.run(({ cold, hot }) => {
@@ -358,7 +385,15 @@ describe('provisionPipeline', () => {
         }).pipe(map(summary));
         expectObservable(result, '14ms !').toBe('12ms a', { a: 'web1:done' });
       });
-      expect(log).toEqual(['0 discover', '2 admit web1 via incus', '4 refuse web1 held', '6 discover', '6 refuse web1 held', '12 discover', '12 refuse web1 held']);
+      expect(log).toEqual([
+        '0 discover',
+        '2 admit web1 via incus',
+        '4 refuse web1 held',
+        '6 discover',
+        '6 refuse web1 held',
+        '12 discover',
+        '12 refuse web1 held',
+      ]);
     });
 
     it('drops Incus sightings while paused, like any other, and stops reading them on stop', () => {

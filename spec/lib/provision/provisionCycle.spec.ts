@@ -6,7 +6,13 @@ import { join } from 'node:path';
 import { Observable } from 'rxjs';
 import { PauseGate } from '@rxfleet/operators';
 import { ActionSpec } from '../../../lib/choria/agents';
-import { NoRespondersError, ProvisioningLockError, RpcConnectionLostError, RpcStatusError, RpcTimeoutError } from '../../../lib/choria/errors';
+import {
+  NoRespondersError,
+  ProvisioningLockError,
+  RpcConnectionLostError,
+  RpcStatusError,
+  RpcTimeoutError,
+} from '../../../lib/choria/errors';
 import { decryptPrivateKey, generateX25519KeyPair } from '../../../lib/choria/keyTransport';
 import { decodeJwt } from 'jose';
 import { ProvisionerConfig, parseProvisionerConfig, requireValidConfig } from '../../../lib/provision/config';
@@ -26,7 +32,12 @@ function scriptedClient(script: Script) {
   return {
     attempts,
     rpcs: () => attempts.map((a) => a.rpc),
-    call<I extends object, O>(spec: ActionSpec<I, O>, _identity: string, input: I, options: { signal?: AbortSignal } = {}): Observable<{ data: O; statuscode: number; statusmsg: string }> {
+    call<I extends object, O>(
+      spec: ActionSpec<I, O>,
+      _identity: string,
+      input: I,
+      options: { signal?: AbortSignal } = {},
+    ): Observable<{ data: O; statuscode: number; statusmsg: string }> {
       return new Observable((subscriber) => {
         const n = (counts.get(spec.rpc) ?? 0) + 1;
         counts.set(spec.rpc, n);
@@ -66,7 +77,21 @@ const helperReturning = (response: Partial<HelperResponse>, inputs: HelperInput[
   inputs,
   run: async (input: HelperInput) => {
     inputs.push(input);
-    return { defer: false, shutdown: false, msg: '', configuration: { ...CONFIGURATION }, actionPolicies: {}, opaPolicies: {}, certificate: '', ca: '', key: '', ssldir: '', serverClaims: undefined, upgrade: '', ...response };
+    return {
+      defer: false,
+      shutdown: false,
+      msg: '',
+      configuration: { ...CONFIGURATION },
+      actionPolicies: {},
+      opaPolicies: {},
+      certificate: '',
+      ca: '',
+      key: '',
+      ssldir: '',
+      serverClaims: undefined,
+      upgrade: '',
+      ...response,
+    };
   },
 });
 
@@ -95,7 +120,8 @@ describe('ProvisionCycle', () => {
   let seedFile: string;
   const fast = { backoffMs: [1], random: () => 0, files: nodeSiteFiles };
 
-  const config = (yaml: string[] = []): ProvisionerConfig => requireValidConfig(parseProvisionerConfig(['helper: /bin/true', 'token: s3cret', ...yaml].join('\n')));
+  const config = (yaml: string[] = []): ProvisionerConfig =>
+    requireValidConfig(parseProvisionerConfig(['helper: /bin/true', 'token: s3cret', ...yaml].join('\n')));
 
   beforeAll(async () => {
     keys = await createFleetKeys({ claims: { token: 's3cret', allowUpdates: true } });
@@ -132,13 +158,18 @@ describe('ProvisionCycle', () => {
     expect(client.attempts[2].input).toEqual({ token: 's3cret', splay: 1 });
     expect(helper.inputs[0]).toMatchObject({ identity: 'n1.example.net', csr: null, ed25519_pubkey: null, jwt: null });
     // The inventory reply as a JSON string, keys sorted as Go sorts them.
-    expect(helper.inputs[0].inventory).toBe('{"agents":["choria_provision"],"collectives":["provisioning"],"upgradable":true,"version":"0.29.4"}');
+    expect(helper.inputs[0].inventory).toBe(
+      '{"agents":["choria_provision"],"collectives":["provisioning"],"upgradable":true,"version":"0.29.4"}',
+    );
     expect(metrics.log).toEqual(['time rpcutil#inventory', 'time choria_provision#configure', 'time choria_provision#restart']);
   });
 
   it('ed25519 (with jwt): jwt, gen25519, inventory, the helper with both, a signed server JWT in configure', async () => {
     const client = scriptedClient(node(keys));
-    const helper = helperReturning({ configuration: { ...CONFIGURATION, 'plugin.security.provider': 'choria' }, serverClaims: { permissions: { streams: true } } });
+    const helper = helperReturning({
+      configuration: { ...CONFIGURATION, 'plugin.security.provider': 'choria' },
+      serverClaims: { permissions: { streams: true } },
+    });
     const cycle = new ProvisionCycle({
       config: config(['features: {ed25519: true}', `jwt_verify_cert: ${keys.jwtVerifyKey}`, `jwt_signing_key: ${seedFile}`]),
       client,
@@ -147,13 +178,25 @@ describe('ProvisionCycle', () => {
       ...fast,
     });
     expect(await cycle.run(sighting)).toBe('provisioned');
-    expect(client.rpcs()).toEqual(['choria_provision#jwt', 'choria_provision#gen25519', 'rpcutil#inventory', 'choria_provision#configure', 'choria_provision#restart']);
+    expect(client.rpcs()).toEqual([
+      'choria_provision#jwt',
+      'choria_provision#gen25519',
+      'rpcutil#inventory',
+      'choria_provision#configure',
+      'choria_provision#restart',
+    ]);
     expect(client.attempts[1].input).toMatchObject({ token: 's3cret', nonce: expect.stringMatching(/^[0-9a-f]{32}$/) });
     const input = helper.inputs[0];
     expect(input.jwt).toMatchObject({ cht: 's3cret', purpose: 'choria_provisioning' });
     expect(input.ed25519_pubkey?.public_key).toBe(keys.ed25519().publicKeyHex);
     const serverJwt = String(client.attempts[3].input.server_jwt);
-    expect(decodeJwt(serverJwt)).toMatchObject({ identity: 'n1.example.net', collectives: ['choria'], purpose: 'choria_server', public_key: keys.ed25519().publicKeyHex, permissions: { streams: true } });
+    expect(decodeJwt(serverJwt)).toMatchObject({
+      identity: 'n1.example.net',
+      collectives: ['choria'],
+      purpose: 'choria_server',
+      public_key: keys.ed25519().publicKeyHex,
+      permissions: { streams: true },
+    });
   });
 
   it('pki: gencsr (one try) with the identity as CN; the CSR reply is handed to the helper and its ssldir wins in configure', async () => {
@@ -164,17 +207,39 @@ describe('ProvisionCycle', () => {
     expect(await cycle.run(sighting)).toBe('provisioned');
     expect(client.attempts.find((a) => a.rpc === 'choria_provision#gencsr')?.input).toEqual({ token: 's3cret', cn: 'n1.example.net' });
     expect(helper.inputs[0].csr?.csr).toBe(csr);
-    expect(client.attempts.find((a) => a.rpc === 'choria_provision#configure')?.input).toMatchObject({ certificate: 'CERT', ca: 'CA', ssldir: '/etc/choria/ssl' });
+    expect(client.attempts.find((a) => a.rpc === 'choria_provision#configure')?.input).toMatchObject({
+      certificate: 'CERT',
+      ca: 'CA',
+      ssldir: '/etc/choria/ssl',
+    });
   });
 
   it('bad input from the node is a clear error for that node, never a crash (P12): a malformed CSR, a short ed25519 key, a JWT that does not verify', async () => {
     const run = (features: string[], overrides: Record<string, Answer>) =>
-      new ProvisionCycle({ config: config([...features, `jwt_verify_cert: ${keys.jwtVerifyKey}`, `jwt_signing_key: ${seedFile}`]), client: scriptedClient(node(keys, overrides)), helper: helperReturning({}), clock, ...fast }).run(sighting);
-    await expect(run(['features: {pki: true}'], { 'choria_provision#gencsr': { csr: '-----BEGIN CERTIFICATE REQUEST-----\nnot base64!\n-----END CERTIFICATE REQUEST-----\n', public_key: '', ssldir: '' } })).rejects.toMatchObject({
+      new ProvisionCycle({
+        config: config([...features, `jwt_verify_cert: ${keys.jwtVerifyKey}`, `jwt_signing_key: ${seedFile}`]),
+        client: scriptedClient(node(keys, overrides)),
+        helper: helperReturning({}),
+        clock,
+        ...fast,
+      }).run(sighting);
+    await expect(
+      run(['features: {pki: true}'], {
+        'choria_provision#gencsr': {
+          csr: '-----BEGIN CERTIFICATE REQUEST-----\nnot base64!\n-----END CERTIFICATE REQUEST-----\n',
+          public_key: '',
+          ssldir: '',
+        },
+      }),
+    ).rejects.toMatchObject({
       step: 'gencsr',
       message: expect.stringMatching(/^could not provision n1\.example\.net: could not parse CSR/),
     });
-    await expect(run(['features: {ed25519: true}'], { 'choria_provision#gen25519': { public_key: 'abcd', directory: '/etc/choria', signature: 'ab'.repeat(64) } })).rejects.toMatchObject({
+    await expect(
+      run(['features: {ed25519: true}'], {
+        'choria_provision#gen25519': { public_key: 'abcd', directory: '/etc/choria', signature: 'ab'.repeat(64) },
+      }),
+    ).rejects.toMatchObject({
       step: 'gen25519',
       message: 'could not fetch ed25519 public key: invalid public key received: 2 bytes, expected 32',
     });
@@ -193,7 +258,13 @@ describe('ProvisionCycle', () => {
       const { csr, publicKey } = await keys.csr(cn);
       const helper = helperReturning({});
       const identity = cn === 'other.example.net' ? 'n1.example.net' : cn;
-      const cycle = new ProvisionCycle({ config: config(['features: {pki: true}']), client: scriptedClient(node(keys, { 'choria_provision#gencsr': { csr, public_key: publicKey, ssldir: '' } })), helper, clock, ...fast });
+      const cycle = new ProvisionCycle({
+        config: config(['features: {pki: true}']),
+        client: scriptedClient(node(keys, { 'choria_provision#gencsr': { csr, public_key: publicKey, ssldir: '' } })),
+        helper,
+        clock,
+        ...fast,
+      });
       await expect(cycle.run({ identity, sightedAt: 0 })).rejects.toMatchObject({ message: `could not provision ${identity}: ${why}` });
       expect(helper.inputs).toEqual([]);
     }
@@ -201,50 +272,100 @@ describe('ProvisionCycle', () => {
 
   it('a sighting older than twice the interval is refused before any RPC', async () => {
     const client = scriptedClient(node(keys));
-    const cycle = new ProvisionCycle({ config: config(['interval: 1m']), client, helper: helperReturning({}), clock: () => 120_001, ...fast });
+    const cycle = new ProvisionCycle({
+      config: config(['interval: 1m']),
+      client,
+      helper: helperReturning({}),
+      clock: () => 120_001,
+      ...fast,
+    });
     await expect(cycle.run(sighting)).rejects.toMatchObject({ step: 'stale', message: "skipping node that's been waiting 2m0.001s" });
     expect(client.attempts).toEqual([]);
   });
 
   it('each RPC is retried up to its tries; rpc_time per attempt, rpc_errors once per failed call; the error names the action and attempts', async () => {
     const failure = (rpc: string) => new RpcStatusError(rpc, 'n1.example.net', 5, 'simulated failure');
-    const flaky = scriptedClient((rpc, input, attempt) => (rpc === 'rpcutil#inventory' && attempt < 3 ? failure(rpc) : rpc === 'choria_provision#configure' ? failure(rpc) : node(keys)(rpc, input, attempt)));
+    const flaky = scriptedClient((rpc, input, attempt) =>
+      rpc === 'rpcutil#inventory' && attempt < 3
+        ? failure(rpc)
+        : rpc === 'choria_provision#configure'
+          ? failure(rpc)
+          : node(keys)(rpc, input, attempt),
+    );
     const metrics = recordingMetrics();
     const cycle = new ProvisionCycle({ config: config(), client: flaky, helper: helperReturning({}), metrics, clock, ...fast });
     await expect(cycle.run(sighting)).rejects.toMatchObject({
       step: 'configure',
-      message: 'configuration failed: choria_provision#configure failed after 5 attempts: invalid response from n1.example.net: simulated failure (5)',
+      message:
+        'configuration failed: choria_provision#configure failed after 5 attempts: invalid response from n1.example.net: simulated failure (5)',
     });
     expect(flaky.rpcs()).toEqual([...Array(3).fill('rpcutil#inventory'), ...Array(5).fill('choria_provision#configure')]);
-    expect(metrics.log).toEqual([...Array(3).fill('time rpcutil#inventory'), ...Array(5).fill('time choria_provision#configure'), 'error choria_provision#configure']);
+    expect(metrics.log).toEqual([
+      ...Array(3).fill('time rpcutil#inventory'),
+      ...Array(5).fill('time choria_provision#configure'),
+      'error choria_provision#configure',
+    ]);
   });
 
   it('a restart whose reply was lost with the broker, after which the node no longer answers, is provisioned: it restarted', async () => {
     const restart = 'choria_provision#restart';
-    const lostThenGone = (gone: Error) => scriptedClient((rpc, input, attempt) => (rpc !== restart ? node(keys)(rpc, input, attempt) : attempt === 1 ? new RpcConnectionLostError(restart, 'n1') : gone));
+    const lostThenGone = (gone: Error) =>
+      scriptedClient((rpc, input, attempt) =>
+        rpc !== restart ? node(keys)(rpc, input, attempt) : attempt === 1 ? new RpcConnectionLostError(restart, 'n1') : gone,
+      );
     for (const gone of [new NoRespondersError(restart, 'n1'), new RpcTimeoutError(restart, 'n1', 22_000)]) {
       const client = lostThenGone(gone);
       const metrics = recordingMetrics();
-      expect(await new ProvisionCycle({ config: config(), client, helper: helperReturning({}), metrics, clock, ...fast }).run(sighting)).toBe('provisioned');
+      expect(
+        await new ProvisionCycle({ config: config(), client, helper: helperReturning({}), metrics, clock, ...fast }).run(sighting),
+      ).toBe('provisioned');
       // Its tries are all spent first (right after the broker's return the node may not be back
       // yet), and then no RPC error is counted.
       expect(client.rpcs().filter((r) => r === restart)).toHaveLength(3);
       expect(metrics.log).not.toContain(`error ${restart}`);
     }
     // Without a lost reply, a node that does not answer its restart is a failure, as upstream.
-    const silent = scriptedClient((rpc, input, attempt) => (rpc === restart ? new NoRespondersError(restart, 'n1') : node(keys)(rpc, input, attempt)));
-    await expect(new ProvisionCycle({ config: config(), client: silent, helper: helperReturning({}), clock, ...fast }).run(sighting)).rejects.toMatchObject({ step: 'restart' });
+    const silent = scriptedClient((rpc, input, attempt) =>
+      rpc === restart ? new NoRespondersError(restart, 'n1') : node(keys)(rpc, input, attempt),
+    );
+    await expect(
+      new ProvisionCycle({ config: config(), client: silent, helper: helperReturning({}), clock, ...fast }).run(sighting),
+    ).rejects.toMatchObject({ step: 'restart' });
     expect(silent.rpcs().filter((r) => r === restart)).toHaveLength(3);
     // A configure whose reply was lost is sent again and its answer taken: not assumed.
     const configure = 'choria_provision#configure';
-    const lostConfigure = scriptedClient((rpc, input, attempt) => (rpc === configure && attempt === 1 ? new RpcConnectionLostError(configure, 'n1') : rpc === configure ? new NoRespondersError(configure, 'n1') : node(keys)(rpc, input, attempt)));
-    await expect(new ProvisionCycle({ config: config(), client: lostConfigure, helper: helperReturning({}), clock, ...fast }).run(sighting)).rejects.toMatchObject({ step: 'configure' });
+    const lostConfigure = scriptedClient((rpc, input, attempt) =>
+      rpc === configure && attempt === 1
+        ? new RpcConnectionLostError(configure, 'n1')
+        : rpc === configure
+          ? new NoRespondersError(configure, 'n1')
+          : node(keys)(rpc, input, attempt),
+    );
+    await expect(
+      new ProvisionCycle({ config: config(), client: lostConfigure, helper: helperReturning({}), clock, ...fast }).run(sighting),
+    ).rejects.toMatchObject({ step: 'configure' });
   });
 
   it('a provisioning-lock refusal ends the cycle as locked: one attempt, counted as a lock refusal, not an RPC error (P10)', async () => {
-    const client = scriptedClient(node(keys, { 'choria_provision#jwt': new ProvisioningLockError('choria_provision#jwt', 'n1.example.net', 1, 'Could not obtain provisioning lock') }));
+    const client = scriptedClient(
+      node(keys, {
+        'choria_provision#jwt': new ProvisioningLockError(
+          'choria_provision#jwt',
+          'n1.example.net',
+          1,
+          'Could not obtain provisioning lock',
+        ),
+      }),
+    );
     const metrics = recordingMetrics();
-    const cycle = new ProvisionCycle({ config: config(['features: {jwt: true}', `jwt_verify_cert: ${keys.jwtVerifyKey}`]), client, helper: helperReturning({}), metrics, clock, ...fast });
+    const cycle = new ProvisionCycle({
+      config: config(['features: {jwt: true}', `jwt_verify_cert: ${keys.jwtVerifyKey}`]),
+      client,
+      helper: helperReturning({}),
+      metrics,
+      clock,
+      ...fast,
+    });
     expect(await cycle.run(sighting)).toBe('locked');
     expect(client.rpcs()).toEqual(['choria_provision#jwt']);
     expect(metrics.log).toEqual(['time choria_provision#jwt', 'lock refused']);
@@ -253,7 +374,9 @@ describe('ProvisionCycle', () => {
   it('paused before a call: nothing is sent; paused during an attempt: it stops there and nothing follows', async () => {
     const gate = new PauseGate(true);
     const idle = scriptedClient(node(keys));
-    await expect(new ProvisionCycle({ config: config(), client: idle, helper: helperReturning({}), gate, clock, ...fast }).run(sighting)).rejects.toMatchObject({
+    await expect(
+      new ProvisionCycle({ config: config(), client: idle, helper: helperReturning({}), gate, clock, ...fast }).run(sighting),
+    ).rejects.toMatchObject({
       message: 'could not provision n1.example.net: provisioning is paused, cannot perform rpcutil#inventory',
     });
     expect(idle.attempts).toEqual([]);
@@ -264,7 +387,10 @@ describe('ProvisionCycle', () => {
     const run = new ProvisionCycle({ config: config(), client: hanging, helper, gate: open, clock, ...fast }).run(sighting);
     while (!hanging.rpcs().includes('choria_provision#configure')) await new Promise((r) => setImmediate(r));
     open.pause();
-    await expect(run).rejects.toMatchObject({ step: 'configure', message: 'configuration failed: provisioning is paused, cannot perform choria_provision#configure' });
+    await expect(run).rejects.toMatchObject({
+      step: 'configure',
+      message: 'configuration failed: provisioning is paused, cannot perform choria_provision#configure',
+    });
     expect(hanging.rpcs()).toEqual(['rpcutil#inventory', 'choria_provision#configure']);
   });
 
@@ -280,13 +406,25 @@ describe('ProvisionCycle', () => {
 
   it('the helper decides: defer fails the node without configuring it; a helper failure names the helper', async () => {
     const deferClient = scriptedClient(node(keys));
-    await expect(new ProvisionCycle({ config: config(), client: deferClient, helper: helperReturning({ defer: true, msg: 'CA is down' }), clock, ...fast }).run(sighting)).rejects.toMatchObject({
+    await expect(
+      new ProvisionCycle({
+        config: config(),
+        client: deferClient,
+        helper: helperReturning({ defer: true, msg: 'CA is down' }),
+        clock,
+        ...fast,
+      }).run(sighting),
+    ).rejects.toMatchObject({
       step: 'defer',
       message: 'configuration defered: CA is down',
     });
     expect(deferClient.rpcs()).toEqual(['rpcutil#inventory']);
-    const broken = { run: () => Promise.reject(new Error('could not invoke configure helper: could not wait for /bin/false: exit status 1')) };
-    await expect(new ProvisionCycle({ config: config(), client: scriptedClient(node(keys)), helper: broken, clock, ...fast }).run(sighting)).rejects.toMatchObject({
+    const broken = {
+      run: () => Promise.reject(new Error('could not invoke configure helper: could not wait for /bin/false: exit status 1')),
+    };
+    await expect(
+      new ProvisionCycle({ config: config(), client: scriptedClient(node(keys)), helper: broken, clock, ...fast }).run(sighting),
+    ).rejects.toMatchObject({
       step: 'helper',
       message: 'could not invoke configure helper: could not wait for /bin/false: exit status 1',
     });
@@ -295,20 +433,44 @@ describe('ProvisionCycle', () => {
   it('shutdown: the node is told to stop and counted; a non-OK answer is a warning, not a failure, and not retried', async () => {
     const client = scriptedClient(node(keys));
     const metrics = recordingMetrics();
-    expect(await new ProvisionCycle({ config: config(), client, helper: helperReturning({ shutdown: true }), metrics, clock, ...fast }).run(sighting)).toBe('shutdown');
+    expect(
+      await new ProvisionCycle({ config: config(), client, helper: helperReturning({ shutdown: true }), metrics, clock, ...fast }).run(
+        sighting,
+      ),
+    ).toBe('shutdown');
     expect(client.rpcs()).toEqual(['rpcutil#inventory', 'choria_provision#shutdown']);
     expect(client.attempts[1].input).toEqual({ token: 's3cret' });
     expect(metrics.log).toContain('shutdown request');
 
-    const refusing = scriptedClient(node(keys, { 'choria_provision#shutdown': new RpcStatusError('choria_provision#shutdown', 'n1', 2, 'Unknown action shutdown for agent choria_provision') }));
+    const refusing = scriptedClient(
+      node(keys, {
+        'choria_provision#shutdown': new RpcStatusError(
+          'choria_provision#shutdown',
+          'n1',
+          2,
+          'Unknown action shutdown for agent choria_provision',
+        ),
+      }),
+    );
     const quiet = recordingMetrics();
-    expect(await new ProvisionCycle({ config: config(), client: refusing, helper: helperReturning({ shutdown: true }), metrics: quiet, clock, ...fast }).run(sighting)).toBe('shutdown');
+    expect(
+      await new ProvisionCycle({
+        config: config(),
+        client: refusing,
+        helper: helperReturning({ shutdown: true }),
+        metrics: quiet,
+        clock,
+        ...fast,
+      }).run(sighting),
+    ).toBe('shutdown');
     expect(refusing.rpcs()).toEqual(['rpcutil#inventory', 'choria_provision#shutdown']);
     expect(quiet.log).not.toContain('shutdown request');
     expect(quiet.log).not.toContain('error choria_provision#shutdown');
 
     const silent = scriptedClient(node(keys, { 'choria_provision#shutdown': new RpcTimeoutError('choria_provision#shutdown', 'n1', 10) }));
-    await expect(new ProvisionCycle({ config: config(), client: silent, helper: helperReturning({ shutdown: true }), clock, ...fast }).run(sighting)).rejects.toMatchObject({ step: 'shutdown' });
+    await expect(
+      new ProvisionCycle({ config: config(), client: silent, helper: helperReturning({ shutdown: true }), clock, ...fast }).run(sighting),
+    ).rejects.toMatchObject({ step: 'shutdown' });
     expect(silent.rpcs().filter((r) => r === 'choria_provision#shutdown')).toHaveLength(3);
   });
 
@@ -316,20 +478,37 @@ describe('ProvisionCycle', () => {
     const server = generateX25519KeyPair();
     const pem = generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey.export({ format: 'pem', type: 'pkcs1' }).toString();
     const client = scriptedClient(node(keys, {}, server.publicKey.toString('hex')));
-    const cycle = new ProvisionCycle({ config: config(['features: {jwt: true}', `jwt_verify_cert: ${keys.jwtVerifyKey}`]), client, helper: helperReturning({ key: pem, certificate: 'C', ca: 'A', ssldir: '/s' }), clock, ...fast });
+    const cycle = new ProvisionCycle({
+      config: config(['features: {jwt: true}', `jwt_verify_cert: ${keys.jwtVerifyKey}`]),
+      client,
+      helper: helperReturning({ key: pem, certificate: 'C', ca: 'A', ssldir: '/s' }),
+      clock,
+      ...fast,
+    });
     expect(await cycle.run(sighting)).toBe('provisioned');
     const configure = client.attempts.find((a) => a.rpc === 'choria_provision#configure')?.input as { key: string; ecdh_public: string };
     expect(configure.key).toContain('DEK-Info: AES-256-CBC,');
     expect(configure.key).not.toContain(pem.split('\n')[1]);
     expect(decryptPrivateKey(configure.key, configure.ecdh_public, server.privateKey).trim()).toBe(pem.trim());
 
-    const noJwt = new ProvisionCycle({ config: config(), client: scriptedClient(node(keys)), helper: helperReturning({ key: pem }), clock, ...fast });
-    await expect(noJwt.run(sighting)).rejects.toMatchObject({ step: 'private_key', message: 'private key received from helper but server did not start Diffie-Hellman exchange' });
+    const noJwt = new ProvisionCycle({
+      config: config(),
+      client: scriptedClient(node(keys)),
+      helper: helperReturning({ key: pem }),
+      clock,
+      ...fast,
+    });
+    await expect(noJwt.run(sighting)).rejects.toMatchObject({
+      step: 'private_key',
+      message: 'private key received from helper but server did not start Diffie-Hellman exchange',
+    });
   });
 
   it('an empty configuration fails without sending configure', async () => {
     const client = scriptedClient(node(keys));
-    await expect(new ProvisionCycle({ config: config(), client, helper: helperReturning({ configuration: {} }), clock, ...fast }).run(sighting)).rejects.toMatchObject({ message: 'configuration failed: empty configuration' });
+    await expect(
+      new ProvisionCycle({ config: config(), client, helper: helperReturning({ configuration: {} }), clock, ...fast }).run(sighting),
+    ).rejects.toMatchObject({ message: 'configuration failed: empty configuration' });
     expect(client.rpcs()).toEqual(['rpcutil#inventory']);
   });
 
@@ -338,33 +517,82 @@ describe('ProvisionCycle', () => {
 
     it('a different version is released to the node and the cycle ends upgraded, before configure', async () => {
       const client = scriptedClient(node(keys));
-      expect(await new ProvisionCycle({ config: config(upgrades), client, helper: helperReturning({ upgrade: '0.30.0' }), clock, ...fast }).run(sighting)).toBe('upgraded');
+      expect(
+        await new ProvisionCycle({ config: config(upgrades), client, helper: helperReturning({ upgrade: '0.30.0' }), clock, ...fast }).run(
+          sighting,
+        ),
+      ).toBe('upgraded');
       expect(client.rpcs()).toEqual(['rpcutil#inventory', 'choria_provision#release_update']);
       expect(client.attempts[1].input).toEqual({ repository: 'https://repo.example.net/choria', token: 's3cret', version: '0.30.0' });
     });
 
     it('the same version goes on to configure (#188)', async () => {
       const client = scriptedClient(node(keys));
-      expect(await new ProvisionCycle({ config: config(upgrades), client, helper: helperReturning({ upgrade: '0.29.4' }), clock, ...fast }).run(sighting)).toBe('provisioned');
+      expect(
+        await new ProvisionCycle({ config: config(upgrades), client, helper: helperReturning({ upgrade: '0.29.4' }), clock, ...fast }).run(
+          sighting,
+        ),
+      ).toBe('provisioned');
       expect(client.rpcs()).toEqual(['rpcutil#inventory', 'choria_provision#configure', 'choria_provision#restart']);
     });
 
     it('a failed update fails the cycle, or with upgrades_optional is a warning and the node is configured', async () => {
-      const failing = () => scriptedClient(node(keys, { 'choria_provision#release_update': new RpcStatusError('choria_provision#release_update', 'n1', 1, 'Update to version 0.30.0 failed, release rolled back') }));
-      await expect(new ProvisionCycle({ config: config(upgrades), client: failing(), helper: helperReturning({ upgrade: '0.30.0' }), clock, ...fast }).run(sighting)).rejects.toMatchObject({
+      const failing = () =>
+        scriptedClient(
+          node(keys, {
+            'choria_provision#release_update': new RpcStatusError(
+              'choria_provision#release_update',
+              'n1',
+              1,
+              'Update to version 0.30.0 failed, release rolled back',
+            ),
+          }),
+        );
+      await expect(
+        new ProvisionCycle({
+          config: config(upgrades),
+          client: failing(),
+          helper: helperReturning({ upgrade: '0.30.0' }),
+          clock,
+          ...fast,
+        }).run(sighting),
+      ).rejects.toMatchObject({
         step: 'upgrade',
         message: expect.stringMatching(/^upgrading to 0\.30\.0 failed: choria_provision#release_update failed after 3 attempts/),
       });
       const optional = failing();
-      expect(await new ProvisionCycle({ config: config([...upgrades, 'upgrades_optional: true']), client: optional, helper: helperReturning({ upgrade: '0.30.0' }), clock, ...fast }).run(sighting)).toBe('provisioned');
+      expect(
+        await new ProvisionCycle({
+          config: config([...upgrades, 'upgrades_optional: true']),
+          client: optional,
+          helper: helperReturning({ upgrade: '0.30.0' }),
+          clock,
+          ...fast,
+        }).run(sighting),
+      ).toBe('provisioned');
       expect(optional.rpcs().slice(-2)).toEqual(['choria_provision#configure', 'choria_provision#restart']);
     });
   });
 
   it('every failure is a CycleError naming the node and the step', async () => {
-    const client = scriptedClient(node(keys, { 'choria_provision#restart': new RpcStatusError('choria_provision#restart', 'n1', 1, 'Configuration enables provisioning, restart cannot continue') }));
-    const error = await new ProvisionCycle({ config: config(), client, helper: helperReturning({}), clock, ...fast }).run(sighting).catch((e: unknown) => e);
+    const client = scriptedClient(
+      node(keys, {
+        'choria_provision#restart': new RpcStatusError(
+          'choria_provision#restart',
+          'n1',
+          1,
+          'Configuration enables provisioning, restart cannot continue',
+        ),
+      }),
+    );
+    const error = await new ProvisionCycle({ config: config(), client, helper: helperReturning({}), clock, ...fast })
+      .run(sighting)
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(CycleError);
-    expect(error).toMatchObject({ identity: 'n1.example.net', step: 'restart', message: expect.stringMatching(/^restart failed: choria_provision#restart failed after 3 attempts/) });
+    expect(error).toMatchObject({
+      identity: 'n1.example.net',
+      step: 'restart',
+      message: expect.stringMatching(/^restart failed: choria_provision#restart failed after 3 attempts/),
+    });
   });
 });

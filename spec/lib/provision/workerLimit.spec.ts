@@ -21,14 +21,20 @@ describe('workers past what the machine can run', () => {
       '100000 helper processes may run at once, but this user may run 96364 processes (ulimit -u): the rest will fail to start',
       "100000 helper processes may run at once on 2 CPUs: past about 256 they only wait for each other, and nodes time out; upstream's default is one worker per CPU",
     ]);
-    expect(workerLimitProblems(300, { cpus: 1, openFiles: 1024 }).map((p) => p.message.split(':')[0])).toEqual(['300 helper processes may run at once, each holding 4 open files in the daemon, but this process may open 1024 (ulimit -n)', '300 helper processes may run at once on 1 CPU']);
+    expect(workerLimitProblems(300, { cpus: 1, openFiles: 1024 }).map((p) => p.message.split(':')[0])).toEqual([
+      '300 helper processes may run at once, each holding 4 open files in the daemon, but this process may open 1024 (ulimit -n)',
+      '300 helper processes may run at once on 1 CPU',
+    ]);
   });
 
   it('reads the limits of this process from /proc/self/limits, leaving out what is unlimited', () => {
     const dir = mkdtempSync(join(tmpdir(), 'rxfleet-limits-'));
     try {
       const file = join(dir, 'limits');
-      writeFileSync(file, 'Limit                     Soft Limit           Hard Limit           Units\nMax processes             unlimited            unlimited            processes\nMax open files            1024                 524288               files\n');
+      writeFileSync(
+        file,
+        'Limit                     Soft Limit           Hard Limit           Units\nMax processes             unlimited            unlimited            processes\nMax open files            1024                 524288               files\n',
+      );
       expect(machineLimits(file)).toMatchObject({ openFiles: 1024 });
       expect(machineLimits(file).processes).toBeUndefined();
       expect(machineLimits(join(dir, 'absent')).openFiles).toBeUndefined();

@@ -19,7 +19,7 @@ const mapFiles = (entries: Record<string, string>): SiteFiles => ({
   exists: (path) => path in entries,
 });
 
-describe('signed v1 requests: x509RequestSigner and the strict server\'s check', () => {
+describe("signed v1 requests: x509RequestSigner and the strict server's check", () => {
   let ca: TestCa;
   let other: TestCa;
   let client: IssuedCertificate;
@@ -30,16 +30,28 @@ describe('signed v1 requests: x509RequestSigner and the strict server\'s check',
 
   const request = (signer: V1Signer | undefined, callerId = 'choria=prov.mcollective'): ChoriaRequest => {
     const text = encodeRequest(
-      { requestId: '0123456789abcdef0123456789abcdef', senderId: 'prov.example.net', callerId, collective: 'provisioning', agent: 'rpcutil', ttl: 60, time: Date.now(), filter: newFilter({ agent: ['rpcutil'] }), payload: '{"agent":"rpcutil","action":"inventory","data":{}}', replyTo: 'provisioning.reply.x.y' },
+      {
+        requestId: '0123456789abcdef0123456789abcdef',
+        senderId: 'prov.example.net',
+        callerId,
+        collective: 'provisioning',
+        agent: 'rpcutil',
+        ttl: 60,
+        time: Date.now(),
+        filter: newFilter({ agent: ['rpcutil'] }),
+        payload: '{"agent":"rpcutil","action":"inventory","data":{}}',
+        replyTo: 'provisioning.reply.x.y',
+      },
       { version: 'v1', ...(signer !== undefined ? { signer } : {}) },
     );
     const decoded = decodeRequest(text);
     if (!decoded.ok) throw decoded.error;
     return decoded.value;
   };
-  const signerOf = (cert: IssuedCertificate) => x509RequestSigner(mapFiles({ '/c.pem': cert.cert, '/k.pem': cert.key }), { certificate: '/c.pem', key: '/k.pem' });
+  const signerOf = (cert: IssuedCertificate) =>
+    x509RequestSigner(mapFiles({ '/c.pem': cert.cert, '/k.pem': cert.key }), { certificate: '/c.pem', key: '/k.pem' });
 
-  it('a request signed with the client\'s key and certificate passes, and OpenSSL agrees with the signature', () => {
+  it("a request signed with the client's key and certificate passes, and OpenSSL agrees with the signature", () => {
     const signed = request(signerOf(client));
     expect(signed.security.pubcert).toBe(client.cert);
     expect(signedRequestRefusal(signed, { caPem: ca.cert })).toBeUndefined();
@@ -49,7 +61,11 @@ describe('signed v1 requests: x509RequestSigner and the strict server\'s check',
       writeFileSync(join(dir, 'pub.pem'), new X509Certificate(client.cert).publicKey.export({ type: 'spki', format: 'pem' }));
       writeFileSync(join(dir, 'sig'), Buffer.from(signed.security.signature, 'base64'));
       writeFileSync(join(dir, 'msg'), signed.security.signed as string);
-      expect(execFileSync('openssl', ['dgst', '-sha256', '-verify', join(dir, 'pub.pem'), '-signature', join(dir, 'sig'), join(dir, 'msg')], { encoding: 'utf8' }).trim()).toBe('Verified OK');
+      expect(
+        execFileSync('openssl', ['dgst', '-sha256', '-verify', join(dir, 'pub.pem'), '-signature', join(dir, 'sig'), join(dir, 'msg')], {
+          encoding: 'utf8',
+        }).trim(),
+      ).toBe('Verified OK');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -57,21 +73,41 @@ describe('signed v1 requests: x509RequestSigner and the strict server\'s check',
 
   it('refuses what a server with chs: true refuses', async () => {
     expect(signedRequestRefusal(request(undefined), { caPem: ca.cert })).toBe('the request is not signed');
-    expect(signedRequestRefusal(request(signerOf(client)), { caPem: other.cert })).toBe('certificate prov.mcollective did not pass verification: certificate signed by unknown authority');
-    expect(signedRequestRefusal(request(signerOf(client), 'choria=someone.mcollective'), { caPem: ca.cert })).toBe('x509: certificate is valid for prov.mcollective, not someone.mcollective');
-    expect(signedRequestRefusal(request(signerOf(client), 'nonsense'), { caPem: ca.cert })).toBe('could not find a valid caller identity name in nonsense');
+    expect(signedRequestRefusal(request(signerOf(client)), { caPem: other.cert })).toBe(
+      'certificate prov.mcollective did not pass verification: certificate signed by unknown authority',
+    );
+    expect(signedRequestRefusal(request(signerOf(client), 'choria=someone.mcollective'), { caPem: ca.cert })).toBe(
+      'x509: certificate is valid for prov.mcollective, not someone.mcollective',
+    );
+    expect(signedRequestRefusal(request(signerOf(client), 'nonsense'), { caPem: ca.cert })).toBe(
+      'could not find a valid caller identity name in nonsense',
+    );
 
     const host = await ca.issue('prov.example.net', { dns: ['prov.example.net'] });
-    expect(signedRequestRefusal(request(signerOf(host), 'choria=prov.example.net'), { caPem: ca.cert })).toBe('certificate prov.example.net does not match the allowed list');
-    expect(signedRequestRefusal(request(signerOf(host), 'choria=prov.example.net'), { caPem: ca.cert, allowList: ['\\.example\\.net$'] })).toBeUndefined();
+    expect(signedRequestRefusal(request(signerOf(host), 'choria=prov.example.net'), { caPem: ca.cert })).toBe(
+      'certificate prov.example.net does not match the allowed list',
+    );
+    expect(
+      signedRequestRefusal(request(signerOf(host), 'choria=prov.example.net'), { caPem: ca.cert, allowList: ['\\.example\\.net$'] }),
+    ).toBeUndefined();
 
-    const expired = await ca.issue('old.mcollective', { notBefore: new Date(Date.now() - 3 * 86_400_000), notAfter: new Date(Date.now() - 86_400_000) });
-    expect(signedRequestRefusal(request(signerOf(expired), 'choria=old.mcollective'), { caPem: ca.cert })).toMatch(/^certificate old.mcollective did not pass verification: certificate has expired/);
+    const expired = await ca.issue('old.mcollective', {
+      notBefore: new Date(Date.now() - 3 * 86_400_000),
+      notAfter: new Date(Date.now() - 86_400_000),
+    });
+    expect(signedRequestRefusal(request(signerOf(expired), 'choria=old.mcollective'), { caPem: ca.cert })).toMatch(
+      /^certificate old.mcollective did not pass verification: certificate has expired/,
+    );
 
     // The signature covers the request: another request's signature does not verify.
     const good = request(signerOf(client));
-    const tampered: ChoriaRequest = { ...good, security: { ...good.security, signed: good.security.signed?.replace('inventory', 'inventorx') } };
-    expect(signedRequestRefusal(tampered, { caPem: ca.cert })).toBe('signature in request did not pass validation with embedded public certificate');
+    const tampered: ChoriaRequest = {
+      ...good,
+      security: { ...good.security, signed: good.security.signed?.replace('inventory', 'inventorx') },
+    };
+    expect(signedRequestRefusal(tampered, { caPem: ca.cert })).toBe(
+      'signature in request did not pass validation with embedded public certificate',
+    );
   });
 
   it('a privileged certificate may sign for another caller, as go-choria allows', async () => {
@@ -92,8 +128,14 @@ describe('signed v1 requests: x509RequestSigner and the strict server\'s check',
     const ec = await ca.issue('ec.mcollective', { keyType: 'ec' });
     const ecFiles = mapFiles({ '/c.pem': ec.cert, '/k.pem': ec.key });
     expect(() => x509RequestSigner(ecFiles, { certificate: '/c.pem', key: '/k.pem' }).sign(Buffer.from('{}'))).toThrow(RequestSigningError);
-    expect(x509SignerProblem(ecFiles, { certificate: '/c.pem', key: '/k.pem' })).toBe('could not sign message string: unhandled key type ec in /k.pem (go-choria signs requests with RSA keys only)');
-    expect(x509SignerProblem(mapFiles({ '/c.pem': client.cert, '/k.pem': 'not a key' }), { certificate: '/c.pem', key: '/k.pem' })).toMatch(/^could not parse private key PEM data in \/k.pem/);
-    expect(x509SignerProblem(mapFiles({ '/c.pem': client.cert, '/k.pem': client.key }), { certificate: '/c.pem', key: '/k.pem' })).toBeUndefined();
+    expect(x509SignerProblem(ecFiles, { certificate: '/c.pem', key: '/k.pem' })).toBe(
+      'could not sign message string: unhandled key type ec in /k.pem (go-choria signs requests with RSA keys only)',
+    );
+    expect(x509SignerProblem(mapFiles({ '/c.pem': client.cert, '/k.pem': 'not a key' }), { certificate: '/c.pem', key: '/k.pem' })).toMatch(
+      /^could not parse private key PEM data in \/k.pem/,
+    );
+    expect(
+      x509SignerProblem(mapFiles({ '/c.pem': client.cert, '/k.pem': client.key }), { certificate: '/c.pem', key: '/k.pem' }),
+    ).toBeUndefined();
   });
 });

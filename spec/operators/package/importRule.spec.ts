@@ -44,8 +44,8 @@ describe('the lint rules that keep operators/ to rxjs', () => {
     ['the domain', "import { x } from '../lib/x';\nexport const f = x;\n"],
     ['rxjs internals', "import { x } from 'rxjs/internal/x';\nexport const f = x;\n"],
     ['a dynamic import', "export const f = () => import('node:fs');\n"],
-    ['a timer of its own', "export const f = () => setTimeout(() => undefined, 1);\n"],
-    ['the wall clock', "export const f = () => Date.now();\n"],
+    ['a timer of its own', 'export const f = () => setTimeout(() => undefined, 1);\n'],
+    ['the wall clock', 'export const f = () => Date.now();\n'],
     ['a request', "export const f = () => fetch('http://x');\n"],
   ];
   const allowed: Array<[string, string]> = [

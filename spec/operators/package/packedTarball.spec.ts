@@ -62,7 +62,10 @@ describe('@rxfleet/operators as a packed tarball', () => {
     const operators = join(root, 'operators');
     cpSync(operators, stage, {
       recursive: true,
-      filter: (source) => !relative(operators, source).split(sep).some((part) => part === 'dist' || part === 'node_modules'),
+      filter: (source) =>
+        !relative(operators, source)
+          .split(sep)
+          .some((part) => part === 'dist' || part === 'node_modules'),
     });
     // The workspace's own build resolves rxjs and tsc where the repository has them.
     symlinkSync(join(root, 'node_modules'), join(stage, 'node_modules'), 'dir');
@@ -78,11 +81,24 @@ describe('@rxfleet/operators as a packed tarball', () => {
   it('holds the manifest, the README, the LICENSE and the build with declarations, and nothing else', () => {
     const paths = packed.files.map((f) => f.path).sort();
     expect(paths.filter((p) => !/^(package\.json|README\.md|LICENSE|dist\/.+\.(js|d\.ts))$/.test(p))).toEqual([]);
-    expect(paths).toEqual(expect.arrayContaining(['package.json', 'README.md', 'LICENSE', 'dist/index.js', 'dist/index.d.ts', 'dist/testing/index.js', 'dist/testing/index.d.ts']));
+    expect(paths).toEqual(
+      expect.arrayContaining([
+        'package.json',
+        'README.md',
+        'LICENSE',
+        'dist/index.js',
+        'dist/index.d.ts',
+        'dist/testing/index.js',
+        'dist/testing/index.d.ts',
+      ]),
+    );
   });
 
   it("claims the licence its LICENSE holds (Apache-2.0) and the root's Node lines", () => {
-    const manifest = JSON.parse(readFileSync(join(root, 'operators', 'package.json'), 'utf8')) as { license: string; engines: { node: string } };
+    const manifest = JSON.parse(readFileSync(join(root, 'operators', 'package.json'), 'utf8')) as {
+      license: string;
+      engines: { node: string };
+    };
     const rootManifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { license: string; engines: { node: string } };
     expect(manifest.license).toBe('Apache-2.0');
     expect(manifest.engines).toEqual(rootManifest.engines);
@@ -109,7 +125,11 @@ describe('@rxfleet/operators as a packed tarball', () => {
       const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as Record<string, unknown>;
       expect(manifest.peerDependencies).toEqual({ rxjs: '^7.5.0' });
       expect(manifest.dependencies).toBeUndefined();
-      expect(readdirSync(join(project, 'node_modules')).filter((n) => !n.startsWith('.')).sort()).toEqual(['@rxfleet', 'rxjs', 'tslib']);
+      expect(
+        readdirSync(join(project, 'node_modules'))
+          .filter((n) => !n.startsWith('.'))
+          .sort(),
+      ).toEqual(['@rxfleet', 'rxjs', 'tslib']);
       expect(readdirSync(installed).sort()).toEqual(['LICENSE', 'README.md', 'dist', 'package.json']);
       // The declarations carry the doc comments an editor shows.
       expect(readFileSync(join(installed, 'dist', 'workerPool.d.ts'), 'utf8')).toContain('First come, first served');
@@ -127,11 +147,17 @@ describe('@rxfleet/operators as a packed tarball', () => {
       };
       writeFileSync(
         join(project, 'tsconfig.json'),
-        JSON.stringify({ compilerOptions: { ...options, module: 'node16', moduleResolution: 'node16', outDir: 'out', rootDir: '.' }, files: ['pipeline.ts', 'pipeline.mts', 'types.ts'] }),
+        JSON.stringify({
+          compilerOptions: { ...options, module: 'node16', moduleResolution: 'node16', outDir: 'out', rootDir: '.' },
+          files: ['pipeline.ts', 'pipeline.mts', 'types.ts'],
+        }),
       );
       writeFileSync(
         join(project, 'tsconfig.node10.json'),
-        JSON.stringify({ compilerOptions: { ...options, module: 'commonjs', moduleResolution: 'node10', noEmit: true }, files: ['pipeline.ts', 'types.ts'] }),
+        JSON.stringify({
+          compilerOptions: { ...options, module: 'commonjs', moduleResolution: 'node10', noEmit: true },
+          files: ['pipeline.ts', 'types.ts'],
+        }),
       );
       await run(process.execPath, [tsc, '-p', 'tsconfig.json'], project);
       await run(process.execPath, [tsc, '-p', 'tsconfig.node10.json'], project);

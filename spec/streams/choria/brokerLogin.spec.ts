@@ -18,12 +18,21 @@ describe('the Choria broker login', () => {
   });
 
   it('daemonConnectionOptions: the login beside user and password, TLS without verification when told, and never giving up on a refused login', () => {
-    const options = daemonConnectionOptions({ servers: ['b:4222'], user: 'provisioner', password: 'pw', jwtLogin: login, tls: { verify: false } });
+    const options = daemonConnectionOptions({
+      servers: ['b:4222'],
+      user: 'provisioner',
+      password: 'pw',
+      jwtLogin: login,
+      tls: { verify: false },
+    });
     expect(options).toMatchObject({ user: 'provisioner', pass: 'pw', ignoreAuthErrorAbort: true, tls: { rejectUnauthorized: false } });
     const authenticators = options.authenticator as unknown as ((nonce?: string) => Record<string, string>)[];
     // The login, beside the backoff's observer (which adds nothing to the CONNECT).
     expect(authenticators).toHaveLength(2);
-    expect(Object.assign({}, ...authenticators.map((a) => a('x')))).toMatchObject({ auth_token: 'header.claims.signature', jwt: 'header.claims.signature' });
+    expect(Object.assign({}, ...authenticators.map((a) => a('x')))).toMatchObject({
+      auth_token: 'header.claims.signature',
+      jwt: 'header.claims.signature',
+    });
     expect(daemonConnectionOptions({ servers: ['b:4222'], tls: { verify: true } }).tls).toEqual({});
   });
 });

@@ -81,7 +81,19 @@ describe('broadcast discovery over a real nats-server', () => {
           const request = decodeRequest(msg.data);
           if (!request.ok) return;
           rogue.nc.publish(request.value.replyTo, '{"protocol":"choria:transport:1","data":"%%%","headers":{"mc_sender":"rogue"}}');
-          rogue.nc.publish(request.value.replyTo, encodeReply({ requestId: request.value.requestId, senderId: 'honest-rogue.example.net', agent: 'discovery', time: Date.now(), payload: 'pong' }, 'v1'));
+          rogue.nc.publish(
+            request.value.replyTo,
+            encodeReply(
+              {
+                requestId: request.value.requestId,
+                senderId: 'honest-rogue.example.net',
+                agent: 'discovery',
+                time: Date.now(),
+                payload: 'pong',
+              },
+              'v1',
+            ),
+          );
         },
       });
       await rogue.nc.flush();

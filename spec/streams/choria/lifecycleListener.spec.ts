@@ -28,10 +28,17 @@ describe('the lifecycle listener over a real nats-server', () => {
     it(`yields the startup events of booting servers in the ${format} format`, async () => {
       const events = firstValueFrom(lifecycleEvents(listener.nc).pipe(take(3), toArray()));
       await listener.nc.flush();
-      const fleet = await startSimulatedFleet({ nc: publisher.nc, nodes: 3, lifecycleFormat: format, identity: (i) => `${format}-${i}.example.net` });
+      const fleet = await startSimulatedFleet({
+        nc: publisher.nc,
+        nodes: 3,
+        lifecycleFormat: format,
+        identity: (i) => `${format}-${i}.example.net`,
+      });
       const seen = await events;
       await fleet.stop();
-      expect(seen.map((e) => [e.type, e.format, e.identity, e.component, e.version])).toEqual([1, 2, 3].map((i) => ['startup', format, `${format}-${i}.example.net`, 'provision_mode_server', '0.29.4']));
+      expect(seen.map((e) => [e.type, e.format, e.identity, e.component, e.version])).toEqual(
+        [1, 2, 3].map((i) => ['startup', format, `${format}-${i}.example.net`, 'provision_mode_server', '0.29.4']),
+      );
     });
   }
 
@@ -66,8 +73,14 @@ describe('the lifecycle listener over a real nats-server', () => {
     const subject = 'choria.lifecycle.event.startup.spec_component';
     publisher.nc.publish(subject, 'not json at all');
     publisher.nc.publish(subject, '{"specversion":"1.0","source":"somewhere.else","id":"1","type":"x"}');
-    publisher.nc.publish(subject, lifecycleEventJson(newLifecycleEvent('shutdown', { identity: 'wrong-type', component: 'spec_component' }), 'choria'));
-    publisher.nc.publish(subject, lifecycleEventJson(newLifecycleEvent('startup', { identity: 'good', component: 'spec_component' }), 'cloudevents'));
+    publisher.nc.publish(
+      subject,
+      lifecycleEventJson(newLifecycleEvent('shutdown', { identity: 'wrong-type', component: 'spec_component' }), 'choria'),
+    );
+    publisher.nc.publish(
+      subject,
+      lifecycleEventJson(newLifecycleEvent('startup', { identity: 'good', component: 'spec_component' }), 'cloudevents'),
+    );
     const event: LifecycleEvent = await events;
     expect(event.identity).toBe('good');
     expect(badMessages.count('lifecycle', 'not_json')).toBe(1);
@@ -80,14 +93,20 @@ describe('the lifecycle listener over a real nats-server', () => {
     const subscription = lifecycleEvents(listener.nc, { type: '*', component: 'any_component' }).subscribe((e) => seen.push(e.type));
     await listener.nc.flush();
     for (const type of ['startup', 'shutdown', 'provisioned', 'upgraded'] as const) {
-      publisher.nc.publish(`choria.lifecycle.event.${type}.any_component`, lifecycleEventJson(newLifecycleEvent(type, { identity: 'n', component: 'any_component' }), 'choria'));
+      publisher.nc.publish(
+        `choria.lifecycle.event.${type}.any_component`,
+        lifecycleEventJson(newLifecycleEvent(type, { identity: 'n', component: 'any_component' }), 'choria'),
+      );
     }
     // Flushing the publisher, then the listener, means the server has delivered everything published so far.
     await publisher.nc.flush();
     await listener.nc.flush();
     expect(seen.sort()).toEqual(['provisioned', 'shutdown', 'startup', 'upgraded']);
     subscription.unsubscribe();
-    publisher.nc.publish('choria.lifecycle.event.alive.any_component', lifecycleEventJson(newLifecycleEvent('alive', { identity: 'n', component: 'any_component' }), 'choria'));
+    publisher.nc.publish(
+      'choria.lifecycle.event.alive.any_component',
+      lifecycleEventJson(newLifecycleEvent('alive', { identity: 'n', component: 'any_component' }), 'choria'),
+    );
     await publisher.nc.flush();
     await listener.nc.flush();
     expect(seen).toHaveLength(4);
@@ -106,11 +125,16 @@ describe('the lifecycle listener on a broker that refuses the subscription', () 
     const logger = pino({ level: 'error' }, new Writable({ write: (chunk, _enc, done) => (chunks.push(String(chunk)), done()) }));
     let failed: unknown;
     let completed = false;
-    const subscription = lifecycleEvents(connection.nc, { logger, resubscribeMs: 50 }).subscribe({ error: (e: unknown) => (failed = e), complete: () => (completed = true) });
+    const subscription = lifecycleEvents(connection.nc, { logger, resubscribeMs: 50 }).subscribe({
+      error: (e: unknown) => (failed = e),
+      complete: () => (completed = true),
+    });
     try {
       await waitFor(() => chunks.length >= 3, 'three refusals', 10_000);
       const lines = chunks.map((c) => JSON.parse(c) as { msg: string; retryInMs: number });
-      expect(lines[0].msg).toMatch(/^the broker refused the lifecycle subscription: Permissions Violation for Subscription to "choria\.lifecycle\.event\.startup\.provision_mode_server"; nodes are found by discovery only until it is accepted; subscribing again in 50 ms$/);
+      expect(lines[0].msg).toMatch(
+        /^the broker refused the lifecycle subscription: Permissions Violation for Subscription to "choria\.lifecycle\.event\.startup\.provision_mode_server"; nodes are found by discovery only until it is accepted; subscribing again in 50 ms$/,
+      );
       expect(lines.slice(0, 3).map((l) => l.retryInMs)).toEqual([50, 100, 200]);
       expect(failed).toBeUndefined();
       expect(completed).toBe(false);

@@ -53,7 +53,12 @@ describe('the Choria RPC client over a real nats-server', () => {
   it('asks one node for its inventory, and the reply carries what rpcutil answers', async () => {
     const reply = await firstValueFrom(world.client.call(PROVISION_RPCS.inventory, N1, {}));
     expect(reply).toMatchObject({ sender: N1, statuscode: 0, statusmsg: 'OK', version: 'v1' });
-    expect(reply.data).toMatchObject({ main_collective: 'provisioning', collectives: ['provisioning'], version: '0.29.4', upgradable: false });
+    expect(reply.data).toMatchObject({
+      main_collective: 'provisioning',
+      collectives: ['provisioning'],
+      version: '0.29.4',
+      upgradable: false,
+    });
     expect(reply.data.agents).toContain('choria_provision');
     expect(world.fleet.node(N1)?.requests['rpcutil#inventory']).toBe(1);
   });
@@ -69,7 +74,12 @@ describe('the Choria RPC client over a real nats-server', () => {
     const error = await failureOf(firstValueFrom(world.client.call(PROVISION_RPCS.jwt, 'node-3.example.net', { token: 'wrong' })));
     expect(error).toBeInstanceOf(RpcStatusError);
     expect(error).not.toBeInstanceOf(ProvisioningLockError);
-    expect(error).toMatchObject({ statuscode: 1, statusmsg: 'Incorrect provision token supplied', sender: 'node-3.example.net', rpc: 'choria_provision#jwt' });
+    expect(error).toMatchObject({
+      statuscode: 1,
+      statusmsg: 'Incorrect provision token supplied',
+      sender: 'node-3.example.net',
+      rpc: 'choria_provision#jwt',
+    });
     expect((error as Error).message).toBe('invalid response from node-3.example.net: Incorrect provision token supplied (1)');
   });
 
@@ -117,7 +127,9 @@ describe('the Choria RPC client over a real nats-server', () => {
     expect(error).toBeInstanceOf(RpcRetryError);
     expect(error).toMatchObject({ rpc: 'rpcutil#inventory', attempts: 3 });
     expect((error as Error).cause).toBeInstanceOf(RpcTimeoutError);
-    expect((error as Error).message).toBe(`rpcutil#inventory failed after 3 attempts: rpcutil#inventory: no reply from ${silent} within 100 ms`);
+    expect((error as Error).message).toBe(
+      `rpcutil#inventory failed after 3 attempts: rpcutil#inventory: no reply from ${silent} within 100 ms`,
+    );
     expect(attempts.map((a) => [a.attempt, a.error instanceof RpcTimeoutError])).toEqual([
       [1, true],
       [2, true],
@@ -153,18 +165,26 @@ describe('the Choria RPC client over a real nats-server', () => {
   it('signs the nonce with the key gen25519 returns', async () => {
     const nonce = newRequestId();
     const reply = await firstValueFrom(world.client.call(PROVISION_RPCS.gen25519, 'node-2.example.net', { nonce, token: 's3cret' }));
-    const publicKey = createPublicKey({ key: Buffer.concat([Buffer.from('302a300506032b6570032100', 'hex'), Buffer.from(reply.data.public_key, 'hex')]), format: 'der', type: 'spki' });
+    const publicKey = createPublicKey({
+      key: Buffer.concat([Buffer.from('302a300506032b6570032100', 'hex'), Buffer.from(reply.data.public_key, 'hex')]),
+      format: 'der',
+      type: 'spki',
+    });
     expect(verify(null, Buffer.from(nonce), publicKey, Buffer.from(reply.data.signature, 'hex'))).toBe(true);
     expect(reply.data.directory).toBe('/etc/choria');
   });
 
   it('gets a real CSR for the identity from gencsr', async () => {
-    const reply = await firstValueFrom(world.client.call(PROVISION_RPCS.gencsr, 'node-3.example.net', { token: 's3cret', cn: 'node-3.example.net' }));
+    const reply = await firstValueFrom(
+      world.client.call(PROVISION_RPCS.gencsr, 'node-3.example.net', { token: 's3cret', cn: 'node-3.example.net' }),
+    );
     const csr = new x509.Pkcs10CertificateRequest(reply.data.csr);
     expect(csr.subject).toBe('CN=node-3.example.net');
     expect(await csr.verify()).toBe(true);
     expect(reply.data.public_key).toMatch(/^-----BEGIN PUBLIC KEY-----\n/);
-    expect(createPublicKey({ key: reply.data.public_key.replace(/PUBLIC KEY/g, 'RSA PUBLIC KEY'), format: 'pem' }).asymmetricKeyType).toBe('rsa');
+    expect(createPublicKey({ key: reply.data.public_key.replace(/PUBLIC KEY/g, 'RSA PUBLIC KEY'), format: 'pem' }).asymmetricKeyType).toBe(
+      'rsa',
+    );
     expect(reply.data.ssldir).toBe('/etc/choria/ssl');
   });
 
@@ -175,7 +195,10 @@ describe('the Choria RPC client over a real nats-server', () => {
     const answers: ((replyTo: string, requestId: string) => string[])[] = [];
     const ROGUE = 'rogue.example.net';
     const reply = (id: string, data: object, sender = ROGUE, agent = 'rpcutil'): string =>
-      encodeReply({ requestId: id, senderId: sender, agent, time: Date.now(), payload: encodeAgentReply({ statuscode: 0, statusmsg: 'OK', data }) }, 'v1');
+      encodeReply(
+        { requestId: id, senderId: sender, agent, time: Date.now(), payload: encodeAgentReply({ statuscode: 0, statusmsg: 'OK', data }) },
+        'v1',
+      );
     const wrongHash = (id: string): string => {
       const good = JSON.parse(reply(id, {}));
       const secure = JSON.parse(Buffer.from(good.data, 'base64').toString());
@@ -222,14 +245,25 @@ describe('the Choria RPC client over a real nats-server', () => {
       const error = await failureOf(firstValueFrom(client.call(PROVISION_RPCS.jwt, ROGUE, { token: 'x' }, { timeoutMs: 300 })));
       expect(error).toBeInstanceOf(RpcTimeoutError);
       expect(error).toMatchObject({ refused: 1 });
-      expect((error as Error).message).toBe(`choria_provision#jwt: no reply from ${ROGUE} within 300 ms (1 malformed or foreign reply skipped)`);
+      expect((error as Error).message).toBe(
+        `choria_provision#jwt: no reply from ${ROGUE} within 300 ms (1 malformed or foreign reply skipped)`,
+      );
       expect(client.badMessages.count('reply', 'payload')).toBe(1);
     });
 
     it('still ends the attempt on a real answer with a non-zero status', async () => {
       answers.push((_to, id) => [
         'junk first',
-        encodeReply({ requestId: id, senderId: ROGUE, agent: 'rpcutil', time: Date.now(), payload: encodeAgentReply({ statuscode: 4, statusmsg: 'bad input', data: {} }) }, 'v1'),
+        encodeReply(
+          {
+            requestId: id,
+            senderId: ROGUE,
+            agent: 'rpcutil',
+            time: Date.now(),
+            payload: encodeAgentReply({ statuscode: 4, statusmsg: 'bad input', data: {} }),
+          },
+          'v1',
+        ),
       ]);
       const error = await failureOf(firstValueFrom(client.call(PROVISION_RPCS.inventory, ROGUE, {})));
       expect(error).toBeInstanceOf(RpcStatusError);
@@ -260,10 +294,17 @@ describe('the Choria RPC client over a real nats-server', () => {
         },
       });
       await hostile.nc.flush();
-      const slowFleet = await startChoriaWorld(server().url, { nodes: 8, token: 's3cret', latencyMs: 30, identity: (i) => `slow-${i}.example.net` });
+      const slowFleet = await startChoriaWorld(server().url, {
+        nodes: 8,
+        token: 's3cret',
+        latencyMs: 30,
+        identity: (i) => `slow-${i}.example.net`,
+      });
       try {
         const started = Date.now();
-        const replies = await Promise.all(slowFleet.fleet.identities().map((id) => firstValueFrom(slowFleet.client.call(PROVISION_RPCS.inventory, id, {}))));
+        const replies = await Promise.all(
+          slowFleet.fleet.identities().map((id) => firstValueFrom(slowFleet.client.call(PROVISION_RPCS.inventory, id, {}))),
+        );
         expect(replies.map((r) => r.sender)).toEqual(slowFleet.fleet.identities());
         expect(Date.now() - started).toBeLessThan(3000);
         expect(slowFleet.client.badMessages.count('reply')).toBe(junk);
@@ -300,7 +341,9 @@ describe('the Choria RPC client over a real nats-server', () => {
         const reply = await call;
         expect(reply.sender).toBe(N1);
         expect(attempts[0].error).toBeInstanceOf(RpcConnectionLostError);
-        expect((attempts[0].error as Error).message).toBe(`rpcutil#inventory: the connection to the broker was lost while waiting for the reply from ${N1}`);
+        expect((attempts[0].error as Error).message).toBe(
+          `rpcutil#inventory: the connection to the broker was lost while waiting for the reply from ${N1}`,
+        );
         expect(attempts.at(-1)?.error).toBeUndefined();
         // Well within the one attempt's 20 s, which is what it would have waited.
         expect(Date.now() - started).toBeLessThan(10_000);

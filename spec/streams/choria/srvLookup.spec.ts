@@ -14,7 +14,10 @@ describe('resolveBrokers against a DNS server the spec controls', () => {
   });
 
   it('asks _mcollective-server._tcp in the SRV domain and connects where it says', async () => {
-    dns.records.set('_mcollective-server._tcp.example.test', [{ target: 'broker2.example.test.', port: 4223, priority: 20 }, { target: 'broker1.example.test.', port: 4222, priority: 10 }]);
+    dns.records.set('_mcollective-server._tcp.example.test', [
+      { target: 'broker2.example.test.', port: 4223, priority: 20 },
+      { target: 'broker1.example.test.', port: 4222, priority: 10 },
+    ]);
     expect(await resolveBrokers({ kind: 'srv', domain: 'example.test' }, { dnsServers: [dns.address] })).toEqual({
       servers: ['nats://broker1.example.test:4222', 'nats://broker2.example.test:4223'],
       from: 'srv',
@@ -23,9 +26,12 @@ describe('resolveBrokers against a DNS server the spec controls', () => {
     expect(dns.asked).toEqual(['_mcollective-server._tcp.example.test']);
   });
 
-  it('then _x-puppet-mcollective._tcp, in the host\'s domain when no SRV domain is set', async () => {
+  it("then _x-puppet-mcollective._tcp, in the host's domain when no SRV domain is set", async () => {
     dns.records.set('_x-puppet-mcollective._tcp.dc1.example.test', [{ target: 'puppet-broker.dc1.example.test', port: 4222 }]);
-    const resolved = await resolveBrokers({ kind: 'srv', domain: undefined }, { dnsServers: [dns.address], fqdn: async () => 'prov1.dc1.example.test' });
+    const resolved = await resolveBrokers(
+      { kind: 'srv', domain: undefined },
+      { dnsServers: [dns.address], fqdn: async () => 'prov1.dc1.example.test' },
+    );
     expect(resolved.servers).toEqual(['nats://puppet-broker.dc1.example.test:4222']);
     expect(dns.asked).toEqual(['_mcollective-server._tcp.dc1.example.test', '_x-puppet-mcollective._tcp.dc1.example.test']);
   });
@@ -36,12 +42,20 @@ describe('resolveBrokers against a DNS server the spec controls', () => {
     expect(none).toMatchObject({ servers: ['nats://puppet:4222'], from: 'default' });
     expect(none.detail).toBe('_mcollective-server._tcp.example.test: ENOTFOUND; _x-puppet-mcollective._tcp.example.test: ENOTFOUND');
     expect(messages()).toEqual([`Could not resolve Middleware Server SRV records (${none.detail}); using nats://puppet:4222`]);
-    expect(await resolveBrokers({ kind: 'srv', domain: undefined }, { dnsServers: [dns.address], fqdn: async () => 'bare' })).toMatchObject({ servers: ['nats://puppet:4222'], from: 'default' });
+    expect(await resolveBrokers({ kind: 'srv', domain: undefined }, { dnsServers: [dns.address], fqdn: async () => 'bare' })).toMatchObject(
+      { servers: ['nats://puppet:4222'], from: 'default' },
+    );
   });
 
   it('a listed set or the default is used as it is, without asking DNS', async () => {
-    expect(await resolveBrokers({ kind: 'listed', servers: ['nats://b:1'] }, { dnsServers: [dns.address] })).toEqual({ servers: ['nats://b:1'], from: 'listed' });
-    expect(await resolveBrokers({ kind: 'default', servers: ['nats://puppet:4222'] })).toEqual({ servers: ['nats://puppet:4222'], from: 'default' });
+    expect(await resolveBrokers({ kind: 'listed', servers: ['nats://b:1'] }, { dnsServers: [dns.address] })).toEqual({
+      servers: ['nats://b:1'],
+      from: 'listed',
+    });
+    expect(await resolveBrokers({ kind: 'default', servers: ['nats://puppet:4222'] })).toEqual({
+      servers: ['nats://puppet:4222'],
+      from: 'default',
+    });
     expect(dns.asked).toEqual([]);
   });
 });

@@ -77,7 +77,12 @@ describe('the claims bucket', () => {
       const admin = await connect({ servers: server().url, user: CHORIA_ADMIN.user, pass: CHORIA_ADMIN.password });
       await createClaimsBucket(admin, { ttlMs: TTL_MS });
       await admin.close();
-      const nc = await connect({ servers: server().url, user: PROVISIONER.user, pass: PROVISIONER.password, inboxPrefix: 'provisioning.reply' });
+      const nc = await connect({
+        servers: server().url,
+        user: PROVISIONER.user,
+        pass: PROVISIONER.password,
+        inboxPrefix: 'provisioning.reply',
+      });
       connections.push(nc);
       store = natsClaimStore({ nc, bucket: CLAIMS_BUCKET, apiPrefix: 'choria.streams' });
     });

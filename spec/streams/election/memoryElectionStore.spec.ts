@@ -61,7 +61,7 @@ describe.each([
     expect(await value(store.update('a', second))).toBeGreaterThan(second);
   });
 
-  it('once the TTL has passed without a refresh the key is free: create succeeds, the old holder\'s update is refused', async () => {
+  it("once the TTL has passed without a refresh the key is free: create succeeds, the old holder's update is refused", async () => {
     const store = buckets.store('expiry');
     const heldFrom = Date.now();
     const held = await value(store.create('old-leader'));

@@ -9,13 +9,18 @@ import { waitFor } from '../../helpers/waitFor';
 
 const TTL_MS = 2000;
 
-describe('the election over a real nats-server, with only the provisioning account\'s rights', () => {
+describe("the election over a real nats-server, with only the provisioning account's rights", () => {
   const server = useNatsServer({ config: choriaAccountsConfig });
   let admin: NatsConnection;
   const provisioners: NatsConnection[] = [];
 
   const provisioner = async (): Promise<NatsConnection> => {
-    const nc = await connect({ servers: server().url, user: PROVISIONER.user, pass: PROVISIONER.password, inboxPrefix: 'provisioning.reply' });
+    const nc = await connect({
+      servers: server().url,
+      user: PROVISIONER.user,
+      pass: PROVISIONER.password,
+      inboxPrefix: 'provisioning.reply',
+    });
     provisioners.push(nc);
     return nc;
   };
@@ -40,7 +45,7 @@ describe('the election over a real nats-server, with only the provisioning accou
     await admin.close();
   });
 
-  it('cannot reach the JetStream API beyond the bucket\'s stream info (the account is really restricted)', async () => {
+  it("cannot reach the JetStream API beyond the bucket's stream info (the account is really restricted)", async () => {
     const nc = await provisioner();
     // Nothing answers the JetStream account info under the prefix: only the bucket's info is imported.
     await expect(nc.request('choria.streams.INFO', '', { timeout: 1000 })).rejects.toThrow();
@@ -73,23 +78,34 @@ describe('the election over a real nats-server, with only the provisioning accou
   it('a campaign wins through the restricted account; a second candidate does not lead while the first does', async () => {
     await keyLapsed();
     const seen: Array<[string, ElectionEvent]> = [];
-    const one = campaign({ identity: 'rx-1', store: natsElectionStore({ nc: await provisioner(), apiPrefix: 'choria.streams' }), startSplayMs: 0 });
+    const one = campaign({
+      identity: 'rx-1',
+      store: natsElectionStore({ nc: await provisioner(), apiPrefix: 'choria.streams' }),
+      startSplayMs: 0,
+    });
     const sub1 = one.subscribe((e) => seen.push(['rx-1', e]));
     await waitFor(() => seen.length > 0, 'rx-1 to win');
     expect(seen).toEqual([['rx-1', 'won']]);
     // The leader refreshed the key just before announcing: another identity's create is refused
     // (a wrong-last-sequence error). Only a leader stalled past the TTL could have lost the key by
     // now, and it must then stand down at its next refresh.
-    const taken = await lastValueFrom(from(natsElectionStore({ nc: await provisioner(), apiPrefix: 'choria.streams' }).create('rx-2'))).then(
+    const taken = await lastValueFrom(
+      from(natsElectionStore({ nc: await provisioner(), apiPrefix: 'choria.streams' }).create('rx-2')),
+    ).then(
       () => true,
       (error: unknown) => {
         expect(error).toMatchObject({ errCode: 10071 });
         return false;
       },
     );
-    if (taken) await waitFor(() => seen.some(([identity, event]) => identity === 'rx-1' && event === 'lost'), 'rx-1 to stand down', 5 * TTL_MS);
+    if (taken)
+      await waitFor(() => seen.some(([identity, event]) => identity === 'rx-1' && event === 'lost'), 'rx-1 to stand down', 5 * TTL_MS);
 
-    const two = campaign({ identity: 'rx-2', store: natsElectionStore({ nc: await provisioner(), apiPrefix: 'choria.streams' }), startSplayMs: 0 });
+    const two = campaign({
+      identity: 'rx-2',
+      store: natsElectionStore({ nc: await provisioner(), apiPrefix: 'choria.streams' }),
+      startSplayMs: 0,
+    });
     const sub2 = two.subscribe((e) => seen.push(['rx-2', e]));
     // rx-2 campaigns every quarter TTL for a while.
     await new Promise((r) => setTimeout(r, 2 * TTL_MS));
@@ -98,7 +114,11 @@ describe('the election over a real nats-server, with only the provisioning accou
     // never misses its refreshes: had rx-1 stalled past the TTL and rx-2 won, rx-1 must stand down
     // at its next refresh. Two leaders for good is the failure.
     const rx2Won = seen.some(([identity, event]) => identity === 'rx-2' && event === 'won');
-    await waitFor(() => !rx2Won || seen.some(([identity, event]) => identity === 'rx-1' && event === 'lost'), 'rx-1 to stand down after rx-2 won', 5 * TTL_MS);
+    await waitFor(
+      () => !rx2Won || seen.some(([identity, event]) => identity === 'rx-1' && event === 'lost'),
+      'rx-1 to stand down after rx-2 won',
+      5 * TTL_MS,
+    );
     sub1.unsubscribe();
   });
 
@@ -109,7 +129,11 @@ describe('the election over a real nats-server, with only the provisioning accou
     await kv.create('provisioner', 'go-provisioner.example.net');
     const events: ElectionEvent[] = [];
     let wonAt = 0;
-    const sub = campaign({ identity: 'rx-3', store: natsElectionStore({ nc: await provisioner(), apiPrefix: 'choria.streams' }), startSplayMs: 0 }).subscribe((e) => {
+    const sub = campaign({
+      identity: 'rx-3',
+      store: natsElectionStore({ nc: await provisioner(), apiPrefix: 'choria.streams' }),
+      startSplayMs: 0,
+    }).subscribe((e) => {
       events.push(e);
       wonAt = Date.now();
     });

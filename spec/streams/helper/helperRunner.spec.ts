@@ -58,7 +58,13 @@ describe('HelperRunner with real helper processes', () => {
     const metrics = counting();
     const response = await new HelperRunner({ command: `${SCRIPT} ok`, metrics }).run(input);
     expect(response.configuration).toEqual({ identity: 'n1.example.net', 'plugin.choria.server.provision': 'false' });
-    expect(JSON.parse(response.msg)).toEqual({ identity: 'n1.example.net', csr: null, ed25519_pubkey: null, inventory: '{"agents":["rpcutil"],"version":"0.29.0"}', jwt: null });
+    expect(JSON.parse(response.msg)).toEqual({
+      identity: 'n1.example.net',
+      csr: null,
+      ed25519_pubkey: null,
+      inventory: '{"agents":["rpcutil"],"version":"0.29.0"}',
+      jwt: null,
+    });
     expect(metrics).toMatchObject({ observed: 1, errors: 0 });
   });
 
@@ -70,9 +76,13 @@ describe('HelperRunner with real helper processes', () => {
   it.each<[string, HelperFailure, string | RegExp]>([
     ['bad-json', 'decode', `could not invoke configure helper: cannot decode output from ${SCRIPT} bad-json: `],
     ['empty', 'empty', `could not invoke configure helper: cannot read ${SCRIPT} empty output: zero bytes received`],
-    ['stderr-exit-3', 'exit', `could not invoke configure helper: could not wait for ${SCRIPT} stderr-exit-3: exit status 3; stderr: "helper: cannot reach the CA at ca.example.net: connection refused"`],
+    [
+      'stderr-exit-3',
+      'exit',
+      `could not invoke configure helper: could not wait for ${SCRIPT} stderr-exit-3: exit status 3; stderr: "helper: cannot reach the CA at ca.example.net: connection refused"`,
+    ],
     ['kill-self', 'exit', `could not invoke configure helper: could not wait for ${SCRIPT} kill-self: signal: SIGTERM`],
-  ])('%s fails as %s with upstream\'s message', async (mode, kind, message) => {
+  ])("%s fails as %s with upstream's message", async (mode, kind, message) => {
     const metrics = counting();
     const error = await failure(new HelperRunner({ command: `${SCRIPT} ${mode}`, metrics }));
     expect(error.kind).toBe(kind);
@@ -92,7 +102,9 @@ describe('HelperRunner with real helper processes', () => {
     const runner = new HelperRunner({ command: `${SCRIPT} fork-and-sleep ${pidFile}`, timeoutMs: 3000 });
     const error = await failure(runner);
     expect(error.kind).toBe('timeout');
-    expect(error.message).toBe(`could not invoke configure helper: ${SCRIPT} fork-and-sleep ${pidFile} did not finish within 3s: its process group was killed`);
+    expect(error.message).toBe(
+      `could not invoke configure helper: ${SCRIPT} fork-and-sleep ${pidFile} did not finish within 3s: its process group was killed`,
+    );
     const child = Number(readFileSync(pidFile, 'utf8'));
     expect(await gone(child)).toBe(true);
   });
@@ -136,8 +148,16 @@ describe('HelperRunner with real helper processes', () => {
   });
 
   it.each<[string, HelperFailure, string]>([
-    ['/nonexistent/helper', 'start', 'could not invoke configure helper: cannot start /nonexistent/helper: spawn /nonexistent/helper ENOENT'],
-    ["/bin/h 'unterminated", 'command', 'could not invoke configure helper: cannot parse helper command: Unterminated single-quoted string'],
+    [
+      '/nonexistent/helper',
+      'start',
+      'could not invoke configure helper: cannot start /nonexistent/helper: spawn /nonexistent/helper ENOENT',
+    ],
+    [
+      "/bin/h 'unterminated",
+      'command',
+      'could not invoke configure helper: cannot parse helper command: Unterminated single-quoted string',
+    ],
     ['   ', 'command', 'could not invoke configure helper: cannot parse helper command: empty'],
   ])('%j fails as %s', async (command, kind, message) => {
     const metrics = counting();
@@ -149,7 +169,7 @@ describe('HelperRunner with real helper processes', () => {
 
   it('copes with a helper that never reads its (large) input', async () => {
     const big = buildHelperInput({ identity: 'n1', inventory: { facts: { blob: 'x'.repeat(1024 * 1024) } } });
-    const response = await new HelperRunner({ command: "/usr/bin/printf '{\"msg\":\"ignored you\"}'" }).run(big);
+    const response = await new HelperRunner({ command: '/usr/bin/printf \'{"msg":"ignored you"}\'' }).run(big);
     expect(response.msg).toBe('ignored you');
   });
 
@@ -167,7 +187,9 @@ describe('HelperRunner with real helper processes', () => {
     const errors = await Promise.all([1, 2, 3].map(() => failure(runner)));
     const stopped = errors.filter((e) => e.kind === 'oversize');
     expect(stopped.length).toBeGreaterThanOrEqual(1);
-    expect(stopped[0].message).toBe(`could not invoke configure helper: ${slowWriter} was stopped: the helpers in flight held more than 4000000 bytes of output between them; its process group was killed`);
+    expect(stopped[0].message).toBe(
+      `could not invoke configure helper: ${slowWriter} was stopped: the helpers in flight held more than 4000000 bytes of output between them; its process group was killed`,
+    );
     // The others got all they wrote (3 MB of zeros: not a helper response).
     expect(errors.filter((e) => e.kind !== 'oversize').every((e) => e.kind === 'decode')).toBe(true);
     // Everything was given back: one run alone fits again.

@@ -3,7 +3,12 @@ import { PauseGate } from '@rxfleet/operators';
 import { buildHelperInput } from '../../../lib/provision/helperInput';
 import { HelperRestartReason } from '../../../lib/provision/helperPoolMetrics';
 import { HelperError } from '../../../streams/helper/helperRunner';
-import { HelperPoolObserver, PersistentHelper, PersistentHelperOptions, persistentHelperRestartDelay } from '../../../streams/helper/persistentHelper';
+import {
+  HelperPoolObserver,
+  PersistentHelper,
+  PersistentHelperOptions,
+  persistentHelperRestartDelay,
+} from '../../../streams/helper/persistentHelper';
 import { waitFor } from '../../helpers/waitFor';
 
 const SCRIPTED = resolve(__dirname, '../../fixtures/helpers/persistent-scripted-helper.mjs');
@@ -56,7 +61,9 @@ describe('PersistentHelper, against real helper processes', () => {
     const helper = pool();
     const response = await helper.run(input('echo-n1.example.net'));
     const line = response.msg;
-    expect(line).toMatch(/^\{"id":"1","identity":"echo-n1\.example\.net","csr":null,"ed25519_pubkey":null,"inventory":"\{\\"version\\":\\"0\.29\.4\\"\}","jwt":null\}$/);
+    expect(line).toMatch(
+      /^\{"id":"1","identity":"echo-n1\.example\.net","csr":null,"ed25519_pubkey":null,"inventory":"\{\\"version\\":\\"0\.29\.4\\"\}","jwt":null\}$/,
+    );
     expect(JSON.parse(line)).toEqual({ id: '1', ...input('echo-n1.example.net') });
   });
 
@@ -82,25 +89,33 @@ describe('PersistentHelper, against real helper processes', () => {
     ['dies', 'die-x', 'exit', /\(pid \d+\) exited: exit status 3; stderr: "dying on die-x"/],
     ['writes garbage', 'garbage-x', 'protocol', /wrote a line that is not an answer: not JSON/],
     ['answers without an id', 'noid-x', 'protocol', /wrote a line that is not an answer: no string "id"/],
-    ['answers an id it was never given', 'unknown-x', 'protocol', /answered request id "never-asked", which it was not asked or had already answered/],
+    [
+      'answers an id it was never given',
+      'unknown-x',
+      'protocol',
+      /answered request id "never-asked", which it was not asked or had already answered/,
+    ],
     ['writes an oversized line', 'oversize-x', 'oversize', /wrote a line longer than 65536 bytes/],
-  ])('a helper that %s is restarted; every request in flight on it fails, and the next one is answered by a new process', async (_what, identity, kind, message) => {
-    const metrics = observer();
-    const helper = pool({ metrics, maxLineBytes: 64 * 1024 });
-    const before = answeredBy((await helper.run(input('first'))).msg).pid;
-    const bystander = settle(helper.run(input('slow2000-bystander')));
-    const culprit = settle(helper.run(input(identity)));
-    const [c, b] = await Promise.all([culprit, bystander]);
-    // The culprit's own request: failed, unless it answered before misbehaving (not in these cases).
-    expect(c).toMatchObject({ kind });
-    expect((c as { message: string }).message).toMatch(message);
-    expect(b).toMatchObject({ kind });
-    const after = answeredBy((await helper.run(input('next'))).msg).pid;
-    expect(after).not.toBe(before);
-    expect(metrics.restarts).toEqual([kind]);
-    expect(metrics.runs).toBe(4);
-    expect(metrics.errors).toBe(2);
-  });
+  ])(
+    'a helper that %s is restarted; every request in flight on it fails, and the next one is answered by a new process',
+    async (_what, identity, kind, message) => {
+      const metrics = observer();
+      const helper = pool({ metrics, maxLineBytes: 64 * 1024 });
+      const before = answeredBy((await helper.run(input('first'))).msg).pid;
+      const bystander = settle(helper.run(input('slow2000-bystander')));
+      const culprit = settle(helper.run(input(identity)));
+      const [c, b] = await Promise.all([culprit, bystander]);
+      // The culprit's own request: failed, unless it answered before misbehaving (not in these cases).
+      expect(c).toMatchObject({ kind });
+      expect((c as { message: string }).message).toMatch(message);
+      expect(b).toMatchObject({ kind });
+      const after = answeredBy((await helper.run(input('next'))).msg).pid;
+      expect(after).not.toBe(before);
+      expect(metrics.restarts).toEqual([kind]);
+      expect(metrics.runs).toBe(4);
+      expect(metrics.errors).toBe(2);
+    },
+  );
 
   it('a helper that answers twice: the first answer is delivered once, the second makes it restart', async () => {
     const metrics = observer();
@@ -118,8 +133,14 @@ describe('PersistentHelper, against real helper processes', () => {
     const before = answeredBy((await helper.run(input('first'))).msg).pid;
     const hung = settle(helper.run(input('hang-x')));
     const bystander = settle(helper.run(input('slow5000-bystander')));
-    expect(await hung).toMatchObject({ kind: 'timeout', message: expect.stringMatching(/did not answer within 600ms: its process group was killed and the helper restarted$/) });
-    expect(await bystander).toMatchObject({ kind: 'timeout', message: expect.stringMatching(/did not answer request id "2" within 600ms$/) });
+    expect(await hung).toMatchObject({
+      kind: 'timeout',
+      message: expect.stringMatching(/did not answer within 600ms: its process group was killed and the helper restarted$/),
+    });
+    expect(await bystander).toMatchObject({
+      kind: 'timeout',
+      message: expect.stringMatching(/did not answer request id "2" within 600ms$/),
+    });
     await waitFor(() => gone(before), 'the hung helper to be killed', 5000);
     expect(answeredBy((await helper.run(input('next'))).msg).pid).not.toBe(before);
     expect(metrics.restarts).toEqual(['timeout']);
@@ -129,7 +150,12 @@ describe('PersistentHelper, against real helper processes', () => {
     const metrics = observer();
     const helper = pool({ metrics });
     const pid = answeredBy((await helper.run(input('first'))).msg).pid;
-    expect(await settle(helper.run(input('badfield-x')))).toEqual({ kind: 'decode', message: expect.stringMatching(/cannot decode output from .*: json: cannot unmarshal number into field configuration of type map\[string\]string$/) });
+    expect(await settle(helper.run(input('badfield-x')))).toEqual({
+      kind: 'decode',
+      message: expect.stringMatching(
+        /cannot decode output from .*: json: cannot unmarshal number into field configuration of type map\[string\]string$/,
+      ),
+    });
     expect(answeredBy((await helper.run(input('next'))).msg).pid).toBe(pid);
     expect(metrics.restarts).toEqual([]);
   });
@@ -157,7 +183,10 @@ describe('PersistentHelper, against real helper processes', () => {
   it('an executable that cannot be started fails the request at once', async () => {
     const helper = pool({ command: '/nonexistent/helper' });
     const started = Date.now();
-    expect(await settle(helper.run(input('a')))).toMatchObject({ kind: 'start', message: expect.stringMatching(/could not be started: spawn \/nonexistent\/helper ENOENT/) });
+    expect(await settle(helper.run(input('a')))).toMatchObject({
+      kind: 'start',
+      message: expect.stringMatching(/could not be started: spawn \/nonexistent\/helper ENOENT/),
+    });
     expect(Date.now() - started).toBeLessThan(2000);
   });
 
@@ -165,7 +194,10 @@ describe('PersistentHelper, against real helper processes', () => {
     const metrics = observer();
     const gate = new PauseGate(true);
     const helper = pool({ metrics, gate });
-    expect(await settle(helper.run(input('a')))).toMatchObject({ kind: 'paused', message: expect.stringMatching(/^could not invoke configure helper: Provisioning is paused, cannot perform /) });
+    expect(await settle(helper.run(input('a')))).toMatchObject({
+      kind: 'paused',
+      message: expect.stringMatching(/^could not invoke configure helper: Provisioning is paused, cannot perform /),
+    });
     gate.resume();
     const pid = answeredBy((await helper.run(input('first'))).msg).pid;
     const abort = new AbortController();

@@ -12,7 +12,13 @@ describe.each([
   const path = join(SAMPLE_HELPERS, file);
   const helpers: PersistentHelper[] = [];
   const start = (closeGraceMs = 2000): PersistentHelper => {
-    const helper = new PersistentHelper({ command: path, processes: 1, timeoutMs: 5000, closeGraceMs, env: { ...process.env, RXFLEET_HELPER_BROKERS: 'nats://b1:4222,nats://b2:4222' } });
+    const helper = new PersistentHelper({
+      command: path,
+      processes: 1,
+      timeoutMs: 5000,
+      closeGraceMs,
+      env: { ...process.env, RXFLEET_HELPER_BROKERS: 'nats://b1:4222,nats://b2:4222' },
+    });
     helpers.push(helper);
     return helper;
   };
@@ -28,10 +34,19 @@ describe.each([
   it('configures each node out of provisioning mode, answering many requests in one process', async () => {
     const helper = start();
     const identities = Array.from({ length: 50 }, (_, i) => `n${i}.example.net`);
-    const answers = await Promise.all(identities.map((identity) => helper.run(buildHelperInput({ identity, inventory: { facts: { identity: 'not-this' }, version: '0.29.4' } }))));
+    const answers = await Promise.all(
+      identities.map((identity) =>
+        helper.run(buildHelperInput({ identity, inventory: { facts: { identity: 'not-this' }, version: '0.29.4' } })),
+      ),
+    );
     answers.forEach((answer, i) => {
       expect(answer).toMatchObject({ defer: false, msg: `configured ${identities[i]}` });
-      expect(answer.configuration).toEqual({ identity: identities[i], 'plugin.choria.server.provision': 'false', 'plugin.choria.middleware_hosts': 'nats://b1:4222,nats://b2:4222', loglevel: 'info' });
+      expect(answer.configuration).toEqual({
+        identity: identities[i],
+        'plugin.choria.server.provision': 'false',
+        'plugin.choria.middleware_hosts': 'nats://b1:4222,nats://b2:4222',
+        loglevel: 'info',
+      });
     });
     expect(helper.running()).toBe(1);
   });

@@ -24,11 +24,17 @@ describe('spawnSupervised: a helper tied to the life of the process that started
 
   it('kills the helper and what it started when its parent is killed with SIGKILL (issue 14 item 5)', async () => {
     const pidFile = join(dir, 'grandchild.pid');
-    const parent = spawn(process.execPath, ['--import', 'tsx', resolve(__dirname, '../../fixtures/supervisedParent.ts'), pidFile], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const parent = spawn(process.execPath, ['--import', 'tsx', resolve(__dirname, '../../fixtures/supervisedParent.ts'), pidFile], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let out = '';
     parent.stdout?.on('data', (d: Buffer) => (out += d.toString()));
     try {
-      await waitFor(() => out.includes('\n') && existsSync(pidFile) && readFileSync(pidFile, 'utf8') !== '', 'the helper and its child to start', 20_000);
+      await waitFor(
+        () => out.includes('\n') && existsSync(pidFile) && readFileSync(pidFile, 'utf8') !== '',
+        'the helper and its child to start',
+        20_000,
+      );
       const helper = Number(out.trim());
       const grandchild = Number(readFileSync(pidFile, 'utf8'));
       expect([alive(helper), alive(grandchild)]).toEqual([true, true]);
@@ -53,7 +59,9 @@ describe('spawnSupervised: a helper tied to the life of the process that started
 
   it('refuses what cannot run as spawn does, before any process starts', () => {
     expect(() => spawnSupervised('/nonexistent/helper', [])).toThrow('spawn /nonexistent/helper ENOENT');
-    expect(() => spawnSupervised('no-such-helper-on-path', [], { env: { PATH: '/usr/bin:/bin' } })).toThrow('spawn no-such-helper-on-path ENOENT');
+    expect(() => spawnSupervised('no-such-helper-on-path', [], { env: { PATH: '/usr/bin:/bin' } })).toThrow(
+      'spawn no-such-helper-on-path ENOENT',
+    );
     expect(() => spawnSupervised('/tmp', [])).toThrow('spawn /tmp EACCES');
     expect(() => spawnSupervised(join(__dirname, 'supervisedSpawn.spec.ts'), [])).toThrow(/EACCES$/);
     // Found on PATH, as spawn finds it.

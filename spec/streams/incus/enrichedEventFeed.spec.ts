@@ -10,7 +10,8 @@ import { waitFor } from '../../helpers/waitFor';
 describe('enrichedInstanceEvents', () => {
   const server = useNatsServer({
     jetstream: false,
-    config: 'authorization { users: [ { user: ok, password: ok }, { user: reader, password: reader, permissions: { subscribe: { deny: ["incus.events.>"] } } } ] }',
+    config:
+      'authorization { users: [ { user: ok, password: ok }, { user: reader, password: reader, permissions: { subscribe: { deny: ["incus.events.>"] } } } ] }',
   });
   let publisher: NatsConnection;
   beforeAll(async () => {
@@ -24,7 +25,10 @@ describe('enrichedInstanceEvents', () => {
     const nc = await connect({ servers: server().url, user: 'ok', pass: 'ok' });
     const got: EventPayload[] = [];
     const malformed: string[] = [];
-    const sub = enrichedInstanceEvents(nc, { subjectPrefix: 'site.incus', onMalformed: (subject, reason) => malformed.push(`${subject}: ${reason}`) }).subscribe((e) => got.push(e));
+    const sub = enrichedInstanceEvents(nc, {
+      subjectPrefix: 'site.incus',
+      onMalformed: (subject, reason) => malformed.push(`${subject}: ${reason}`),
+    }).subscribe((e) => got.push(e));
     try {
       expect(instanceEventSubjects('site.incus')).toBe('site.incus.*.instance.>');
       await nc.flush();
@@ -48,7 +52,10 @@ describe('enrichedInstanceEvents', () => {
     const nc = await connect({ servers: server().url, user: 'reader', pass: 'reader' });
     const errors: string[] = [];
     let ended = '';
-    enrichedInstanceEvents(nc, { subjectPrefix: 'incus.events', onError: (e) => errors.push(e.message) }).subscribe({ error: () => (ended = 'error'), complete: () => (ended = 'complete') });
+    enrichedInstanceEvents(nc, { subjectPrefix: 'incus.events', onError: (e) => errors.push(e.message) }).subscribe({
+      error: () => (ended = 'error'),
+      complete: () => (ended = 'complete'),
+    });
     try {
       await waitFor(() => ended !== '', 'the stream to end');
       expect(ended).toBe('complete');

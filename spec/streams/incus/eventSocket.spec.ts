@@ -12,7 +12,10 @@ import { incusEndpoint } from '../../../streams/incus/incusEndpoint';
 
 type Heard = { kind: 'open' } | { kind: 'frame'; text: string } | { kind: 'alive' } | { kind: 'closed'; reason: string };
 
-function listenTo(socketPath: string, path = '/1.0/events?type=lifecycle'): { heard: Heard[]; socket: EventSocket; until: (kind: Heard['kind']) => Promise<Heard> } {
+function listenTo(
+  socketPath: string,
+  path = '/1.0/events?type=lifecycle',
+): { heard: Heard[]; socket: EventSocket; until: (kind: Heard['kind']) => Promise<Heard> } {
   const heard: Heard[] = [];
   const waiters: Array<() => void> = [];
   const push = (item: Heard): void => {
@@ -52,7 +55,9 @@ describe('wsEventSocket', () => {
     server.on('upgrade', (req, socket, head) => {
       const refusal = refuse?.(req);
       if (refusal !== undefined) {
-        socket.end(`HTTP/1.1 ${refusal.status} Refused\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(refusal.body)}\r\nConnection: close\r\n\r\n${refusal.body}`);
+        socket.end(
+          `HTTP/1.1 ${refusal.status} Refused\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(refusal.body)}\r\nConnection: close\r\n\r\n${refusal.body}`,
+        );
         return;
       }
       wss.handleUpgrade(req, socket, head, (ws) => onConnection(ws, req));
@@ -103,10 +108,16 @@ describe('wsEventSocket', () => {
     expect(client.heard.some((h) => h.kind === 'frame')).toBe(false);
   });
 
-  it('reports a refused upgrade with the server\'s error text, or its status alone', async () => {
-    refuse = () => ({ status: 500, body: JSON.stringify({ type: 'error', error: '"bogus" isn\'t a supported event type', error_code: 500 }) });
+  it("reports a refused upgrade with the server's error text, or its status alone", async () => {
+    refuse = () => ({
+      status: 500,
+      body: JSON.stringify({ type: 'error', error: '"bogus" isn\'t a supported event type', error_code: 500 }),
+    });
     const bogus = listenTo(socketPath, '/1.0/events?type=bogus');
-    expect(await bogus.until('closed')).toEqual({ kind: 'closed', reason: 'upgrade refused: HTTP 500 "bogus" isn\'t a supported event type' });
+    expect(await bogus.until('closed')).toEqual({
+      kind: 'closed',
+      reason: 'upgrade refused: HTTP 500 "bogus" isn\'t a supported event type',
+    });
 
     refuse = () => ({ status: 403, body: 'forbidden' });
     const forbidden = listenTo(socketPath);

@@ -50,7 +50,11 @@ class Recorder {
 
   /** Waits for the lifecycle event `action` about `name` in `project`, at or after `from`. */
   event(action: string, name: string, project: string, from: number): Promise<number> {
-    return this.next((item) => item.kind === 'event' && item.event.action === action && item.event.name === name && item.event.project === project, from, `${action} ${project}/${name}`);
+    return this.next(
+      (item) => item.kind === 'event' && item.event.action === action && item.event.name === name && item.event.project === project,
+      from,
+      `${action} ${project}/${name}`,
+    );
   }
 
   eventAt(index: number): IncusLifecycleEvent {
@@ -80,83 +84,109 @@ describe('incusEvents against a real LXD daemon', () => {
     expect(recorder.items[0]).toEqual({ kind: 'connected' });
   });
 
-  it('reports a launch as instance-created then instance-started, named and in the default project', async () => {
-    const from = recorder.items.length;
-    await lxd().launch('ev1');
-    const created = await recorder.event('instance-created', 'ev1', 'default', from);
-    const started = await recorder.event('instance-started', 'ev1', 'default', from);
-    expect(created).toBeLessThan(started);
-    expect(recorder.eventAt(started)).toMatchObject({ source: '/1.0/instances/ev1', location: 'none' });
-    expect(recorder.eventAt(started).timestamp).toMatch(/^\d{4}-\d\d-\d\dT/);
-  }, WAIT);
+  it(
+    'reports a launch as instance-created then instance-started, named and in the default project',
+    async () => {
+      const from = recorder.items.length;
+      await lxd().launch('ev1');
+      const created = await recorder.event('instance-created', 'ev1', 'default', from);
+      const started = await recorder.event('instance-started', 'ev1', 'default', from);
+      expect(created).toBeLessThan(started);
+      expect(recorder.eventAt(started)).toMatchObject({ source: '/1.0/instances/ev1', location: 'none' });
+      expect(recorder.eventAt(started).timestamp).toMatch(/^\d{4}-\d\d-\d\dT/);
+    },
+    WAIT,
+  );
 
-  it('reports a rename with the new name and the old one, and then the delete', async () => {
-    await lxd().launch('ren1');
-    await lxd().stopInstance('ren1');
-    const from = recorder.items.length;
-    await lxd().rename('ren1', 'ren2');
-    await lxd().deleteInstance('ren2');
-    const renamed = await recorder.event('instance-renamed', 'ren2', 'default', from);
-    expect(recorder.eventAt(renamed).oldName).toBe('ren1');
-    const deleted = await recorder.event('instance-deleted', 'ren2', 'default', from);
-    expect(renamed).toBeLessThan(deleted);
-  }, WAIT);
+  it(
+    'reports a rename with the new name and the old one, and then the delete',
+    async () => {
+      await lxd().launch('ren1');
+      await lxd().stopInstance('ren1');
+      const from = recorder.items.length;
+      await lxd().rename('ren1', 'ren2');
+      await lxd().deleteInstance('ren2');
+      const renamed = await recorder.event('instance-renamed', 'ren2', 'default', from);
+      expect(recorder.eventAt(renamed).oldName).toBe('ren1');
+      const deleted = await recorder.event('instance-deleted', 'ren2', 'default', from);
+      expect(renamed).toBeLessThan(deleted);
+    },
+    WAIT,
+  );
 
-  it('reports a profile update, and the update of each instance using the profile', async () => {
-    await lxd().launch('prof1');
-    const from = recorder.items.length;
-    await lxd().setProfileConfig('default', 'user.rxfleet', 'profile-spec');
-    const profile = await recorder.event('profile-updated', 'default', 'default', from);
-    const instance = await recorder.event('instance-updated', 'prof1', 'default', from);
-    expect(recorder.eventAt(profile).source).toBe('/1.0/profiles/default');
-    expect(recorder.eventAt(instance).source).toBe('/1.0/instances/prof1');
-  }, WAIT);
+  it(
+    'reports a profile update, and the update of each instance using the profile',
+    async () => {
+      await lxd().launch('prof1');
+      const from = recorder.items.length;
+      await lxd().setProfileConfig('default', 'user.rxfleet', 'profile-spec');
+      const profile = await recorder.event('profile-updated', 'default', 'default', from);
+      const instance = await recorder.event('instance-updated', 'prof1', 'default', from);
+      expect(recorder.eventAt(profile).source).toBe('/1.0/profiles/default');
+      expect(recorder.eventAt(instance).source).toBe('/1.0/instances/prof1');
+    },
+    WAIT,
+  );
 
-  it('reports network updates', async () => {
-    const from = recorder.items.length;
-    await lxd().setNetworkConfig(lxd().bridge, 'user.rxfleet', 'network-spec');
-    const updated = await recorder.event('network-updated', lxd().bridge, 'default', from);
-    expect(recorder.eventAt(updated).source).toBe(`/1.0/networks/${lxd().bridge}`);
-  }, WAIT);
+  it(
+    'reports network updates',
+    async () => {
+      const from = recorder.items.length;
+      await lxd().setNetworkConfig(lxd().bridge, 'user.rxfleet', 'network-spec');
+      const updated = await recorder.event('network-updated', lxd().bridge, 'default', from);
+      expect(recorder.eventAt(updated).source).toBe(`/1.0/networks/${lxd().bridge}`);
+    },
+    WAIT,
+  );
 
-  it('reports another project\'s instances and the project\'s own events, through all-projects', async () => {
-    const from = recorder.items.length;
-    await lxd().createProject('pe');
-    await lxd().launch('pi1', { project: 'pe' });
-    await lxd().stopInstance('pi1', { project: 'pe' });
-    await lxd().rename('pi1', 'pi2', { project: 'pe' });
-    await lxd().deleteInstance('pi2', { project: 'pe' });
-    await lxd().setProjectConfig('pe', 'user.rxfleet', 'project-spec');
-    await lxd().deleteProject('pe');
+  it(
+    "reports another project's instances and the project's own events, through all-projects",
+    async () => {
+      const from = recorder.items.length;
+      await lxd().createProject('pe');
+      await lxd().launch('pi1', { project: 'pe' });
+      await lxd().stopInstance('pi1', { project: 'pe' });
+      await lxd().rename('pi1', 'pi2', { project: 'pe' });
+      await lxd().deleteInstance('pi2', { project: 'pe' });
+      await lxd().setProjectConfig('pe', 'user.rxfleet', 'project-spec');
+      await lxd().deleteProject('pe');
 
-    const created = await recorder.event('project-created', 'pe', 'pe', from);
-    const started = await recorder.event('instance-started', 'pi1', 'pe', from);
-    expect(recorder.eventAt(started).source).toBe('/1.0/instances/pi1?project=pe');
-    const renamed = await recorder.event('instance-renamed', 'pi2', 'pe', from);
-    expect(recorder.eventAt(renamed).oldName).toBe('pi1');
-    const updated = await recorder.event('project-updated', 'pe', 'pe', from);
-    const deleted = await recorder.event('project-deleted', 'pe', 'pe', from);
-    expect([created, started, renamed, updated, deleted]).toEqual([...[created, started, renamed, updated, deleted]].sort((a, b) => a - b));
-  }, WAIT);
+      const created = await recorder.event('project-created', 'pe', 'pe', from);
+      const started = await recorder.event('instance-started', 'pi1', 'pe', from);
+      expect(recorder.eventAt(started).source).toBe('/1.0/instances/pi1?project=pe');
+      const renamed = await recorder.event('instance-renamed', 'pi2', 'pe', from);
+      expect(recorder.eventAt(renamed).oldName).toBe('pi1');
+      const updated = await recorder.event('project-updated', 'pe', 'pe', from);
+      const deleted = await recorder.event('project-deleted', 'pe', 'pe', from);
+      expect([created, started, renamed, updated, deleted]).toEqual(
+        [...[created, started, renamed, updated, deleted]].sort((a, b) => a - b),
+      );
+    },
+    WAIT,
+  );
 
-  it('hears nothing of other projects when listening to the default project alone', async () => {
-    const narrow = listen({ allProjects: false });
-    try {
-      await narrow.next((item) => item.kind === 'connected', 0, 'connected');
-      await lxd().createProject('pq');
-      await lxd().launch('nq', { project: 'pq' });
-      await lxd().setInstanceConfig('ev1', 'user.marker', 'after-pq');
-      await narrow.event('instance-updated', 'ev1', 'default', 0);
-      await recorder.event('instance-started', 'nq', 'pq', 0);
-      expect(narrow.items.filter((item) => item.kind === 'event' && item.event.project === 'pq')).toEqual([]);
-      await lxd().deleteInstance('nq', { project: 'pq' });
-      await lxd().deleteProject('pq');
-    } finally {
-      narrow.stop();
-    }
-  }, WAIT);
+  it(
+    'hears nothing of other projects when listening to the default project alone',
+    async () => {
+      const narrow = listen({ allProjects: false });
+      try {
+        await narrow.next((item) => item.kind === 'connected', 0, 'connected');
+        await lxd().createProject('pq');
+        await lxd().launch('nq', { project: 'pq' });
+        await lxd().setInstanceConfig('ev1', 'user.marker', 'after-pq');
+        await narrow.event('instance-updated', 'ev1', 'default', 0);
+        await recorder.event('instance-started', 'nq', 'pq', 0);
+        expect(narrow.items.filter((item) => item.kind === 'event' && item.event.project === 'pq')).toEqual([]);
+        await lxd().deleteInstance('nq', { project: 'pq' });
+        await lxd().deleteProject('pq');
+      } finally {
+        narrow.stop();
+      }
+    },
+    WAIT,
+  );
 
-  it('passes on the daemon\'s refusal of an event type it does not serve', async () => {
+  it("passes on the daemon's refusal of an event type it does not serve", async () => {
     const reason = await new Promise<string>((resolve) => {
       wsEventSocket(incusEndpoint({ url: lxd().socket }), { path: eventsPath({ types: ['bogus'] }) })({
         open: () => resolve('opened'),
@@ -168,61 +198,82 @@ describe('incusEvents against a real LXD daemon', () => {
     expect(reason).toBe('upgrade refused: HTTP 500 "bogus" isn\'t a supported event type');
   });
 
-  it('says disconnected when the daemon restarts, connects again, and events flow again', async () => {
-    const from = recorder.items.length;
-    await lxd().restart();
-    const disconnected = await recorder.next((item) => item.kind === 'disconnected', from, 'disconnected');
-    const connected = await recorder.next((item) => item.kind === 'connected', disconnected, 'connected again');
-    await lxd().setInstanceConfig('ev1', 'user.after', 'restart');
-    const updated = await recorder.event('instance-updated', 'ev1', 'default', connected);
-    expect(disconnected).toBeLessThan(connected);
-    expect(connected).toBeLessThan(updated);
-    // Nothing of the first session arrives after it ended, and connected/disconnected alternate.
-    const sessions = recorder.items.filter((item) => item.kind === 'connected' || item.kind === 'disconnected').map((item) => item.kind);
-    expect(sessions).toEqual(['connected', 'disconnected', 'connected']);
-  }, 2 * WAIT);
+  it(
+    'says disconnected when the daemon restarts, connects again, and events flow again',
+    async () => {
+      const from = recorder.items.length;
+      await lxd().restart();
+      const disconnected = await recorder.next((item) => item.kind === 'disconnected', from, 'disconnected');
+      const connected = await recorder.next((item) => item.kind === 'connected', disconnected, 'connected again');
+      await lxd().setInstanceConfig('ev1', 'user.after', 'restart');
+      const updated = await recorder.event('instance-updated', 'ev1', 'default', connected);
+      expect(disconnected).toBeLessThan(connected);
+      expect(connected).toBeLessThan(updated);
+      // Nothing of the first session arrives after it ended, and connected/disconnected alternate.
+      const sessions = recorder.items.filter((item) => item.kind === 'connected' || item.kind === 'disconnected').map((item) => item.kind);
+      expect(sessions).toEqual(['connected', 'disconnected', 'connected']);
+    },
+    2 * WAIT,
+  );
 
-  it('takes a frozen daemon for a half-open connection, and reconnects once it thaws', async () => {
-    const watchful = listen({ readDeadlineMs: 1500, pingIntervalMs: 300, backoffInitialMs: 100, backoffMaxMs: 500 });
-    try {
-      await watchful.next((item) => item.kind === 'connected', 0, 'connected');
-      await lxd().freeze();
-      let gone: number;
+  it(
+    'takes a frozen daemon for a half-open connection, and reconnects once it thaws',
+    async () => {
+      const watchful = listen({ readDeadlineMs: 1500, pingIntervalMs: 300, backoffInitialMs: 100, backoffMaxMs: 500 });
       try {
-        gone = await watchful.next((item) => item.kind === 'disconnected', 0, 'disconnected');
+        await watchful.next((item) => item.kind === 'connected', 0, 'connected');
+        await lxd().freeze();
+        let gone: number;
+        try {
+          gone = await watchful.next((item) => item.kind === 'disconnected', 0, 'disconnected');
+        } finally {
+          lxd().thaw();
+        }
+        expect(watchful.items[gone]).toEqual({ kind: 'disconnected', reason: 'no frame, ping or pong for 1500 ms (half-open connection)' });
+        const back = await watchful.next((item) => item.kind === 'connected', gone, 'connected again');
+        await lxd().setInstanceConfig('ev1', 'user.after', 'thaw');
+        await watchful.next(
+          (item) => item.kind === 'event' && item.event.action === 'instance-updated' && item.event.name === 'ev1',
+          back,
+          'an event after the thaw',
+        );
       } finally {
-        lxd().thaw();
+        watchful.stop();
       }
-      expect(watchful.items[gone]).toEqual({ kind: 'disconnected', reason: 'no frame, ping or pong for 1500 ms (half-open connection)' });
-      const back = await watchful.next((item) => item.kind === 'connected', gone, 'connected again');
-      await lxd().setInstanceConfig('ev1', 'user.after', 'thaw');
-      await watchful.next((item) => item.kind === 'event' && item.event.action === 'instance-updated' && item.event.name === 'ev1', back, 'an event after the thaw');
-    } finally {
-      watchful.stop();
-    }
-  }, 2 * WAIT);
+    },
+    2 * WAIT,
+  );
 
-  it('listens over wss with a client certificate and the daemon\'s certificate pinned', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'rxfleet-incus-wss-'));
-    const port = await freePort();
-    try {
-      await lxd().lxc('config', 'set', 'core.https_address', `127.0.0.1:${port}`);
-      const client = await selfSignedCertificate('rxfleet-events-spec');
-      writeFileSync(join(dir, 'client.crt'), client.cert);
-      await lxd().lxc('config', 'trust', 'add', join(dir, 'client.crt'), '--name', 'rxfleet-events-spec');
-      const secure = listen({
-        endpoint: { url: `https://127.0.0.1:${port}`, clientCert: client.cert, clientKey: client.key, serverCert: join(lxd().dir, 'server.crt') },
-      });
+  it(
+    "listens over wss with a client certificate and the daemon's certificate pinned",
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'rxfleet-incus-wss-'));
+      const port = await freePort();
       try {
-        expect(await secure.next((item) => item.kind === 'connected', 0, 'connected over wss')).toBe(0);
-        await lxd().launch('tls1');
-        const started = await secure.event('instance-started', 'tls1', 'default', 0);
-        expect(secure.eventAt(started).source).toBe('/1.0/instances/tls1');
+        await lxd().lxc('config', 'set', 'core.https_address', `127.0.0.1:${port}`);
+        const client = await selfSignedCertificate('rxfleet-events-spec');
+        writeFileSync(join(dir, 'client.crt'), client.cert);
+        await lxd().lxc('config', 'trust', 'add', join(dir, 'client.crt'), '--name', 'rxfleet-events-spec');
+        const secure = listen({
+          endpoint: {
+            url: `https://127.0.0.1:${port}`,
+            clientCert: client.cert,
+            clientKey: client.key,
+            serverCert: join(lxd().dir, 'server.crt'),
+          },
+        });
+        try {
+          expect(await secure.next((item) => item.kind === 'connected', 0, 'connected over wss')).toBe(0);
+          await lxd().launch('tls1');
+          const started = await secure.event('instance-started', 'tls1', 'default', 0);
+          expect(secure.eventAt(started).source).toBe('/1.0/instances/tls1');
+        } finally {
+          secure.stop();
+        }
       } finally {
-        secure.stop();
+        rmSync(dir, { recursive: true, force: true });
       }
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  }, WAIT);
+    },
+    WAIT,
+  );
 });

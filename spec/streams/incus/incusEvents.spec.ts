@@ -8,10 +8,21 @@ import { EventSocket, EventSocketHandlers, EventSocketOpener } from '../../../st
 import { eventsPath, incusEvents } from '../../../streams/incus/incusEvents';
 import { newScheduler, tracking } from '../../helpers/marbles';
 
-const STARTED = '{"type":"lifecycle","timestamp":"2026-11-29T10:11:26.343811125Z","metadata":{"action":"instance-started","source":"/1.0/instances/ev1","requestor":{"username":"root","protocol":"unix","address":"@"}},"location":"none","project":"default"}\n';
+const STARTED =
+  '{"type":"lifecycle","timestamp":"2026-11-29T10:11:26.343811125Z","metadata":{"action":"instance-started","source":"/1.0/instances/ev1","requestor":{"username":"root","protocol":"unix","address":"@"}},"location":"none","project":"default"}\n';
 const OPERATION = '{"type":"operation","timestamp":"2026-11-29T10:11:26Z","metadata":{"id":"1"},"project":"default"}\n';
 
-const started = { kind: 'event', event: { action: 'instance-started', project: 'default', name: 'ev1', source: '/1.0/instances/ev1', timestamp: '2026-11-29T10:11:26.343811125Z', location: 'none' } };
+const started = {
+  kind: 'event',
+  event: {
+    action: 'instance-started',
+    project: 'default',
+    name: 'ev1',
+    source: '/1.0/instances/ev1',
+    timestamp: '2026-11-29T10:11:26.343811125Z',
+    location: 'none',
+  },
+};
 const values: Record<string, IncusStreamItem> = {
   c: { kind: 'connected' },
   e: started as IncusStreamItem,
@@ -91,7 +102,10 @@ describe('incusEvents', () => {
       (s) => s.at(5, (h) => h.open()),
     ]);
     ts.run(({ expectObservable }) => {
-      expectObservable(incusEvents({ openSocket: server.opener, scheduler: ts }), '^ 1100ms !').toBe('5ms c 4ms e 9ms m 19ms d 1004ms c', values);
+      expectObservable(incusEvents({ openSocket: server.opener, scheduler: ts }), '^ 1100ms !').toBe(
+        '5ms c 4ms e 9ms m 19ms d 1004ms c',
+        values,
+      );
     });
     expect(server.sockets.map((s) => s.openedAt)).toEqual([0, 1040]);
   });
@@ -105,7 +119,10 @@ describe('incusEvents', () => {
     scripts.push(refuse);
     const server = fakeServer(ts, scripts);
     ts.run(({ expectObservable }) => {
-      expectObservable(incusEvents({ openSocket: server.opener, scheduler: ts }), '^ 300s !').toBe('243s c 9ms d', { ...values, d: values.d });
+      expectObservable(incusEvents({ openSocket: server.opener, scheduler: ts }), '^ 300s !').toBe('243s c 9ms d', {
+        ...values,
+        d: values.d,
+      });
     });
     const times = server.sockets.map((s) => s.openedAt);
     // attempts 1..9 fail: waits 1, 2, 4, 8, 16, 32, 60, 60, 60 s; the 10th opens at 243 s.
@@ -254,13 +271,23 @@ describe('incusEvents', () => {
     ]);
     let malformed = 0;
     ts.run(() => {
-      const sub = incusEvents({ openSocket: server.opener, scheduler: ts, logger, pingIntervalMs: 1_000_000, readDeadlineMs: 1_000_000 }).subscribe((item) => {
+      const sub = incusEvents({
+        openSocket: server.opener,
+        scheduler: ts,
+        logger,
+        pingIntervalMs: 1_000_000,
+        readDeadlineMs: 1_000_000,
+      }).subscribe((item) => {
         if (item.kind === 'malformed') malformed++;
       });
       ts.schedule(() => sub.unsubscribe(), 70_000);
     });
     expect(malformed).toBe(5000);
-    const lines = chunks.join('').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = chunks
+      .join('')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     const frames = lines.filter((l) => l.key === 'incus_frame');
     expect(frames).toHaveLength(6);
     expect(frames[5]).toMatchObject({ suppressed: 4995, total: 5000, reason: 'not JSON: junk 5000' });
@@ -271,7 +298,12 @@ describe('incusEvents', () => {
     const behaviour: fc.Arbitrary<Behaviour> = fc.oneof(
       fc.constant<Behaviour>({ kind: 'refuse' }),
       fc.constant<Behaviour>({ kind: 'hang' }),
-      fc.record({ kind: fc.constant('session' as const), openAfter: fc.integer({ min: 0, max: 40_000 }), frames: fc.integer({ min: 0, max: 3 }), closeAfter: fc.oneof(fc.integer({ min: 1, max: 29_000 }), fc.integer({ min: 31_000, max: 90_000 })) }),
+      fc.record({
+        kind: fc.constant('session' as const),
+        openAfter: fc.integer({ min: 0, max: 40_000 }),
+        frames: fc.integer({ min: 0, max: 3 }),
+        closeAfter: fc.oneof(fc.integer({ min: 1, max: 29_000 }), fc.integer({ min: 31_000, max: 90_000 })),
+      }),
     );
     fc.assert(
       fc.property(fc.array(behaviour, { minLength: 1, maxLength: 12 }), (plan) => {

@@ -46,7 +46,7 @@ describe('IncusRestClient against a real LXD daemon', () => {
     expect(instance.profiles).toEqual(['default']);
   });
 
-  it('reads an instance\'s state with the DHCP address it leased on eth0', async () => {
+  it("reads an instance's state with the DHCP address it leased on eth0", async () => {
     const state = await rest.getInstanceState('default', 'r1');
     expect(state.status_code).toBe(103);
     const eth0 = state.network?.eth0;
@@ -71,14 +71,14 @@ describe('IncusRestClient against a real LXD daemon', () => {
     expect((await failure(rest.getNetwork('default', 'nope0'))).notFound).toBe(true);
   });
 
-  it('reads a project\'s own configuration, and says notFound for one that does not exist', async () => {
+  it("reads a project's own configuration, and says notFound for one that does not exist", async () => {
     const project = await rest.getProject('p2');
     expect(project.name).toBe('p2');
     expect(project.config).toMatchObject({ 'features.images': 'false', 'features.profiles': 'false' });
     expect((await failure(rest.getProject('nope'))).notFound).toBe(true);
   });
 
-  it('lists names: projects, networks (unmanaged host NICs included), and each project\'s instances', async () => {
+  it("lists names: projects, networks (unmanaged host NICs included), and each project's instances", async () => {
     expect((await rest.listProjectNames()).sort()).toEqual(['default', 'p2']);
     const networks = await rest.listNetworkNames('default');
     expect(networks).toContain(lxd().bridge);
@@ -130,7 +130,7 @@ describe('IncusRestClient against a real LXD daemon', () => {
 
     afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-    it('reads with the daemon\'s certificate pinned by file or by fingerprint', async () => {
+    it("reads with the daemon's certificate pinned by file or by fingerprint", async () => {
       const byFile = new IncusRestClient({ endpoint: { url, clientCert, clientKey, serverCert: serverCertFile } });
       expect(await byFile.getInstance('default', 'r1')).toMatchObject({ name: 'r1', status: 'Running' });
       expect(await byFile.listInstanceNames('p2')).toEqual(['rp']);
@@ -153,7 +153,9 @@ describe('IncusRestClient against a real LXD daemon', () => {
 
     it('is refused by the daemon with a client certificate it does not trust', async () => {
       const stranger = await selfSignedCertificate('stranger');
-      const untrusted = new IncusRestClient({ endpoint: { url, clientCert: stranger.cert, clientKey: stranger.key, serverCert: serverCertFile } });
+      const untrusted = new IncusRestClient({
+        endpoint: { url, clientCert: stranger.cert, clientKey: stranger.key, serverCert: serverCertFile },
+      });
       const error = await failure(untrusted.getInstance('default', 'r1'));
       untrusted.close();
       expect(error.status).toBe(403);

@@ -16,7 +16,8 @@ import { TestCertificate, selfSignedCertificate } from '../../helpers/certs';
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
-const sync = (metadata: unknown): string => JSON.stringify({ type: 'sync', status: 'Success', status_code: 200, operation: '', error_code: 0, error: '', metadata });
+const sync = (metadata: unknown): string =>
+  JSON.stringify({ type: 'sync', status: 'Success', status_code: 200, operation: '', error_code: 0, error: '', metadata });
 
 async function rejection(promise: Promise<unknown>): Promise<IncusApiError> {
   try {
@@ -60,7 +61,14 @@ describe('IncusRestClient against a stand-in server on a unix socket', () => {
     new IncusRestClient({ endpoint: { url: join(dir, 'unix.socket') }, ...options });
 
   it('sends ?project= on scoped calls, none on projects, and returns the metadata', async () => {
-    handler = (req, res) => res.end(sync(req.url?.startsWith('/1.0/projects/') ? { name: 'p', config: { a: '1' } } : { name: 'c1', project: 'p 2', config: { k: 'v' }, devices: {} }));
+    handler = (req, res) =>
+      res.end(
+        sync(
+          req.url?.startsWith('/1.0/projects/')
+            ? { name: 'p', config: { a: '1' } }
+            : { name: 'c1', project: 'p 2', config: { k: 'v' }, devices: {} },
+        ),
+      );
     const rest = client();
     const instance = await rest.getInstance('p 2', 'c1');
     const project = await rest.getProject('p');
@@ -72,7 +80,8 @@ describe('IncusRestClient against a stand-in server on a unix socket', () => {
 
   it('turns null maps into empty ones, so a reader never meets null where the shape says a map', async () => {
     handler = (req, res) => {
-      if (req.url?.includes('/state')) res.end(sync({ status: 'Running', status_code: 103, network: { eth0: { addresses: null, hwaddr: '00:16:3e:00:00:01' } } }));
+      if (req.url?.includes('/state'))
+        res.end(sync({ status: 'Running', status_code: 103, network: { eth0: { addresses: null, hwaddr: '00:16:3e:00:00:01' } } }));
       else if (req.url?.startsWith('/1.0/networks/')) res.end(sync({ name: 'br0', type: 'bridge', managed: true, config: null }));
       else res.end(sync({ name: 'c1', project: 'default', config: null, devices: null }));
     };
@@ -97,7 +106,17 @@ describe('IncusRestClient against a stand-in server on a unix socket', () => {
   it('reports an error envelope with its error_code, and 404 as notFound', async () => {
     handler = (_req, res) => {
       res.statusCode = 404;
-      res.end(JSON.stringify({ type: 'error', status: '', status_code: 0, operation: '', error_code: 404, error: 'Instance not found', metadata: null }));
+      res.end(
+        JSON.stringify({
+          type: 'error',
+          status: '',
+          status_code: 0,
+          operation: '',
+          error_code: 404,
+          error: 'Instance not found',
+          metadata: null,
+        }),
+      );
     };
     const rest = client();
     const error = await rejection(rest.getInstance('default', 'gone'));
@@ -237,11 +256,23 @@ describe('incusEndpoint', () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('takes a socket path, a unix: URL, or an https URL (port 8443 unless given)', () => {
-    expect(incusEndpoint({ url: '/var/lib/lxd/unix.socket' })).toMatchObject({ kind: 'unix', address: '/var/lib/lxd/unix.socket', host: 'lxd' });
+    expect(incusEndpoint({ url: '/var/lib/lxd/unix.socket' })).toMatchObject({
+      kind: 'unix',
+      address: '/var/lib/lxd/unix.socket',
+      host: 'lxd',
+    });
     expect(incusEndpoint({ url: 'unix:///run/incus.socket' })).toMatchObject({ kind: 'unix', address: '/run/incus.socket' });
     const tls = { clientCert: join(dir, 'client.crt'), clientKey: join(dir, 'client.key'), serverFingerprint: other.fingerprint };
-    expect(incusEndpoint({ url: 'https://incus.example.net', ...tls })).toMatchObject({ kind: 'https', address: 'https://incus.example.net:8443', host: 'incus.example.net:8443' });
-    expect(incusEndpoint({ url: 'https://[::1]:9443', ...tls })).toMatchObject({ kind: 'https', address: 'https://[::1]:9443', host: '[::1]:9443' });
+    expect(incusEndpoint({ url: 'https://incus.example.net', ...tls })).toMatchObject({
+      kind: 'https',
+      address: 'https://incus.example.net:8443',
+      host: 'incus.example.net:8443',
+    });
+    expect(incusEndpoint({ url: 'https://[::1]:9443', ...tls })).toMatchObject({
+      kind: 'https',
+      address: 'https://[::1]:9443',
+      host: '[::1]:9443',
+    });
   });
 
   it('finds the local socket from the environment, then the usual places', () => {
@@ -254,17 +285,29 @@ describe('incusEndpoint', () => {
   it.each([
     ['plain http', { url: 'http://incus:8443' }, /not served by Incus or LXD/],
     ['something else', { url: 'incus.example.net' }, /neither a unix socket path nor an https URL/],
-    ['a path in the URL', { url: 'https://incus:8443/1.0', clientCert: 'c', clientKey: 'k', serverFingerprint: 'f' }, /only the scheme, host and port/],
+    [
+      'a path in the URL',
+      { url: 'https://incus:8443/1.0', clientCert: 'c', clientKey: 'k', serverFingerprint: 'f' },
+      /only the scheme, host and port/,
+    ],
     ['https without a client certificate', { url: 'https://incus:8443', serverFingerprint: 'f' }, /needs clientCert and clientKey/],
     ['https without a pin', { url: 'https://incus:8443', clientCert: 'c', clientKey: 'k' }, /needs the server certificate pinned/],
-    ['a fingerprint that is not SHA-256 hex', { url: 'https://incus:8443', clientCert: 'c', clientKey: 'k', serverFingerprint: 'abc' }, /64 hex digits/],
-    ['a certificate file that does not exist', { url: 'https://incus:8443', clientCert: '/nonexistent.crt', clientKey: 'k', serverFingerprint: 'a'.repeat(64) }, /cannot read clientCert from \/nonexistent.crt: ENOENT/],
+    [
+      'a fingerprint that is not SHA-256 hex',
+      { url: 'https://incus:8443', clientCert: 'c', clientKey: 'k', serverFingerprint: 'abc' },
+      /64 hex digits/,
+    ],
+    [
+      'a certificate file that does not exist',
+      { url: 'https://incus:8443', clientCert: '/nonexistent.crt', clientKey: 'k', serverFingerprint: 'a'.repeat(64) },
+      /cannot read clientCert from \/nonexistent.crt: ENOENT/,
+    ],
   ])('refuses %s', (_what, options, message) => {
     expect(() => incusEndpoint(options)).toThrow(IncusEndpointError);
     expect(() => incusEndpoint(options)).toThrow(message);
   });
 
-  it('refuses a key that is not the certificate\'s, without quoting the key', () => {
+  it("refuses a key that is not the certificate's, without quoting the key", () => {
     const options = { url: 'https://incus:8443', clientCert: client.cert, clientKey: other.key, serverFingerprint: other.fingerprint };
     expect(() => incusEndpoint(options)).toThrow('clientKey is not the key of clientCert');
     try {
@@ -275,14 +318,28 @@ describe('incusEndpoint', () => {
   });
 
   it('refuses two pins that name different certificates', () => {
-    expect(() => incusEndpoint({ url: 'https://incus:8443', clientCert: client.cert, clientKey: client.key, serverCert: other.cert, serverFingerprint: client.fingerprint })).toThrow(
-      'serverCert and serverFingerprint name different certificates',
-    );
+    expect(() =>
+      incusEndpoint({
+        url: 'https://incus:8443',
+        clientCert: client.cert,
+        clientKey: client.key,
+        serverCert: other.cert,
+        serverFingerprint: client.fingerprint,
+      }),
+    ).toThrow('serverCert and serverFingerprint name different certificates');
   });
 
   it('accepts a fingerprint with colons and in upper case', () => {
     const colons = other.fingerprint.toUpperCase().replace(/(..)(?!$)/g, '$1:');
-    expect(() => incusEndpoint({ url: 'https://incus:8443', clientCert: client.cert, clientKey: client.key, serverFingerprint: colons, serverCert: other.cert })).not.toThrow();
+    expect(() =>
+      incusEndpoint({
+        url: 'https://incus:8443',
+        clientCert: client.cert,
+        clientKey: client.key,
+        serverFingerprint: colons,
+        serverCert: other.cert,
+      }),
+    ).not.toThrow();
   });
 });
 

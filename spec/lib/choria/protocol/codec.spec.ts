@@ -1,7 +1,15 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { ProtocolError } from '../../../../lib/choria/errors';
-import { DEFAULT_MAX_BYTES, OutgoingRequest, decodeReply, decodeRequest, encodeReply, encodeRequest, withinTtl } from '../../../../lib/choria/protocol/codec';
+import {
+  DEFAULT_MAX_BYTES,
+  OutgoingRequest,
+  decodeReply,
+  decodeRequest,
+  encodeReply,
+  encodeRequest,
+  withinTtl,
+} from '../../../../lib/choria/protocol/codec';
 import { decodeBase64Strict } from '../../../../lib/choria/protocol/encoding';
 import { decodeAgentReply, decodeAgentRequest, encodeAgentReply, encodeAgentRequest } from '../../../../lib/choria/protocol/mcorpc';
 import { broadcastSubject, directSubject, newRequestId, replySubject } from '../../../../lib/choria/protocol/subjects';
@@ -11,18 +19,29 @@ const b64 = (text: string): string => Buffer.from(text, 'utf8').toString('base64
 const NOW = 1_700_000_000_000;
 
 // The layers exactly as the reference (§8.3) shows them, written out by hand rather than by the encoder.
-const referenceRequest = '{"protocol":"choria:request:1","message":"{\\"agent\\":\\"choria_provision\\",\\"action\\":\\"jwt\\",\\"data\\":{\\"token\\":\\"s3cret\\"}}","envelope":{"requestid":"0123456789abcdef0123456789abcdef","senderid":"prov.example.net","callerid":"choria=prov.example.net","collective":"provisioning","agent":"choria_provision","ttl":60,"time":1700000000,"filter":{"fact":[],"cf_class":[],"agent":["choria_provision"],"identity":[],"compound":[]}}}';
-const referenceSecureRequest = JSON.stringify({ protocol: 'choria:secure:request:1', message: referenceRequest, signature: 'insecure', pubcert: 'insecure' });
+const referenceRequest =
+  '{"protocol":"choria:request:1","message":"{\\"agent\\":\\"choria_provision\\",\\"action\\":\\"jwt\\",\\"data\\":{\\"token\\":\\"s3cret\\"}}","envelope":{"requestid":"0123456789abcdef0123456789abcdef","senderid":"prov.example.net","callerid":"choria=prov.example.net","collective":"provisioning","agent":"choria_provision","ttl":60,"time":1700000000,"filter":{"fact":[],"cf_class":[],"agent":["choria_provision"],"identity":[],"compound":[]}}}';
+const referenceSecureRequest = JSON.stringify({
+  protocol: 'choria:secure:request:1',
+  message: referenceRequest,
+  signature: 'insecure',
+  pubcert: 'insecure',
+});
 const referenceTransport = JSON.stringify({
   protocol: 'choria:transport:1',
   data: b64(referenceSecureRequest),
-  headers: { 'reply-to': 'provisioning.reply.8b2c1bbcfd1fb1b35c0d10e4e0c7ae8f.0123456789abcdef0123456789abcdef', mc_sender: 'prov.example.net' },
+  headers: {
+    'reply-to': 'provisioning.reply.8b2c1bbcfd1fb1b35c0d10e4e0c7ae8f.0123456789abcdef0123456789abcdef',
+    mc_sender: 'prov.example.net',
+  },
 });
 
-const referenceReply = '{"protocol":"choria:reply:1","message":"{\\"statuscode\\":0,\\"statusmsg\\":\\"OK\\",\\"data\\":{\\"message\\":\\"Restarting Choria Server after 2s\\"}}","envelope":{"requestid":"0123456789abcdef0123456789abcdef","senderid":"n1.example.net","agent":"choria_provision","time":1700000001}}';
+const referenceReply =
+  '{"protocol":"choria:reply:1","message":"{\\"statuscode\\":0,\\"statusmsg\\":\\"OK\\",\\"data\\":{\\"message\\":\\"Restarting Choria Server after 2s\\"}}","envelope":{"requestid":"0123456789abcdef0123456789abcdef","senderid":"n1.example.net","agent":"choria_provision","time":1700000001}}';
 // `openssl dgst -sha256 -binary | base64` of the reply above: the hash go-choria's client checks.
 const referenceReplyHash = 'icxuyw9arvAzRnCU2J7ltv44IPwcRBe3uzZDpRS8T1o=';
-const replyTransport = (secure: object, headers: object = { mc_sender: 'n1.example.net' }): string => JSON.stringify({ protocol: 'choria:transport:1', data: b64(JSON.stringify(secure)), headers });
+const replyTransport = (secure: object, headers: object = { mc_sender: 'n1.example.net' }): string =>
+  JSON.stringify({ protocol: 'choria:transport:1', data: b64(JSON.stringify(secure)), headers });
 
 function outgoing(partial: Partial<OutgoingRequest> = {}): OutgoingRequest {
   return {
@@ -83,24 +102,39 @@ describe('the Choria protocol codec', () => {
       });
     });
 
-    it('signs a request as go-choria\'s x509 providers do: base64 of the signer\'s bytes over the request JSON, the certificate in pubcert', () => {
+    it("signs a request as go-choria's x509 providers do: base64 of the signer's bytes over the request JSON, the certificate in pubcert", () => {
       const signed: Buffer[] = [];
-      const signer = { pubcert: () => '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n', sign: (json: Buffer) => (signed.push(json), Buffer.from('signature-bytes')) };
+      const signer = {
+        pubcert: () => '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n',
+        sign: (json: Buffer) => (signed.push(json), Buffer.from('signature-bytes')),
+      };
       const transport = JSON.parse(encodeRequest(outgoing(), { version: 'v1', signer }));
       const secure = JSON.parse(Buffer.from(transport.data, 'base64').toString());
       expect(secure.signature).toBe(Buffer.from('signature-bytes').toString('base64'));
       expect(secure.pubcert).toBe('-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n');
       expect(signed).toEqual([Buffer.from(secure.message)]);
       const decoded = decodeRequest(JSON.stringify(transport), { now: NOW });
-      expect(decoded.ok && decoded.value.security).toEqual({ signature: secure.signature, pubcert: secure.pubcert, signed: secure.message });
+      expect(decoded.ok && decoded.value.security).toEqual({
+        signature: secure.signature,
+        pubcert: secure.pubcert,
+        signed: secure.message,
+      });
     });
 
     it('encodes an unsigned request layer by layer as the reference shows', () => {
       const transport = JSON.parse(encodeRequest(outgoing(), { version: 'v1' }));
       expect(transport.protocol).toBe('choria:transport:1');
-      expect(transport.headers).toEqual({ 'reply-to': 'provisioning.reply.x.0123456789abcdef0123456789abcdef', mc_sender: 'prov.example.net' });
+      expect(transport.headers).toEqual({
+        'reply-to': 'provisioning.reply.x.0123456789abcdef0123456789abcdef',
+        mc_sender: 'prov.example.net',
+      });
       const secure = JSON.parse(Buffer.from(transport.data, 'base64').toString());
-      expect(secure).toEqual({ protocol: 'choria:secure:request:1', message: expect.any(String), signature: 'insecure', pubcert: 'insecure' });
+      expect(secure).toEqual({
+        protocol: 'choria:secure:request:1',
+        message: expect.any(String),
+        signature: 'insecure',
+        pubcert: 'insecure',
+      });
       const request = JSON.parse(secure.message);
       expect(request.protocol).toBe('choria:request:1');
       expect(request.message).toBe('{"agent":"choria_provision","action":"jwt","data":{"token":"s3cret"}}');
@@ -119,9 +153,19 @@ describe('the Choria protocol codec', () => {
     it('round-trips a request, with the payload raw or base64 (discovery sends base64 ping)', () => {
       const raw = decodeRequest(encodeRequest(outgoing(), { version: 'v1' }), { now: NOW });
       expect(raw.ok && raw.value.payload).toBe('{"agent":"choria_provision","action":"jwt","data":{"token":"s3cret"}}');
-      const ping = decodeRequest(encodeRequest(outgoing({ agent: 'discovery', payload: 'ping', payloadEncoding: 'base64' }), { version: 'v1' }), { now: NOW });
+      const ping = decodeRequest(
+        encodeRequest(outgoing({ agent: 'discovery', payload: 'ping', payloadEncoding: 'base64' }), { version: 'v1' }),
+        { now: NOW },
+      );
       expect(ping.ok && ping.value.payload).toBe('ping');
-      const message = JSON.parse(JSON.parse(Buffer.from(JSON.parse(encodeRequest(outgoing({ payload: 'ping', payloadEncoding: 'base64' }), { version: 'v1' })).data, 'base64').toString()).message).message;
+      const message = JSON.parse(
+        JSON.parse(
+          Buffer.from(
+            JSON.parse(encodeRequest(outgoing({ payload: 'ping', payloadEncoding: 'base64' }), { version: 'v1' })).data,
+            'base64',
+          ).toString(),
+        ).message,
+      ).message;
       expect(message).toBe('cGluZw==');
     });
 
@@ -142,7 +186,16 @@ describe('the Choria protocol codec', () => {
     });
 
     it('encodes a reply whose hash is the base64 SHA-256 of the reply JSON', () => {
-      const text = encodeReply({ requestId: '0123456789abcdef0123456789abcdef', senderId: 'n1.example.net', agent: 'choria_provision', time: 1_700_000_001_000, payload: '{"statuscode":0,"statusmsg":"OK","data":{"message":"Restarting Choria Server after 2s"}}' }, 'v1');
+      const text = encodeReply(
+        {
+          requestId: '0123456789abcdef0123456789abcdef',
+          senderId: 'n1.example.net',
+          agent: 'choria_provision',
+          time: 1_700_000_001_000,
+          payload: '{"statuscode":0,"statusmsg":"OK","data":{"message":"Restarting Choria Server after 2s"}}',
+        },
+        'v1',
+      );
       const secure = JSON.parse(Buffer.from(JSON.parse(text).data, 'base64').toString());
       expect(secure).toEqual({ protocol: 'choria:secure:reply:1', message: referenceReply, hash: referenceReplyHash });
       expect(JSON.parse(text).headers).toEqual({ mc_sender: 'n1.example.net' });
@@ -163,13 +216,28 @@ describe('the Choria protocol codec', () => {
       const requestText = Buffer.from(secure.request, 'base64').toString();
       expect(requestText).toContain('"time":1700000000000000000');
       const request = JSON.parse(requestText);
-      expect(request).toMatchObject({ protocol: 'io.choria.protocol.v2.request', id: '0123456789abcdef0123456789abcdef', sender: 'prov.example.net', caller: 'choria=prov.example.net', collective: 'provisioning', agent: 'choria_provision', ttl: 60 });
-      expect(Buffer.from(request.message, 'base64').toString()).toBe('{"agent":"choria_provision","action":"jwt","data":{"token":"s3cret"}}');
+      expect(request).toMatchObject({
+        protocol: 'io.choria.protocol.v2.request',
+        id: '0123456789abcdef0123456789abcdef',
+        sender: 'prov.example.net',
+        caller: 'choria=prov.example.net',
+        collective: 'provisioning',
+        agent: 'choria_provision',
+        ttl: 60,
+      });
+      expect(Buffer.from(request.message, 'base64').toString()).toBe(
+        '{"agent":"choria_provision","action":"jwt","data":{"token":"s3cret"}}',
+      );
     });
 
     it('signs the request bytes when given a signer', () => {
       let signed = '';
-      const transport = JSON.parse(encodeRequest(outgoing(), { version: 'v2', security: { ...security, sign: (bytes) => ((signed = bytes.toString()), Buffer.from('sig')) } }));
+      const transport = JSON.parse(
+        encodeRequest(outgoing(), {
+          version: 'v2',
+          security: { ...security, sign: (bytes) => ((signed = bytes.toString()), Buffer.from('sig')) },
+        }),
+      );
       const secure = JSON.parse(Buffer.from(transport.data, 'base64').toString());
       expect(Buffer.from(secure.signature, 'base64').toString()).toBe('sig');
       expect(Buffer.from(secure.request, 'base64').toString()).toBe(signed);
@@ -195,16 +263,34 @@ describe('the Choria protocol codec', () => {
         },
       });
       const reply = decodeReply(encodeReply({ requestId: 'r1', senderId: 'n1', agent: 'discovery', time: NOW, payload: 'pong' }, 'v2'));
-      expect(reply).toEqual({ ok: true, value: { version: 'v2', requestId: 'r1', senderId: 'n1', sender: 'n1', agent: 'discovery', time: NOW, payload: 'pong' } });
+      expect(reply).toEqual({
+        ok: true,
+        value: { version: 'v2', requestId: 'r1', senderId: 'n1', sender: 'n1', agent: 'discovery', time: NOW, payload: 'pong' },
+      });
     });
 
     it('accepts a hex hash as well as base64 (the v2 schema describes hex, the code writes base64)', () => {
-      const body = JSON.stringify({ protocol: 'io.choria.protocol.v2.reply', message: b64('pong'), request: 'r1', sender: 'n1', agent: 'discovery', time: 1 });
+      const body = JSON.stringify({
+        protocol: 'io.choria.protocol.v2.reply',
+        message: b64('pong'),
+        request: 'r1',
+        sender: 'n1',
+        agent: 'discovery',
+        time: 1,
+      });
       const hex = createHash('sha256').update(body).digest('hex');
-      const transport = JSON.stringify({ protocol: 'io.choria.protocol.v2.transport', data: b64(JSON.stringify({ protocol: 'io.choria.protocol.v2.secure_reply', reply: b64(body), hash: hex })), headers: { sender: 'n1' } });
+      const transport = JSON.stringify({
+        protocol: 'io.choria.protocol.v2.transport',
+        data: b64(JSON.stringify({ protocol: 'io.choria.protocol.v2.secure_reply', reply: b64(body), hash: hex })),
+        headers: { sender: 'n1' },
+      });
       expect(decodeReply(transport).ok).toBe(true);
       const wrongHex = (hex[0] === 'f' ? '0' : 'f') + hex.slice(1);
-      const wrong = JSON.stringify({ protocol: 'io.choria.protocol.v2.transport', data: b64(JSON.stringify({ protocol: 'io.choria.protocol.v2.secure_reply', reply: b64(body), hash: wrongHex })), headers: { sender: 'n1' } });
+      const wrong = JSON.stringify({
+        protocol: 'io.choria.protocol.v2.transport',
+        data: b64(JSON.stringify({ protocol: 'io.choria.protocol.v2.secure_reply', reply: b64(body), hash: wrongHex })),
+        headers: { sender: 'n1' },
+      });
       expect(refusal(decodeReply(wrong))).toEqual(['hash', 'secure_reply']);
     });
 
@@ -224,13 +310,23 @@ describe('the Choria protocol codec', () => {
   describe('refusals', () => {
     it('refuses another protocol at every layer, naming the layer', () => {
       expect(refusal(decodeRequest('{"protocol":"choria:transport:9","data":"","headers":{}}'))).toEqual(['protocol', 'transport']);
-      const v2Inside = JSON.stringify({ protocol: 'choria:transport:1', data: b64(JSON.stringify({ protocol: 'io.choria.protocol.v2.secure_request', request: 'eA==', signature: 'eA==', caller: 'x' })), headers: { 'reply-to': 'r' } });
+      const v2Inside = JSON.stringify({
+        protocol: 'choria:transport:1',
+        data: b64(JSON.stringify({ protocol: 'io.choria.protocol.v2.secure_request', request: 'eA==', signature: 'eA==', caller: 'x' })),
+        headers: { 'reply-to': 'r' },
+      });
       expect(refusal(decodeRequest(v2Inside))).toEqual(['protocol', 'secure_request']);
-      const replyAsRequest = JSON.stringify({ protocol: 'choria:transport:1', data: b64(JSON.stringify({ protocol: 'choria:secure:request:1', message: referenceReply, signature: 'insecure', pubcert: 'insecure' })), headers: { 'reply-to': 'r' } });
+      const replyAsRequest = JSON.stringify({
+        protocol: 'choria:transport:1',
+        data: b64(
+          JSON.stringify({ protocol: 'choria:secure:request:1', message: referenceReply, signature: 'insecure', pubcert: 'insecure' }),
+        ),
+        headers: { 'reply-to': 'r' },
+      });
       expect(refusal(decodeRequest(replyAsRequest))).toEqual(['protocol', 'request']);
     });
 
-    it('refuses bad base64, as Go\'s strict decoder does', () => {
+    it("refuses bad base64, as Go's strict decoder does", () => {
       const bad = JSON.stringify({ ...JSON.parse(referenceTransport), data: '***not base64***' });
       expect(refusal(decodeRequest(bad, { now: NOW }))).toEqual(['base64', 'transport']);
       const unpadded = JSON.stringify({ ...JSON.parse(referenceTransport), data: b64(referenceSecureRequest).replace(/=+$/, '') });
@@ -242,7 +338,9 @@ describe('the Choria protocol codec', () => {
 
     it('refuses a reply whose hash does not match', () => {
       const tampered = referenceReply.replace('Restarting', 'Rebooting!');
-      expect(refusal(decodeReply(replyTransport({ protocol: 'choria:secure:reply:1', message: tampered, hash: referenceReplyHash })))).toEqual(['hash', 'secure_reply']);
+      expect(
+        refusal(decodeReply(replyTransport({ protocol: 'choria:secure:reply:1', message: tampered, hash: referenceReplyHash }))),
+      ).toEqual(['hash', 'secure_reply']);
     });
 
     it('refuses a stale request, and one from too far in the future, outside ±ttl', () => {
@@ -270,13 +368,49 @@ describe('the Choria protocol codec', () => {
       const withEnvelope = (change: (e: Record<string, unknown>) => void): string => {
         const request = JSON.parse(referenceRequest);
         change(request.envelope);
-        return JSON.stringify({ ...JSON.parse(referenceTransport), data: b64(JSON.stringify({ protocol: 'choria:secure:request:1', message: JSON.stringify(request), signature: 'insecure', pubcert: 'insecure' })) });
+        return JSON.stringify({
+          ...JSON.parse(referenceTransport),
+          data: b64(
+            JSON.stringify({
+              protocol: 'choria:secure:request:1',
+              message: JSON.stringify(request),
+              signature: 'insecure',
+              pubcert: 'insecure',
+            }),
+          ),
+        });
       };
-      expect(refusal(decodeRequest(withEnvelope((e) => (e.requestid = 'x'.repeat(31))), { now: NOW }))).toEqual(['schema', 'request']);
-      expect(refusal(decodeRequest(withEnvelope((e) => (e.ttl = 29)), { now: NOW }))).toEqual(['schema', 'request']);
-      expect(refusal(decodeRequest(withEnvelope((e) => delete e.filter), { now: NOW }))).toEqual(['schema', 'request']);
-      expect(refusal(decodeRequest(JSON.stringify({ ...JSON.parse(referenceTransport), headers: {} }), { now: NOW }))).toEqual(['schema', 'transport']);
-      expect(refusal(decodeReply(replyTransport({ protocol: 'choria:secure:reply:1', message: referenceReply, hash: referenceReplyHash }, {})))).toEqual(['schema', 'transport']);
+      expect(
+        refusal(
+          decodeRequest(
+            withEnvelope((e) => (e.requestid = 'x'.repeat(31))),
+            { now: NOW },
+          ),
+        ),
+      ).toEqual(['schema', 'request']);
+      expect(
+        refusal(
+          decodeRequest(
+            withEnvelope((e) => (e.ttl = 29)),
+            { now: NOW },
+          ),
+        ),
+      ).toEqual(['schema', 'request']);
+      expect(
+        refusal(
+          decodeRequest(
+            withEnvelope((e) => delete e.filter),
+            { now: NOW },
+          ),
+        ),
+      ).toEqual(['schema', 'request']);
+      expect(refusal(decodeRequest(JSON.stringify({ ...JSON.parse(referenceTransport), headers: {} }), { now: NOW }))).toEqual([
+        'schema',
+        'transport',
+      ]);
+      expect(
+        refusal(decodeReply(replyTransport({ protocol: 'choria:secure:reply:1', message: referenceReply, hash: referenceReplyHash }, {}))),
+      ).toEqual(['schema', 'transport']);
     });
 
     it('never throws on arbitrary input, and refuses it with a reason', () => {
@@ -309,7 +443,9 @@ describe('the Choria protocol codec', () => {
       const data: string = transport.data;
       fc.assert(
         fc.property(fc.nat({ max: data.length - 1 }), fc.constantFrom('!', '-', '_', ' ', '.', '\\', '~'), (at, char) => {
-          const decoded = decodeRequest(JSON.stringify({ ...transport, data: data.slice(0, at) + char + data.slice(at + 1) }), { now: NOW });
+          const decoded = decodeRequest(JSON.stringify({ ...transport, data: data.slice(0, at) + char + data.slice(at + 1) }), {
+            now: NOW,
+          });
           expect(refusal(decoded)).toEqual(['base64', 'transport']);
         }),
         { numRuns: 300 },
@@ -331,7 +467,10 @@ describe('the Choria protocol codec', () => {
 
   describe('the agent payload (mcorpc)', () => {
     it('round-trips a request and a reply', () => {
-      expect(decodeAgentRequest(encodeAgentRequest('rpcutil', 'inventory', {}))).toEqual({ ok: true, value: { agent: 'rpcutil', action: 'inventory', data: {} } });
+      expect(decodeAgentRequest(encodeAgentRequest('rpcutil', 'inventory', {}))).toEqual({
+        ok: true,
+        value: { agent: 'rpcutil', action: 'inventory', data: {} },
+      });
       const reply = { statuscode: 1, statusmsg: 'Could not obtain provisioning lock', data: {}, action: 'jwt' };
       expect(decodeAgentReply(encodeAgentReply(reply))).toEqual({ ok: true, value: reply });
     });

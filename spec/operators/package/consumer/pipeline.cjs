@@ -13,20 +13,31 @@ const routed = new Promise((resolve) => {
   const onBusy = () => {
     throw new Error('boom');
   };
-  of(new TestTicket('x')).pipe(kit.workerPool({ concurrency: 1, work: () => of(kit.done(1)), onBusy })).subscribe({ error: (e) => resolve(e.message) });
+  of(new TestTicket('x'))
+    .pipe(kit.workerPool({ concurrency: 1, work: () => of(kit.done(1)), onBusy }))
+    .subscribe({ error: (e) => resolve(e.message) });
 });
 
-Promise.all([lastValueFrom(pooled$.pipe(map((r) => r.outcome.value), toArray())), lastValueFrom(inOrder$.pipe(toArray())), lastValueFrom(tested$), routed]).then(
-  ([pooled, inOrder, , thrown]) =>
-    console.log(
-      JSON.stringify({
-        pooled,
-        inOrder,
-        held: ledger.held,
-        releases: ticket.releases,
-        sameRxjs: pooled$ instanceof Observable,
-        routed: thrown,
-        noOutcome: new kit.NoOutcomeError().name,
-      }),
+Promise.all([
+  lastValueFrom(
+    pooled$.pipe(
+      map((r) => r.outcome.value),
+      toArray(),
     ),
+  ),
+  lastValueFrom(inOrder$.pipe(toArray())),
+  lastValueFrom(tested$),
+  routed,
+]).then(([pooled, inOrder, , thrown]) =>
+  console.log(
+    JSON.stringify({
+      pooled,
+      inOrder,
+      held: ledger.held,
+      releases: ticket.releases,
+      sameRxjs: pooled$ instanceof Observable,
+      routed: thrown,
+      noOutcome: new kit.NoOutcomeError().name,
+    }),
+  ),
 );

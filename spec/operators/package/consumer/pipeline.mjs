@@ -13,20 +13,31 @@ const routed = new Promise((resolve) => {
   const onBusy = () => {
     throw new Error('boom');
   };
-  of(new TestTicket('x')).pipe(workerPool({ concurrency: 1, work: () => of(done(1)), onBusy })).subscribe({ error: (e) => resolve(e.message) });
+  of(new TestTicket('x'))
+    .pipe(workerPool({ concurrency: 1, work: () => of(done(1)), onBusy }))
+    .subscribe({ error: (e) => resolve(e.message) });
 });
 
-Promise.all([lastValueFrom(pooled$.pipe(map((r) => r.outcome.value), toArray())), lastValueFrom(inOrder$.pipe(toArray())), lastValueFrom(tested$), routed]).then(
-  ([pooled, inOrder, , thrown]) =>
-    console.log(
-      JSON.stringify({
-        pooled,
-        inOrder,
-        held: ledger.held,
-        releases: ticket.releases,
-        sameRxjs: pooled$ instanceof Observable,
-        routed: thrown,
-        noOutcome: new NoOutcomeError().name,
-      }),
+Promise.all([
+  lastValueFrom(
+    pooled$.pipe(
+      map((r) => r.outcome.value),
+      toArray(),
     ),
+  ),
+  lastValueFrom(inOrder$.pipe(toArray())),
+  lastValueFrom(tested$),
+  routed,
+]).then(([pooled, inOrder, , thrown]) =>
+  console.log(
+    JSON.stringify({
+      pooled,
+      inOrder,
+      held: ledger.held,
+      releases: ticket.releases,
+      sameRxjs: pooled$ instanceof Observable,
+      routed: thrown,
+      noOutcome: new NoOutcomeError().name,
+    }),
+  ),
 );

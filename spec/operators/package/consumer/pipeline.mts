@@ -25,19 +25,24 @@ const routed = new Promise<string>((resolve) => {
     .pipe(workerPool({ concurrency: 1, work: () => of(done(1)), onBusy }))
     .subscribe({ error: (e: Error) => resolve(e.message) });
 });
-const valueOf = (r: PoolResult<Ticket<Sighting>, string>): string | undefined => (r.outcome.status === 'done' ? r.outcome.value : undefined);
+const valueOf = (r: PoolResult<Ticket<Sighting>, string>): string | undefined =>
+  r.outcome.status === 'done' ? r.outcome.value : undefined;
 
-void Promise.all([lastValueFrom(pooled$.pipe(map(valueOf), toArray())), lastValueFrom(inOrder$.pipe(toArray())), lastValueFrom(tested$), routed]).then(
-  ([pooled, inOrder, , thrown]) =>
-    console.log(
-      JSON.stringify({
-        pooled,
-        inOrder,
-        held: ledger.held,
-        releases: ticket.releases,
-        sameRxjs: pooled$ instanceof Observable,
-        routed: thrown,
-        noOutcome: new NoOutcomeError().name,
-      }),
-    ),
+void Promise.all([
+  lastValueFrom(pooled$.pipe(map(valueOf), toArray())),
+  lastValueFrom(inOrder$.pipe(toArray())),
+  lastValueFrom(tested$),
+  routed,
+]).then(([pooled, inOrder, , thrown]) =>
+  console.log(
+    JSON.stringify({
+      pooled,
+      inOrder,
+      held: ledger.held,
+      releases: ticket.releases,
+      sameRxjs: pooled$ instanceof Observable,
+      routed: thrown,
+      noOutcome: new NoOutcomeError().name,
+    }),
+  ),
 );

@@ -98,7 +98,9 @@ describe('the documentation', () => {
   it('has the anchors GitHub makes', () => {
     expect(githubSlug('`rxfleet demo --incus`')).toBe('rxfleet-demo---incus');
     expect(githubSlug("rxfleet's own keys: the `rxfleet:` section")).toBe('rxfleets-own-keys-the-rxfleet-section');
-    expect(githubSlug('The persistent helper (`rxfleet.helper_mode: persistent`, P17)')).toBe('the-persistent-helper-rxfleethelper_mode-persistent-p17');
+    expect(githubSlug('The persistent helper (`rxfleet.helper_mode: persistent`, P17)')).toBe(
+      'the-persistent-helper-rxfleethelper_mode-persistent-p17',
+    );
     expect(githubSlug('Benchmark: provisioning (`npm run bench:provision`)')).toBe('benchmark-provisioning-npm-run-benchprovision');
   });
 
@@ -111,28 +113,34 @@ describe('the documentation', () => {
   });
 
   it('links every page under docs/ from the index, docs/README.md', () => {
-    const linked = new Set(linksIn(join('docs', 'README.md'))
-      .filter((link) => !/^[a-z][a-z0-9+.-]*:/i.test(link.target))
-      .map((link) => relative(root, resolve(root, 'docs', link.target.split('#')[0]))));
+    const linked = new Set(
+      linksIn(join('docs', 'README.md'))
+        .filter((link) => !/^[a-z][a-z0-9+.-]*:/i.test(link.target))
+        .map((link) => relative(root, resolve(root, 'docs', link.target.split('#')[0]))),
+    );
     const pages = files.filter((file) => file.startsWith('docs') && file !== join('docs', 'README.md'));
     expect(pages.filter((page) => !linked.has(page))).toEqual([]);
   });
 
   it('names only docs/ pages and anchors that exist, in the sources, examples and pages', () => {
     const sources = ['bin', 'lib', 'streams', 'spec', 'bench', 'examples', 'scripts', 'operators']
-      .flatMap((dir) => readdirSync(join(root, dir), { recursive: true, encoding: 'utf8' })
-        .filter((name) => !name.split('/').includes('node_modules') && !name.split('/').includes('dist'))
-        .map((name) => join(dir, name)))
+      .flatMap((dir) =>
+        readdirSync(join(root, dir), { recursive: true, encoding: 'utf8' })
+          .filter((name) => !name.split('/').includes('node_modules') && !name.split('/').includes('dist'))
+          .map((name) => join(dir, name)),
+      )
       .filter((file) => statSync(join(root, file)).isFile() && /\.(ts|mjs|cjs|js|sh|ya?ml|service|json|md)$/.test(file))
       .filter((file) => file !== relative(root, __filename));
     const broken: string[] = [];
     for (const file of [...sources, 'index.ts', ...files]) {
-      readFileSync(join(root, file), 'utf8').split('\n').forEach((line, index) => {
-        for (const match of line.matchAll(/(?<![\w/.-])docs\/[\w./-]*\.md(?:#[\w-]+)?/g)) {
-          const why = problem({ file: '.', number: index + 1, target: match[0] });
-          if (why !== undefined) broken.push(`${file}:${index + 1}: ${match[0]}: ${why}`);
-        }
-      });
+      readFileSync(join(root, file), 'utf8')
+        .split('\n')
+        .forEach((line, index) => {
+          for (const match of line.matchAll(/(?<![\w/.-])docs\/[\w./-]*\.md(?:#[\w-]+)?/g)) {
+            const why = problem({ file: '.', number: index + 1, target: match[0] });
+            if (why !== undefined) broken.push(`${file}:${index + 1}: ${match[0]}: ${why}`);
+          }
+        });
     }
     expect(broken).toEqual([]);
   });

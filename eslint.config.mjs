@@ -70,10 +70,28 @@ export default tseslint.config(
             },
             { group: ['rxjs/internal/*'], message: 'not public API in RxJS 7' },
           ],
-          paths: [...IO_MODULES, '@nats-io/transport-node', '@nats-io/jetstream', '@nats-io/kv', 'ws'].map((name) => ({
+          paths: [...IO_MODULES, '@nats-io/transport-node', '@nats-io/jetstream', '@nats-io/kv', 'ws', 'pino-pretty'].map((name) => ({
             name,
             message: 'lib/ does no I/O: this belongs in streams/',
           })),
+        },
+      ],
+      // pino is both the Logger type the domain takes and a writer of files and streams: lib/ may
+      // build a logger only on a sink it is handed (silentLogger's, which drops every line), never
+      // open one. Where log lines really go is streams/logOutput.ts.
+      'no-restricted-properties': [
+        'error',
+        ...['destination', 'transport', 'multistream'].map((property) => ({
+          object: 'pino',
+          property,
+          message: "lib/ does no I/O: log destinations are streams/logOutput.ts's",
+        })),
+      ],
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "CallExpression[callee.name='pino'][arguments.length<2]",
+          message: "lib/ does no I/O: pino without a sink opens stdout; log destinations are streams/logOutput.ts's",
         },
       ],
     },

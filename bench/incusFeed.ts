@@ -26,7 +26,7 @@ import { startProvisionerWithEnricher } from '../bin/provision/withEnricher';
 import { IncusRestClient } from '../streams/incus/incusRestClient';
 import { openNatsConnection } from '../streams/natsConnection';
 import { startNatsServer } from '../streams/natsServerProcess';
-import { startSimulatedFleet } from '../streams/simulatedFleet';
+import { startSimulatedFleet } from '../streams/simulate/simulatedFleet';
 import { lxdUnavailable, startLxdDaemon, uniqueName } from '../spec/helpers/lxd';
 import { benchOutput } from './machineLoad';
 

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { firstValueFrom } from 'rxjs';
 import { PROVISION_RPCS } from '../lib/choria/agents';
-import { startSimulatedFleet } from '../streams/simulatedFleet';
+import { startSimulatedFleet } from '../streams/simulate/simulatedFleet';
 import { broadcastDiscovery } from '../streams/choria/discovery';
 import { ChoriaRpcClient } from '../streams/choria/rpcClient';
 import { openNatsConnection } from '../streams/natsConnection';

@@ -8,7 +8,7 @@ import { cleanUpOnExit } from '../streams/exitCleanup';
 import { privateLxdUnavailable } from '../streams/incus/lxdHost';
 import { PrivateLxd, startPrivateLxd } from '../streams/incus/privateLxd';
 import { FleetConnection } from '../streams/natsConnection';
-import { SimulatedFleet, startSimulatedFleet } from '../streams/simulatedFleet';
+import { SimulatedFleet, startSimulatedFleet } from '../streams/simulate/simulatedFleet';
 import { DemoTransport, Transport, demoTransport } from './demoTransport';
 import { ProvisionerWithEnricher, startProvisionerWithEnricher } from './provision/withEnricher';
 import { sampleHelperPath } from './sampleHelpers';

@@ -6,7 +6,7 @@ import { cleanUpOnExit } from '../streams/exitCleanup';
 import { parseProvisionerConfig, requireValidConfig } from '../lib/provision/config';
 import { ProvisionerDaemon, startProvisioner } from './provision/daemon';
 import { sampleHelperPath } from './sampleHelpers';
-import { SimulatedFleet, startSimulatedFleet } from '../streams/simulatedFleet';
+import { SimulatedFleet, startSimulatedFleet } from '../streams/simulate/simulatedFleet';
 import { FleetConnection } from '../streams/natsConnection';
 import { DemoTransport, demoTransport } from './demoTransport';
 

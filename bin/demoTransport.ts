@@ -2,10 +2,10 @@ import { ClaimStore } from '../lib/provision/claims';
 import { ElectionStore } from '../lib/election/ElectionStore';
 import { Logger } from '../lib/logger';
 import { createClaimsBucket } from '../streams/claims/claimsBucket';
-import { MemoryClaimBucket } from '../streams/claims/memoryClaimBucket';
+import { MemoryClaimBucket } from '../streams/memory/memoryClaimBucket';
 import { createElectionBucket } from '../streams/election/electionBucket';
-import { MemoryElectionBucket } from '../streams/election/memoryElectionStore';
-import { MemoryNatsServer, memoryFleetConnection } from '../streams/memoryNats';
+import { MemoryElectionBucket } from '../streams/memory/memoryElectionStore';
+import { MemoryNatsServer, memoryFleetConnection } from '../streams/memory/memoryNats';
 import { FleetConnection, openNatsConnection } from '../streams/natsConnection';
 import { NatsServerProcess, natsServerAvailable, startNatsServer } from '../streams/natsServerProcess';
 

@@ -1,4 +1,4 @@
-import { FleetEvent, FleetStats, RequestRecord } from '../streams/simulatedFleet';
+import { FleetEvent, FleetStats, RequestRecord } from '../streams/simulate/simulatedFleet';
 
 /** How a fleet reports: JSON lines (one object per line) or text for people. */
 export type ReportFormat = 'json' | 'text';

@@ -1,6 +1,6 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import type { EnricherSettings } from '../lib/enricher/config';
-import { createLogger } from '../lib/logger';
+import { createLogger } from '../streams/logOutput';
 import { redactUrlCredentials } from '../lib/redact';
 import { cleanUpOnExit } from '../streams/exitCleanup';
 import { IncusFlags, LogFlags, logSettings } from './options';

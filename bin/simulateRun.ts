@@ -1,12 +1,12 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import type { LifecycleFormat } from '../lib/choria/lifecycle';
-import { createLogger } from '../lib/logger';
+import { createLogger } from '../streams/logOutput';
 import { redactUrlCredentials } from '../lib/redact';
 import { handleShutdownSignals } from './shutdown';
 import type { JwtKeyType } from '../lib/simulate/fleetKeys';
 import { ReportFormat, eventLine, progressLine, readyLine, requestLine, summaryLines } from './fleetReport';
 import { seededRandom } from '../lib/simulate/seededRandom';
-import { RequestRecord, startSimulatedFleet } from '../streams/simulatedFleet';
+import { RequestRecord, startSimulatedFleet } from '../streams/simulate/simulatedFleet';
 import { FleetConnection, openNatsConnection } from '../streams/natsConnection';
 import { NatsServerProcess, natsServerAvailable, startNatsServer } from '../streams/natsServerProcess';
 import { LogFlags, NatsFlags, logSettings, natsServers } from './options';

@@ -1,7 +1,4 @@
 import pino from 'pino';
-import pretty from 'pino-pretty';
-import { logrusLine } from './logrusFormat';
-import { redactUrlCredentials } from './redact';
 
 /** The logger every library piece takes: pino's. */
 export type Logger = pino.Logger;
@@ -20,7 +17,7 @@ export type LogFormat = (typeof LOG_FORMATS)[number];
 /** Where lines go (DECISIONS P6: stdout unless a file is named). */
 export type LogDestination = 'stdout' | 'stderr' | 'discard' | { file: string };
 
-/** Options for {@link createLogger}. */
+/** Options for `createLogger` (`streams/logOutput.ts`). */
 export interface LoggerOptions {
   /** Default `info` (DECISIONS P6). */
   level?: LogLevel;
@@ -62,73 +59,9 @@ const SECRET_FIELDS = [
 ];
 export const REDACTED_PATHS = [...SECRET_FIELDS, ...SECRET_FIELDS.map((f) => `*.${f}`), ...SECRET_FIELDS.map((f) => `*.*.${f}`)];
 
-/** A logger that writes nothing: the default for library code (a user passes their own). */
-export const silentLogger: Logger = pino({ level: 'silent' });
-
-/** What pino writes to: a stream with `write`, and `flush` when it buffers. */
-interface LineSink {
-  write(line: string): unknown;
-  flush?(cb?: (error?: Error) => void): void;
-  flushSync?(): void;
-  end?(): void;
-}
-
 /**
- * A sink that rewrites each line before it reaches `target`: URL credentials are removed from
- * every line whatever field carries them (a server list, an error message), and `transform`
- * reshapes it (logfmt). `flush` reaches the target, so a daemon's last lines are written on exit.
+ * A logger that writes nothing: the default for library code (a user passes their own). Given a
+ * sink that drops every line, so that not even pino's default stdout destination is opened: the
+ * domain does no I/O (where lines really go is `streams/logOutput.ts`'s job).
  */
-function rewriting(target: LineSink, transform: (line: string) => string = (line) => line): LineSink {
-  return {
-    write: (line: string) => target.write(transform(redactUrlCredentials(line))),
-    flush: (cb) => (target.flush !== undefined ? target.flush(cb) : cb?.()),
-    flushSync: () => target.flushSync?.(),
-    end: () => target.end?.(),
-  };
-}
-
-function toLogfmt(line: string): string {
-  try {
-    return `${logrusLine(JSON.parse(line) as Record<string, unknown>)}\n`;
-  } catch {
-    return line;
-  }
-}
-
-/**
- * The daemons' logger: JSON lines on stdout (or appended to a file, or stderr), `logfmt` as
- * logrus writes them, or pretty on a terminal; every field that could hold a secret is redacted,
- * and the user information of any URL in any line is removed.
- */
-export function createLogger(options: LoggerOptions = {}): Logger {
-  const { level = 'info', name } = options;
-  const destination: LogDestination =
-    options.destination ?? (options.file !== undefined ? { file: options.file } : (options.stream ?? 'stdout'));
-  if (destination === 'discard') return pino({ level: 'silent' });
-  const fd = destination === 'stderr' ? 2 : 1;
-  const terminal = typeof destination === 'string' && (destination === 'stderr' ? process.stderr : process.stdout).isTTY === true;
-  const format: LogFormat =
-    options.format ?? (options.pretty === true ? 'pretty' : options.pretty === false ? 'json' : terminal ? 'pretty' : 'json');
-  const base = { level, name, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } };
-  if (format === 'pretty') {
-    const target = typeof destination === 'object' ? destination.file : fd;
-    return pino(
-      base,
-      rewriting(
-        pretty({
-          colorize: terminal,
-          sync: true,
-          ignore: 'pid,hostname',
-          destination: target,
-          ...(typeof destination === 'object' ? { append: true, mkdir: true } : {}),
-        }),
-      ),
-    );
-  }
-  // Synchronous to a file: a line written before a crash is on disk, and the volume is modest.
-  const sink =
-    typeof destination === 'object'
-      ? pino.destination({ dest: destination.file, append: true, sync: true, mkdir: true })
-      : pino.destination({ dest: fd, sync: false });
-  return pino(base, rewriting(sink, format === 'logfmt' ? toLogfmt : undefined));
-}
+export const silentLogger: Logger = pino({ level: 'silent' }, { write: () => undefined });

@@ -15,7 +15,7 @@ async function runEnrich(options: EnrichOptions): Promise<number> {
   const { loadEnrichSettings } = await import('../enrich/commandLine.js');
   const { EnricherConfigError } = await import('../../lib/enricher/config.js');
   const { startEnrichDaemon } = await import('../enrich/daemon.js');
-  const { createLogger } = await import('../../lib/logger.js');
+  const { createLogger } = await import('../../streams/logOutput.js');
   const { handleShutdownSignals } = await import('../shutdown.js');
   const { redactUrlCredentials } = await import('../../lib/redact.js');
 

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { SAMPLE_HELPERS, SCRIPTED_HELPER, sampleValue } from '../helpers/provisioner';
-import type { RequestRecord } from '../../streams/simulatedFleet';
+import type { RequestRecord } from '../../streams/simulate/simulatedFleet';
 import { ElectionFleet, ProvisionerProcess, tracedRequests } from '../helpers/electionFleet';
 import { RxfleetProcess } from '../helpers/rxfleetProcess';
 import { waitFor } from '../helpers/waitFor';

@@ -1,5 +1,5 @@
 import { SCRIPTED_HELPER, sampleValue } from '../helpers/provisioner';
-import type { RequestRecord } from '../../streams/simulatedFleet';
+import type { RequestRecord } from '../../streams/simulate/simulatedFleet';
 import { ElectionFleet, leaderOf, tracedRequests } from '../helpers/electionFleet';
 import { waitFor } from '../helpers/waitFor';
 

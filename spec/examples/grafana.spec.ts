@@ -7,8 +7,8 @@ import { loadEnrichSettings } from '../../bin/enrich/commandLine';
 import { startProvisioner } from '../../bin/provision/daemon';
 import { parseChoriaClientConfig } from '../../lib/choria/clientConfig';
 import { parseProvisionerConfig, requireValidConfig } from '../../lib/provision/config';
-import { MemoryElectionBucket } from '../../streams/election/memoryElectionStore';
-import { MemoryNatsServer, memoryFleetConnection } from '../../streams/memoryNats';
+import { MemoryElectionBucket } from '../../streams/memory/memoryElectionStore';
+import { MemoryNatsServer, memoryFleetConnection } from '../../streams/memory/memoryNats';
 import { UPSTREAM_COUNTERS } from '../helpers/provisioner';
 
 // Every series a panel of examples/grafana/ queries is one the daemon exports: each daemon runs in

@@ -1,6 +1,6 @@
 import { Observable, firstValueFrom, filter } from 'rxjs';
 import type { ConfigureInput } from '../../lib/choria/agents';
-import { FleetEvent, SimulatedFleet, SimulatedFleetOptions, startSimulatedFleet } from '../../streams/simulatedFleet';
+import { FleetEvent, SimulatedFleet, SimulatedFleetOptions, startSimulatedFleet } from '../../streams/simulate/simulatedFleet';
 import { ChoriaRpcClient, ChoriaRpcClientOptions } from '../../streams/choria/rpcClient';
 import { FleetConnection, openNatsConnection } from '../../streams/natsConnection';
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Kvm, KV } from '@nats-io/kv';
 import { NatsConnection, connect } from '@nats-io/transport-node';
 import { callerIdFor } from '../../lib/choria/protocol/subjects';
-import type { RequestRecord } from '../../streams/simulatedFleet';
+import type { RequestRecord } from '../../streams/simulate/simulatedFleet';
 import { createElectionBucket } from '../../streams/election/electionBucket';
 import { createClaimsBucket } from '../../streams/claims/claimsBucket';
 import { NatsServerProcess, freePort, startNatsServer } from '../../streams/natsServerProcess';

@@ -10,7 +10,7 @@ import { Logger, silentLogger } from '../../lib/logger';
 import { parseProvisionerConfig, requireValidConfig } from '../../lib/provision/config';
 import { DaemonTuning, ProvisionerDaemon, startProvisioner } from '../../bin/provision/daemon';
 import { FleetKeys, createFleetKeys } from '../../lib/simulate/fleetKeys';
-import { SimulatedFleet, SimulatedFleetOptions, startSimulatedFleet } from '../../streams/simulatedFleet';
+import { SimulatedFleet, SimulatedFleetOptions, startSimulatedFleet } from '../../streams/simulate/simulatedFleet';
 import { FleetConnection, openNatsConnection } from '../../streams/natsConnection';
 
 /** The spec helpers that misbehave on purpose, and the one that echoes its input. */

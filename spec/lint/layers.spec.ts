@@ -30,9 +30,12 @@ function lint(probes: Probe[]): string[][] {
   return JSON.parse(execFileSync(process.execPath, ['-e', script, JSON.stringify(probes)], { cwd: ROOT, encoding: 'utf8' })) as string[][];
 }
 
+/** 301 lines of code, one over the house size. */
+const LONG_FILE = Array.from({ length: 301 }, (_, i) => `export const x${i} = ${i};`).join('\n') + '\n';
+
 describe('the layers are enforced by lint', () => {
   it('refuses I/O and upper layers in lib/, bin/ in streams/, and lets each layer use what is below it', () => {
-    const cases: Array<Probe & { refused: boolean }> = [
+    const cases: Array<Probe & { refused: boolean; rule?: string }> = [
       { path: 'lib/provision/probe.ts', text: "import { readFileSync } from 'node:fs';\nexport const x = readFileSync;\n", refused: true },
       { path: 'lib/provision/probe.ts', text: "import { readFileSync } from 'fs';\nexport const x = readFileSync;\n", refused: true },
       { path: 'lib/provision/probe.ts', text: "import { spawn } from 'node:child_process';\nexport const x = spawn;\n", refused: true },
@@ -77,6 +80,29 @@ describe('the layers are enforced by lint', () => {
         text: "import { nodeSiteFiles } from '../streams/siteFiles';\nimport { readFileSync } from 'node:fs';\nexport const x = [nodeSiteFiles, readFileSync];\n",
         refused: false,
       },
+      // pino in lib/: the Logger type and a logger on a sink it is handed, never a destination.
+      { path: 'lib/probe.ts', text: "import pretty from 'pino-pretty';\nexport const x = pretty;\n", refused: true },
+      {
+        path: 'lib/probe.ts',
+        text: "import pino from 'pino';\nexport const x = pino.destination(1);\n",
+        refused: true,
+        rule: 'no-restricted-properties',
+      },
+      {
+        path: 'lib/probe.ts',
+        text: "import pino from 'pino';\nexport const x = pino({ level: 'info' });\n",
+        refused: true,
+        rule: 'no-restricted-syntax',
+      },
+      {
+        path: 'lib/probe.ts',
+        text: "import pino from 'pino';\nexport const x = pino({ level: 'silent' }, { write: () => undefined });\n",
+        refused: false,
+      },
+      { path: 'streams/probe.ts', text: "import pino from 'pino';\nexport const x = pino(pino.destination(1));\n", refused: false },
+      // The house size: shipped source only.
+      { path: 'lib/probe.ts', text: LONG_FILE, refused: true, rule: 'max-lines' },
+      { path: 'spec/probe.spec.ts', text: LONG_FILE, refused: false },
     ];
     const results = lint(cases);
     cases.forEach((c, i) => {
@@ -85,7 +111,7 @@ describe('the layers are enforced by lint', () => {
         expect({ path: c.path, text: c.text, rules }).toEqual({
           path: c.path,
           text: c.text,
-          rules: expect.arrayContaining(['no-restricted-imports']),
+          rules: expect.arrayContaining([c.rule ?? 'no-restricted-imports']),
         });
       else expect({ path: c.path, text: c.text, rules }).toEqual({ path: c.path, text: c.text, rules: [] });
     });

@@ -3,7 +3,7 @@ import { done, failed } from '@rxfleet/operators';
 import { ClaimHeldError, ClaimStore, NodeClaims, claimKey, readClaimsTtl, rotateRound } from '../../../lib/provision/claims';
 import { CycleOutcome, HostTicket } from '../../../lib/provision/pipeline';
 import { CycleError } from '../../../lib/provision/provisionCycle';
-import { MemoryClaimBucket } from '../../../streams/claims/memoryClaimBucket';
+import { MemoryClaimBucket } from '../../../streams/memory/memoryClaimBucket';
 import { newScheduler } from '../../helpers/marbles';
 
 const OWNER = 'prov-a.example.net';

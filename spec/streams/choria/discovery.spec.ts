@@ -1,7 +1,7 @@
 import { firstValueFrom } from 'rxjs';
 import { PROVISION_RPCS } from '../../../lib/choria/agents';
 import { decodeRequest, encodeReply } from '../../../lib/choria/protocol/codec';
-import { startSimulatedFleet } from '../../../streams/simulatedFleet';
+import { startSimulatedFleet } from '../../../streams/simulate/simulatedFleet';
 import { broadcastDiscovery } from '../../../streams/choria/discovery';
 import { ChoriaRpcClient } from '../../../streams/choria/rpcClient';
 import { openNatsConnection } from '../../../streams/natsConnection';

@@ -4,7 +4,7 @@ import { firstValueFrom, take, toArray } from 'rxjs';
 import { BadMessages } from '../../../lib/choria/badMessages';
 import { InvalidLifecycleComponentError } from '../../../lib/choria/errors';
 import { LifecycleEvent, lifecycleEventJson, newLifecycleEvent } from '../../../lib/choria/lifecycle';
-import { startSimulatedFleet } from '../../../streams/simulatedFleet';
+import { startSimulatedFleet } from '../../../streams/simulate/simulatedFleet';
 import { lifecycleEvents } from '../../../streams/choria/lifecycleListener';
 import { FleetConnection, openNatsConnection } from '../../../streams/natsConnection';
 import { useNatsServer } from '../../helpers/nats';

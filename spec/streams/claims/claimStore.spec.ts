@@ -2,7 +2,7 @@ import { NatsConnection, connect } from '@nats-io/transport-node';
 import { ObservableInput, from, lastValueFrom } from 'rxjs';
 import { ClaimHeldError, ClaimStore, claimKey } from '../../../lib/provision/claims';
 import { createClaimsBucket } from '../../../streams/claims/claimsBucket';
-import { MemoryClaimBucket } from '../../../streams/claims/memoryClaimBucket';
+import { MemoryClaimBucket } from '../../../streams/memory/memoryClaimBucket';
 import { natsClaimStore } from '../../../streams/claims/natsClaimStore';
 import { CHORIA_ADMIN, CLAIMS_BUCKET, PROVISIONER, choriaAccountsConfig } from '../../helpers/choriaBroker';
 import { useNatsServer } from '../../helpers/nats';

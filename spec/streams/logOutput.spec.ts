@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createLogger } from '../../lib/logger';
+import { createLogger } from '../../streams/logOutput';
 
 describe('createLogger', () => {
   let dir: string;

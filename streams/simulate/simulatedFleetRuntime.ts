@@ -1,7 +1,7 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Subject } from 'rxjs';
-import { Logger } from '../lib/logger';
-import { SimulatedNode } from '../lib/simulate/simulatedNode';
+import { Logger } from '../../lib/logger';
+import { SimulatedNode } from '../../lib/simulate/simulatedNode';
 import { FleetCounters, FleetEvent, newFleetCounters } from './simulatedFleetStats';
 
 /**

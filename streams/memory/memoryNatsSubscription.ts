@@ -1,6 +1,5 @@
 import { Msg, MsgCallback, MsgHdrs, Payload, PublishOptions, Subscription, SubscriptionOptions } from '@nats-io/transport-node';
-import type { MemoryNatsServer } from './memoryNats';
-import type { MemoryNatsConnection } from './memoryNatsConnection';
+import type { MemoryRouter, RoutedSubscription, SubscriptionOwner } from './memoryNatsParts';
 import { subjectMatches } from './memoryNatsSubjects';
 
 const decoder = new TextDecoder();
@@ -13,7 +12,7 @@ class MemoryMsg implements Msg {
     readonly data: Uint8Array,
     readonly reply: string | undefined,
     readonly headers: MsgHdrs | undefined,
-    private readonly connection: MemoryNatsConnection,
+    private readonly connection: SubscriptionOwner,
   ) {}
 
   respond(payload?: Payload, opts?: PublishOptions): boolean {
@@ -36,7 +35,7 @@ class MemoryMsg implements Msg {
  * iterator when none is given; `max` (closing after that many messages), `unsubscribe(max)`,
  * `drain` (after what is queued has been delivered); a throwing callback does not end it.
  */
-export class MemorySubscription implements Subscription {
+export class MemorySubscription implements Subscription, RoutedSubscription {
   readonly callback: MsgCallback<Msg>;
   readonly queue: string | undefined;
   readonly closed: Promise<void>;
@@ -52,8 +51,8 @@ export class MemorySubscription implements Subscription {
   private readonly readers: Array<(result: IteratorResult<Msg>) => void> = [];
 
   constructor(
-    private readonly server: MemoryNatsServer,
-    private readonly connection: MemoryNatsConnection,
+    private readonly server: MemoryRouter,
+    private readonly connection: SubscriptionOwner,
     private readonly subject: string,
     options: SubscriptionOptions,
   ) {

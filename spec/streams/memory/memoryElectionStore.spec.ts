@@ -1,7 +1,7 @@
 import { NatsConnection, connect } from '@nats-io/transport-node';
 import { ObservableInput, from, lastValueFrom } from 'rxjs';
 import { ElectionStore } from '../../../lib/election/ElectionStore';
-import { MemoryElectionBucket } from '../../../streams/election/memoryElectionStore';
+import { MemoryElectionBucket } from '../../../streams/memory/memoryElectionStore';
 import { createElectionBucket } from '../../../streams/election/electionBucket';
 import { natsElectionStore } from '../../../streams/election/natsElectionStore';
 import { NatsServerProcess, startNatsServer } from '../../../streams/natsServerProcess';

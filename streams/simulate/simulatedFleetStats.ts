@@ -1,4 +1,4 @@
-import { SimulatedNode } from '../lib/simulate/simulatedNode';
+import { SimulatedNode } from '../../lib/simulate/simulatedNode';
 
 /** Counters of a fleet, as it runs. */
 export interface FleetStats {

@@ -1,7 +1,7 @@
 import { Msg, NatsConnection, NoRespondersError, RequestError, TimeoutError, connect, headers } from '@nats-io/transport-node';
-import { MemoryNatsServer, memoryFleetConnection } from '../../streams/memoryNats';
-import { NatsServerProcess, startNatsServer } from '../../streams/natsServerProcess';
-import { waitFor } from '../helpers/waitFor';
+import { MemoryNatsServer, memoryFleetConnection } from '../../../streams/memory/memoryNats';
+import { NatsServerProcess, startNatsServer } from '../../../streams/natsServerProcess';
+import { waitFor } from '../../helpers/waitFor';
 
 /** Opens client connections to one kind of server; `stop` closes them and the server. */
 interface Transport {

@@ -2,15 +2,15 @@ import 'reflect-metadata';
 import { jwtVerify } from 'jose';
 import { createPublicKey, generateKeyPairSync } from 'node:crypto';
 import { firstValueFrom, take, toArray } from 'rxjs';
-import { ActionSpec, PROVISION_RPCS } from '../../lib/choria/agents';
-import { RpcStatusError, RpcTimeoutError } from '../../lib/choria/errors';
-import { encryptPrivateKey } from '../../lib/choria/keyTransport';
-import { createFleetKeys } from '../../lib/simulate/fleetKeys';
-import { seededRandom } from '../../lib/simulate/seededRandom';
-import { broadcastDiscovery } from '../../streams/choria/discovery';
-import { lifecycleEvents } from '../../streams/choria/lifecycleListener';
-import { ChoriaWorld, PROVISIONED_CONFIG, configureInput, nextEvent, startChoriaWorld } from '../helpers/choria';
-import { useNatsServer } from '../helpers/nats';
+import { ActionSpec, PROVISION_RPCS } from '../../../lib/choria/agents';
+import { RpcStatusError, RpcTimeoutError } from '../../../lib/choria/errors';
+import { encryptPrivateKey } from '../../../lib/choria/keyTransport';
+import { createFleetKeys } from '../../../lib/simulate/fleetKeys';
+import { seededRandom } from '../../../lib/simulate/seededRandom';
+import { broadcastDiscovery } from '../../../streams/choria/discovery';
+import { lifecycleEvents } from '../../../streams/choria/lifecycleListener';
+import { ChoriaWorld, PROVISIONED_CONFIG, configureInput, nextEvent, startChoriaWorld } from '../../helpers/choria';
+import { useNatsServer } from '../../helpers/nats';
 
 async function failureOf(promise: Promise<unknown>): Promise<unknown> {
   try {

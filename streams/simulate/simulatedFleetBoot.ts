@@ -1,4 +1,4 @@
-import { SimulatedNode } from '../lib/simulate/simulatedNode';
+import { SimulatedNode } from '../../lib/simulate/simulatedNode';
 
 /**
  * Boots a fleet's nodes in index order, from the moment it is made: all at once when `bootRate` is

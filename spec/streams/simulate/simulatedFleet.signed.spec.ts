@@ -1,11 +1,11 @@
 import { firstValueFrom } from 'rxjs';
-import { PROVISION_RPCS } from '../../lib/choria/agents';
-import { RpcTimeoutError } from '../../lib/choria/errors';
-import { x509RequestSigner } from '../../lib/choria/requestSigner';
-import { SiteFiles } from '../../lib/siteFiles';
-import { ChoriaWorld, startChoriaWorld } from '../helpers/choria';
-import { useNatsServer } from '../helpers/nats';
-import { TestCa, createTestCa } from '../helpers/testCa';
+import { PROVISION_RPCS } from '../../../lib/choria/agents';
+import { RpcTimeoutError } from '../../../lib/choria/errors';
+import { x509RequestSigner } from '../../../lib/choria/requestSigner';
+import { SiteFiles } from '../../../lib/siteFiles';
+import { ChoriaWorld, startChoriaWorld } from '../../helpers/choria';
+import { useNatsServer } from '../../helpers/nats';
+import { TestCa, createTestCa } from '../../helpers/testCa';
 
 const N1 = 'node-1.example.net';
 

@@ -11,7 +11,7 @@ import {
   SubscriptionOptions,
   nuid,
 } from '@nats-io/transport-node';
-import type { MemoryNatsServer } from './memoryNats';
+import type { MemoryRouter, RoutedSubscription, SubscriptionOwner } from './memoryNatsParts';
 import { awaitReply } from './memoryNatsRequest';
 import { validSubject } from './memoryNatsSubjects';
 import { MemorySubscription } from './memoryNatsSubscription';
@@ -21,13 +21,13 @@ const bytes = (payload: Payload | undefined): Uint8Array =>
   payload === undefined ? new Uint8Array(0) : typeof payload === 'string' ? encoder.encode(payload) : payload;
 
 /**
- * One client connection to a {@link MemoryNatsServer}: the part of nats.js's `NatsConnection`
+ * One client connection to the in-memory server (`MemoryNatsServer`): the part of nats.js's `NatsConnection`
  * rxfleet uses. Publishing checks the subject and counts what goes out; closing ends every
  * subscription it made; nothing can disconnect it, so `status()` only ends when it closes.
  */
-export class MemoryNatsConnection {
+export class MemoryNatsConnection implements SubscriptionOwner {
   readonly info = undefined;
-  private readonly subscriptions = new Set<MemorySubscription>();
+  private readonly subscriptions = new Set<RoutedSubscription>();
   private closedFlag = false;
   private draining = false;
   private resolveClosed!: (value: void | Error) => void;
@@ -36,7 +36,7 @@ export class MemoryNatsConnection {
   private readonly statusWaiters: Array<(result: IteratorResult<Status>) => void> = [];
 
   constructor(
-    private readonly server: MemoryNatsServer,
+    private readonly server: MemoryRouter,
     readonly name: string,
     private readonly inboxPrefix: string,
   ) {
@@ -149,7 +149,7 @@ export class MemoryNatsConnection {
   }
 
   /** @internal */
-  _forget(sub: MemorySubscription): void {
+  _forget(sub: RoutedSubscription): void {
     this.subscriptions.delete(sub);
   }
 

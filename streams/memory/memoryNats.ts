@@ -2,8 +2,8 @@ import { MsgHdrs, MsgHdrsImpl, NatsConnection, headers as makeHeaders } from '@n
 import { BehaviorSubject } from 'rxjs';
 import { MemoryNatsConnection } from './memoryNatsConnection';
 import { DeliveryQueue } from './memoryNatsDelivery';
-import type { MemorySubscription } from './memoryNatsSubscription';
-import { ConnectionState, FleetConnection, fleetConnectionOf } from './natsConnection';
+import type { MemoryRouter, RoutedSubscription } from './memoryNatsParts';
+import { ConnectionState, FleetConnection, fleetConnectionOf } from '../natsConnection';
 
 /**
  * A NATS server in this process's memory, for the demo when no `nats-server` is installed and for
@@ -24,8 +24,8 @@ import { ConnectionState, FleetConnection, fleetConnectionOf } from './natsConne
  *
  * Not implemented: JetStream (use {@link MemoryElectionBucket} for the election), `requestMany`.
  */
-export class MemoryNatsServer {
-  private readonly subscriptions = new Set<MemorySubscription>();
+export class MemoryNatsServer implements MemoryRouter {
+  private readonly subscriptions = new Set<RoutedSubscription>();
   private readonly delivery = new DeliveryQueue();
   private readonly groupTurns = new Map<string, number>();
   private sids = 0;
@@ -41,13 +41,13 @@ export class MemoryNatsServer {
   }
 
   /** @internal */
-  _subscribe(sub: MemorySubscription): number {
+  _subscribe(sub: RoutedSubscription): number {
     this.subscriptions.add(sub);
     return ++this.sids;
   }
 
   /** @internal */
-  _unsubscribe(sub: MemorySubscription): void {
+  _unsubscribe(sub: RoutedSubscription): void {
     this.subscriptions.delete(sub);
   }
 
@@ -57,8 +57,8 @@ export class MemoryNatsServer {
    */
   _route(subject: string, data: Uint8Array, reply: string | undefined, headers: MsgHdrs | undefined): boolean {
     const tokens = subject.split('.');
-    const plain: MemorySubscription[] = [];
-    const groups = new Map<string, MemorySubscription[]>();
+    const plain: RoutedSubscription[] = [];
+    const groups = new Map<string, RoutedSubscription[]>();
     for (const sub of this.subscriptions) {
       if (!sub.matches(tokens)) continue;
       if (sub.queue === undefined) plain.push(sub);

@@ -5,9 +5,9 @@ import {
   lifecycleEventJson,
   lifecycleSubject,
   newLifecycleEvent,
-} from '../lib/choria/lifecycle';
-import { leavesProvisioning } from '../lib/simulate/serverAgents';
-import { SimulatedNode } from '../lib/simulate/simulatedNode';
+} from '../../lib/choria/lifecycle';
+import { leavesProvisioning } from '../../lib/simulate/serverAgents';
+import { SimulatedNode } from '../../lib/simulate/simulatedNode';
 import { SimulatedFleetRuntime } from './simulatedFleetRuntime';
 
 /** How a fleet's servers announce themselves and how long their restarts and shutdowns take. */

@@ -17,18 +17,7 @@
  */
 import { cpus } from 'node:os';
 import { Observable, Subject, Subscription, distinct, from, mergeMap } from 'rxjs';
-import {
-  AdmissionLedger,
-  OrderedLine,
-  RingQueue,
-  Settling,
-  TRASH,
-  admit,
-  done,
-  releaseInOrder,
-  releaseSettled,
-  workerPool,
-} from '@rxfleet/operators';
+import { AdmissionLedger, OrderedLine, RingQueue, Settling, TRASH, admit, done, releaseInOrder, workerPool } from '@rxfleet/operators';
 import { benchOutput } from './machineLoad';
 
 const DEPTHS = (process.env.BENCH_DEPTHS ?? '1000,100000,1000000').split(',').map(Number);
@@ -197,14 +186,14 @@ async function benchReleaseInOrder(): Promise<void> {
       ...verdict(r.ours, r.base, GOALS.ordered.get(depth)),
     });
   }
-  // The line on its own, without RxJS around it: push, settle in reverse, release.
+  // The line on its own, without RxJS around it: push, settle in reverse, flush.
   const depth = 1_000_000;
   const start = now();
   const line = new OrderedLine<number>();
   const places = Array.from({ length: depth }, (_, i) => line.push(i));
   for (let i = depth - 1; i >= 0; i--) line.settle(places[i]);
-  const released = line.release().length;
-  print({ figure: 'OrderedLine push/settle/release', items: released, items_per_s: Math.round((depth / (now() - start)) * 1000) });
+  const released = line.flush().length;
+  print({ figure: 'OrderedLine push/settle/flush', items: released, items_per_s: Math.round((depth / (now() - start)) * 1000) });
 }
 
 /** A value its owner answers through a callback, as the enricher's line entries are. */
@@ -240,7 +229,7 @@ const answerOf = (value: Answerable): Observable<number> =>
  * A line of values answered through a callback (the enricher's case): `depth` values arrive, then
  * are answered in `order`; microseconds per value from the first arrival to the last emission.
  * `releaseInOrder` subscribes to an Observable per value, `releaseSettled` is told through the
- * callback, `OrderedLine` used directly (push, settle, release) is the floor.
+ * callback, `OrderedLine` used directly (push, settle, flush) is the floor.
  */
 function settledLine(kind: 'releaseInOrder' | 'releaseSettled' | 'OrderedLine', depth: number, order: number[]): number {
   const values = Array.from({ length: depth }, (_, i) => new Answerable(i));
@@ -251,11 +240,11 @@ function settledLine(kind: 'releaseInOrder' | 'releaseSettled' | 'OrderedLine', 
     const places = values.map((v) => line.push(v.n));
     for (const i of order) {
       line.settle(places[i], i);
-      out += line.release().length;
+      out += line.flush().length;
     }
   } else {
     const source = new Subject<Answerable>();
-    const release = kind === 'releaseSettled' ? releaseSettled<Answerable, number>() : releaseInOrder(answerOf);
+    const release = kind === 'releaseSettled' ? releaseInOrder<Answerable>() : releaseInOrder(answerOf);
     source.pipe(release).subscribe(() => out++);
     for (const v of values) source.next(v);
     for (const i of order) values[i].settle(i);

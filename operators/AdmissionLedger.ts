@@ -50,9 +50,9 @@ export type Admission<V, K = unknown> = Admitted<V, K> | Refusal<V, K>;
 
 /**
  * Where a ticket is in its life. `queued`, `started` and `holding` (the work is done, the key is
- * kept a while longer) are current; `stale` and `released` are not.
+ * kept a while longer) are current; `stale` and `freed` are not.
  */
-export type TicketState = 'queued' | 'started' | 'holding' | 'stale' | 'released';
+export type TicketState = 'queued' | 'started' | 'holding' | 'stale' | 'freed';
 
 // The ledger's side of the books, shared with the tickets it issues. Not exported: a ticket and
 // its ledger reach into it through `#` fields, so none of it shows in the public types.
@@ -88,7 +88,7 @@ let lastMoved: <V, K>(ticket: Ticket<V, K>) => number;
 
 /**
  * The ledger's receipt for one admitted sighting. A worker holds it while it works, asks it
- * whether it is still current, and releases it when done. Only an {@link AdmissionLedger} issues
+ * whether it is still current, and frees it when done. Only an {@link AdmissionLedger} issues
  * tickets.
  */
 export class Ticket<V, K = unknown> {
@@ -133,7 +133,7 @@ export class Ticket<V, K = unknown> {
     return this.#started < 0 ? undefined : this.#books.epoch + this.#started;
   }
 
-  /** True while the ledger still holds this ticket for its key (not superseded, reset or released). */
+  /** True while the ledger still holds this ticket for its key (not superseded, reset or freed). */
   isCurrent(): boolean {
     const state = this.#state;
     return state === 'queued' || state === 'started' || state === 'holding';
@@ -155,7 +155,7 @@ export class Ticket<V, K = unknown> {
   }
 
   /**
-   * Says the work is done but the key stays held until `release()` (a node restarting after it was
+   * Says the work is done but the key stays held until `free()` (a node restarting after it was
    * configured must not be caught by the next discovery halfway). A holding ticket is never
    * superseded by age: the window exists to unstick work that may never finish, and this work has.
    * Only a started ticket can hold; otherwise nothing changes.
@@ -166,13 +166,13 @@ export class Ticket<V, K = unknown> {
 
   /**
    * Frees the key, if this ticket still holds it, so the next sighting is admitted. Releasing a
-   * stale or released ticket changes nothing: its key may already belong to a newer ticket.
+   * stale or freed ticket changes nothing: its key may already belong to a newer ticket.
    */
-  release(): void {
+  free(): void {
     if (!this.isCurrent()) return;
     const books = this.#books;
     if (this.#state === 'queued') books.queued--;
-    this.#state = 'released';
+    this.#state = 'freed';
     books.holders.delete(this.key);
     books.publish();
   }
@@ -201,7 +201,7 @@ export class Ticket<V, K = unknown> {
  *   `held` the number of keys held. `sizes$` replays the current sizes and emits every change.
  * - `reset()` forgets every key at once and makes every outstanding ticket stale, queued or
  *   started, so nothing admitted before the reset is worked on afterwards.
- * - A ticket only ever frees its own key: a stale ticket's `release()` cannot free a newer one.
+ * - A ticket only ever frees its own key: a stale ticket's `free()` cannot free a newer one.
  *
  * One type argument is enough (`AdmissionLedger<Node>`): the key type then defaults to `unknown`,
  * and a ledger typed with its key (`AdmissionLedger<Node, string>`) is assignable to it.
@@ -244,7 +244,7 @@ export class AdmissionLedger<V, K = unknown> {
     });
   }
 
-  /** Number of keys held: queued, being worked on, or waiting out a delayed release. */
+  /** Number of keys held: queued, being worked on, or held a while after their work. */
   get held(): number {
     return this.#books.holders.size;
   }

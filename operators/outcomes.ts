@@ -5,19 +5,19 @@ export interface PoolTicket {
   /** Called when a worker picks the ticket up; `false` means it went stale and must be skipped. */
   start(): boolean;
   /** Frees the ticket's key. */
-  release(): void;
-  /** Told that the work is done and the key will be released later (`releaseAfter`). */
+  free(): void;
+  /** Told that the work is done and the key will be freed later (`freeAfter`). */
   hold?(): void;
 }
 
-/** The work finished; release the key now, or `releaseAfter` milliseconds from now. */
+/** The work finished; free the key now, or `freeAfter` milliseconds from now. */
 export interface Done<R> {
   readonly status: 'done';
   readonly value: R;
-  readonly releaseAfter?: number;
+  readonly freeAfter?: number;
 }
 
-/** The work failed; the key is released now so the next sighting can try again. */
+/** The work failed; the key is freed now so the next sighting can try again. */
 export interface Failed {
   readonly status: 'failed';
   readonly error: unknown;
@@ -38,8 +38,8 @@ export interface PoolResult<T, R> {
 }
 
 /** Builds a {@link Done} outcome. */
-export function done<R>(value: R, options: { releaseAfter?: number } = {}): Done<R> {
-  return options.releaseAfter === undefined ? { status: 'done', value } : { status: 'done', value, releaseAfter: options.releaseAfter };
+export function done<R>(value: R, options: { freeAfter?: number } = {}): Done<R> {
+  return options.freeAfter === undefined ? { status: 'done', value } : { status: 'done', value, freeAfter: options.freeAfter };
 }
 
 /** Builds a {@link Failed} outcome. */

@@ -34,7 +34,7 @@ Promise.all([
       pooled,
       inOrder,
       held: ledger.held,
-      releases: ticket.releases,
+      releases: ticket.frees,
       sameRxjs: pooled$ instanceof Observable,
       routed: thrown,
       noOutcome: new NoOutcomeError().name,

@@ -5,7 +5,9 @@ export type RefusalReason = 'held' | 'full';
 
 /** How many keys the ledger holds, and how many of them are admitted but not yet started. */
 export interface LedgerSizes {
+  /** Keys held: queued, being worked on, or held a while after their work. */
   readonly held: number;
+  /** Admitted tickets no worker has started yet. */
   readonly queued: number;
 }
 
@@ -30,16 +32,23 @@ export interface AdmissionLedgerConfig<V, K = unknown> {
 
 /** A refused offer, with the reason and, when the key was held, the ticket that holds it. */
 export interface Refusal<V, K = unknown> {
+  /** Tells a refusal from an {@link Admitted}. */
   readonly admitted: false;
+  /** The value offered. */
   readonly value: V;
+  /** Its key. */
   readonly key: K;
+  /** Why it was refused. */
   readonly reason: RefusalReason;
+  /** The ticket holding the key, when the reason is `held`. */
   readonly holder?: Ticket<V, K>;
 }
 
 /** An admitted offer. */
 export interface Admitted<V, K = unknown> {
+  /** Tells an admission from a {@link Refusal}. */
   readonly admitted: true;
+  /** The new ticket, holding the key. */
   readonly ticket: Ticket<V, K>;
   /** The ticket this one superseded, now stale, when the key was already held. */
   readonly superseded?: Ticket<V, K>;

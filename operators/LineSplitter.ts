@@ -37,7 +37,10 @@ export class LineSplitter {
   private encoder: { encode(text: string): Uint8Array } | undefined;
 
   /** @throws RangeError if `maxBytes` is below 1. */
-  constructor(readonly maxBytes: number = DEFAULT_MAX_LINE_BYTES) {
+  constructor(
+    /** The longest line accepted, in bytes of UTF-8. */
+    readonly maxBytes: number = DEFAULT_MAX_LINE_BYTES,
+  ) {
     if (!(maxBytes >= 1)) throw new RangeError(`maxBytes must be >= 1, got ${maxBytes}`);
   }
 

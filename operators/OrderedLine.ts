@@ -1,4 +1,4 @@
-import { Line, LinePlace, PlaceState } from './internal/Line';
+import { Line, LinePlace, PlaceState } from './internal/Line.js';
 
 /**
  * A handle on one place in an {@link OrderedLine}, returned by `push` and kept by the caller until

@@ -1,11 +1,12 @@
 import { ObservableInput } from 'rxjs';
-import { NoAnswerError } from './errors';
-import { OperatorSubscriber, Output, subscribeInner } from './internal/OperatorSubscriber';
-import { reportUnhandled } from './internal/unhandled';
-import type { SlotClaim, SlotPool } from './SlotPool';
+import { NoAnswerError } from './errors.js';
+import { OperatorSubscriber, Output, subscribeInner } from './internal/OperatorSubscriber.js';
+import { reportUnhandled } from './internal/unhandled.js';
+import type { SlotClaim, SlotPool } from './SlotPool.js';
 
 /** What every {@link ReadResult} carries. */
 export interface ReadLanded<T, K> {
+  /** The key that was read. */
   readonly key: K;
   /** Every request the answer is for, in arrival order (those a superseded read carried come first). */
   readonly requests: readonly T[];
@@ -13,18 +14,23 @@ export interface ReadLanded<T, K> {
 
 /** The read answered. */
 export interface ReadAnswered<T, K, R> extends ReadLanded<T, K> {
+  /** Tells an answer from the other endings. */
   readonly status: 'answered';
+  /** The read's first value. */
   readonly value: R;
 }
 
 /** The read errored, its factory threw, or it completed without an answer (`NoAnswerError`). */
 export interface ReadFailed<T, K> extends ReadLanded<T, K> {
+  /** Tells a failure from the other endings. */
   readonly status: 'failed';
+  /** What the read failed with ({@link NoAnswerError} when it completed without an answer). */
   readonly error: unknown;
 }
 
 /** The read was cancelled through `cancel` before it answered. */
 export interface ReadCancelled<T, K> extends ReadLanded<T, K> {
+  /** Tells a cancel from the other endings. */
   readonly status: 'cancelled';
 }
 

@@ -1,5 +1,5 @@
 import { SchedulerLike, Subscription, asyncScheduler } from 'rxjs';
-import { reportUnhandled } from './internal/unhandled';
+import { reportUnhandled } from './internal/unhandled.js';
 
 /** Options for {@link RetrySchedule}. */
 export interface RetryScheduleConfig<K> {

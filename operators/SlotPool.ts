@@ -1,6 +1,6 @@
 import { Observable, ObservableInput, Subscriber } from 'rxjs';
-import { OperatorSubscriber, subscribeInner } from './internal/OperatorSubscriber';
-import { RingQueue } from './RingQueue';
+import { OperatorSubscriber, subscribeInner } from './internal/OperatorSubscriber.js';
+import { RingQueue } from './RingQueue.js';
 
 /** A place in a {@link SlotPool}'s line, then a slot: see {@link SlotPool.acquire}. */
 export interface SlotClaim {
@@ -29,7 +29,10 @@ class Slots {
   readonly line = new RingQueue<Claim>();
   private granting = false;
 
-  constructor(readonly size: number) {}
+  constructor(
+    /** How many claims may hold a slot at once. */
+    readonly size: number,
+  ) {}
 
   giveBack(): void {
     this.running--;
@@ -95,7 +98,10 @@ export class SlotPool {
   readonly #slots: Slots;
 
   /** @throws RangeError if `size` is below 1. */
-  constructor(readonly size: number) {
+  constructor(
+    /** How many claims may hold a slot at once. */
+    readonly size: number,
+  ) {
     if (!(size >= 1)) throw new RangeError(`a SlotPool needs at least 1 slot, got ${size}`);
     this.#slots = new Slots(size);
   }

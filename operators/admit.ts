@@ -1,6 +1,6 @@
 import { Observable, ObservableInput, OperatorFunction } from 'rxjs';
-import { AdmissionLedger, Refusal, Ticket } from './AdmissionLedger';
-import { subscribeWith } from './internal/OperatorSubscriber';
+import { AdmissionLedger, Refusal, Ticket } from './AdmissionLedger.js';
+import { subscribeWith } from './internal/OperatorSubscriber.js';
 
 /** Options for {@link admit}. */
 export interface AdmitConfig<V, K = unknown> {

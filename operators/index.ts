@@ -14,54 +14,54 @@
  */
 
 // The operators, one per job (and the Observable factories).
-export { admit } from './admit';
-export { pauseWhen } from './pauseWhen';
-export { workerPool } from './workerPool';
-export { withSlot } from './withSlot';
-export { readPerKey } from './readPerKey';
-export { releaseInOrder } from './releaseInOrder';
-export { debounceByKey } from './debounceByKey';
-export { retryLadder } from './retryLadder';
-export { collectUntilIdle } from './collectUntilIdle';
-export { splitLines } from './splitLines';
-export { pacedSweep } from './pacedSweep';
-export { fromAbortable } from './fromAbortable';
+export { admit } from './admit.js';
+export { pauseWhen } from './pauseWhen.js';
+export { workerPool } from './workerPool.js';
+export { withSlot } from './withSlot.js';
+export { readPerKey } from './readPerKey.js';
+export { releaseInOrder } from './releaseInOrder.js';
+export { debounceByKey } from './debounceByKey.js';
+export { retryLadder } from './retryLadder.js';
+export { collectUntilIdle } from './collectUntilIdle.js';
+export { splitLines } from './splitLines.js';
+export { pacedSweep } from './pacedSweep.js';
+export { fromAbortable } from './fromAbortable.js';
 
 // What the operators take and give.
-export { done, failed } from './outcomes';
-export { TRASH } from './internal/Line';
+export { done, failed } from './outcomes.js';
+export { TRASH } from './internal/Line.js';
 
 // The cores: the state behind an operator, for an owner that drives it from its own callbacks (a
 // ledger shared with gauges, reads asked for by what earlier reads found, a gate a retry loop
 // checks), used through this entry like everything else.
-export { AdmissionLedger, Ticket } from './AdmissionLedger';
-export { PauseGate } from './PauseGate';
-export { SlotPool } from './SlotPool';
-export { ReadsPerKey } from './ReadsPerKey';
-export { OrderedLine } from './OrderedLine';
-export { RetrySchedule } from './RetrySchedule';
-export { LineSplitter } from './LineSplitter';
-export { RingQueue } from './RingQueue';
+export { AdmissionLedger, Ticket } from './AdmissionLedger.js';
+export { PauseGate } from './PauseGate.js';
+export { SlotPool } from './SlotPool.js';
+export { ReadsPerKey } from './ReadsPerKey.js';
+export { OrderedLine } from './OrderedLine.js';
+export { RetrySchedule } from './RetrySchedule.js';
+export { LineSplitter } from './LineSplitter.js';
+export { RingQueue } from './RingQueue.js';
 
 // Errors the kit raises itself.
-export { OperatorKitError, NoOutcomeError, NoAnswerError, UnsubscribedError, PausedError, LineTooLongError } from './errors';
+export { OperatorKitError, NoOutcomeError, NoAnswerError, UnsubscribedError, PausedError, LineTooLongError } from './errors.js';
 
-export type { AdmitConfig } from './admit';
-export type { AdmissionLedgerConfig, Admission, Admitted, Refusal, RefusalReason, LedgerSizes, TicketState } from './AdmissionLedger';
-export type { PauseWhenConfig } from './pauseWhen';
-export type { WorkerPoolConfig } from './workerPool';
-export type { PoolTicket, Outcome, Done, Failed, Skipped, PoolResult } from './outcomes';
-export type { SlotClaim } from './SlotPool';
-export type { ReadPerKeyConfig } from './readPerKey';
-export type { ReadsPerKeyConfig, ReadResult, ReadAnswered, ReadFailed, ReadCancelled, ReadLanded } from './ReadsPerKey';
-export type { ReleaseInOrderConfig, Settling, SettledAnswer } from './releaseInOrder';
-export type { Trash, PlaceState } from './internal/Line';
-export type { Place } from './OrderedLine';
-export type { DebounceByKeyConfig } from './debounceByKey';
-export type { RetryLadderConfig, Attempt } from './retryLadder';
-export type { RetryScheduleConfig } from './RetrySchedule';
-export type { CollectUntilIdleConfig } from './collectUntilIdle';
-export type { SplitLinesConfig } from './splitLines';
-export type { ChunkLines } from './LineSplitter';
-export type { PacedSweepConfig, SweepEvent, Listing } from './pacedSweep';
-export type { FromAbortableOptions } from './fromAbortable';
+export type { AdmitConfig } from './admit.js';
+export type { AdmissionLedgerConfig, Admission, Admitted, Refusal, RefusalReason, LedgerSizes, TicketState } from './AdmissionLedger.js';
+export type { PauseWhenConfig } from './pauseWhen.js';
+export type { WorkerPoolConfig } from './workerPool.js';
+export type { PoolTicket, Outcome, Done, Failed, Skipped, PoolResult } from './outcomes.js';
+export type { SlotClaim } from './SlotPool.js';
+export type { ReadPerKeyConfig } from './readPerKey.js';
+export type { ReadsPerKeyConfig, ReadResult, ReadAnswered, ReadFailed, ReadCancelled, ReadLanded } from './ReadsPerKey.js';
+export type { ReleaseInOrderConfig, Settling, SettledAnswer } from './releaseInOrder.js';
+export type { Trash, PlaceState } from './internal/Line.js';
+export type { Place } from './OrderedLine.js';
+export type { DebounceByKeyConfig } from './debounceByKey.js';
+export type { RetryLadderConfig, Attempt } from './retryLadder.js';
+export type { RetryScheduleConfig } from './RetrySchedule.js';
+export type { CollectUntilIdleConfig } from './collectUntilIdle.js';
+export type { SplitLinesConfig } from './splitLines.js';
+export type { ChunkLines } from './LineSplitter.js';
+export type { PacedSweepConfig, SweepEvent, Listing } from './pacedSweep.js';
+export type { FromAbortableOptions } from './fromAbortable.js';

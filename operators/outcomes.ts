@@ -12,19 +12,25 @@ export interface PoolTicket {
 
 /** The work finished; free the key now, or `freeAfter` milliseconds from now. */
 export interface Done<R> {
+  /** Tells a done outcome from the others. */
   readonly status: 'done';
+  /** What the work produced. */
   readonly value: R;
+  /** Milliseconds the key stays held after the work (the ticket is told `hold()`); absent or 0: freed at once. */
   readonly freeAfter?: number;
 }
 
 /** The work failed; the key is freed now so the next sighting can try again. */
 export interface Failed {
+  /** Tells a failed outcome from the others. */
   readonly status: 'failed';
+  /** What the work failed with (a {@link NoOutcomeError} when it completed without an outcome). */
   readonly error: unknown;
 }
 
 /** The ticket was stale when a worker reached it: its work never ran. */
 export interface Skipped {
+  /** Tells a skipped ticket from one whose work ran. */
   readonly status: 'skipped';
 }
 
@@ -33,7 +39,9 @@ export type Outcome<R> = Done<R> | Failed;
 
 /** One ticket's result, emitted when its work ends (or when it is skipped). */
 export interface PoolResult<T, R> {
+  /** The ticket, as the pool took it. */
   readonly ticket: T;
+  /** How its work ended, or that it was skipped. */
   readonly outcome: Outcome<R> | Skipped;
 }
 

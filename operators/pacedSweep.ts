@@ -1,15 +1,40 @@
 import { InteropObservable, Observable, ObservableInput, ReadableStreamLike, SchedulerLike, Subscription, asyncScheduler } from 'rxjs';
-import { subscribeWith } from './internal/OperatorSubscriber';
-import { RingQueue } from './RingQueue';
+import { subscribeWith } from './internal/OperatorSubscriber.js';
+import { RingQueue } from './RingQueue.js';
 
 /**
  * What {@link pacedSweep} emits: each item a round hands on, and the end of each round that was not
  * abandoned, successful or not.
  */
 export type SweepEvent<N> =
-  | { kind: 'item'; round: number; item: N; paced: boolean }
-  | { kind: 'end'; round: number; ok: true }
-  | { kind: 'end'; round: number; ok: false; error: unknown };
+  | {
+      /** An item handed on. */
+      kind: 'item';
+      /** The round's number, from 1. */
+      round: number;
+      /** The item. */
+      item: N;
+      /** Whether the round is paced (items `delay` apart) rather than fast. */
+      paced: boolean;
+    }
+  | {
+      /** The end of a round that was not abandoned. */
+      kind: 'end';
+      /** The round's number, from 1. */
+      round: number;
+      /** The listing completed and its last item was handed on. */
+      ok: true;
+    }
+  | {
+      /** The end of a round that was not abandoned. */
+      kind: 'end';
+      /** The round's number, from 1. */
+      round: number;
+      /** The listing failed (or `list` threw): a fast round follows after `failureDelay`. */
+      ok: false;
+      /** What the listing failed with. */
+      error: unknown;
+    };
 
 /**
  * What a round goes over, as `list` returns it: the items one by one (an Observable, an array, any

@@ -1,7 +1,7 @@
 import { Observable, ObservableInput, OperatorFunction } from 'rxjs';
-import { subscribeWith } from './internal/OperatorSubscriber';
-import { ReadResult, ReadsPerKey } from './ReadsPerKey';
-import { SlotPool } from './SlotPool';
+import { subscribeWith } from './internal/OperatorSubscriber.js';
+import { ReadResult, ReadsPerKey } from './ReadsPerKey.js';
+import { SlotPool } from './SlotPool.js';
 
 /** Options for {@link readPerKey}. */
 export interface ReadPerKeyConfig<T, K, R> {

@@ -1,7 +1,7 @@
 import { Observable, ObservableInput, OperatorFunction, Subscriber, UnsubscriptionError, from, take } from 'rxjs';
-import { LinePlace, PlaceState, TRASH, Trash, settlePlace } from './internal/Line';
-import { LineOutput } from './internal/LineOutput';
-import { OperatorSubscriber, subscribeInner, subscribeWith } from './internal/OperatorSubscriber';
+import { LinePlace, PlaceState, TRASH, Trash, settlePlace } from './internal/Line.js';
+import { LineOutput } from './internal/LineOutput.js';
+import { OperatorSubscriber, subscribeInner, subscribeWith } from './internal/OperatorSubscriber.js';
 
 /** Options for {@link releaseInOrder}. */
 export interface ReleaseInOrderConfig {

@@ -1,10 +1,12 @@
 import { Observable, OperatorFunction } from 'rxjs';
-import { subscribeWith } from './internal/OperatorSubscriber';
-import { RetrySchedule, RetryScheduleConfig } from './RetrySchedule';
+import { subscribeWith } from './internal/OperatorSubscriber.js';
+import { RetrySchedule, RetryScheduleConfig } from './RetrySchedule.js';
 
 /** The outcome of one attempt at a key, as {@link retryLadder} consumes it. */
 export interface Attempt<K> {
+  /** The key attempted. */
   key: K;
+  /** Whether the attempt succeeded. */
   ok: boolean;
 }
 

@@ -1,5 +1,5 @@
 import { MonoTypeOperatorFunction } from 'rxjs';
-import type { SlotPool } from './SlotPool';
+import type { SlotPool } from './SlotPool.js';
 
 /**
  * Runs the source in a slot of `pool`: the source is subscribed once the subscription holds a

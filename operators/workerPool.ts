@@ -1,7 +1,7 @@
 import { ObservableInput, Observable, OperatorFunction, SchedulerLike } from 'rxjs';
-import { Pool } from './internal/Pool';
-import { subscribeWith } from './internal/OperatorSubscriber';
-import type { Outcome, PoolResult, PoolTicket } from './outcomes';
+import { Pool } from './internal/Pool.js';
+import { subscribeWith } from './internal/OperatorSubscriber.js';
+import type { Outcome, PoolResult, PoolTicket } from './outcomes.js';
 
 /** Options for {@link workerPool}. */
 export interface WorkerPoolConfig<T, R> {

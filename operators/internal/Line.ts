@@ -1,4 +1,4 @@
-import { RingQueue } from '../RingQueue';
+import { RingQueue } from '../RingQueue.js';
 
 /**
  * Where a place stands: `pending` until it settles, `settled` (with the value it will leave with)

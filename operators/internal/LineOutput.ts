@@ -1,5 +1,5 @@
 import { Subscriber } from 'rxjs';
-import { Line, LinePlace } from './Line';
+import { Line, LinePlace } from './Line.js';
 
 /**
  * One subscription of `releaseInOrder`: its line, and the one loop that hands the line's head to

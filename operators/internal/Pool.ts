@@ -1,8 +1,8 @@
 import { ObservableInput, SchedulerLike, Subscriber, Subscription, UnsubscriptionError, asyncScheduler } from 'rxjs';
-import { NoOutcomeError } from '../errors';
-import { Outcome, PoolResult, PoolTicket, Skipped, failed } from '../outcomes';
-import { RingQueue } from '../RingQueue';
-import { OperatorSubscriber, subscribeInner } from './OperatorSubscriber';
+import { NoOutcomeError } from '../errors.js';
+import { Outcome, PoolResult, PoolTicket, Skipped, failed } from '../outcomes.js';
+import { RingQueue } from '../RingQueue.js';
+import { OperatorSubscriber, subscribeInner } from './OperatorSubscriber.js';
 
 const SKIPPED: Skipped = Object.freeze({ status: 'skipped' });
 

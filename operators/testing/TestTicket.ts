@@ -1,4 +1,4 @@
-import type { PoolTicket } from '../outcomes';
+import type { PoolTicket } from '../outcomes.js';
 
 /** What happened to a {@link TestTicket}, in order. */
 export type TestTicketEvent = 'start' | 'skip' | 'hold' | 'free';
@@ -13,7 +13,7 @@ export interface TestTicketOptions {
 
 /**
  * A {@link PoolTicket} that records what a pool did with it, for specs of pipelines built on
- * {@link workerPool} without an {@link AdmissionLedger}: whether it was started or skipped, held,
+ * `workerPool` without an `AdmissionLedger`: whether it was started or skipped, held,
  * and how many times it was freed (a pool frees a ticket exactly once).
  *
  * @example
@@ -26,7 +26,12 @@ export interface TestTicketOptions {
  */
 export class TestTicket<N = string> implements PoolTicket {
   /** Every call the pool made, in order, with the time `now` gave. */
-  readonly events: { event: TestTicketEvent; at: number }[] = [];
+  readonly events: {
+    /** What the pool did. */
+    event: TestTicketEvent;
+    /** When, by `options.now`. */
+    at: number;
+  }[] = [];
   private readonly stale: boolean;
   private readonly now: () => number;
 

@@ -194,7 +194,9 @@ export class Ticket<V, K = unknown> {
     const books = this.#books;
     if (books.gone !== undefined || this.#started !== QUEUED) return books.gone === undefined && this.#started >= 0;
     books.queued--;
-    this.#started = books.clock();
+    // A clock set back to before the ledger was made counts as its epoch: a start time is never
+    // negative, since negative values say queued or holding.
+    this.#started = Math.max(0, books.clock());
     books.publish();
     return true;
   }

@@ -111,10 +111,16 @@ export default tseslint.config(
     },
   },
   {
-    // The packed-tarball spec's consumers: plain Node scripts, as a user of the kit writes them.
-    files: ['spec/operators/package/consumer/*.cjs', 'spec/operators/package/consumer/*.mjs'],
-    languageOptions: { globals: { require: 'readonly', console: 'readonly' } },
+    // The packed-tarball spec's consumers and bundled applications: plain Node scripts, as a user of
+    // the kit writes them.
+    files: ['spec/operators/package/**/*.cjs', 'spec/operators/package/**/*.mjs'],
+    languageOptions: { globals: { require: 'readonly', module: 'writable', console: 'readonly' } },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
+  {
+    // The kit's build script runs in Node.
+    files: ['operators/build.mjs'],
+    languageOptions: { globals: { process: 'readonly' } },
   },
   {
     // The kit runs wherever rxjs runs: it imports rxjs and its own files, nothing else. An allow-list,

@@ -7,6 +7,8 @@ module.exports = {
     '^.+\\.ts$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' } }],
   },
   moduleNameMapper: {
+    // The kit's sources import each other as the ES modules they compile to (`./admit.js`).
+    '^(\\.{1,2}/.*)\\.js$': '$1',
     '^rxfleet$': '<rootDir>/index.ts',
     '^@rxfleet/operators$': '<rootDir>/operators/index.ts',
     '^@rxfleet/operators/testing$': '<rootDir>/operators/testing/index.ts',

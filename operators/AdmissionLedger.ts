@@ -5,7 +5,9 @@ export type RefusalReason = 'held' | 'full';
 
 /** How many keys the ledger holds, and how many of them are admitted but not yet started. */
 export interface LedgerSizes {
+  /** Keys held: queued, being worked on, or held a while after their work. */
   readonly held: number;
+  /** Admitted tickets no worker has started yet. */
   readonly queued: number;
 }
 
@@ -30,16 +32,23 @@ export interface AdmissionLedgerConfig<V, K = unknown> {
 
 /** A refused offer, with the reason and, when the key was held, the ticket that holds it. */
 export interface Refusal<V, K = unknown> {
+  /** Tells a refusal from an {@link Admitted}. */
   readonly admitted: false;
+  /** The value offered. */
   readonly value: V;
+  /** Its key. */
   readonly key: K;
+  /** Why it was refused. */
   readonly reason: RefusalReason;
+  /** The ticket holding the key, when the reason is `held`. */
   readonly holder?: Ticket<V, K>;
 }
 
 /** An admitted offer. */
 export interface Admitted<V, K = unknown> {
+  /** Tells an admission from a {@link Refusal}. */
   readonly admitted: true;
+  /** The new ticket, holding the key. */
   readonly ticket: Ticket<V, K>;
   /** The ticket this one superseded, now stale, when the key was already held. */
   readonly superseded?: Ticket<V, K>;
@@ -50,9 +59,9 @@ export type Admission<V, K = unknown> = Admitted<V, K> | Refusal<V, K>;
 
 /**
  * Where a ticket is in its life. `queued`, `started` and `holding` (the work is done, the key is
- * kept a while longer) are current; `stale` and `released` are not.
+ * kept a while longer) are current; `stale` and `freed` are not.
  */
-export type TicketState = 'queued' | 'started' | 'holding' | 'stale' | 'released';
+export type TicketState = 'queued' | 'started' | 'holding' | 'stale' | 'freed';
 
 // The ledger's side of the books, shared with the tickets it issues. Not exported: a ticket and
 // its ledger reach into it through `#` fields, so none of it shows in the public types.
@@ -66,9 +75,16 @@ class Books<V, K> {
   // Times are kept as milliseconds since the ledger was made: small integers, which V8 stores in the
   // ticket itself, where a clock reading (1.7e12) would cost every ticket a boxed number.
   readonly epoch: number;
+  /** Undefined: a ticket pointing here is current. See {@link Gone}. */
+  readonly gone: undefined = undefined;
+  /** Where a ticket points once it is stale, or once it is freed. */
+  readonly stale: Gone<V, K>;
+  readonly freed: Gone<V, K>;
 
   constructor(readonly scheduler: SchedulerLike) {
     this.epoch = scheduler.now();
+    this.stale = new Gone(this, 'stale');
+    this.freed = new Gone(this, 'freed');
   }
 
   clock(): number {
@@ -80,30 +96,56 @@ class Books<V, K> {
   }
 }
 
-// Set by Ticket's static block: how the ledger issues a ticket, changes its state and reads when
-// its work last moved, with the constructor and the fields kept private to the module.
+/**
+ * What a ticket that is no longer current points at instead of its ledger's books: one per ledger
+ * and ending, so a ticket's ending costs no field of its own (see {@link Ticket}).
+ */
+class Gone<V, K> {
+  constructor(
+    readonly books: Books<V, K>,
+    readonly gone: 'stale' | 'freed',
+  ) {}
+}
+
+// Set by Ticket's static block: how the ledger issues a ticket, makes it stale, and reads when its
+// work last moved and whether it holds its key after its work, with the constructor and the fields
+// kept private to the module.
 let issue: <V, K>(books: Books<V, K>, value: V, key: K, admitted: number) => Ticket<V, K>;
-let mark: <V, K>(ticket: Ticket<V, K>, state: TicketState) => void;
+let makeStale: <V, K>(ticket: Ticket<V, K>) => void;
 let lastMoved: <V, K>(ticket: Ticket<V, K>) => number;
+let isHolding: <V, K>(ticket: Ticket<V, K>) => boolean;
+
+// `#started` while the ticket is queued; a started ticket holds its start time (>= 0), a holding
+// one `HOLDING_BASE - start time` (<= -2), so the start time survives the hold.
+const QUEUED = -1;
+const HOLDING_BASE = -2;
 
 /**
  * The ledger's receipt for one admitted sighting. A worker holds it while it works, asks it
- * whether it is still current, and releases it when done. Only an {@link AdmissionLedger} issues
+ * whether it is still current, and frees it when done. Only an {@link AdmissionLedger} issues
  * tickets.
  */
 export class Ticket<V, K = unknown> {
-  readonly #books: Books<V, K>;
-  #state: TicketState = 'queued';
-  // Both by the ledger's clock, less its epoch; `#started` is -1 until a worker starts the ticket.
+  // Five fields, as few as a ticket can have (its books, two times, its value and key): a million
+  // new keys are a million tickets the collector copies, and a sixth field costs about a tenth of
+  // admission's rate. So the state is not a field: an ended ticket points at its books' `stale` or
+  // `freed` marker instead of the books, and `#started` tells queued, started and holding apart.
+  #books: Books<V, K> | Gone<V, K>;
+  // Both by the ledger's clock, less its epoch.
   readonly #admitted: number;
-  #started = -1;
+  #started: number = QUEUED;
 
   static {
     issue = (books, value, key, admitted) => new Ticket(books, value, key, admitted);
-    mark = (ticket, state) => {
-      ticket.#state = state;
+    makeStale = (ticket) => {
+      const books = ticket.#books;
+      if (books.gone === undefined) ticket.#books = books.stale;
     };
-    lastMoved = (ticket) => (ticket.#started >= 0 ? ticket.#started : ticket.#admitted);
+    lastMoved = (ticket) => {
+      const started = ticket.#started;
+      return started === QUEUED ? ticket.#admitted : started >= 0 ? started : HOLDING_BASE - started;
+    };
+    isHolding = (ticket) => ticket.#started <= HOLDING_BASE;
   }
 
   private constructor(
@@ -120,23 +162,27 @@ export class Ticket<V, K = unknown> {
 
   /** When the sighting was admitted, by the ledger's clock. */
   get admittedAt(): number {
-    return this.#books.epoch + this.#admitted;
+    return this.#ledger().epoch + this.#admitted;
   }
 
   /** Where the ticket is in its life; see {@link TicketState}. */
   get state(): TicketState {
-    return this.#state;
+    const gone = this.#books.gone;
+    if (gone !== undefined) return gone;
+    const started = this.#started;
+    return started === QUEUED ? 'queued' : started >= 0 ? 'started' : 'holding';
   }
 
   /** When a worker started it, by the ledger's clock; `undefined` until then. */
   get startedAt(): number | undefined {
-    return this.#started < 0 ? undefined : this.#books.epoch + this.#started;
+    const started = this.#started;
+    if (started === QUEUED) return undefined;
+    return this.#ledger().epoch + (started >= 0 ? started : HOLDING_BASE - started);
   }
 
-  /** True while the ledger still holds this ticket for its key (not superseded, reset or released). */
+  /** True while the ledger still holds this ticket for its key (not superseded, reset or freed). */
   isCurrent(): boolean {
-    const state = this.#state;
-    return state === 'queued' || state === 'started' || state === 'holding';
+    return this.#books.gone === undefined;
   }
 
   /**
@@ -145,36 +191,42 @@ export class Ticket<V, K = unknown> {
    * ticket that is already started returns true and changes nothing.
    */
   start(): boolean {
-    if (this.#state !== 'queued') return this.#state === 'started';
     const books = this.#books;
-    this.#state = 'started';
+    if (books.gone !== undefined || this.#started !== QUEUED) return books.gone === undefined && this.#started >= 0;
     books.queued--;
-    this.#started = books.clock();
+    // A clock set back to before the ledger was made counts as its epoch: a start time is never
+    // negative, since negative values say queued or holding.
+    this.#started = Math.max(0, books.clock());
     books.publish();
     return true;
   }
 
   /**
-   * Says the work is done but the key stays held until `release()` (a node restarting after it was
+   * Says the work is done but the key stays held until `free()` (a node restarting after it was
    * configured must not be caught by the next discovery halfway). A holding ticket is never
    * superseded by age: the window exists to unstick work that may never finish, and this work has.
    * Only a started ticket can hold; otherwise nothing changes.
    */
   hold(): void {
-    if (this.#state === 'started') this.#state = 'holding';
+    if (this.#books.gone === undefined && this.#started >= 0) this.#started = HOLDING_BASE - this.#started;
   }
 
   /**
-   * Frees the key, if this ticket still holds it, so the next sighting is admitted. Releasing a
-   * stale or released ticket changes nothing: its key may already belong to a newer ticket.
+   * Frees the key, if this ticket still holds it, so the next sighting is admitted. Freeing a
+   * stale or freed ticket changes nothing: its key may already belong to a newer ticket.
    */
-  release(): void {
-    if (!this.isCurrent()) return;
+  free(): void {
     const books = this.#books;
-    if (this.#state === 'queued') books.queued--;
-    this.#state = 'released';
+    if (books.gone !== undefined) return;
+    if (this.#started === QUEUED) books.queued--;
+    this.#books = books.freed;
     books.holders.delete(this.key);
     books.publish();
+  }
+
+  #ledger(): Books<V, K> {
+    const books = this.#books;
+    return books.gone === undefined ? books : books.books;
   }
 }
 
@@ -201,7 +253,7 @@ export class Ticket<V, K = unknown> {
  *   `held` the number of keys held. `sizes$` replays the current sizes and emits every change.
  * - `reset()` forgets every key at once and makes every outstanding ticket stale, queued or
  *   started, so nothing admitted before the reset is worked on afterwards.
- * - A ticket only ever frees its own key: a stale ticket's `release()` cannot free a newer one.
+ * - A ticket only ever frees its own key: a stale ticket's `free()` cannot free a newer one.
  *
  * One type argument is enough (`AdmissionLedger<Node>`): the key type then defaults to `unknown`,
  * and a ledger typed with its key (`AdmissionLedger<Node, string>`) is assignable to it.
@@ -244,7 +296,7 @@ export class AdmissionLedger<V, K = unknown> {
     });
   }
 
-  /** Number of keys held: queued, being worked on, or waiting out a delayed release. */
+  /** Number of keys held: queued, being worked on, or held a while after their work. */
   get held(): number {
     return this.#books.holders.size;
   }
@@ -280,12 +332,12 @@ export class AdmissionLedger<V, K = unknown> {
     const held = books.holders.get(key);
     if (held !== undefined) {
       // Work in hand is judged by how long it has run, not how long it queued first.
-      if (held.state === 'holding' || now - lastMoved(held) < this.#window) {
+      if (isHolding(held) || now - lastMoved(held) < this.#window) {
         refuse?.({ admitted: false, value, key, reason: 'held', holder: held });
         return undefined;
       }
       if (held.state === 'queued') books.queued--;
-      mark(held, 'stale');
+      makeStale(held);
       books.holders.delete(key);
     }
     if (books.queued >= this.#capacity) {
@@ -303,7 +355,7 @@ export class AdmissionLedger<V, K = unknown> {
   /** Forgets every key and makes every outstanding ticket stale. */
   reset(): void {
     const books = this.#books;
-    for (const ticket of books.holders.values()) mark(ticket, 'stale');
+    for (const ticket of books.holders.values()) makeStale(ticket);
     books.holders.clear();
     books.queued = 0;
     books.publish();

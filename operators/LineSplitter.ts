@@ -2,7 +2,7 @@
 export const DEFAULT_MAX_LINE_BYTES = 1024 * 1024;
 
 /** What {@link LineSplitter.push} found in a chunk. */
-export interface SplitLines {
+export interface ChunkLines {
   /** Complete lines, without their `\n` (nor a `\r` before it), in order. */
   readonly lines: string[];
   /** A line grew past the limit before its end: the stream cannot be read further. */
@@ -37,12 +37,15 @@ export class LineSplitter {
   private encoder: { encode(text: string): Uint8Array } | undefined;
 
   /** @throws RangeError if `maxBytes` is below 1. */
-  constructor(readonly maxBytes: number = DEFAULT_MAX_LINE_BYTES) {
+  constructor(
+    /** The longest line accepted, in bytes of UTF-8. */
+    readonly maxBytes: number = DEFAULT_MAX_LINE_BYTES,
+  ) {
     if (!(maxBytes >= 1)) throw new RangeError(`maxBytes must be >= 1, got ${maxBytes}`);
   }
 
   /** The lines a chunk completes. */
-  push(chunk: Uint8Array | string): SplitLines {
+  push(chunk: Uint8Array | string): ChunkLines {
     if (this.broken) return { lines: [], oversize: true };
     const bytes = typeof chunk === 'string' ? (this.encoder ??= new TextEncoder()).encode(chunk) : chunk;
     const lines: string[] = [];
@@ -70,7 +73,7 @@ export class LineSplitter {
     return this.line(new Uint8Array(0));
   }
 
-  private overflow(lines: string[]): SplitLines {
+  private overflow(lines: string[]): ChunkLines {
     this.broken = true;
     this.pending = [];
     this.pendingBytes = 0;

@@ -1,6 +1,4 @@
-import { Line, LinePlace, PlaceState } from './internal/Line';
-
-export type { PlaceState };
+import { Line, LinePlace, PlaceState } from './internal/Line.js';
 
 /**
  * A handle on one place in an {@link OrderedLine}, returned by `push` and kept by the caller until
@@ -14,7 +12,7 @@ export interface Place<T> {
   readonly state: PlaceState;
   /**
    * The value the place currently holds: the one it was pushed with, or its replacement once
-   * settled. `undefined` once trashed or released, so a handle kept after the fact does not keep
+   * settled. `undefined` once trashed or once it has left, so a handle kept after the fact does not keep
    * the value alive.
    */
   readonly value: T | undefined;
@@ -22,7 +20,7 @@ export interface Place<T> {
 
 // The ring stores these objects rather than values: a resize copies references, so the handle a
 // caller holds is the very object in the line, wherever the ring has moved it.
-class Slot<T> implements Place<T>, LinePlace<T> {
+class OrderedPlace<T> implements Place<T>, LinePlace<T> {
   constructor(
     readonly owner: OrderedLine<T>,
     public state: PlaceState,
@@ -37,7 +35,7 @@ class Slot<T> implements Place<T>, LinePlace<T> {
  * Work that runs concurrently finishes in any order, but what consumes its answers often must not
  * see them in that order: a create that lands after the delete that superseded it is a correctly
  * locked wrong answer, and nothing downstream can undo it. So every value takes a place at the
- * back when it arrives, and `release` hands on only the contiguous settled head: a value goes when
+ * back when it arrives, and `flush` hands on only the contiguous settled head: a value goes when
  * its own work has answered and everything that arrived before it has gone.
  *
  * - Work that needs no answer still takes a place (`push(value, true)`), so it cannot overtake an
@@ -48,22 +46,22 @@ class Slot<T> implements Place<T>, LinePlace<T> {
  * - The cost is head-of-line blocking on delivery only: one unsettled place holds back everything
  *   behind it, but never the work behind it, which is already running.
  *
- * Backed by a {@link RingQueue} of places, so a deep line costs O(1) per push and per release and a
+ * Backed by a {@link RingQueue} of places, so a deep line costs O(1) per push and per flush and a
  * burst does not leave it the size of its worst moment. The rule is the kit's one line rule, shared
- * with `releaseInOrder` and `releaseSettled`, so the three cannot differ. A value leaves the line with its place:
- * neither the ring slot nor the handle keeps it alive afterwards.
+ * with `releaseInOrder`, so the two cannot differ. A value leaves the line with its place:
+ * neither the ring cell nor the handle keeps it alive afterwards.
  *
- * Not thread-safe by design: one owner pushes, settles and releases, as an operator's closure does.
+ * Not thread-safe by design: one owner pushes, settles and flushes, as an operator's closure does.
  */
 export class OrderedLine<T> {
-  private readonly line = new Line<T, Slot<T>>();
+  private readonly line = new Line<T, OrderedPlace<T>>();
 
-  /** Places in the line: pending, settled or trashed, not yet released. */
+  /** Places in the line: pending, settled or trashed, not yet gone. */
   get length(): number {
     return this.line.length;
   }
 
-  /** Slots allocated by the ring behind the line (for memory accounting and tests). */
+  /** Cells allocated by the ring behind the line (for memory accounting and tests). */
   get capacity(): number {
     return this.line.capacity;
   }
@@ -76,9 +74,9 @@ export class OrderedLine<T> {
    * soon as everything ahead of it has.
    */
   push(value: T, settled = false): Place<T> {
-    const slot = new Slot<T>(this, settled ? 'settled' : 'pending', value);
-    this.line.push(slot);
-    return slot;
+    const held = new OrderedPlace<T>(this, settled ? 'settled' : 'pending', value);
+    this.line.push(held);
+    return held;
   }
 
   /**
@@ -88,10 +86,10 @@ export class OrderedLine<T> {
    * derived value, not merged). The replacement is told apart by the argument's presence, not its
    * value, so `settle(place, undefined)` replaces and `settle(place)` keeps.
    *
-   * The first settlement wins: settling a place that is already settled, trashed or released
+   * The first settlement wins: settling a place that is already settled, trashed or gone
    * changes nothing and returns `false`, so late or duplicate answers are harmless.
    *
-   * Nothing leaves until `release` is called.
+   * Nothing leaves until `flush` is called.
    *
    * @param place A handle returned by this line's `push`.
    * @param replacement The value to leave with instead.
@@ -99,10 +97,10 @@ export class OrderedLine<T> {
    * @throws TypeError if the place was issued by another line.
    */
   settle(place: Place<T>, ...replacement: [] | [T]): boolean {
-    const slot = this.own(place);
-    if (slot.state !== 'pending') return false;
-    slot.state = 'settled';
-    if (replacement.length > 0) slot.value = replacement[0];
+    const held = this.own(place);
+    if (held.state !== 'pending') return false;
+    held.state = 'settled';
+    if (replacement.length > 0) held.value = replacement[0];
     return true;
   }
 
@@ -112,7 +110,7 @@ export class OrderedLine<T> {
    * everything ahead of it has left.
    *
    * A place that is settled but still waiting can be trashed too (a decision to drop it may come
-   * after its answer did). Trashing a place that is already trashed or released changes nothing
+   * after its answer did). Trashing a place that is already trashed or gone changes nothing
    * and returns `false`. The value is let go at once.
    *
    * @param place A handle returned by this line's `push`.
@@ -120,25 +118,25 @@ export class OrderedLine<T> {
    * @throws TypeError if the place was issued by another line.
    */
   trash(place: Place<T>): boolean {
-    const slot = this.own(place);
-    if (slot.state === 'trashed' || slot.state === 'released') return false;
-    slot.state = 'trashed';
-    slot.value = undefined;
+    const held = this.own(place);
+    if (held.state === 'trashed' || held.state === 'left') return false;
+    held.state = 'trashed';
+    held.value = undefined;
     return true;
   }
 
   /**
-   * Removes the contiguous settled head of the line and returns its values in arrival order,
+   * Flushes the line's settled head: removes it and returns its values in arrival order,
    * leaving out trashed places; stops at the first pending place (a line of settled places behind
-   * one pending place releases nothing).
+   * one pending place flushes nothing).
    *
    * An array rather than a generator: the line is already consistent when the caller sees the
    * first value, so a caller that reacts to a value by pushing or settling (re-entrantly) cannot
-   * find it half-released, and nothing depends on the caller iterating to the end.
+   * find it half-flushed, and nothing depends on the caller iterating to the end.
    */
-  release(): T[] {
+  flush(): T[] {
     const out: T[] = [];
-    this.line.release((value) => out.push(value));
+    this.line.flush((value) => out.push(value));
     return out;
   }
 
@@ -164,10 +162,10 @@ export class OrderedLine<T> {
     yield* this.line;
   }
 
-  private own(place: Place<T>): Slot<T> {
-    if (!(place instanceof Slot) || place.owner !== this) {
+  private own(place: Place<T>): OrderedPlace<T> {
+    if (!(place instanceof OrderedPlace) || place.owner !== this) {
       throw new TypeError('OrderedLine: this place was not taken in this line');
     }
-    return place as Slot<T>;
+    return place as OrderedPlace<T>;
   }
 }

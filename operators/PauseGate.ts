@@ -1,5 +1,5 @@
 import { BehaviorSubject, Observable, distinctUntilChanged } from 'rxjs';
-import { PausedError } from './errors';
+import { PausedError } from './errors.js';
 
 /**
  * A pause flag that a stream, a loop and a pending promise can all read: `paused$` feeds

@@ -1,6 +1,6 @@
 /**
  * A first-in first-out queue on a ring buffer that doubles when full and halves when a quarter
- * full, never below two slots.
+ * full, never below two cells.
  *
  * Why not an array with `shift()`: `Array.prototype.shift` moves every remaining element, so a
  * queue that is tens of thousands deep pays for its depth on every dequeue (this is what makes
@@ -10,7 +10,7 @@
  *
  * Guarantees:
  * - `shift` returns values in exactly the order `push` took them.
- * - A slot is cleared as soon as its value leaves, so the queue never keeps a dequeued value alive.
+ * - A cell is cleared as soon as its value leaves, so the queue never keeps a dequeued value alive.
  * - Capacity is 0 until the first push, then 2, 4, 8, ... while growing; after a shift that leaves
  *   the queue at most a quarter full it halves (never below 2), so a just-shrunk ring is about
  *   half full and does not immediately grow again.
@@ -18,7 +18,7 @@
  * Not thread-safe by design: one owner pushes and shifts, as every RxJS operator's closure does.
  */
 export class RingQueue<T> {
-  private slots: (T | undefined)[] = [];
+  private cells: (T | undefined)[] = [];
   private head = 0;
   private tail = 0;
   private count = 0;
@@ -28,59 +28,59 @@ export class RingQueue<T> {
     return this.count;
   }
 
-  /** Number of slots currently allocated (for memory accounting and tests). */
+  /** Number of cells currently allocated (for memory accounting and tests). */
   get capacity(): number {
-    return this.slots.length;
+    return this.cells.length;
   }
 
   /** Appends `value` at the back, growing the ring if it is full. */
   push(value: T): void {
-    if (this.count === this.slots.length) this.resize(Math.max(this.slots.length * 2, 2));
-    this.slots[this.tail] = value;
+    if (this.count === this.cells.length) this.resize(Math.max(this.cells.length * 2, 2));
+    this.cells[this.tail] = value;
     // The capacity is always a power of two, so wrapping is a mask rather than a division.
-    this.tail = (this.tail + 1) & (this.slots.length - 1);
+    this.tail = (this.tail + 1) & (this.cells.length - 1);
     this.count++;
   }
 
   /** Removes and returns the front value, or `undefined` when empty. */
   shift(): T | undefined {
     if (this.count === 0) return undefined;
-    const value = this.slots[this.head];
-    this.slots[this.head] = undefined;
-    this.head = (this.head + 1) & (this.slots.length - 1);
+    const value = this.cells[this.head];
+    this.cells[this.head] = undefined;
+    this.head = (this.head + 1) & (this.cells.length - 1);
     this.count--;
-    const half = this.slots.length >> 1;
+    const half = this.cells.length >> 1;
     if (half >= 2 && this.count <= half >> 1) this.resize(half);
     return value;
   }
 
   /** The front value without removing it, or `undefined` when empty. */
   peek(): T | undefined {
-    return this.count === 0 ? undefined : this.slots[this.head];
+    return this.count === 0 ? undefined : this.cells[this.head];
   }
 
   /** The value `index` places behind the front (0 is the front), or `undefined` past the back. */
   at(index: number): T | undefined {
     if (index < 0 || index >= this.count) return undefined;
-    return this.slots[(this.head + index) & (this.slots.length - 1)];
+    return this.cells[(this.head + index) & (this.cells.length - 1)];
   }
 
-  /** Drops every value and releases the backing array. */
+  /** Drops every value and lets the backing array go. */
   clear(): void {
-    this.slots = [];
+    this.cells = [];
     this.head = this.tail = this.count = 0;
   }
 
   /** Iterates front to back without removing anything. */
   *[Symbol.iterator](): IterableIterator<T> {
-    for (let i = 0; i < this.count; i++) yield this.slots[(this.head + i) & (this.slots.length - 1)] as T;
+    for (let i = 0; i < this.count; i++) yield this.cells[(this.head + i) & (this.cells.length - 1)] as T;
   }
 
   private resize(size: number): void {
     const next = new Array<T | undefined>(size);
-    const mask = this.slots.length - 1;
-    for (let i = 0; i < this.count; i++) next[i] = this.slots[(this.head + i) & mask];
-    this.slots = next;
+    const mask = this.cells.length - 1;
+    for (let i = 0; i < this.count; i++) next[i] = this.cells[(this.head + i) & mask];
+    this.cells = next;
     this.head = 0;
     this.tail = this.count & (size - 1);
   }

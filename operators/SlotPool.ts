@@ -1,11 +1,11 @@
-import { MonoTypeOperatorFunction, Observable, ObservableInput, Subscriber } from 'rxjs';
-import { OperatorSubscriber, subscribeInner } from './internal/OperatorSubscriber';
-import { RingQueue } from './RingQueue';
+import { Observable, ObservableInput, Subscriber } from 'rxjs';
+import { OperatorSubscriber, subscribeInner } from './internal/OperatorSubscriber.js';
+import { RingQueue } from './RingQueue.js';
 
 /** A place in a {@link SlotPool}'s line, then a slot: see {@link SlotPool.acquire}. */
 export interface SlotClaim {
   /** Gives the slot back, or leaves the line if it is still waiting. Later calls do nothing. */
-  release(): void;
+  giveBack(): void;
 }
 
 class Claim implements SlotClaim {
@@ -16,7 +16,7 @@ class Claim implements SlotClaim {
     readonly start: (claim: SlotClaim) => void,
   ) {}
 
-  release(): void {
+  giveBack(): void {
     const held = this.state === 'holding';
     this.state = 'done';
     if (held) this.slots.giveBack();
@@ -29,7 +29,10 @@ class Slots {
   readonly line = new RingQueue<Claim>();
   private granting = false;
 
-  constructor(readonly size: number) {}
+  constructor(
+    /** How many claims may hold a slot at once. */
+    readonly size: number,
+  ) {}
 
   giveBack(): void {
     this.running--;
@@ -50,7 +53,7 @@ class Slots {
           next.start(next);
         } catch (error) {
           // A start that throws has not taken its slot; the line goes on being served.
-          next.release();
+          next.giveBack();
           (errors ??= []).push(error);
         }
       }
@@ -79,15 +82,15 @@ class Slots {
  *
  * Guarantees:
  * - At most `size` claims hold a slot at once, and slots go to waiting claims in the order they
- *   asked (first come, first served), also when a claim asks from inside a start or a release
+ *   asked (first come, first served), also when a claim asks from inside a start or a give-back
  *   (a consumer starting more work from an emission): the line is a ring drained by one loop,
  *   never recursively, so a slot freed inside that loop goes to the oldest waiter.
  * - No claim waits while a slot is free: whatever a start does, the loop serves the line to the end.
  * - `acquire(start)`, the core: `start` is called once the claim holds a slot, and the slot is held
- *   until `claim.release()`. A claim released while it waits leaves the line without a slot.
- * - `start` throwing is a start that did not take its slot: the claim is released (the slot goes
+ *   until `claim.giveBack()`. A claim given back while it waits leaves the line without a slot.
+ * - `start` throwing is a start that did not take its slot: the claim is given back (the slot goes
  *   to the next waiter), the line is served on, and the error is thrown out of the call that
- *   granted the slot (`acquire`, or the `release` that freed it) once it has; errors from several
+ *   granted the slot (`acquire`, or the `giveBack` that made one free) once it has; errors from several
  *   starts in one pass are thrown together as an `AggregateError`.
  * - `run(work)` and {@link withSlot} are the operator side, on this line: see {@link SlotPool.run}.
  */
@@ -95,7 +98,10 @@ export class SlotPool {
   readonly #slots: Slots;
 
   /** @throws RangeError if `size` is below 1. */
-  constructor(readonly size: number) {
+  constructor(
+    /** How many claims may hold a slot at once. */
+    readonly size: number,
+  ) {
     if (!(size >= 1)) throw new RangeError(`a SlotPool needs at least 1 slot, got ${size}`);
     this.#slots = new Slots(size);
   }
@@ -105,18 +111,18 @@ export class SlotPool {
     return this.#slots.running;
   }
 
-  /** Claims waiting for a slot (including ones released but not yet reached). */
+  /** Claims waiting for a slot (including ones given back but not yet reached). */
   get waiting(): number {
     return this.#slots.line.length;
   }
 
   /**
    * Joins the line for a slot: `start` is called with the claim once one is free (before
-   * `acquire` returns, if one is), and the slot is held until `claim.release()`. Releasing a claim
+   * `acquire` returns, if one is), and the slot is held until `claim.giveBack()`. Giving back a claim
    * that still waits takes it out of the line. No subscription is made while a claim waits: it is
    * its place in the ring and nothing else.
    *
-   * @throws What `start` threw, if it threw while this call granted slots (the claim released).
+   * @throws What `start` threw, if it threw while this call granted slots (the claim given back).
    */
   acquire(start: (claim: SlotClaim) => void): SlotClaim {
     const slots = this.#slots;
@@ -144,7 +150,7 @@ export class SlotPool {
       inner.claim = this.acquire(inner.begin);
       return () => {
         inner.unsubscribe();
-        inner.claim?.release();
+        inner.claim?.giveBack();
       };
     });
   }
@@ -184,38 +190,13 @@ class InSlot<T> extends OperatorSubscriber<T> {
   // and the oldest waiter has the slot before anyone downstream can ask for one.
   protected override onError(error: unknown): void {
     this.unsubscribe();
-    this.claim?.release();
+    this.claim?.giveBack();
     this.output.error(error);
   }
 
   protected override onComplete(): void {
     this.unsubscribe();
-    this.claim?.release();
+    this.claim?.giveBack();
     this.output.complete();
   }
-}
-
-/**
- * Runs the source in a slot of `pool`: the source is subscribed once the subscription holds a
- * slot, and the slot is given back when the source completes or errors (before that is passed on)
- * or when the subscription is unsubscribed. Waiters get slots first come, first served. See
- * {@link SlotPool} and {@link SlotPool.run}.
- *
- * ```
- * pool = new SlotPool(1); a = cold('-a|'), b = cold('-b|'), both subscribed at 0
- * a.pipe(withSlot(pool)): -a|
- * b.pipe(withSlot(pool)): ---b|     (b waits for a's slot)
- * ```
- *
- * Semantics:
- * - Values, the error and the completion of the source are passed on as they are.
- * - Unsubscribing unsubscribes the source (or leaves the line, if it still waits).
- * - Nothing of the user's is called but the source; a source that throws while it is subscribed
- *   errors the output, as rxjs does.
- *
- * @param pool The slots shared with whatever else runs in them.
- * @return A function that returns the source, run in a slot.
- */
-export function withSlot<T>(pool: SlotPool): MonoTypeOperatorFunction<T> {
-  return (source) => pool.run(() => source);
 }

@@ -1,6 +1,6 @@
 import { Observable, ObservableInput, OperatorFunction } from 'rxjs';
-import { AdmissionLedger, Refusal, Ticket } from './AdmissionLedger';
-import { subscribeWith } from './internal/OperatorSubscriber';
+import { AdmissionLedger, Refusal, Ticket } from './AdmissionLedger.js';
+import { subscribeWith } from './internal/OperatorSubscriber.js';
 
 /** Options for {@link admit}. */
 export interface AdmitConfig<V, K = unknown> {
@@ -16,7 +16,7 @@ export interface AdmitConfig<V, K = unknown> {
  *
  * Sightings of the same thing arrive from several sources (a discovery round, a lifecycle event,
  * a retry); admission is where they meet, so whatever follows sees each key once until its ticket
- * is released, superseded or reset.
+ * is freed, superseded or reset.
  *
  * ```
  * key = the letter, window = 5 ms, capacity = 10
@@ -35,7 +35,7 @@ export interface AdmitConfig<V, K = unknown> {
  * - The ledger's `key` or `onRefuse` throwing errors the output (as rxjs's operators do when a
  *   callback throws); the ledger is left as the decision had got, consistent either way.
  * - Unsubscribing unsubscribes the source and `reset`; admitted tickets stay in the ledger until
- *   released (the worker pool releases what it holds when it is torn down).
+ *   freed (the worker pool frees what it holds when it is torn down).
  *
  * @param ledger the ledger that decides.
  * @param config `reset` notifier and `onRefuse` report.

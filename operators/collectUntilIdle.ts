@@ -1,5 +1,5 @@
 import { Observable, OperatorFunction, SchedulerLike, Subscription, asyncScheduler } from 'rxjs';
-import { subscribeWith } from './internal/OperatorSubscriber';
+import { subscribeWith } from './internal/OperatorSubscriber.js';
 
 /** Options for {@link collectUntilIdle}. */
 export interface CollectUntilIdleConfig {

@@ -1,5 +1,5 @@
 import { MonoTypeOperatorFunction, Observable, SchedulerLike, Subscription, asyncScheduler } from 'rxjs';
-import { subscribeWith } from './internal/OperatorSubscriber';
+import { subscribeWith } from './internal/OperatorSubscriber.js';
 
 /** Options for {@link debounceByKey}. */
 export interface DebounceByKeyConfig<T, K> {

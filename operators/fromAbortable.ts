@@ -1,5 +1,5 @@
 import { Observable } from 'rxjs';
-import { UnsubscribedError } from './errors';
+import { UnsubscribedError } from './errors.js';
 
 /** Options for {@link fromAbortable}. */
 export interface FromAbortableOptions {

@@ -2,6 +2,10 @@
  * `@rxfleet/operators`: generic RxJS 7 operators for fleet automation. rxjs is the only peer and
  * nothing else runs; every export is documented where it is defined.
  *
+ * One operator per job, and beside it, where an owner must drive the job from its own callbacks
+ * rather than from a stream, its core: a class, as rxjs keeps `Subject` beside `share`. The README's
+ * "Which one" table says which to reach for.
+ *
  * The surface is listed by name, values apart from types, so that nothing becomes public by
  * accident: a file's helpers stay internal unless they are named here. Test helpers are in the
  * `@rxfleet/operators/testing` entry, never in this one.
@@ -9,53 +13,55 @@
  * @packageDocumentation
  */
 
-// Operators and Observable factories.
-export { admit } from './admit';
-export { pauseWhen } from './pauseWhen';
-export { workerPool } from './workerPool';
-export { done, failed } from './outcomes';
-export { readPerKey } from './readPerKey';
-export { releaseInOrder, TRASH } from './releaseInOrder';
-export { debounceByKey } from './debounceByKey';
-export { retryLadder } from './retryLadder';
-export { pacedSweep } from './pacedSweep';
-export { collectUntilIdle } from './collectUntilIdle';
-export { fromAbortable } from './fromAbortable';
-export { releaseSettled } from './releaseSettled';
-export { withSlot } from './SlotPool';
-export { splitLines } from './splitLines';
+// The operators, one per job (and the Observable factories).
+export { admit } from './admit.js';
+export { pauseWhen } from './pauseWhen.js';
+export { workerPool } from './workerPool.js';
+export { withSlot } from './withSlot.js';
+export { readPerKey } from './readPerKey.js';
+export { releaseInOrder } from './releaseInOrder.js';
+export { debounceByKey } from './debounceByKey.js';
+export { retryLadder } from './retryLadder.js';
+export { collectUntilIdle } from './collectUntilIdle.js';
+export { splitLines } from './splitLines.js';
+export { pacedSweep } from './pacedSweep.js';
+export { fromAbortable } from './fromAbortable.js';
 
-// The state behind the operators, public on purpose: a daemon builds its own pipeline from them
-// (an admission ledger shared with its gauges, an ordered line owned by a model, a ring for a
-// publisher's backlog), and uses them through this entry like any other user.
-export { AdmissionLedger, Ticket } from './AdmissionLedger';
-export { PauseGate } from './PauseGate';
-export { OrderedLine } from './OrderedLine';
-export { RingQueue } from './RingQueue';
-export { KeyedReads } from './KeyedReads';
-export { SlotPool } from './SlotPool';
-export { RepairSchedule } from './RepairSchedule';
-export { LineSplitter } from './LineSplitter';
+// What the operators take and give.
+export { done, failed } from './outcomes.js';
+export { TRASH } from './internal/Line.js';
+
+// The cores: the state behind an operator, for an owner that drives it from its own callbacks (a
+// ledger shared with gauges, reads asked for by what earlier reads found, a gate a retry loop
+// checks), used through this entry like everything else.
+export { AdmissionLedger, Ticket } from './AdmissionLedger.js';
+export { PauseGate } from './PauseGate.js';
+export { SlotPool } from './SlotPool.js';
+export { ReadsPerKey } from './ReadsPerKey.js';
+export { OrderedLine } from './OrderedLine.js';
+export { RetrySchedule } from './RetrySchedule.js';
+export { LineSplitter } from './LineSplitter.js';
+export { RingQueue } from './RingQueue.js';
 
 // Errors the kit raises itself.
-export { OperatorKitError, NoOutcomeError, NoAnswerError, UnsubscribedError, PausedError, LineTooLongError } from './errors';
+export { OperatorKitError, NoOutcomeError, NoAnswerError, UnsubscribedError, PausedError, LineTooLongError } from './errors.js';
 
-export type { AdmitConfig } from './admit';
-export type { AdmissionLedgerConfig, Admission, Admitted, Refusal, RefusalReason, LedgerSizes, TicketState } from './AdmissionLedger';
-export type { PauseWhenConfig } from './pauseWhen';
-export type { WorkerPoolConfig } from './workerPool';
-export type { PoolTicket, Outcome, Done, Failed, Skipped, PoolResult } from './outcomes';
-export type { ReadPerKeyConfig, ReadResult, ReadAnswered, ReadFailed, ReadCancelled, ReadLanded } from './readPerKey';
-export type { ReleaseInOrderConfig } from './releaseInOrder';
-export type { Place, PlaceState } from './OrderedLine';
-export type { DebounceByKeyConfig } from './debounceByKey';
-export type { RetryLadderConfig, RepairReport } from './retryLadder';
-export type { PacedSweepConfig, SweepEvent } from './pacedSweep';
-export type { CollectUntilIdleConfig } from './collectUntilIdle';
-export type { FromAbortableOptions } from './fromAbortable';
-export type { Settling } from './releaseSettled';
-export type { KeyedReadsConfig } from './KeyedReads';
-export type { SlotClaim } from './SlotPool';
-export type { RepairScheduleConfig } from './RepairSchedule';
-export type { SplitLinesConfig } from './splitLines';
-export type { SplitLines } from './LineSplitter';
+export type { AdmitConfig } from './admit.js';
+export type { AdmissionLedgerConfig, Admission, Admitted, Refusal, RefusalReason, LedgerSizes, TicketState } from './AdmissionLedger.js';
+export type { PauseWhenConfig } from './pauseWhen.js';
+export type { WorkerPoolConfig } from './workerPool.js';
+export type { PoolTicket, Outcome, Done, Failed, Skipped, PoolResult } from './outcomes.js';
+export type { SlotClaim } from './SlotPool.js';
+export type { ReadPerKeyConfig } from './readPerKey.js';
+export type { ReadsPerKeyConfig, ReadResult, ReadAnswered, ReadFailed, ReadCancelled, ReadLanded } from './ReadsPerKey.js';
+export type { ReleaseInOrderConfig, Settling, SettledAnswer } from './releaseInOrder.js';
+export type { Trash, PlaceState } from './internal/Line.js';
+export type { Place } from './OrderedLine.js';
+export type { DebounceByKeyConfig } from './debounceByKey.js';
+export type { RetryLadderConfig, Attempt } from './retryLadder.js';
+export type { RetryScheduleConfig } from './RetrySchedule.js';
+export type { CollectUntilIdleConfig } from './collectUntilIdle.js';
+export type { SplitLinesConfig } from './splitLines.js';
+export type { ChunkLines } from './LineSplitter.js';
+export type { PacedSweepConfig, SweepEvent, Listing } from './pacedSweep.js';
+export type { FromAbortableOptions } from './fromAbortable.js';

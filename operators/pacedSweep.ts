@@ -1,20 +1,57 @@
-import { Observable, ObservableInput, SchedulerLike, Subscription, asyncScheduler } from 'rxjs';
-import { subscribeWith } from './internal/OperatorSubscriber';
-import { RingQueue } from './RingQueue';
+import { InteropObservable, Observable, ObservableInput, ReadableStreamLike, SchedulerLike, Subscription, asyncScheduler } from 'rxjs';
+import { subscribeWith } from './internal/OperatorSubscriber.js';
+import { RingQueue } from './RingQueue.js';
 
 /**
  * What {@link pacedSweep} emits: each item a round hands on, and the end of each round that was not
  * abandoned, successful or not.
  */
 export type SweepEvent<N> =
-  | { kind: 'item'; round: number; item: N; paced: boolean }
-  | { kind: 'end'; round: number; ok: true }
-  | { kind: 'end'; round: number; ok: false; error: unknown };
+  | {
+      /** An item handed on. */
+      kind: 'item';
+      /** The round's number, from 1. */
+      round: number;
+      /** The item. */
+      item: N;
+      /** Whether the round is paced (items `delay` apart) rather than fast. */
+      paced: boolean;
+    }
+  | {
+      /** The end of a round that was not abandoned. */
+      kind: 'end';
+      /** The round's number, from 1. */
+      round: number;
+      /** The listing completed and its last item was handed on. */
+      ok: true;
+    }
+  | {
+      /** The end of a round that was not abandoned. */
+      kind: 'end';
+      /** The round's number, from 1. */
+      round: number;
+      /** The listing failed (or `list` threw): a fast round follows after `failureDelay`. */
+      ok: false;
+      /** What the listing failed with. */
+      error: unknown;
+    };
+
+/**
+ * What a round goes over, as `list` returns it: the items one by one (an Observable, an array, any
+ * `ObservableInput` but a promise), or all of them at once as a promise of an array (or of any
+ * iterable). `Promise<string[]>` is a listing of strings, handed on (and paced) one string at a
+ * time; an Observable of arrays is a listing of arrays.
+ */
+export type Listing<N> =
+  Observable<N> | InteropObservable<N> | AsyncIterable<N> | ArrayLike<N> | Iterable<N> | ReadableStreamLike<N> | PromiseLike<Iterable<N>>;
 
 /** Options for {@link pacedSweep}. */
 export interface PacedSweepConfig<N> {
-  /** Lists what round `round` goes over; subscribed once per round, unsubscribed when the round ends or is abandoned. */
-  list: (round: number) => ObservableInput<N>;
+  /**
+   * Lists what round `round` goes over (see {@link Listing}: a promise resolves to the whole
+   * listing); subscribed once per round, unsubscribed when the round ends or is abandoned.
+   */
+  list: (round: number) => Listing<N>;
   /** Ms between two items handed on in a paced round. */
   delay: number;
   /** Ms between the end of a successful round and the start of the next (paced) one. */
@@ -29,6 +66,9 @@ export interface PacedSweepConfig<N> {
   /** Where the waits are timed. Default `asyncScheduler`; pass a `TestScheduler` in specs. */
   scheduler?: SchedulerLike;
 }
+
+const isPromiseLike = <N>(listing: Listing<N>): listing is PromiseLike<Iterable<N>> =>
+  listing != null && typeof (listing as { then?: unknown }).then === 'function';
 
 /** 5 s, 10 s, 20 s, ... never more than 5 min. */
 function defaultFailureDelay(consecutiveFailures: number): number {
@@ -158,26 +198,47 @@ export function pacedSweep<N>(config: PacedSweepConfig<N>): Observable<SweepEven
         }
       };
 
-      let listing: ObservableInput<N>;
+      let listing: Listing<N>;
       try {
         listing = list(r);
       } catch (error) {
         fail(error);
         return;
       }
+      const complete = (): void => {
+        listed = true;
+        handOn();
+      };
       // Owned by the round: abandoning it unsubscribes the listing, even mid-way through a
       // synchronous one. An input that is not an ObservableInput fails the round like an error.
-      subscribeWith(current, subscriber, listing, {
-        next: (item) => {
-          queue.push(item);
-          handOn();
-        },
-        error: fail,
-        complete: () => {
-          listed = true;
-          handOn();
-        },
-      });
+      if (isPromiseLike(listing)) {
+        // The whole listing at once: its items go into the queue together, to be handed on (and
+        // paced) one by one. What it resolves to not being iterable fails the round.
+        subscribeWith(current, subscriber, listing, {
+          next: (all) => {
+            let items: N[];
+            try {
+              items = [...all];
+            } catch (error) {
+              fail(error);
+              return;
+            }
+            for (const item of items) queue.push(item);
+            handOn();
+          },
+          error: fail,
+          complete,
+        });
+      } else {
+        subscribeWith(current, subscriber, listing as ObservableInput<N>, {
+          next: (item) => {
+            queue.push(item);
+            handOn();
+          },
+          error: fail,
+          complete,
+        });
+      }
     };
 
     subscriber.add(() => phase?.unsubscribe());

@@ -1,5 +1,5 @@
 import { MonoTypeOperatorFunction, Observable, ObservableInput } from 'rxjs';
-import { subscribeWith } from './internal/OperatorSubscriber';
+import { subscribeWith } from './internal/OperatorSubscriber.js';
 
 /** Options for {@link pauseWhen}. */
 export interface PauseWhenConfig<T> {

@@ -1,14 +1,19 @@
 import { Observable, ObservableInput, OperatorFunction } from 'rxjs';
-import { subscribeWith } from './internal/OperatorSubscriber';
-import { KeyedReads } from './KeyedReads';
-import { SlotPool } from './SlotPool';
+import { subscribeWith } from './internal/OperatorSubscriber.js';
+import { ReadResult, ReadsPerKey } from './ReadsPerKey.js';
+import { SlotPool } from './SlotPool.js';
 
 /** Options for {@link readPerKey}. */
 export interface ReadPerKeyConfig<T, K, R> {
   /** What a request reads: requests with the same key share one read. */
   key: (request: T) => K;
-  /** The read for a request, as an Observable factory: its first value is the answer. */
-  read: (request: T) => ObservableInput<R>;
+  /**
+   * The read for a request, as an Observable factory called when the read starts: its first value
+   * is the answer. A read that holds a slot (`concurrency` or `slots`) holds it until it lands, or
+   * until it calls `giveBack()`: a read that waits between its calls (polling for an address) gives
+   * its slot back and takes one per call itself (`slots.run`), so its waits hold none.
+   */
+  read: (request: T, giveBack: () => void) => ObservableInput<R>;
   /**
    * Whether `next` needs more than the read already running for `running` can give (for example
    * it must wait for the instance to be running): then the running read is aborted and a read
@@ -17,43 +22,30 @@ export interface ReadPerKeyConfig<T, K, R> {
   supersedes?: (next: T, running: T) => boolean;
   /** Each key emitted cancels that key's read: its requests come out `cancelled`. */
   cancel?: ObservableInput<K>;
+  /**
+   * Whether `request` must be answered by a read that started after it arrived (a change announced
+   * while a read is on its way may not be in that read's answer). Such a request arriving once its
+   * key's read has started does not join it: it waits, and the requests that came that way are read
+   * together, in arrival order, once that read has answered (led by the one that superseded the
+   * others). A request arriving while its key's read still waits for a slot joins it. Default: never.
+   */
+  fresh?: (request: T) => boolean;
   /** Most reads in flight at once; further reads wait their turn in arrival order. Default unbounded. */
   concurrency?: number;
+  /**
+   * The slots reads take, shared with whatever else runs in them (other calls to the same server),
+   * instead of a pool of `concurrency` of this subscription's own. Reads still wait first come,
+   * first served.
+   */
+  slots?: SlotPool;
 }
-
-/** What every {@link ReadResult} carries. */
-export interface ReadLanded<T, K> {
-  readonly key: K;
-  /** Every request the answer is for, in arrival order (those a superseded read carried come first). */
-  readonly requests: readonly T[];
-}
-
-/** The read answered. */
-export interface ReadAnswered<T, K, R> extends ReadLanded<T, K> {
-  readonly status: 'answered';
-  readonly value: R;
-}
-
-/** The read errored, its factory threw, or it completed without an answer (`NoAnswerError`). */
-export interface ReadFailed<T, K> extends ReadLanded<T, K> {
-  readonly status: 'failed';
-  readonly error: unknown;
-}
-
-/** The read was cancelled through `cancel` before it answered. */
-export interface ReadCancelled<T, K> extends ReadLanded<T, K> {
-  readonly status: 'cancelled';
-}
-
-/** How one read ended, for all the requests that waited on it. */
-export type ReadResult<T, K, R> = ReadAnswered<T, K, R> | ReadFailed<T, K> | ReadCancelled<T, K>;
 
 /**
  * Keeps one read in flight per key: a request for a key already being read joins that read, and
  * one that needs more supersedes it; every request waiting on a read gets its one answer.
  *
- * It is the {@link KeyedReads} core as an operator, one core per subscription (its `concurrency`
- * a {@link SlotPool} of that size), so the rule lives in one place.
+ * It is the {@link ReadsPerKey} core as an operator, one core per subscription (its `concurrency`
+ * a {@link SlotPool} of that size, or the `slots` it is given), so the rule lives in one place.
  *
  * Coalescing saves the read, not the request: both requests come out, carrying what one read
  * found. Superseding exists because some requests need an answer the running read cannot give
@@ -76,14 +68,19 @@ export type ReadResult<T, K, R> = ReadAnswered<T, K, R> | ReadFailed<T, K> | Rea
  * - A superseded read is unsubscribed at once (which aborts it), and its requests move, first,
  *   to the new read. A result of a superseded or cancelled read is never emitted, even if it
  *   arrives synchronously during the abort.
- * - With `concurrency`, reads beyond the limit wait in the slot pool's ring in arrival order; a
- *   waiting read can still be joined, superseded or cancelled, and costs nothing but its place.
+ * - With `concurrency` (or `slots`), reads beyond the limit wait in the slot pool's ring in arrival
+ *   order; a waiting read can still be joined, superseded or cancelled, and costs nothing but its
+ *   place. A read's slot goes back once its result has been emitted, or when the read calls
+ *   `giveBack`.
+ * - With `fresh`, a request that must not take an answer its key's running read could have had
+ *   before it arrived is read again right after that read answers (a failure or a cancel is
+ *   shared with it: they are as true for it).
  * - First come, first served: a new read always joins the back of the queue, then the queue is
  *   pulled, so a request fed from inside an emission of this operator never starts ahead of
  *   reads already waiting.
  * - A read's error, a `read` factory that throws, and a read that completes without an answer
  *   (`NoAnswerError`) are a `failed` result for its requests, never an error of the output.
- * - A `key` or `supersedes` that throws errors the output (as rxjs's operators do when a callback
+ * - A `key`, `supersedes` or `fresh` that throws errors the output (as rxjs's operators do when a callback
  *   throws); the request it was deciding on is lost with the rest, and the books were not touched.
  * - Completes once the source has completed and every read has landed. Errors when the source or
  *   `cancel` errors.
@@ -102,21 +99,25 @@ export type ReadResult<T, K, R> = ReadAnswered<T, K, R> | ReadFailed<T, K> | Rea
  * );
  * ```
  *
- * @param config `key`, `read`, `supersedes`, `cancel`, `concurrency`.
+ * @param config `key`, `read`, `supersedes`, `fresh`, `cancel`, `concurrency` or `slots`.
+ * @throws RangeError (when called) if `concurrency` is below 1; TypeError if both `concurrency`
+ * and `slots` are given.
  * @return A function that returns an Observable of one {@link ReadResult} per read that landed.
  */
 export function readPerKey<T, K, R>(config: ReadPerKeyConfig<T, K, R>): OperatorFunction<T, ReadResult<T, K, R>> {
-  const { concurrency = Infinity, read } = config;
+  const { concurrency = Infinity, slots } = config;
   if (!(concurrency >= 1)) throw new RangeError(`concurrency must be >= 1, got ${concurrency}`);
+  if (slots !== undefined && config.concurrency !== undefined) throw new TypeError('readPerKey takes `concurrency` or `slots`, not both');
   return (source) =>
     new Observable<ReadResult<T, K, R>>((subscriber) => {
       let sourceDone = false;
       // The core's books, one per subscription; its slots are this subscription's concurrency.
-      const reads: KeyedReads<T, K, R> = new KeyedReads<T, K, R>({
+      const reads: ReadsPerKey<T, K, R> = new ReadsPerKey<T, K, R>({
         key: config.key,
-        read: (request) => read(request),
+        read: config.read,
         supersedes: config.supersedes,
-        slots: concurrency === Infinity ? undefined : new SlotPool(concurrency),
+        fresh: config.fresh,
+        slots: slots ?? (concurrency === Infinity ? undefined : new SlotPool(concurrency)),
         onLanded: (result) => {
           subscriber.next(result);
           if (sourceDone && reads.size === 0) subscriber.complete();

@@ -1,21 +1,15 @@
 import { Observable, ObservableInput, OperatorFunction, Subscriber, UnsubscriptionError, from, take } from 'rxjs';
-import type { LinePlace, PlaceState } from './internal/Line';
-import { OperatorSubscriber, subscribeInner, subscribeWith } from './internal/OperatorSubscriber';
-import { Release } from './internal/Release';
-
-/**
- * Emitted by a settle observable to trash its value in place: the value is skipped on the way out,
- * but still holds back everything that arrived after it until everything before it has left.
- */
-export const TRASH: unique symbol = Symbol('rxfleet.TRASH');
+import { LinePlace, PlaceState, TRASH, Trash, settlePlace } from './internal/Line.js';
+import { LineOutput } from './internal/LineOutput.js';
+import { OperatorSubscriber, subscribeInner, subscribeWith } from './internal/OperatorSubscriber.js';
 
 /** Options for {@link releaseInOrder}. */
 export interface ReleaseInOrderConfig {
   /**
    * When this emits (its first value; completing without one does nothing), everything still in
-   * the line is handed on in arrival order (values whose settle observable has not answered go out
-   * as they arrived, trashed ones are skipped), all pending settle work and the source are
-   * unsubscribed, and the output completes. An error from it errors the output.
+   * the line is handed on in arrival order (values whose answer has not come go out as they
+   * arrived, trashed ones are skipped), all pending settle work and the source are unsubscribed,
+   * and the output completes. An error from it errors the output.
    *
    * For shutting down without losing what was admitted: what was not answered in time is better
    * handed on unanswered than dropped. Subscribed before the source, so a drain that has already
@@ -23,6 +17,21 @@ export interface ReleaseInOrderConfig {
    */
   drain?: ObservableInput<unknown>;
 }
+
+/**
+ * A value that settles itself, for {@link releaseInOrder} without a `settle` function: its owner
+ * answers it through a callback, whenever the answer comes.
+ */
+export interface Settling<R> {
+  /**
+   * Called once, when the value takes its place in the line: call `settled` once, now or later,
+   * with what to release in its place, or `TRASH` to skip it. Later calls change nothing.
+   */
+  whenSettled(settled: (answer: R | Trash) => void): void;
+}
+
+/** What a {@link Settling} value settles with: `SettledAnswer<LineEntry>` is the entry's answer type. */
+export type SettledAnswer<T> = T extends Settling<infer R> ? R : never;
 
 /**
  * Settles every source value concurrently and emits the answers in the order the values arrived.
@@ -77,6 +86,24 @@ export interface ReleaseInOrderConfig {
  * - Without `drain` the output carries answers only (`R`); with it, unanswered source values may
  *   go out too (`T | R`), and the types say so.
  *
+ * Without `settle`, each value settles itself ({@link Settling}): its `whenSettled` is called as it
+ * takes its place, and the first answer it passes to the callback settles the place (`TRASH`
+ * trashes it). The same line, the same rules, and no subscription per value, for an owner that
+ * starts each value's work itself and has the answer in hand when it comes (a read it shares with
+ * other values, an answer it already holds): wrapping that answer in an Observable per value only
+ * for the line to subscribe to it costs more (the README's benchmarks measure both). Exactly:
+ * - A later call of the callback is ignored, and so is one after the output has completed,
+ *   errored or been unsubscribed, or after a drain.
+ * - `whenSettled` throwing errors the output (as rxjs's operators do when a callback throws).
+ * - The output's type is the values' answer type ({@link SettledAnswer}), so
+ *   `entries$.pipe(releaseInOrder())` infers it from the entries.
+ *
+ * ```
+ * a, b, c settle themselves with A at 5, B at 3, TRASH at 6
+ * source: -a-b-c-------|
+ * result: -----(AB)----|
+ * ```
+ *
  * ## Example
  * Read each changed instance concurrently, but emit the enriched events in the order the changes
  * arrived, dropping those that say nothing new
@@ -95,96 +122,128 @@ export interface ReleaseInOrderConfig {
  *
  * @param settle Called with each source value and its 0-based arrival index; returns the work
  * whose first emission settles that value: a replacement to emit in its place, or `TRASH` to skip
- * it.
+ * it. Left out, the values settle themselves ({@link Settling}).
  * @param config Optional; see {@link ReleaseInOrderConfig}.
  * @return A function that returns an Observable of the answers in arrival order (with `drain`,
  * also the source values still unanswered when it fired).
  */
 export function releaseInOrder<T, R = T>(
-  settle: (value: T, index: number) => ObservableInput<R | typeof TRASH>,
+  settle: (value: T, index: number) => ObservableInput<R | Trash>,
   config?: ReleaseInOrderConfig & { drain?: undefined },
 ): OperatorFunction<T, R>;
 export function releaseInOrder<T, R = T>(
-  settle: (value: T, index: number) => ObservableInput<R | typeof TRASH>,
+  settle: (value: T, index: number) => ObservableInput<R | Trash>,
   config: ReleaseInOrderConfig,
 ): OperatorFunction<T, T | R>;
-export function releaseInOrder<T, R = T>(
-  settle: (value: T, index: number) => ObservableInput<R | typeof TRASH>,
-  config: ReleaseInOrderConfig = {},
+export function releaseInOrder<T extends Settling<unknown>>(
+  config?: ReleaseInOrderConfig & { drain?: undefined },
+): OperatorFunction<T, SettledAnswer<T>>;
+export function releaseInOrder<T extends Settling<unknown>>(config: ReleaseInOrderConfig): OperatorFunction<T, T | SettledAnswer<T>>;
+export function releaseInOrder<T, R>(
+  settleOrConfig?: ((value: T, index: number) => ObservableInput<R | Trash>) | ReleaseInOrderConfig,
+  settleConfig?: ReleaseInOrderConfig,
 ): OperatorFunction<T, T | R> {
+  if (typeof settleOrConfig === 'function') {
+    const settle = settleOrConfig;
+    return (source) =>
+      new Observable<T | R>((subscriber) => {
+        const ordering = new InOrder<T, R>(subscriber, settle);
+        if (!drainWith(subscriber, ordering.out, settleConfig, () => ordering.drain())) return;
+        subscribeWith(subscriber, subscriber, source, {
+          next: (value) => ordering.accept(value),
+          complete: () => ordering.out.sourceCompleted(),
+        });
+        return () => ordering.teardown();
+      });
+  }
+  const config = settleOrConfig;
   return (source) =>
     new Observable<T | R>((subscriber) => {
-      const ordering = new InOrder<T, R>(subscriber, settle);
-      if (config.drain != null) {
-        subscribeWith(subscriber, subscriber, from(config.drain).pipe(take(1)), {
-          next: () => ordering.drain(),
-          // A drain that completes without emitting changes nothing.
-          complete: () => undefined,
-        });
-        if (subscriber.closed) return;
-      }
-      subscribeWith(subscriber, subscriber, source, {
-        next: (value) => ordering.accept(value),
-        complete: () => ordering.release.sourceCompleted(),
+      const out = new LineOutput<T | R, Told<T | R>>(subscriber);
+      if (!drainWith(subscriber, out, config, () => out.drain())) return;
+      subscribeWith(subscriber, subscriber, source as Observable<T & Settling<R>>, {
+        next: (value) => {
+          if (out.drained) return;
+          const place = new Told<T | R>(value);
+          out.line.push(place);
+          value.whenSettled((answer) => {
+            // The first answer wins; one after a drain, a teardown or an error changes nothing.
+            if (place.state !== 'pending' || out.drained || subscriber.closed) return;
+            settlePlace(place, answer);
+            out.settled(place);
+          });
+        },
+        complete: () => out.sourceCompleted(),
       });
-      return () => ordering.teardown();
+      // Nothing to stop per value: the owner answers through a callback that checks the place.
+      return () => out.line.clear();
     });
 }
 
+/** Subscribes `config.drain`, if any; whether the operator goes on (a drain that fired at once stopped it). */
+function drainWith(
+  subscriber: Subscriber<unknown>,
+  out: { drained: boolean },
+  config: ReleaseInOrderConfig | undefined,
+  drain: () => void,
+): boolean {
+  if (config?.drain == null) return true;
+  subscribeWith(subscriber, subscriber, from(config.drain).pipe(take(1)), {
+    next: drain,
+    // A drain that completes without emitting changes nothing.
+    complete: () => undefined,
+  });
+  return !subscriber.closed && !out.drained;
+}
+
 /**
- * One subscription of {@link releaseInOrder}: the kit's release loop, and the settle work of every
+ * One subscription of {@link releaseInOrder}: the line's output loop, and the settle work of every
  * value still in its line.
  */
 class InOrder<T, R> {
-  readonly release: Release<T | R, Answering<T, R>>;
+  readonly out: LineOutput<T | R, Answering<T, R>>;
   private index = 0;
 
   constructor(
     readonly output: Subscriber<T | R>,
-    private readonly settle: (value: T, index: number) => ObservableInput<R | typeof TRASH>,
+    private readonly settle: (value: T, index: number) => ObservableInput<R | Trash>,
   ) {
-    this.release = new Release(output);
+    this.out = new LineOutput(output);
   }
 
   accept(value: T): void {
-    if (this.release.drained) return;
+    if (this.out.drained) return;
     // In the line before `settle` runs, so that work answering at once finds its place.
     const place = new Answering<T, R>(this, value);
-    this.release.line.push(place);
+    this.out.line.push(place);
     subscribeInner(this.settle(value, this.index++), place);
   }
 
   /** A settle observable's first value, or its completion without one (`TRASH`). */
-  answer(place: Answering<T, R>, answer: R | typeof TRASH): void {
+  answer(place: Answering<T, R>, answer: R | Trash): void {
     if (place.state !== 'pending') return;
     place.unsubscribe();
-    if (answer === TRASH) {
-      place.state = 'trashed';
-      place.value = undefined;
-    } else {
-      place.state = 'settled';
-      place.value = answer;
-    }
-    this.release.settled(place);
+    settlePlace(place, answer);
+    this.out.settled(place);
   }
 
   drain(): void {
     this.stopPending();
-    this.release.drain();
+    this.out.drain();
   }
 
   teardown(): void {
     try {
       this.stopPending();
     } finally {
-      this.release.line.clear();
+      this.out.line.clear();
     }
   }
 
   // Every value whose work is still running is in the line (a place leaves only once settled), so
   // the line is the list of work to stop: no second list per value.
   private stopPending(): void {
-    const { line } = this.release;
+    const { line } = this.out;
     let errors: unknown[] | undefined;
     for (let i = 0; i < line.length; i++) {
       const place = line.at(i) as Answering<T, R>;
@@ -203,7 +262,7 @@ class InOrder<T, R> {
  * One value's place in the line and the subscriber to its settle work, in one object: the place
  * holds the value until its answer replaces it.
  */
-class Answering<T, R> extends OperatorSubscriber<R | typeof TRASH> implements LinePlace<T | R> {
+class Answering<T, R> extends OperatorSubscriber<R | Trash> implements LinePlace<T | R> {
   state: PlaceState = 'pending';
   value: T | R | undefined;
 
@@ -215,7 +274,7 @@ class Answering<T, R> extends OperatorSubscriber<R | typeof TRASH> implements Li
     this.value = value;
   }
 
-  protected onNext(answer: R | typeof TRASH): void {
+  protected onNext(answer: R | Trash): void {
     this.owner.answer(this, answer);
   }
 
@@ -224,4 +283,11 @@ class Answering<T, R> extends OperatorSubscriber<R | typeof TRASH> implements Li
   protected override onComplete(): void {
     this.owner.answer(this, TRASH);
   }
+}
+
+/** A self-settling value's place in the line: the value until its answer replaces it. */
+class Told<V> implements LinePlace<V> {
+  state: PlaceState = 'pending';
+
+  constructor(public value: V | undefined) {}
 }

@@ -1,26 +1,28 @@
 import { Observable, OperatorFunction } from 'rxjs';
-import { subscribeWith } from './internal/OperatorSubscriber';
-import { RepairSchedule, RepairScheduleConfig } from './RepairSchedule';
+import { subscribeWith } from './internal/OperatorSubscriber.js';
+import { RetrySchedule, RetryScheduleConfig } from './RetrySchedule.js';
 
 /** The outcome of one attempt at a key, as {@link retryLadder} consumes it. */
-export interface RepairReport<K> {
+export interface Attempt<K> {
+  /** The key attempted. */
   key: K;
+  /** Whether the attempt succeeded. */
   ok: boolean;
 }
 
 /**
- * Options for {@link retryLadder}: the {@link RepairSchedule}'s, less what the operator does itself
+ * Options for {@link retryLadder}: the {@link RetrySchedule}'s, less what the operator does itself
  * (`onDue` is its output, `onError` its error). `onPendingChange` is also told 0 when the
  * subscription ends with retries still pending.
  */
-export type RetryLadderConfig = Omit<RepairScheduleConfig<unknown>, 'onDue' | 'onError'>;
+export type RetryLadderConfig = Omit<RetryScheduleConfig<unknown>, 'onDue' | 'onError'>;
 
 /**
- * Turns reports of attempts on keys into a per-key repair schedule: after a failure the key is
+ * Turns reports of attempts on keys into a per-key retry schedule: after a failure the key is
  * emitted ("try it again now") `fast` ms later for its first `fastAttempts` retries, then every
  * `slow` ms for as long as it keeps failing (backing off to `maxSlow`, if given).
  *
- * It is the {@link RepairSchedule} core as an operator, one schedule per subscription, so the rule
+ * It is the {@link RetrySchedule} core as an operator, one schedule per subscription, so the rule
  * lives in one place.
  *
  * Why a ladder that never ends: the common failure is a moment of lateness (a lease not yet landed),
@@ -57,17 +59,17 @@ export type RetryLadderConfig = Omit<RepairScheduleConfig<unknown>, 'onDue' | 'o
  *
  * @example Re-read a key whose read failed
  * ```ts
- * const reports = new Subject<RepairReport<string>>();
+ * const reports = new Subject<Attempt<string>>();
  * reports.pipe(retryLadder()).subscribe((key) => readAgain(key)); // readAgain reports to `reports`
  * ```
  *
  * @param config `fast`, `fastAttempts`, `slow`, `maxSlow`, `onPendingChange`, `scheduler`.
  * @return A function that returns an Observable of the keys to try again, each when it is due.
  */
-export function retryLadder<K>(config: RetryLadderConfig = {}): OperatorFunction<RepairReport<K>, K> {
+export function retryLadder<K>(config: RetryLadderConfig = {}): OperatorFunction<Attempt<K>, K> {
   return (source) =>
     new Observable<K>((subscriber) => {
-      const schedule = new RepairSchedule<K>({
+      const schedule = new RetrySchedule<K>({
         ...config,
         onDue: (key) => subscriber.next(key),
         onError: (error) => subscriber.error(error),

@@ -1,8 +1,8 @@
 import { Observable, OperatorFunction } from 'rxjs';
-import { LineTooLongError } from './errors';
-import { subscribeWith } from './internal/OperatorSubscriber';
-import { DEFAULT_MAX_LINE_BYTES, LineSplitter } from './LineSplitter';
-import { RingQueue } from './RingQueue';
+import { LineTooLongError } from './errors.js';
+import { subscribeWith } from './internal/OperatorSubscriber.js';
+import { DEFAULT_MAX_LINE_BYTES, LineSplitter } from './LineSplitter.js';
+import { RingQueue } from './RingQueue.js';
 
 /** Options for {@link splitLines}. */
 export interface SplitLinesConfig {

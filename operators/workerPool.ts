@@ -1,7 +1,7 @@
 import { ObservableInput, Observable, OperatorFunction, SchedulerLike } from 'rxjs';
-import { Pool } from './internal/Pool';
-import { subscribeWith } from './internal/OperatorSubscriber';
-import type { Outcome, PoolResult, PoolTicket } from './outcomes';
+import { Pool } from './internal/Pool.js';
+import { subscribeWith } from './internal/OperatorSubscriber.js';
+import type { Outcome, PoolResult, PoolTicket } from './outcomes.js';
 
 /** Options for {@link workerPool}. */
 export interface WorkerPoolConfig<T, R> {
@@ -15,13 +15,13 @@ export interface WorkerPoolConfig<T, R> {
   work: (ticket: T) => ObservableInput<Outcome<R>>;
   /** Told the number of busy workers after every change (for a gauge). */
   onBusy?: (busy: number) => void;
-  /** Times delayed releases (one timer per distinct delay). Defaults to `asyncScheduler`. */
+  /** Times the keys held after their work (`freeAfter`: one timer per distinct delay). Defaults to `asyncScheduler`. */
   scheduler?: SchedulerLike;
 }
 
 /**
  * Runs the work of each ticket with at most `concurrency` units at once, skips tickets that went
- * stale while they waited, and releases each ticket's key according to how its work ended.
+ * stale while they waited, and frees each ticket's key according to how its work ended.
  *
  * A bounded `mergeMap` in spirit, with three differences that matter to a fleet: tickets waiting
  * for a worker sit in a ring rather than `mergeMap`'s shifting array (a million waiting tickets
@@ -47,26 +47,26 @@ export interface WorkerPoolConfig<T, R> {
  *   looked at; of an array or any input with several values, the first is the outcome.
  * - Results are emitted as work ends, in completion order; a stale ticket (`start()` returns
  *   `false`) emits `skipped` when a worker reaches it, without running its work, and is not
- *   released.
- * - `done` with `releaseAfter` tells the ticket `hold()`, then releases it that many milliseconds
- *   later on `scheduler`; any other outcome releases it as the result is emitted. Every ticket
- *   the pool started or still holds is released exactly once.
- * - Delayed releases share one timer per distinct `releaseAfter`, not one each: tickets held for
- *   the same delay fall due in the order they were held, so they wait in a ring per delay behind
+ *   freed.
+ * - `done` with `freeAfter` tells the ticket `hold()`, then frees it that many milliseconds
+ *   later on `scheduler`; any other outcome frees it as the result is emitted. Every ticket
+ *   the pool started or still holds is freed exactly once.
+ * - Keys held after their work share one timer per distinct `freeAfter`, not one each: tickets
+ *   held for the same delay fall due in the order they were held, so they wait in a ring per delay behind
  *   one timer for its head (a thousand nodes a second held for a minute are one timer, not sixty
  *   thousand). A ring is dropped once empty.
  * - A unit of work's error, and a `work` factory that throws, are a `failed` outcome, never an
  *   error of the pool: the work failing is what the outcome is for.
- * - A callback that throws (`onBusy`, or a ticket's `start`, `hold` or `release`) errors the
+ * - A callback that throws (`onBusy`, or a ticket's `start`, `hold` or `free`) errors the
  *   output, as a throwing `project` errors `mergeMap`'s.
- * - Completes when the source has completed, nothing waits and nothing runs; pending delayed
- *   releases do not hold completion back (teardown releases them).
+ * - Completes when the source has completed, nothing waits and nothing runs; keys still held
+ *   after their work do not hold completion back (teardown frees them).
  * - A source error errors the output at once.
  * - Teardown (unsubscribe, completion or error) unsubscribes the source and running work, cancels
- *   delayed releases and releases every ticket the pool still holds: running, waiting, or waiting
- *   out a delayed release; `onBusy` is told 0 if any worker was busy. No timer or inner
- *   subscription survives it. A `release` or `onBusy` that throws then does not stop the other
- *   releases; the errors are thrown from `unsubscribe` as an `UnsubscriptionError`, as rxjs does
+ *   the timers of held keys and frees every ticket the pool still holds: running, waiting, or waiting
+ *   out its `freeAfter`; `onBusy` is told 0 if any worker was busy. No timer or inner
+ *   subscription survives it. A `free` or `onBusy` that throws then does not stop the
+ *   others; the errors are thrown from `unsubscribe` as an `UnsubscriptionError`, as rxjs does
  *   with a throwing finalizer.
  *
  * @example Provision each admitted node with 16 workers, keeping its key a minute after success
@@ -75,7 +75,7 @@ export interface WorkerPoolConfig<T, R> {
  *   workerPool({
  *     concurrency: 16,
  *     work: (ticket) => fromAbortable((signal) => provision(ticket.value, signal)).pipe(
- *       map((restarted) => done(restarted, { releaseAfter: restarted ? 60_000 : 0 })),
+ *       map((restarted) => done(restarted, { freeAfter: restarted ? 60_000 : 0 })),
  *     ),
  *     onBusy: (n) => busyWorkers.set(n),
  *   }),

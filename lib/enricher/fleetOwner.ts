@@ -5,7 +5,7 @@
  * went looking for on its own as they land.
  */
 import { Observable, OperatorFunction, SchedulerLike } from 'rxjs';
-import { KeyedReads, ReadResult, SlotPool } from '@rxfleet/operators';
+import { ReadsPerKey, ReadResult, SlotPool } from '@rxfleet/operators';
 import { IncusNetwork, IncusProject } from '../incus/api';
 import { Logger } from '../logger';
 import { EnrichedEvent, newEvent } from './event';
@@ -120,7 +120,7 @@ export interface Owner {
  *   due. A task that comes while another runs (a read answering at once, a consumer feeding the
  *   input from what it was handed) waits its turn (`Mailbox`), so no task sees the model half
  *   patched. A task that throws is a bug: it is logged and the tasks behind it still run.
- * - Reads: one per subject (`KeyedReads`), a start supersedes a plain read, a delete cancels
+ * - Reads: one per subject (`ReadsPerKey`), a start supersedes a plain read, a delete cancels
  *   (E7), an event arriving once its subject's read has begun is read again after it; at most
  *   `workers` calls at once (`SlotPool`), none held while an instance waits for its address.
  * - Completes when its input completes (the line then hands on everything it holds); every read,
@@ -146,7 +146,7 @@ export function fleetOwner(config: FleetOwnerConfig): OperatorFunction<OwnerInpu
         // ever deleted.
         () => owner.deletedAt.clear(),
       );
-      const reads = new KeyedReads<ReadRequest, string, Stamped>({
+      const reads = new ReadsPerKey<ReadRequest, string, Stamped>({
         key: (request) => request.key,
         read: (request, release) => performRead(reader, request, seq, release, { ipTimeout: config.ipTimeout, scheduler, slots, serves }),
         slots,

@@ -199,7 +199,7 @@ export function provisionPipeline(config: ProvisionPipelineConfig): Observable<P
           map((outcome): CycleOutcome => {
             if (outcome.status !== 'done') return outcome;
             const hold = holdFor[outcome.value];
-            return hold > 0 ? { status: 'done', value: outcome.value, releaseAfter: hold } : { status: 'done', value: outcome.value };
+            return hold > 0 ? { status: 'done', value: outcome.value, freeAfter: hold } : { status: 'done', value: outcome.value };
           }),
         );
       },

@@ -1,11 +1,37 @@
-import { RingQueue } from '../RingQueue';
+import { RingQueue } from '../RingQueue.js';
 
 /**
  * Where a place stands: `pending` until it settles, `settled` (with the value it will leave with)
- * or `trashed` (it will be skipped) while it waits for everything ahead of it, and `released`
- * once it has left the line.
+ * or `trashed` (it will be skipped) while it waits for everything ahead of it, and `left` once it
+ * has left the line.
  */
-export type PlaceState = 'pending' | 'settled' | 'trashed' | 'released';
+export type PlaceState = 'pending' | 'settled' | 'trashed' | 'left';
+
+/**
+ * The type of {@link TRASH}, a class of its own that only the kit makes: an object literal keeps it
+ * (`{ T: TRASH }` stays `{ T: Trash }`, where a `unique symbol` widens to `symbol`), and no answer
+ * type matches it by accident.
+ */
+export class Trash {
+  /** What makes the type nominal: only an instance of this class has it, and only the kit makes one. */
+  protected readonly brand = 'TRASH';
+
+  /** Only the kit calls it, once, for `TRASH`: the class is exported as a type, not as a value. */
+  constructor() {
+    Object.freeze(this);
+  }
+
+  /** `TRASH`, for marble diagrams and logs. */
+  toString(): string {
+    return 'TRASH';
+  }
+}
+
+/**
+ * The answer that trashes a place in an ordered line: the value is skipped on the way out, but still
+ * holds back everything that arrived after it until everything before it has left.
+ */
+export const TRASH: Trash = /* @__PURE__ */ new Trash();
 
 /** What a {@link Line} reads and writes of the object that holds a place. */
 export interface LinePlace<T> {
@@ -14,10 +40,25 @@ export interface LinePlace<T> {
 }
 
 /**
+ * Settles a pending place with an answer: `TRASH` trashes it (its value let go at once), anything
+ * else replaces its value. The one way a place of an ordered-release operator settles, whichever
+ * way its answer arrived.
+ */
+export function settlePlace<T>(place: LinePlace<T>, answer: T | Trash): void {
+  if (answer === TRASH) {
+    place.state = 'trashed';
+    place.value = undefined;
+  } else {
+    place.state = 'settled';
+    place.value = answer as T;
+  }
+}
+
+/**
  * The ordered-release rule, once for the whole kit: places join at the back, and the front place
  * leaves as soon as it is no longer pending, a settled one with its value, a trashed one without.
- * `OrderedLine`, `releaseInOrder` and `releaseSettled` all keep their places here, so the rule
- * cannot drift apart between them.
+ * `OrderedLine` and `releaseInOrder` both keep their places here, so the rule cannot drift apart
+ * between them.
  *
  * Generic over the object that holds the place, so that an operator's per-value subscriber can be
  * its own place: one object per value, not a place and a subscriber that points at it. Every
@@ -49,18 +90,18 @@ export class Line<T, P extends LinePlace<T> = LinePlace<T>> {
   }
 
   /**
-   * Takes the front places out while they are not pending, handing each settled one's value to
-   * `emit` (a trashed one leaves without), and stops at the first pending place or an empty line.
-   * The front is looked at again after every `emit`, so a place that settles from inside `emit`
-   * (a consumer feeding the source, whose work answers at once) leaves in this same pass, in its
-   * turn; and a line cleared from inside `emit` (teardown) ends the pass.
+   * Flushes the settled head: takes the front places out while they are not pending, handing each
+   * settled one's value to `emit` (a trashed one leaves without), and stops at the first pending
+   * place or an empty line. The front is looked at again after every `emit`, so a place that
+   * settles from inside `emit` (a consumer feeding the source, whose work answers at once) leaves
+   * in this same pass, in its turn; and a line cleared from inside `emit` (teardown) ends the pass.
    */
-  release(emit: (value: T) => void): void {
+  flush(emit: (value: T) => void): void {
     for (let front = this.ring.peek(); front !== undefined && front.state !== 'pending'; front = this.ring.peek()) {
       this.ring.shift();
       const settled = front.state === 'settled';
       const value = front.value;
-      retire(front);
+      leave(front);
       if (settled) emit(value as T);
     }
   }
@@ -70,7 +111,7 @@ export class Line<T, P extends LinePlace<T> = LinePlace<T>> {
     for (let front = this.ring.shift(); front !== undefined; front = this.ring.shift()) {
       const kept = front.state !== 'trashed';
       const value = front.value;
-      retire(front);
+      leave(front);
       if (kept) emit(value as T);
     }
   }
@@ -87,7 +128,7 @@ export class Line<T, P extends LinePlace<T> = LinePlace<T>> {
 
 // A place's value goes with it: a handle kept after the fact (a caller's, an unsubscribed inner's)
 // must not keep the value alive.
-function retire<T>(place: LinePlace<T>): void {
-  place.state = 'released';
+function leave<T>(place: LinePlace<T>): void {
+  place.state = 'left';
   place.value = undefined;
 }

@@ -1,14 +1,13 @@
 import { ObservableInput, SchedulerLike, Subscriber, Subscription, UnsubscriptionError, asyncScheduler } from 'rxjs';
-import { NoOutcomeError } from '../errors';
-import { Outcome, PoolResult, PoolTicket, Skipped, failed } from '../outcomes';
-import { RingQueue } from '../RingQueue';
-import type { WorkerPoolConfig } from '../workerPool';
-import { OperatorSubscriber, subscribeInner } from './OperatorSubscriber';
+import { NoOutcomeError } from '../errors.js';
+import { Outcome, PoolResult, PoolTicket, Skipped, failed } from '../outcomes.js';
+import { RingQueue } from '../RingQueue.js';
+import { OperatorSubscriber, subscribeInner } from './OperatorSubscriber.js';
 
 const SKIPPED: Skipped = Object.freeze({ status: 'skipped' });
 
 /**
- * The tickets waiting out one `releaseAfter`, in the order their work ended, and the one timer
+ * The tickets waiting out one `freeAfter`, in the order their work ended, and the one timer
  * armed for the first of them. Tickets held for the same delay fall due in the order they were
  * held, so a ring per delay and a timer for its head are exact.
  */
@@ -17,8 +16,16 @@ interface DelayLine<T extends PoolTicket, R> {
   timer: Subscription | undefined;
 }
 
+/** What a pool runs with: `workerPool`'s config (declared here, so the pool does not import the operator). */
+interface PoolSettings<T, R> {
+  readonly concurrency: number;
+  readonly work: (ticket: T) => ObservableInput<Outcome<R>>;
+  readonly onBusy?: (busy: number) => void;
+  readonly scheduler?: SchedulerLike;
+}
+
 /**
- * One subscription of a {@link workerPool}: its queue, its running work and its delayed releases.
+ * One subscription of a {@link workerPool}: its queue, its running work and the keys it holds after their work.
  * A class rather than closures because every ticket's work refers back to it: a unit of work
  * ({@link Job}) then costs one object, not a set of closures.
  */
@@ -27,11 +34,11 @@ export class Pool<T extends PoolTicket, R> {
   // Running work as an intrusive list: O(1) to add and remove, and teardown can walk it.
   private first: Job<T, R> | undefined;
   private busy = 0;
-  // Delayed releases: one timer per distinct delay, not one per ticket (a thousand nodes a second
+  // Keys held after their work (`freeAfter`): one timer per distinct delay, not one per ticket (a thousand nodes a second
   // held for a minute would be sixty thousand timers). A line is dropped once empty, so many
   // distinct delays leave nothing behind.
   private readonly delayed = new Map<number, DelayLine<T, R>>();
-  // The ticket whose `start()` is being called: if that throws, teardown still releases it.
+  // The ticket whose `start()` is being called: if that throws, teardown still frees it.
   private starting: T | undefined;
   private sourceDone = false;
   private pulling = false;
@@ -43,7 +50,7 @@ export class Pool<T extends PoolTicket, R> {
 
   constructor(
     readonly output: Subscriber<PoolResult<T, R>>,
-    config: WorkerPoolConfig<T, R>,
+    config: PoolSettings<T, R>,
   ) {
     this.concurrency = config.concurrency;
     this.work = config.work;
@@ -71,13 +78,13 @@ export class Pool<T extends PoolTicket, R> {
     job.unsubscribe();
     this.onBusy?.(this.busy);
     const ticket = job.ticket;
-    const after = outcome.status === 'done' ? outcome.releaseAfter : undefined;
+    const after = outcome.status === 'done' ? outcome.freeAfter : undefined;
     if (after !== undefined && after > 0) {
-      // Registered before `hold()` is called: if it throws, teardown still releases the ticket.
+      // Registered before `hold()` is called: if it throws, teardown still frees the ticket.
       this.holdFor(job, after);
       ticket.hold?.();
     } else {
-      ticket.release();
+      ticket.free();
     }
     this.output.next({ ticket, outcome });
     this.pullNext();
@@ -87,9 +94,9 @@ export class Pool<T extends PoolTicket, R> {
   teardown(): void {
     this.closed = true;
     const errors: unknown[] = [];
-    const release = (ticket: PoolTicket): void => {
+    const free = (ticket: PoolTicket): void => {
       try {
-        ticket.release();
+        ticket.free();
       } catch (error) {
         errors.push(error);
       }
@@ -98,18 +105,18 @@ export class Pool<T extends PoolTicket, R> {
     for (let job = this.first; job !== undefined; job = job.after) {
       job.ended = true;
       job.unsubscribe();
-      release(job.ticket);
+      free(job.ticket);
     }
     this.first = undefined;
     this.busy = 0;
     for (const line of this.delayed.values()) {
       line.timer?.unsubscribe();
-      for (let job = line.jobs.shift(); job !== undefined; job = line.jobs.shift()) release(job.ticket);
+      for (let job = line.jobs.shift(); job !== undefined; job = line.jobs.shift()) free(job.ticket);
     }
     this.delayed.clear();
-    if (this.starting !== undefined) release(this.starting);
+    if (this.starting !== undefined) free(this.starting);
     this.starting = undefined;
-    for (let ticket = this.waiting.shift(); ticket !== undefined; ticket = this.waiting.shift()) release(ticket);
+    for (let ticket = this.waiting.shift(); ticket !== undefined; ticket = this.waiting.shift()) free(ticket);
     if (busyBefore > 0 && this.onBusy !== undefined) {
       try {
         this.onBusy(0);
@@ -136,17 +143,17 @@ export class Pool<T extends PoolTicket, R> {
     line.timer = this.scheduler.schedule(() => this.fire(line, after), Math.max(0, head.due - this.scheduler.now()));
   }
 
-  // Releases every ticket of the line that is due (a timer never fires early, but the clock it is
+  // Frees every ticket of the line that is due (a timer never fires early, but the clock it is
   // read by may lag it by a millisecond: one not yet due waits for a timer of its own). The timer
-  // stays set while the loop runs, so a release that ends more work (a feedback loop) only queues.
+  // stays set while the loop runs, so a free that ends more work (a feedback loop) only queues.
   private fire(line: DelayLine<T, R>, after: number): void {
     const now = this.scheduler.now();
     for (let head = line.jobs.peek(); head !== undefined && head.due <= now; head = line.jobs.peek()) {
       line.jobs.shift();
-      // A timer runs outside every subscriber's guard: a throwing release is routed here by hand
-      // (and the teardown that follows releases the rest).
+      // A timer runs outside every subscriber's guard: a throwing free is routed here by hand
+      // (and the teardown that follows frees the rest).
       try {
-        head.ticket.release();
+        head.ticket.free();
       } catch (error) {
         this.output.error(error);
         return;
@@ -218,7 +225,7 @@ class Job<T extends PoolTicket, R> extends OperatorSubscriber<Outcome<R>> {
   before: Job<T, R> | undefined = undefined;
   after: Job<T, R> | undefined = undefined;
   ended = false;
-  /** When a delayed release falls due, by the pool's scheduler. */
+  /** When its held key is freed, by the pool's scheduler. */
   due = 0;
 
   constructor(

@@ -1,7 +1,7 @@
-import type { PoolTicket } from '../outcomes';
+import type { PoolTicket } from '../outcomes.js';
 
 /** What happened to a {@link TestTicket}, in order. */
-export type TestTicketEvent = 'start' | 'skip' | 'hold' | 'release';
+export type TestTicketEvent = 'start' | 'skip' | 'hold' | 'free';
 
 /** Options for {@link TestTicket}. */
 export interface TestTicketOptions {
@@ -13,20 +13,25 @@ export interface TestTicketOptions {
 
 /**
  * A {@link PoolTicket} that records what a pool did with it, for specs of pipelines built on
- * {@link workerPool} without an {@link AdmissionLedger}: whether it was started or skipped, held,
- * and how many times it was released (a pool releases a ticket exactly once).
+ * `workerPool` without an `AdmissionLedger`: whether it was started or skipped, held,
+ * and how many times it was freed (a pool frees a ticket exactly once).
  *
  * @example
  * ```ts
  * const a = new TestTicket('a', { now: () => testScheduler.now() });
  * // ... run the pool ...
- * expect(a.events).toEqual([{ event: 'start', at: 0 }, { event: 'release', at: 3 }]);
- * expect(a.releases).toBe(1);
+ * expect(a.events).toEqual([{ event: 'start', at: 0 }, { event: 'free', at: 3 }]);
+ * expect(a.frees).toBe(1);
  * ```
  */
 export class TestTicket<N = string> implements PoolTicket {
   /** Every call the pool made, in order, with the time `now` gave. */
-  readonly events: { event: TestTicketEvent; at: number }[] = [];
+  readonly events: {
+    /** What the pool did. */
+    event: TestTicketEvent;
+    /** When, by `options.now`. */
+    at: number;
+  }[] = [];
   private readonly stale: boolean;
   private readonly now: () => number;
 
@@ -39,9 +44,9 @@ export class TestTicket<N = string> implements PoolTicket {
     this.now = options.now ?? (() => 0);
   }
 
-  /** How many times `release()` was called. */
-  get releases(): number {
-    return this.events.filter((e) => e.event === 'release').length;
+  /** How many times `free()` was called. */
+  get frees(): number {
+    return this.events.filter((e) => e.event === 'free').length;
   }
 
   /** Whether `start()` was called and returned true. */
@@ -58,7 +63,7 @@ export class TestTicket<N = string> implements PoolTicket {
     this.events.push({ event: 'hold', at: this.now() });
   }
 
-  release(): void {
-    this.events.push({ event: 'release', at: this.now() });
+  free(): void {
+    this.events.push({ event: 'free', at: this.now() });
   }
 }

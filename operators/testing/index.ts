@@ -4,8 +4,8 @@
  *
  * @packageDocumentation
  */
-export { trackingScheduler } from './trackingScheduler';
-export { TestTicket } from './TestTicket';
+export { trackingScheduler } from './trackingScheduler.js';
+export { TestTicket } from './TestTicket.js';
 
-export type { TrackingScheduler } from './trackingScheduler';
-export type { TestTicketEvent, TestTicketOptions } from './TestTicket';
+export type { TrackingScheduler } from './trackingScheduler.js';
+export type { TestTicketEvent, TestTicketOptions } from './TestTicket.js';

@@ -2,30 +2,30 @@ import fc from 'fast-check';
 import { OrderedLine, Place, PlaceState } from '@rxfleet/operators';
 
 describe('OrderedLine', () => {
-  it('releases in arrival order though places settle out of order', () => {
+  it('flushes in arrival order though places settle out of order', () => {
     const line = new OrderedLine<string>();
     const a = line.push('a');
     const b = line.push('b');
     const c = line.push('c');
     line.settle(c);
     line.settle(b);
-    expect(line.release()).toEqual([]);
+    expect(line.flush()).toEqual([]);
     expect(line.length).toBe(3);
     line.settle(a);
-    expect(line.release()).toEqual(['a', 'b', 'c']);
+    expect(line.flush()).toEqual(['a', 'b', 'c']);
     expect(line.length).toBe(0);
   });
 
-  it('releases only the contiguous settled head, stopping at the first pending place', () => {
+  it('flushes only the contiguous settled head, stopping at the first pending place', () => {
     const line = new OrderedLine<string>();
     line.push('a', true);
     const b = line.push('b');
     line.push('c', true);
-    expect(line.release()).toEqual(['a']);
+    expect(line.flush()).toEqual(['a']);
     expect(line.peek()).toBe(b);
-    expect(line.release()).toEqual([]);
+    expect(line.flush()).toEqual([]);
     line.settle(b);
-    expect(line.release()).toEqual(['b', 'c']);
+    expect(line.flush()).toEqual(['b', 'c']);
   });
 
   it('settles with a replacement, told apart by presence so undefined can replace', () => {
@@ -37,10 +37,10 @@ describe('OrderedLine', () => {
     line.settle(replaced, 'new');
     line.settle(blanked, undefined);
     expect(replaced.value).toBe('new');
-    expect(line.release()).toEqual(['kept', 'new', undefined]);
+    expect(line.flush()).toEqual(['kept', 'new', undefined]);
   });
 
-  it('the first settlement wins: settling twice, a trashed or a released place is a no-op', () => {
+  it('the first settlement wins: settling twice, a trashed or a gone place is a no-op', () => {
     const line = new OrderedLine<string>();
     const a = line.push('a');
     const b = line.push('b');
@@ -52,11 +52,11 @@ describe('OrderedLine', () => {
     expect(line.settle(c, 'C')).toBe(false);
     expect(c.state).toBe('trashed');
     expect(line.settle(a)).toBe(true);
-    expect(line.release()).toEqual(['a', 'B']);
+    expect(line.flush()).toEqual(['a', 'B']);
     expect(line.settle(a, 'late')).toBe(false);
     expect(line.trash(a)).toBe(false);
     expect(line.trash(c)).toBe(false);
-    expect(a.state).toBe('released');
+    expect(a.state).toBe('left');
     expect(line.length).toBe(0);
   });
 
@@ -64,10 +64,10 @@ describe('OrderedLine', () => {
     const line = new OrderedLine<string>();
     const a = line.push('a');
     line.push('b', true);
-    expect(line.release()).toEqual([]);
+    expect(line.flush()).toEqual([]);
     line.trash(a);
-    expect(line.release()).toEqual(['b']);
-    expect(a.state).toBe('released');
+    expect(line.flush()).toEqual(['b']);
+    expect(a.state).toBe('left');
   });
 
   it('a trashed middle keeps its place: nothing behind it leaves before the head', () => {
@@ -77,10 +77,10 @@ describe('OrderedLine', () => {
     line.push('c', true);
     line.trash(b);
     expect(line.length).toBe(3);
-    expect(line.release()).toEqual([]);
+    expect(line.flush()).toEqual([]);
     expect([...line].map((p) => p.state)).toEqual(['pending', 'trashed', 'settled']);
     line.settle(a);
-    expect(line.release()).toEqual(['a', 'c']);
+    expect(line.flush()).toEqual(['a', 'c']);
   });
 
   it('a settled place still waiting can be trashed', () => {
@@ -89,7 +89,7 @@ describe('OrderedLine', () => {
     const b = line.push('b', true);
     expect(line.trash(b)).toBe(true);
     line.settle(a);
-    expect(line.release()).toEqual(['a']);
+    expect(line.flush()).toEqual(['a']);
   });
 
   it('drain pops everything in order: pending as they hold, settled as replaced, trashed skipped', () => {
@@ -103,10 +103,10 @@ describe('OrderedLine', () => {
     expect(line.drain()).toEqual(['a', 'B', 'd']);
     expect(line.length).toBe(0);
     expect(line.drain()).toEqual([]);
-    expect(line.release()).toEqual([]);
+    expect(line.flush()).toEqual([]);
   });
 
-  it('keeps no value alive through a handle once released or trashed', () => {
+  it('keeps no value alive through a handle once it has left or been trashed', () => {
     const line = new OrderedLine<{ big: string }>();
     const a = line.push({ big: 'a' }, true);
     const b = line.push({ big: 'b' });
@@ -114,10 +114,10 @@ describe('OrderedLine', () => {
     expect(a.value).toEqual({ big: 'a' });
     line.trash(b);
     expect(b.value).toBeUndefined();
-    line.release();
-    expect([a.state, a.value]).toEqual(['released', undefined]);
+    line.flush();
+    expect([a.state, a.value]).toEqual(['left', undefined]);
     line.drain();
-    expect([c.state, c.value]).toEqual(['released', undefined]);
+    expect([c.state, c.value]).toEqual(['left', undefined]);
   });
 
   it('handles survive the ring growing, wrapping and shrinking under them', () => {
@@ -125,11 +125,11 @@ describe('OrderedLine', () => {
     const places: Place<number>[] = [];
     // Wrap the ring first so the grow copies a wrapped range.
     line.push(-1, true);
-    line.release();
+    line.flush();
     for (let i = 0; i < 200; i++) places.push(line.push(i));
     expect(line.capacity).toBe(256);
     for (let i = 199; i >= 0; i--) line.settle(places[i], i * 10);
-    expect(line.release()).toEqual(places.map((_, i) => i * 10));
+    expect(line.flush()).toEqual(places.map((_, i) => i * 10));
     expect(line.capacity).toBe(2);
   });
 
@@ -147,7 +147,7 @@ describe('OrderedLine', () => {
     | { op: 'push'; value: number; settled: boolean }
     | { op: 'settle'; pick: number; replacement: number | null }
     | { op: 'trash'; pick: number }
-    | { op: 'release' }
+    | { op: 'flush' }
     | { op: 'drain' };
 
   const push = fc.record({ op: fc.constant<'push'>('push'), value: fc.integer(), settled: fc.boolean() });
@@ -157,7 +157,7 @@ describe('OrderedLine', () => {
     replacement: fc.option(fc.integer(), { nil: null }),
   });
   const trash = fc.record({ op: fc.constant<'trash'>('trash'), pick: fc.nat() });
-  const release = fc.constant<Op>({ op: 'release' });
+  const flush = fc.constant<Op>({ op: 'flush' });
   const drain = fc.constant<Op>({ op: 'drain' });
 
   const mixed = fc.array(
@@ -165,16 +165,16 @@ describe('OrderedLine', () => {
       { arbitrary: push, weight: 6 },
       { arbitrary: settle, weight: 4 },
       { arbitrary: trash, weight: 1 },
-      { arbitrary: release, weight: 3 },
+      { arbitrary: flush, weight: 3 },
       { arbitrary: drain, weight: 1 },
     ),
     { maxLength: 300 },
   );
   const burst = fc.array(push, { minLength: 65, maxLength: 200 });
-  const settling = fc.array(
-    fc.oneof({ arbitrary: settle, weight: 6 }, { arbitrary: trash, weight: 1 }, { arbitrary: release, weight: 3 }),
-    { minLength: 100, maxLength: 600 },
-  );
+  const settling = fc.array(fc.oneof({ arbitrary: settle, weight: 6 }, { arbitrary: trash, weight: 1 }, { arbitrary: flush, weight: 3 }), {
+    minLength: 100,
+    maxLength: 600,
+  });
 
   it('keeps arrival order and loses nothing under any sequence, across ring grow and shrink', () => {
     let grewPast64 = 0;
@@ -185,15 +185,15 @@ describe('OrderedLine', () => {
         // The model: every place ever taken, in arrival order, with what it should hold.
         const handles: Place<number>[] = [];
         const model: { state: PlaceState; value: number | undefined }[] = [];
-        let front = 0; // index in `model` of the first place not yet released
+        let front = 0; // index in `model` of the first place not yet gone
         let maxCapacity = 0;
 
-        const expectRelease = (all: boolean): number[] => {
+        const expectFlush = (all: boolean): number[] => {
           const out: number[] = [];
           while (front < model.length && (all || model[front].state !== 'pending')) {
             const m = model[front++];
             if (m.state !== 'trashed') out.push(m.value as number);
-            m.state = 'released';
+            m.state = 'left';
             m.value = undefined;
           }
           return out;
@@ -236,16 +236,16 @@ describe('OrderedLine', () => {
               expect(`${result} ${handles[k].state} ${handles[k].value}`).toBe(`${changes} ${m.state} ${m.value}`);
               break;
             }
-            case 'release':
-              expect(line.release()).toEqual(expectRelease(false));
+            case 'flush':
+              expect(line.flush()).toEqual(expectFlush(false));
               break;
             case 'drain':
-              expect(line.drain()).toEqual(expectRelease(true));
+              expect(line.drain()).toEqual(expectFlush(true));
               break;
           }
           // The whole line is compared whenever something leaves it, and at the end; comparing it
           // after every op too would make each run quadratic without covering anything more.
-          if (op.op === 'release' || op.op === 'drain') expectLineToMatch();
+          if (op.op === 'flush' || op.op === 'drain') expectLineToMatch();
           const { length, capacity } = line;
           const withinBounds = capacity === 0 || (capacity >= Math.max(2, length) && capacity <= Math.max(2, 4 * length));
           expect(`length ${length}, capacity ${capacity} within bounds: ${withinBounds}`).toBe(
@@ -259,10 +259,10 @@ describe('OrderedLine', () => {
         if (finishByDrain) apply({ op: 'drain' });
         else {
           for (let k = front; k < model.length; k++) apply({ op: 'settle', pick: k, replacement: null });
-          apply({ op: 'release' });
+          apply({ op: 'flush' });
         }
         expect(line.length).toBe(0);
-        expect(model.every((m) => m.state === 'released')).toBe(true);
+        expect(model.every((m) => m.state === 'left')).toBe(true);
         expect(snapshot(handles)).toBe(JSON.stringify(model.map((m) => [m.state, m.value ?? null])));
         if (maxCapacity > 64) grewPast64++;
         if (maxCapacity > 64 && line.capacity <= 2) shrankBack++;

@@ -55,7 +55,7 @@ describe('RingQueue', () => {
     expect(ring.length).toBe(2);
   });
 
-  it('clear empties it and releases the slots', () => {
+  it('clear empties it and lets its cells go', () => {
     const ring = new RingQueue<number>();
     for (let i = 0; i < 5; i++) ring.push(i);
     ring.clear();

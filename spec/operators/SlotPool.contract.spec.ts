@@ -67,7 +67,7 @@ describe('SlotPool and withSlot: the rxjs contract', () => {
       });
       pool.acquire(() => started.push('after'));
       // Releasing the holder grants the thrower, whose slot goes straight to the one after it.
-      expect(() => holder.release()).toThrow(boom);
+      expect(() => holder.giveBack()).toThrow(boom);
       expect(started).toEqual(['holder', 'thrower', 'after']);
       expect([pool.busy, pool.waiting]).toEqual([1, 0]);
     });
@@ -85,7 +85,7 @@ describe('SlotPool and withSlot: the rxjs contract', () => {
       pool.acquire(() => started.push('last'));
       let thrown: unknown;
       try {
-        holder.release();
+        holder.giveBack();
       } catch (error) {
         thrown = error;
       }

@@ -64,22 +64,22 @@ describe('SlotPool and withSlot', () => {
     });
   });
 
-  it('acquire: the same line without Observables; a claim released while it waits never starts, one released while it holds hands the slot on', () => {
+  it('acquire: the same line without Observables; a claim given back while it waits never starts, one given back while it holds hands the slot on', () => {
     const pool = new SlotPool(1);
     const started: string[] = [];
     const a = pool.acquire(() => started.push('a'));
     const b = pool.acquire(() => started.push('b'));
     pool.acquire((claim) => {
       started.push('c');
-      claim.release();
+      claim.giveBack();
     });
     const d = pool.acquire(() => started.push('d'));
     expect([started, pool.busy, pool.waiting]).toEqual([['a'], 1, 3]);
-    b.release();
-    a.release();
-    a.release();
+    b.giveBack();
+    a.giveBack();
+    a.giveBack();
     expect([started, pool.busy, pool.waiting]).toEqual([['a', 'c', 'd'], 1, 0]);
-    d.release();
+    d.giveBack();
     expect(pool.busy).toBe(0);
   });
 

@@ -100,12 +100,11 @@ describe('admit: the rxjs contract', () => {
 });
 
 /** One step of a generated run against a ledger. */
-type Step =
-  { op: 'offer'; key: number } | { op: 'start' | 'hold' | 'release'; pick: number } | { op: 'reset' } | { op: 'wait'; ms: number };
+type Step = { op: 'offer'; key: number } | { op: 'start' | 'hold' | 'free'; pick: number } | { op: 'reset' } | { op: 'wait'; ms: number };
 
 const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 5, arbitrary: fc.record({ op: fc.constant<'offer'>('offer'), key: fc.integer({ min: 0, max: 5 }) }) },
-  { weight: 2, arbitrary: fc.record({ op: fc.constantFrom<'start' | 'hold' | 'release'>('start', 'hold', 'release'), pick: fc.nat() }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constantFrom<'start' | 'hold' | 'free'>('start', 'hold', 'free'), pick: fc.nat() }) },
   { weight: 1, arbitrary: fc.constant<Step>({ op: 'reset' }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant<'wait'>('wait'), ms: fc.integer({ min: 0, max: 8 }) }) },
 );
@@ -138,7 +137,7 @@ describe('AdmissionLedger: properties', () => {
             const ticket = issued[s.pick % issued.length];
             if (s.op === 'start') ticket.start();
             else if (s.op === 'hold') ticket.hold();
-            else ticket.release();
+            else ticket.free();
           }
           const current = issued.filter((t) => t.isCurrent());
           const keys = current.map((t) => t.key);

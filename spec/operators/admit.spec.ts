@@ -54,7 +54,7 @@ describe('admit', () => {
     expect(tickets[1].isCurrent()).toBe(true);
   });
 
-  it('a stale ticket is not started, and its release cannot free the key of the ticket that superseded it', () => {
+  it('a stale ticket is not started, and its free() cannot free the key of the ticket that superseded it', () => {
     const scheduler = newScheduler();
     scheduler.run(() => {
       const ledger = ledgerFor(scheduler, 5, 100);
@@ -64,7 +64,7 @@ describe('admit', () => {
         const second = ledger.offer('a:2');
         expect(second.admitted && second.superseded).toBe(first.ticket);
         expect(first.ticket.start()).toBe(false);
-        first.ticket.release();
+        first.ticket.free();
         expect(ledger.holder('a')?.value).toBe('a:2');
         expect(ledger.queued).toBe(1);
       }, 5);
@@ -88,7 +88,7 @@ describe('admit', () => {
         expect(again.admitted === false && again.reason).toBe('held');
         const next = ledger.offer('b:2');
         expect(next.admitted && next.superseded).toBe(running.ticket);
-        done.ticket.release();
+        done.ticket.free();
         expect(ledger.offer('a:3').admitted).toBe(true);
       }, 50);
     });
@@ -211,8 +211,8 @@ describe('admit', () => {
       expectObservable(source.pipe(admit(ledger))).toBe('ab|', { a: expect.anything(), b: expect.anything() });
       scheduler.schedule(() => {
         ledger.holder('a')?.start();
-        ledger.holder('a')?.release();
-        ledger.holder('b')?.release();
+        ledger.holder('a')?.free();
+        ledger.holder('b')?.free();
         expect(seen).toEqual([
           { held: 0, queued: 0 },
           { held: 1, queued: 1 },

@@ -286,6 +286,41 @@ describe('pacedSweep', () => {
     });
   });
 
+  it('hands on a listing that is a promise of an array one item at a time, paced in a paced round', async () => {
+    const scheduler = new TestScheduler(() => undefined);
+    // Rounds 1 and 2 list names; round 3 never answers, so the sweep stops there for the test.
+    const names: string[][] = [
+      ['a', 'b', 'c'],
+      ['d', 'e'],
+    ];
+    const listNames = (round: number): Promise<string[]> =>
+      round <= names.length ? Promise.resolve(names[round - 1]) : new Promise(() => undefined);
+    const events: string[] = [];
+    const sweep$: Observable<SweepEvent<string>> = pacedSweep({ list: listNames, delay: 2, interval: 4, scheduler });
+    const subscription = sweep$.subscribe((e) => {
+      const item: string | undefined = e.kind === 'item' ? e.item : undefined;
+      events.push(`${item ?? `E${e.round}`}@${scheduler.now()}`);
+    });
+    // A promise answers on a microtask, between the virtual-time flushes that run the pacing.
+    for (let turn = 0; turn < 4; turn++) {
+      await Promise.resolve();
+      scheduler.flush();
+    }
+    subscription.unsubscribe();
+    expect(events).toEqual(['a@0', 'b@0', 'c@0', 'E1@0', 'd@4', 'e@6', 'E2@6']);
+  });
+
+  it('fails the round whose promise resolves to something that is not a listing', async () => {
+    const scheduler = new TestScheduler(() => undefined);
+    const events: SweepEvent<string>[] = [];
+    const list = (): Promise<string[]> => Promise.resolve(42 as unknown as string[]);
+    const subscription = pacedSweep({ list, delay: 2, interval: 4, scheduler }).subscribe((e) => events.push(e));
+    await Promise.resolve();
+    await Promise.resolve();
+    subscription.unsubscribe();
+    expect(events).toEqual([{ kind: 'end', round: 1, ok: false, error: expect.any(TypeError) }]);
+  });
+
   it('tears down the listing, the pacing timer and `restart` when unsubscribed mid-round', () => {
     const clock = tracking(ts);
     let armedAfter = -1;

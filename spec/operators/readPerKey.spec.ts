@@ -1,5 +1,5 @@
 import { map } from 'rxjs';
-import { ReadResult, readPerKey } from '@rxfleet/operators';
+import { ReadResult, SlotPool, readPerKey } from '@rxfleet/operators';
 import { Cold, newScheduler } from '../helpers/marbles';
 
 // A request is '<key><tag>' ('a1', 'a!'); '!' marks a request that needs more than a plain read.
@@ -184,6 +184,62 @@ describe('readPerKey', () => {
       expectSubscriptions(read.subscriptions).toBe(['^--!', '-^-!']);
       expectSubscriptions(source.subscriptions).toBe('^--!');
     });
+  });
+
+  it("with `fresh`, a request arriving once its key's read has started is read again after that read answers", () => {
+    const scheduler = newScheduler();
+    scheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
+      // y (a2) must be answered by a read that started after it arrived; x's read started at 0.
+      const reads: Record<string, Cold<string>> = { a1: cold('---r', { r: 'A' }), a2: cold('   ---r', { r: 'B' }) };
+      const source = cold('x-y--------|', requests);
+      const result = source.pipe(readPerKey({ key: keyOf, read: (req) => reads[req], fresh: (req) => req === 'a2' }), map(summary));
+      expectObservable(result).toBe('---A--B----|', { A: 'a:a1:answered:A', B: 'a:a2:answered:B' });
+      expectSubscriptions(reads.a1.subscriptions).toBe('^--!');
+      expectSubscriptions(reads.a2.subscriptions).toBe('---^--!');
+    });
+  });
+
+  it("with `fresh`, a request arriving while its key's read still waits for a slot joins it", () => {
+    const scheduler = newScheduler();
+    scheduler.run(({ cold, expectObservable }) => {
+      const reads: Record<string, Cold<string>> = { b1: cold('---r', { r: 'B' }), a1: cold('-r', { r: 'A' }) };
+      const source = cold('pxy------|', requests);
+      const result = source.pipe(readPerKey({ key: keyOf, read: (req) => reads[req], fresh: () => true, concurrency: 1 }), map(summary));
+      // The read of a1 waits behind b1's until 3; a2 arrives at 2, while it waits, so it joins it.
+      expectObservable(result).toBe('---BA----|', { B: 'b:b1:answered:B', A: 'a:a1,a2:answered:A' });
+    });
+  });
+
+  it('with `slots`, reads share a pool with other work and wait their turn in it; a read may give its slot back early', () => {
+    const scheduler = newScheduler();
+    scheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
+      const slots = new SlotPool(1);
+      const other = cold('----x|');
+      // The other work holds the pool's one slot from 0 to 5: the read of a1 waits for it.
+      slots.run(() => other).subscribe();
+      const reads: Record<string, Cold<string>> = { a1: cold('-r', { r: 'A' }), b1: cold('---r', { r: 'B' }) };
+      const source = cold('xp--------|', requests);
+      const result = source.pipe(
+        readPerKey({
+          key: keyOf,
+          read: (req, giveBack) => {
+            // b1 polls: it gives its slot back at once, so nothing waits behind its wait.
+            if (req === 'b1') giveBack();
+            return reads[req];
+          },
+          slots,
+        }),
+        map(summary),
+      );
+      expectObservable(result).toBe('------A--B|', { A: 'a:a1:answered:A', B: 'b:b1:answered:B' });
+      expectSubscriptions(other.subscriptions).toBe('^----!');
+      expectSubscriptions(reads.a1.subscriptions).toBe('-----^!');
+      expectSubscriptions(reads.b1.subscriptions).toBe('------^--!');
+    });
+  });
+
+  it('refuses both `concurrency` and `slots`', () => {
+    expect(() => readPerKey({ key: keyOf, read: () => [], concurrency: 1, slots: new SlotPool(1) })).toThrow(TypeError);
   });
 
   it('refuses a concurrency below one', () => {

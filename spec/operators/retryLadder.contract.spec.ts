@@ -1,10 +1,10 @@
 import { Subject, UnsubscriptionError, take } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
-import { RepairReport, retryLadder } from '@rxfleet/operators';
+import { Attempt, retryLadder } from '@rxfleet/operators';
 import { trackingScheduler } from '@rxfleet/operators/testing';
 import { failOnUnhandledErrors } from './unhandledErrors';
 
-const reports: Record<string, RepairReport<string>> = { f: { key: 'k', ok: false }, g: { key: 'j', ok: false } };
+const reports: Record<string, Attempt<string>> = { f: { key: 'k', ok: false }, g: { key: 'j', ok: false } };
 
 describe('retryLadder: the rxjs contract', () => {
   failOnUnhandledErrors();
@@ -39,7 +39,7 @@ describe('retryLadder: the rxjs contract', () => {
   });
 
   it("at teardown, with no output left to error, `onPendingChange`'s throw comes out of unsubscribe", () => {
-    const source = new Subject<RepairReport<string>>();
+    const source = new Subject<Attempt<string>>();
     const subscription = source
       .pipe(
         retryLadder({
@@ -64,7 +64,7 @@ describe('retryLadder: the rxjs contract', () => {
   });
 
   it('climbs its ladder when every retry is answered, synchronously, by another failure', () => {
-    const source = new Subject<RepairReport<string>>();
+    const source = new Subject<Attempt<string>>();
     const at: number[] = [];
     ts.run(({ flush }) => {
       const subscription = source.pipe(retryLadder({ scheduler: ts })).subscribe((key) => {

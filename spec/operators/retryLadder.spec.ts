@@ -1,10 +1,10 @@
 import { Subject, merge, tap } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
-import { RepairReport, retryLadder } from '@rxfleet/operators';
+import { Attempt, retryLadder } from '@rxfleet/operators';
 import { tracking } from '../helpers/marbles';
 
 // f: key k failed, s: key k succeeded; a/b: keys a/b failed, B: key b succeeded.
-const reports: Record<string, RepairReport<string>> = {
+const reports: Record<string, Attempt<string>> = {
   f: { key: 'k', ok: false },
   s: { key: 'k', ok: true },
   a: { key: 'a', ok: false },
@@ -36,7 +36,7 @@ describe('retryLadder', () => {
       const unsub = '     ^ 19999ms !';
       const expected = '  1s k 999ms k 999ms k 4999ms k 4999ms k 4999ms k';
       // Every retry is answered by another failure, as a re-read that fails again would.
-      const answers = new Subject<RepairReport<string>>();
+      const answers = new Subject<Attempt<string>>();
       const retries = merge(first, answers).pipe(
         retryLadder<string>({ scheduler: ts }),
         tap((key) => answers.next({ key, ok: false })),

@@ -9,8 +9,8 @@ import { failOnUnhandledErrors } from './unhandledErrors';
 type R = PoolResult<TestTicket, unknown>;
 const summary = (r: R): string => `${r.ticket.name}:${r.outcome.status}`;
 const tickets = (...names: string[]): Record<string, TestTicket> => Object.fromEntries(names.map((n) => [n, new TestTicket(n)]));
-const releases = (all: Record<string, TestTicket>): Record<string, number> =>
-  Object.fromEntries(Object.entries(all).map(([n, t]) => [n, t.releases]));
+const frees = (all: Record<string, TestTicket>): Record<string, number> =>
+  Object.fromEntries(Object.entries(all).map(([n, t]) => [n, t.frees]));
 
 describe('workerPool: the rxjs contract', () => {
   failOnUnhandledErrors();
@@ -49,10 +49,10 @@ describe('workerPool: the rxjs contract', () => {
         expectSubscriptions(work.subscriptions).toBe([]);
       });
       // a was taken and is given back; b and c never reached the pool.
-      expect(releases(all)).toEqual({ a: 1, b: 0, c: 0 });
+      expect(frees(all)).toEqual({ a: 1, b: 0, c: 0 });
     });
 
-    it('`onBusy` throwing with work in flight unsubscribes that work and releases every ticket held', () => {
+    it('`onBusy` throwing with work in flight unsubscribes that work and frees every ticket held', () => {
       const scheduler = newScheduler();
       const all = tickets('a', 'b', 'c');
       const boom = new Error('gauge broke');
@@ -66,10 +66,10 @@ describe('workerPool: the rxjs contract', () => {
         expectSubscriptions(work.subscriptions).toBe(['^!']);
         expectSubscriptions(source.subscriptions).toBe('^!');
       });
-      expect(releases(all)).toEqual({ a: 1, b: 1, c: 0 });
+      expect(frees(all)).toEqual({ a: 1, b: 1, c: 0 });
     });
 
-    it("a ticket's `start` throwing: the output errors and that ticket and the waiting ones are released", () => {
+    it("a ticket's `start` throwing: the output errors and that ticket and the waiting ones are freed", () => {
       const scheduler = newScheduler();
       const boom = new Error('bad ticket');
       const all = tickets('a', 'c');
@@ -87,10 +87,10 @@ describe('workerPool: the rxjs contract', () => {
         expectSubscriptions(work.subscriptions).toBe('^-!');
         expectSubscriptions(source.subscriptions).toBe('^-!');
       });
-      expect({ ...releases(all), b: b.releases }).toEqual({ a: 1, b: 1, c: 1 });
+      expect({ ...frees(all), b: b.frees }).toEqual({ a: 1, b: 1, c: 1 });
     });
 
-    it("a ticket's `hold` throwing (a delayed release): the output errors and the ticket is still released once", () => {
+    it("a ticket's `hold` throwing (a delayed free): the output errors and the ticket is still freed once", () => {
       const scheduler = newScheduler();
       const boom = new Error('cannot hold');
       const a = Object.assign(new TestTicket('a'), {
@@ -100,18 +100,18 @@ describe('workerPool: the rxjs contract', () => {
       });
       scheduler.run(({ cold, expectObservable }) => {
         const source = cold('a---|', { a });
-        const work = cold('-d|', { d: done(1, { releaseAfter: 10 }) });
+        const work = cold('-d|', { d: done(1, { freeAfter: 10 }) });
         expectObservable(source.pipe(workerPool({ concurrency: 1, work: () => work, scheduler }))).toBe('-#', undefined, boom);
       });
-      expect(a.releases).toBe(1);
+      expect(a.frees).toBe(1);
     });
 
-    it("a ticket's `release` throwing: the output errors, and the tickets behind it are still released", () => {
+    it("a ticket's `free` throwing: the output errors, and the tickets behind it are still freed", () => {
       const scheduler = newScheduler();
-      const boom = new Error('cannot release');
+      const boom = new Error('cannot free');
       const all = tickets('b', 'c');
       const a = Object.assign(new TestTicket('a'), {
-        release: (): void => {
+        free: (): void => {
           throw boom;
         },
       });
@@ -121,20 +121,20 @@ describe('workerPool: the rxjs contract', () => {
         expectObservable(source.pipe(workerPool({ concurrency: 1, work: () => work }))).toBe('-#', undefined, boom);
         expectSubscriptions(source.subscriptions).toBe('^!');
       });
-      expect(releases(all)).toEqual({ b: 1, c: 0 });
+      expect(frees(all)).toEqual({ b: 1, c: 0 });
     });
 
-    it('a delayed `release` throwing when its timer fires errors the output (a timer is not left to throw)', () => {
+    it('a delayed `free` throwing when its timer fires errors the output (a timer is not left to throw)', () => {
       const scheduler = newScheduler();
-      const boom = new Error('cannot release');
+      const boom = new Error('cannot free');
       const a = Object.assign(new TestTicket('a'), {
-        release: (): void => {
+        free: (): void => {
           throw boom;
         },
       });
       scheduler.run(({ cold, hot, expectObservable }) => {
         const source = hot('a-------', { a });
-        const work = cold('d|', { d: done(1, { releaseAfter: 3 }) });
+        const work = cold('d|', { d: done(1, { freeAfter: 3 }) });
         const result = source.pipe(workerPool({ concurrency: 1, work: () => work, scheduler }), map(summary));
         expectObservable(result).toBe('a--#', { a: 'a:done' }, boom);
       });
@@ -164,7 +164,7 @@ describe('workerPool: the rxjs contract', () => {
   });
 
   describe('source error and completion with work in flight', () => {
-    it('a source error errors at once, unsubscribes running work and releases running and waiting tickets', () => {
+    it('a source error errors at once, unsubscribes running work and frees running and waiting tickets', () => {
       const scheduler = newScheduler();
       const all = tickets('a', 'b', 'c');
       const boom = new Error('source broke');
@@ -174,26 +174,26 @@ describe('workerPool: the rxjs contract', () => {
         expectObservable(source.pipe(workerPool({ concurrency: 2, work: () => work }))).toBe('---#', undefined, boom);
         expectSubscriptions(work.subscriptions).toBe(['^--!', '-^-!']);
       });
-      expect(releases(all)).toEqual({ a: 1, b: 1, c: 1 });
+      expect(frees(all)).toEqual({ a: 1, b: 1, c: 1 });
     });
 
-    it('completion waits for running and waiting work, then releases the delayed tickets at once', () => {
+    it('completion waits for running and waiting work, then frees the delayed tickets at once', () => {
       const scheduler = newScheduler();
       const all = tickets('a', 'b');
       scheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
-        const work = cold('--d|', { d: done(1, { releaseAfter: 50 }) });
+        const work = cold('--d|', { d: done(1, { freeAfter: 50 }) });
         const source = cold('ab|', all);
         const result = source.pipe(workerPool({ concurrency: 1, work: () => work, scheduler }), map(summary));
         expectObservable(result).toBe('--a-(b|)', { a: 'a:done', b: 'b:done' });
         expectSubscriptions(work.subscriptions).toBe(['^-!', '--^-!']);
       });
-      // Both were waiting out a 50 ms release; completion tore the pool down and let them go at 4.
-      expect(all.a.events.map((e) => e.event)).toEqual(['start', 'hold', 'release']);
-      expect(releases(all)).toEqual({ a: 1, b: 1 });
+      // Both were waiting out a 50 ms free; completion tore the pool down and let them go at 4.
+      expect(all.a.events.map((e) => e.event)).toEqual(['start', 'hold', 'free']);
+      expect(frees(all)).toEqual({ a: 1, b: 1 });
     });
   });
 
-  it('unsubscribing downstream (take) unsubscribes the source and every running work, and releases what it held', () => {
+  it('unsubscribing downstream (take) unsubscribes the source and every running work, and frees what it held', () => {
     const scheduler = newScheduler();
     const all = tickets('a', 'b', 'c', 'd');
     scheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
@@ -212,7 +212,7 @@ describe('workerPool: the rxjs contract', () => {
       expectSubscriptions(works.c.subscriptions).toBe('--^---!');
       expectSubscriptions(works.d.subscriptions).toBe([]);
     });
-    expect(releases(all)).toEqual({ a: 1, b: 1, c: 1, d: 1 });
+    expect(frees(all)).toEqual({ a: 1, b: 1, c: 1, d: 1 });
   });
 
   describe('synchronous and array inners', () => {

@@ -38,7 +38,7 @@ class LoggedTicket extends TestTicket<number> {
 }
 
 describe('workerPool: properties', () => {
-  it('never runs more than `concurrency` at once, starts in arrival order, and releases each ticket it took exactly once', () => {
+  it('never runs more than `concurrency` at once, starts in arrival order, and frees each ticket it took exactly once', () => {
     fc.assert(
       fc.property(
         fc.array(plan, { minLength: 1, maxLength: 30 }),
@@ -63,7 +63,7 @@ describe('workerPool: properties', () => {
               const ending: Observable<Outcome<number>> =
                 p.ending === 'error'
                   ? throwError(() => new Error('work failed'))
-                  : of(p.ending === 'failed' ? failed(new Error('no')) : done(t.name, p.ending === 'delayed' ? { releaseAfter: 5 } : {}));
+                  : of(p.ending === 'failed' ? failed(new Error('no')) : done(t.name, p.ending === 'delayed' ? { freeAfter: 5 } : {}));
               const answer = p.duration === 0 ? ending : timer(p.duration).pipe(mergeMap(() => ending));
               return new Observable<Outcome<number>>((subscriber) => {
                 most = Math.max(most, ++active);
@@ -89,8 +89,8 @@ describe('workerPool: properties', () => {
           expect(starts).toEqual(starts.map((_, i) => i));
           for (const t of tickets) {
             const took = received.has(t.name);
-            // Every ticket the pool received is released exactly once, unless it was found stale.
-            expect([t.name, t.releases]).toEqual([t.name, took && !t.events.some((e) => e.event === 'skip') ? 1 : 0]);
+            // Every ticket the pool received is freed exactly once, unless it was found stale.
+            expect([t.name, t.frees]).toEqual([t.name, took && !t.events.some((e) => e.event === 'skip') ? 1 : 0]);
           }
           if (unsubscribeAt === undefined) {
             expect(completed).toBe(true);

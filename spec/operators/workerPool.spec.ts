@@ -55,7 +55,7 @@ describe('workerPool', () => {
     });
   });
 
-  it('releases a key at once after a failure or a plain done, and only after the delay for done-after', () => {
+  it('frees a key at once after a failure or a plain done, and only after the delay for done-after', () => {
     const scheduler = newScheduler();
     const held: Array<[number, number]> = [];
     scheduler.run(({ cold, expectObservable }) => {
@@ -69,7 +69,7 @@ describe('workerPool', () => {
       const works: Record<string, Observable<Outcome<string>>> = {
         a: cold('-f', { f: failed(new Error('boom')) }),
         b: cold('--d', { d: done('B') }),
-        c: cold('---d', { d: done('C', { releaseAfter: 5 }) }),
+        c: cold('---d', { d: done('C', { freeAfter: 5 }) }),
       };
       const source = cold('abc----------|');
       const result = source.pipe(admit(ledger), workerPool({ concurrency: 3, work: (t) => works[t.value] }), map(summary));
@@ -171,7 +171,7 @@ describe('workerPool', () => {
     });
   });
 
-  it('errors at once on a source error, tearing down running work and releasing what it held', () => {
+  it('errors at once on a source error, tearing down running work and freeing what it held', () => {
     const scheduler = newScheduler();
     let ledger!: AdmissionLedger<string, string>;
     scheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
@@ -186,14 +186,14 @@ describe('workerPool', () => {
     expect(ledger.queued).toBe(0);
   });
 
-  it('unsubscribing unsubscribes running work, cancels delayed releases and releases every ticket held', () => {
+  it('unsubscribing unsubscribes running work, cancels delayed frees and frees every ticket held', () => {
     const scheduler = newScheduler();
     let ledger!: AdmissionLedger<string, string>;
     const busy: number[] = [];
     scheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
       ledger = ledgerFor(scheduler);
       const works: Record<string, Observable<Outcome<string>>> = {
-        a: cold('d', { d: done('A', { releaseAfter: 50 }) }),
+        a: cold('d', { d: done('A', { freeAfter: 50 }) }),
         b: cold('------d', { d: done('B') }),
         c: cold('d', { d: done('C') }),
       };
@@ -208,47 +208,47 @@ describe('workerPool', () => {
       expectSubscriptions((works.c as Cold<Outcome<string>>).subscriptions).toBe([]);
       expectSubscriptions(source.subscriptions).toBe('^---!');
     });
-    // a waited out a delayed release, b was running, c was waiting: all freed, no timer left.
+    // a waited out a delayed free, b was running, c was waiting: all freed, no timer left.
     expect(ledger.held).toBe(0);
     expect(ledger.queued).toBe(0);
     expect(busy.at(-1)).toBe(0);
   });
 
-  it('tells a ticket released later that it is holding, and one released now nothing', () => {
+  it('tells a ticket freed later that it is holding, and one freed now nothing', () => {
     const scheduler = newScheduler();
     const events: string[] = [];
     const ticket = (name: string) => ({
       name,
       start: () => true,
       hold: () => events.push(`${name}:hold@${scheduler.now()}`),
-      release: () => events.push(`${name}:release@${scheduler.now()}`),
+      free: () => events.push(`${name}:free@${scheduler.now()}`),
     });
     scheduler.run(({ cold, expectObservable }) => {
       const source = cold('ab', { a: ticket('a'), b: ticket('b') });
       const result = source.pipe(
-        workerPool({ concurrency: 2, work: (t) => cold('-d', { d: done(t.name, t.name === 'a' ? { releaseAfter: 3 } : {}) }) }),
+        workerPool({ concurrency: 2, work: (t) => cold('-d', { d: done(t.name, t.name === 'a' ? { freeAfter: 3 } : {}) }) }),
         map((r) => r.ticket.name),
       );
       expectObservable(result).toBe('-ab');
     });
-    expect(events).toEqual(['a:hold@1', 'b:release@2', 'a:release@4']);
+    expect(events).toEqual(['a:hold@1', 'b:free@2', 'a:free@4']);
   });
 
-  it('works with any ticket that can start and release, and no delayed release fires after teardown', () => {
+  it('works with any ticket that can start and free, and no delayed free fires after teardown', () => {
     const scheduler = newScheduler();
-    const releases: Array<[string, number]> = [];
-    const ticket = (name: string) => ({ name, start: () => true, release: () => releases.push([name, scheduler.now()]) });
+    const frees: Array<[string, number]> = [];
+    const ticket = (name: string) => ({ name, start: () => true, free: () => frees.push([name, scheduler.now()]) });
     scheduler.run(({ cold, expectObservable }) => {
       const tickets = { a: ticket('a'), b: ticket('b') };
       const source = cold('ab----', tickets);
       const result = source.pipe(
-        workerPool({ concurrency: 2, work: (t) => cold('-d', { d: done(t.name, { releaseAfter: t.name === 'a' ? 2 : 20 }) }) }),
+        workerPool({ concurrency: 2, work: (t) => cold('-d', { d: done(t.name, { freeAfter: t.name === 'a' ? 2 : 20 }) }) }),
         map((r) => r.ticket.name),
       );
       expectObservable(result, '-----!').toBe('-ab---');
     });
-    // a's delay ran out at 3; b's would have at 22, but teardown at 5 released it and cancelled the timer.
-    expect(releases).toEqual([
+    // a's delay ran out at 3; b's would have at 22, but teardown at 5 freed it and cancelled the timer.
+    expect(frees).toEqual([
       ['a', 3],
       ['b', 5],
     ]);

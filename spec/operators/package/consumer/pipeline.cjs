@@ -1,4 +1,5 @@
-// A CommonJS user of the packed kit: the same small pipeline as pipeline.mjs and pipeline.ts.
+// A CommonJS user of the packed kit: the same small pipeline as pipeline.mjs and pipeline.ts, and the
+// kit imported from the same process (an ES module dependency would) is the very same kit.
 const { Observable, lastValueFrom, map, of, timer, toArray } = require('rxjs');
 const kit = require('@rxfleet/operators');
 const { TestTicket } = require('@rxfleet/operators/testing');
@@ -28,16 +29,18 @@ Promise.all([
   lastValueFrom(inOrder$.pipe(toArray())),
   lastValueFrom(tested$),
   routed,
-]).then(([pooled, inOrder, , thrown]) =>
+  import('@rxfleet/operators'),
+]).then(([pooled, inOrder, , thrown, imported]) =>
   console.log(
     JSON.stringify({
       pooled,
       inOrder,
       held: ledger.held,
-      releases: ticket.releases,
+      frees: ticket.frees,
       sameRxjs: pooled$ instanceof Observable,
       routed: thrown,
       noOutcome: new kit.NoOutcomeError().name,
+      sameKit: imported.PausedError === kit.PausedError && new imported.PausedError() instanceof kit.PausedError,
     }),
   ),
 );

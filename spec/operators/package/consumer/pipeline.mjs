@@ -1,8 +1,11 @@
-// An ES module user of the packed kit: named imports from its CommonJS build.
+// An ES module user of the packed kit, in plain Node: the same pipeline as pipeline.ts, and the
+// kit required from the same process (a CommonJS dependency would) is the very same kit.
+import { createRequire } from 'node:module';
 import { Observable, lastValueFrom, map, of, timer, toArray } from 'rxjs';
-import { AdmissionLedger, NoOutcomeError, admit, done, failed, releaseInOrder, workerPool } from '@rxfleet/operators';
+import { AdmissionLedger, NoOutcomeError, PausedError, admit, done, failed, releaseInOrder, workerPool } from '@rxfleet/operators';
 import { TestTicket } from '@rxfleet/operators/testing';
 
+const required = createRequire(import.meta.url)('@rxfleet/operators');
 const ledger = new AdmissionLedger({ key: (s) => s.id, window: 60_000, capacity: 10 });
 const pool = workerPool({ concurrency: 1, work: (t) => of(done(t.value.id.toUpperCase())) });
 const pooled$ = pool(of({ id: 'a' }, { id: 'b' }, { id: 'a' }).pipe(admit(ledger)));
@@ -34,10 +37,11 @@ Promise.all([
       pooled,
       inOrder,
       held: ledger.held,
-      releases: ticket.releases,
-      sameRxjs: pooled$ instanceof Observable,
+      frees: ticket.frees,
+      sameRxjs: pooled$ instanceof Observable && required.releaseInOrder((n) => of(n))(of(1)) instanceof Observable,
       routed: thrown,
       noOutcome: new NoOutcomeError().name,
+      sameKit: required.PausedError === PausedError && new required.PausedError() instanceof PausedError,
     }),
   ),
 );

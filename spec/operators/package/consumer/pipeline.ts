@@ -1,4 +1,6 @@
-// A TypeScript user of the packed kit; compiled to CommonJS (pipeline.mts is the ES module twin).
+// A TypeScript user of the packed kit. The spec compiles this one source under nodenext as ES
+// module (copied to pipeline.mts) and as CommonJS, under node10 and under bundler (then bundled
+// with esbuild), and runs each; every run prints the same line.
 import { Observable, OperatorFunction, lastValueFrom, map, of, timer, toArray } from 'rxjs';
 import { AdmissionLedger, NoOutcomeError, admit, done, failed, releaseInOrder, workerPool } from '@rxfleet/operators';
 import type { PoolResult, Ticket } from '@rxfleet/operators';
@@ -39,7 +41,7 @@ void Promise.all([
       pooled,
       inOrder,
       held: ledger.held,
-      releases: ticket.releases,
+      frees: ticket.frees,
       sameRxjs: pooled$ instanceof Observable,
       routed: thrown,
       noOutcome: new NoOutcomeError().name,

@@ -1,21 +1,53 @@
 import { ObservableInput } from 'rxjs';
-import { NoAnswerError } from './errors';
-import { OperatorSubscriber, Output, subscribeInner } from './internal/OperatorSubscriber';
-import { reportUnhandled } from './internal/unhandled';
-import type { ReadResult } from './readPerKey';
-import type { SlotClaim, SlotPool } from './SlotPool';
+import { NoAnswerError } from './errors.js';
+import { OperatorSubscriber, Output, subscribeInner } from './internal/OperatorSubscriber.js';
+import { reportUnhandled } from './internal/unhandled.js';
+import type { SlotClaim, SlotPool } from './SlotPool.js';
 
-/** Options for {@link KeyedReads}. */
-export interface KeyedReadsConfig<T, K, R> {
+/** What every {@link ReadResult} carries. */
+export interface ReadLanded<T, K> {
+  /** The key that was read. */
+  readonly key: K;
+  /** Every request the answer is for, in arrival order (those a superseded read carried come first). */
+  readonly requests: readonly T[];
+}
+
+/** The read answered. */
+export interface ReadAnswered<T, K, R> extends ReadLanded<T, K> {
+  /** Tells an answer from the other endings. */
+  readonly status: 'answered';
+  /** The read's first value. */
+  readonly value: R;
+}
+
+/** The read errored, its factory threw, or it completed without an answer (`NoAnswerError`). */
+export interface ReadFailed<T, K> extends ReadLanded<T, K> {
+  /** Tells a failure from the other endings. */
+  readonly status: 'failed';
+  /** What the read failed with ({@link NoAnswerError} when it completed without an answer). */
+  readonly error: unknown;
+}
+
+/** The read was cancelled through `cancel` before it answered. */
+export interface ReadCancelled<T, K> extends ReadLanded<T, K> {
+  /** Tells a cancel from the other endings. */
+  readonly status: 'cancelled';
+}
+
+/** How one read ended, for all the requests that waited on it. */
+export type ReadResult<T, K, R> = ReadAnswered<T, K, R> | ReadFailed<T, K> | ReadCancelled<T, K>;
+
+/** Options for {@link ReadsPerKey}. */
+export interface ReadsPerKeyConfig<T, K, R> {
   /** What a request reads: requests with the same key share one read. */
   key: (request: T) => K;
   /**
    * The read for the flight `lead` leads, as an Observable factory, called when the read starts:
    * its first value is the answer. With `slots`, the read holds its slot until it lands, or until
-   * it calls `release()` (a read that waits between its calls gives its slot back and takes one per
+   * it calls `giveBack()` (a read that waits between its calls gives its slot back and takes one per
    * call itself).
    */
-  read: (lead: T, release: () => void) => ObservableInput<R>;
+  read: (lead: T, giveBack: () => void) => ObservableInput<R>;
   /** Reads start once they hold a slot of this pool, first come, first served. Default: at once. */
   slots?: SlotPool;
   /**
@@ -55,7 +87,7 @@ class Flight<T, K, R> extends OperatorSubscriber<R> {
   done = false;
   claim: SlotClaim | undefined = undefined;
   /** Gives the slot back early; handed to `read`. */
-  readonly release = (): void => this.claim?.release();
+  readonly giveBack = (): void => this.claim?.giveBack();
 
   constructor(
     private readonly reads: Reads<T, K, R>,
@@ -107,7 +139,7 @@ const withLate = <T>(flight: { requests: T[]; all: T[] | undefined }): T[] => fl
  * - With `slots`, a read starts once it holds a slot, first come, first served; a read waiting for
  *   its slot can still be joined, superseded or cancelled, and costs nothing but its place in the
  *   line. The slot goes back after the read lands (once `onLanded` has been told, so the next read
- *   cannot land first) or is aborted, or earlier if the read calls `release`.
+ *   cannot land first) or is aborted, or earlier if the read calls `giveBack`.
  * - `onLanded` is told exactly once per read that was not superseded: `answered` with its first
  *   value, `failed` when it errors, completes without a value ({@link NoAnswerError}) or `read`
  *   throws, `cancelled` when `cancel(key)` stops it. Requests come in arrival order. A failure or
@@ -130,10 +162,10 @@ const withLate = <T>(flight: { requests: T[]; all: T[] | undefined }): T[] => fl
  * Not thread-safe by design: one owner asks, as an operator's closure does. `onLanded` may ask
  * for more reads.
  */
-export class KeyedReads<T, K, R> {
+export class ReadsPerKey<T, K, R> {
   readonly #reads: Reads<T, K, R>;
 
-  constructor(config: KeyedReadsConfig<T, K, R>) {
+  constructor(config: ReadsPerKeyConfig<T, K, R>) {
     this.#reads = new Reads(config);
   }
 
@@ -163,14 +195,14 @@ export class KeyedReads<T, K, R> {
   }
 }
 
-/** The books behind a {@link KeyedReads}, kept out of its public type. */
+/** The books behind a {@link ReadsPerKey}, kept out of its public type. */
 class Reads<T, K, R> {
   readonly flights = new Map<K, Flight<T, K, R>>();
   private disposed = false;
   /** Where a throw from a handler of a read's subscriber goes. */
   readonly output: Output;
 
-  constructor(private readonly config: KeyedReadsConfig<T, K, R>) {
+  constructor(private readonly config: ReadsPerKeyConfig<T, K, R>) {
     const { onError } = config;
     // A throw in a read subscriber's handler, or from `onLanded`, goes here.
     this.output = { error: onError ?? reportUnhandled, complete: () => undefined };
@@ -210,7 +242,7 @@ class Reads<T, K, R> {
     try {
       this.tell({ status: 'cancelled', key, requests: withLate(flight) });
     } finally {
-      flight.claim?.release();
+      flight.claim?.giveBack();
     }
     return true;
   }
@@ -231,7 +263,7 @@ class Reads<T, K, R> {
     try {
       this.tell(result);
     } finally {
-      flight.claim?.release();
+      flight.claim?.giveBack();
       if (next !== undefined) this.begin(next);
     }
   }
@@ -268,13 +300,13 @@ class Reads<T, K, R> {
 
   private start(flight: Flight<T, K, R>): void {
     if (flight.done || this.disposed) {
-      flight.claim?.release();
+      flight.claim?.giveBack();
       return;
     }
     flight.started = true;
     let input: ObservableInput<R>;
     try {
-      input = this.config.read(flight.lead, flight.release);
+      input = this.config.read(flight.lead, flight.giveBack);
     } catch (error) {
       this.land(flight, { status: 'failed', key: flight.key, requests: withLate(flight), error });
       return;
@@ -289,6 +321,6 @@ class Reads<T, K, R> {
     flight.done = true;
     if (this.flights.get(flight.key) === flight) this.flights.delete(flight.key);
     flight.unsubscribe();
-    if (!keepSlot) flight.claim?.release();
+    if (!keepSlot) flight.claim?.giveBack();
   }
 }

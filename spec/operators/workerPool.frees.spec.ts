@@ -5,7 +5,7 @@ import { TestTicket, trackingScheduler } from '@rxfleet/operators/testing';
 import { newScheduler } from '../helpers/marbles';
 import { failOnUnhandledErrors } from './unhandledErrors';
 
-// workerPool's delayed releases share one timer per distinct delay (what lib/provision's
+// workerPool's delayed frees share one timer per distinct delay (what lib/provision's
 // batchedDelays did from outside the pool, before it moved into it).
 
 /** The test scheduler, counting every timer asked of it. */
@@ -23,12 +23,12 @@ function counting(ts: TestScheduler): { scheduler: SchedulerLike; made: () => nu
   };
 }
 
-const releasedAt = (t: TestTicket<unknown>): number[] => t.events.filter((e) => e.event === 'release').map((e) => e.at);
+const freedAt = (t: TestTicket<unknown>): number[] => t.events.filter((e) => e.event === 'free').map((e) => e.at);
 
-describe('workerPool: delayed releases', () => {
+describe('workerPool: delayed frees', () => {
   failOnUnhandledErrors();
 
-  it('releases each ticket at its own delay, in order per delay, with one timer per distinct delay armed at a time', () => {
+  it('frees each ticket at its own delay, in order per delay, with one timer per distinct delay armed at a time', () => {
     const ts = newScheduler();
     const now = (): number => ts.now();
     const tickets = {
@@ -42,11 +42,11 @@ describe('workerPool: delayed releases', () => {
       const delays: Record<string, number> = { a: 10, b: 10, c: 10, x: 25 };
       const source = hot('x--b(ac)', tickets);
       source
-        .pipe(workerPool({ concurrency: 4, work: (t) => of(done(t.name, { releaseAfter: delays[t.name] })), scheduler: timers.scheduler }))
+        .pipe(workerPool({ concurrency: 4, work: (t) => of(done(t.name, { freeAfter: delays[t.name] })), scheduler: timers.scheduler }))
         .subscribe();
       ts.schedule(() => expect(timers.armed()).toBe(2), 5);
     });
-    expect([tickets.x, tickets.b, tickets.a, tickets.c].map(releasedAt)).toEqual([[25], [13], [14], [14]]);
+    expect([tickets.x, tickets.b, tickets.a, tickets.c].map(freedAt)).toEqual([[25], [13], [14], [14]]);
     expect(timers.armed()).toBe(0);
   });
 
@@ -56,14 +56,14 @@ describe('workerPool: delayed releases', () => {
     const { scheduler, made } = counting(ts);
     ts.run(() => {
       const source = new Subject<TestTicket<number>>();
-      source.pipe(workerPool({ concurrency: 16, work: () => of(done(0, { releaseAfter: 60 })), scheduler })).subscribe();
+      source.pipe(workerPool({ concurrency: 16, work: () => of(done(0, { freeAfter: 60 })), scheduler })).subscribe();
       for (const t of tickets) source.next(t);
     });
-    expect(tickets.every((t) => t.releases === 1)).toBe(true);
+    expect(tickets.every((t) => t.frees === 1)).toBe(true);
     expect(made()).toBe(1);
   });
 
-  it('a ticket held from inside a release (work ended by a release, same delay) is released at its own time; no timer survives', () => {
+  it('a ticket held from inside a free (work ended by a free, same delay) is freed at its own time; no timer survives', () => {
     const ts = newScheduler();
     const now = (): number => ts.now();
     const timers = trackingScheduler(ts);
@@ -71,23 +71,23 @@ describe('workerPool: delayed releases', () => {
     const first = new TestTicket('first', { now });
     const second = new TestTicket('second', { now });
     const chained = Object.assign(first, {
-      release: (): void => {
-        TestTicket.prototype.release.call(first);
+      free: (): void => {
+        TestTicket.prototype.free.call(first);
         source.next(second);
       },
     });
     ts.run(() => {
       source
-        .pipe(workerPool({ concurrency: 1, work: (): Outcome<number>[] => [done(0, { releaseAfter: 10 })], scheduler: timers.scheduler }))
+        .pipe(workerPool({ concurrency: 1, work: (): Outcome<number>[] => [done(0, { freeAfter: 10 })], scheduler: timers.scheduler }))
         .subscribe();
       ts.schedule(() => source.next(chained), 0);
       ts.schedule(() => source.complete(), 30);
     });
-    expect([releasedAt(first), releasedAt(second)]).toEqual([[10], [20]]);
+    expect([freedAt(first), freedAt(second)]).toEqual([[10], [20]]);
     expect(timers.armed()).toBe(0);
   });
 
-  it('tickets held for many distinct delays are each released once, and completion releases those still held at once', () => {
+  it('tickets held for many distinct delays are each freed once, and completion frees those still held at once', () => {
     const ts = newScheduler();
     const now = (): number => ts.now();
     const timers = trackingScheduler(ts);
@@ -95,13 +95,13 @@ describe('workerPool: delayed releases', () => {
     ts.run(() => {
       const source = new Subject<TestTicket<number>>();
       source
-        .pipe(workerPool({ concurrency: 20, work: (t) => of(done(0, { releaseAfter: 1 + t.name })), scheduler: timers.scheduler }))
+        .pipe(workerPool({ concurrency: 20, work: (t) => of(done(0, { freeAfter: 1 + t.name })), scheduler: timers.scheduler }))
         .subscribe();
       for (const t of tickets) source.next(t);
       ts.schedule(() => source.complete(), 15);
     });
     // Delays 1 to 20 ms; the source completes at 15, tearing the pool down: 15 to 20 go then.
-    expect(tickets.map(releasedAt)).toEqual(tickets.map((t) => [Math.min(1 + t.name, 15)]));
+    expect(tickets.map(freedAt)).toEqual(tickets.map((t) => [Math.min(1 + t.name, 15)]));
     expect(timers.armed()).toBe(0);
   });
 });

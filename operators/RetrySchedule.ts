@@ -1,8 +1,8 @@
 import { SchedulerLike, Subscription, asyncScheduler } from 'rxjs';
-import { reportUnhandled } from './internal/unhandled';
+import { reportUnhandled } from './internal/unhandled.js';
 
-/** Options for {@link RepairSchedule}. */
-export interface RepairScheduleConfig<K> {
+/** Options for {@link RetrySchedule}. */
+export interface RetryScheduleConfig<K> {
   /** Delay in ms before each of the first `fastAttempts` retries of a key. Default 1000. */
   fast?: number;
   /** How many retries of a key are fast, counted since its last success. Default 3. */
@@ -38,7 +38,7 @@ interface Ladder {
 }
 
 /**
- * A per-key repair schedule, as a synchronous core: the caller reports failures and successes of
+ * A per-key retry schedule, as a synchronous core: the caller reports failures and successes of
  * keys from anywhere in its own code and is told when a key is due to be tried again. It is
  * `retryLadder`'s rule (fast retries, then slow ones for as long as the key keeps failing, one
  * pending per key) for an owner that learns of failures in the middle of its own work, where an
@@ -78,7 +78,7 @@ interface Ladder {
  * `onError` (retryLadder's is its output's error; without one, to rxjs's path for an error with
  * nowhere to go), and a throwing `onPendingChange` keeps `onDue` from being told of that retry.
  */
-export class RepairSchedule<K> {
+export class RetrySchedule<K> {
   private readonly ladders = new Map<K, Ladder>();
   private pendingCount = 0;
   private readonly fast: number;
@@ -87,7 +87,7 @@ export class RepairSchedule<K> {
   private readonly maxSlow: number;
   private readonly scheduler: SchedulerLike;
 
-  constructor(private readonly config: RepairScheduleConfig<K>) {
+  constructor(private readonly config: RetryScheduleConfig<K>) {
     this.fast = config.fast ?? 1000;
     this.fastAttempts = config.fastAttempts ?? 3;
     this.slow = config.slow ?? 5000;

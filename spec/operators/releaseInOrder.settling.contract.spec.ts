@@ -1,10 +1,10 @@
 import fc from 'fast-check';
 import { Subject, map, merge, take, timer } from 'rxjs';
-import { Settling, TRASH, releaseSettled } from '@rxfleet/operators';
+import { Settling, TRASH, releaseInOrder } from '@rxfleet/operators';
 import { newScheduler } from '../helpers/marbles';
 import { failOnUnhandledErrors } from './unhandledErrors';
 
-// The rxjs contract cases releaseSettled.spec.ts does not already cover, and its invariant.
+// The rxjs contract cases releaseInOrder.settling.spec.ts does not already cover, and its invariant.
 
 /** A value answered by whoever holds it, at a time the test chooses; it remembers every callback it was given. */
 class Pending implements Settling<string> {
@@ -21,7 +21,7 @@ class Pending implements Settling<string> {
   }
 }
 
-describe('releaseSettled: the rxjs contract', () => {
+describe('releaseInOrder, values that settle themselves: the rxjs contract', () => {
   failOnUnhandledErrors();
 
   it('`whenSettled` throwing errors the output and unsubscribes the source and the drain; later settlements change nothing', () => {
@@ -37,7 +37,7 @@ describe('releaseSettled: the rxjs contract', () => {
       const source = cold('a-b---|', { a, b: broken });
       const drain = hot('-------x');
       scheduler.schedule(() => a.settle('A'), 4);
-      expectObservable(source.pipe(releaseSettled<Settling<string>, string>({ drain }))).toBe('--#', undefined, boom);
+      expectObservable(source.pipe(releaseInOrder<Settling<string>>({ drain }))).toBe('--#', undefined, boom);
       expectSubscriptions(source.subscriptions).toBe('^-!');
       expectSubscriptions(drain.subscriptions).toBe('^-!');
     });
@@ -49,7 +49,7 @@ describe('releaseSettled: the rxjs contract', () => {
       const values = { a: new Pending('a'), b: new Pending('b') };
       scheduler.schedule(() => values.b.settle('B'), 1);
       scheduler.schedule(() => values.a.settle('A'), 4);
-      expectObservable(cold('ab-#', values).pipe(releaseSettled<Pending, string>())).toBe('---#');
+      expectObservable(cold('ab-#', values).pipe(releaseInOrder<Pending>())).toBe('---#');
     });
   });
 
@@ -62,7 +62,7 @@ describe('releaseSettled: the rxjs contract', () => {
       scheduler.schedule(() => values.b.settle('B'), 4);
       const source = cold('abc-----|', values);
       const drain = hot('---------x');
-      expectObservable(source.pipe(releaseSettled<Pending, string>({ drain }), take(1))).toBe('--(A|)');
+      expectObservable(source.pipe(releaseInOrder<Pending>({ drain }), take(1))).toBe('--(A|)');
       expectSubscriptions(source.subscriptions).toBe('^-!');
       expectSubscriptions(drain.subscriptions).toBe('^-!');
     });
@@ -73,10 +73,10 @@ describe('releaseSettled: the rxjs contract', () => {
     scheduler.run(({ cold, expectObservable }) => {
       const a = new Pending('a');
       scheduler.schedule(() => a.settle('A'), 3);
-      expectObservable(cold('a----|', { a }).pipe(releaseSettled<Pending, string>({ drain: cold('-#') }))).toBe('-#');
+      expectObservable(cold('a----|', { a }).pipe(releaseInOrder<Pending>({ drain: cold('-#') }))).toBe('-#');
       const b = new Pending('b');
       scheduler.schedule(() => b.settle('B'), 3);
-      expectObservable(cold('b----|', { b }).pipe(releaseSettled<Pending, string>({ drain: cold('-|') }))).toBe('---B-|', { B: 'B' });
+      expectObservable(cold('b----|', { b }).pipe(releaseInOrder<Pending>({ drain: cold('-|') }))).toBe('---B-|', { B: 'B' });
     });
   });
 
@@ -86,15 +86,16 @@ describe('releaseSettled: the rxjs contract', () => {
       const now = (answer: string): Settling<string> => ({ whenSettled: (tell) => tell(answer) });
       const late = new Pending('late');
       scheduler.schedule(() => late.settle('L'), 2);
-      expectObservable(cold('ab(c|)', { a: now('A'), b: late, c: now('C') }).pipe(releaseSettled<Settling<string>, string>())).toBe(
-        'a-(bc|)',
-        { a: 'A', b: 'L', c: 'C' },
-      );
+      expectObservable(cold('ab(c|)', { a: now('A'), b: late, c: now('C') }).pipe(releaseInOrder<Settling<string>>())).toBe('a-(bc|)', {
+        a: 'A',
+        b: 'L',
+        c: 'C',
+      });
     });
   });
 });
 
-describe('releaseSettled: properties', () => {
+describe('releaseInOrder, values that settle themselves: properties', () => {
   it('never reorders: whatever order the values settle in, they leave in arrival order, trashed ones skipped', () => {
     const plan = fc.record({
       gap: fc.integer({ min: 0, max: 3 }),
@@ -117,7 +118,7 @@ describe('releaseSettled: properties', () => {
             },
           }));
           merge(...plans.map((p, i) => timer((at += p.gap)).pipe(map(() => values[i]))))
-            .pipe(releaseSettled<Settling<string>, string>())
+            .pipe(releaseInOrder<Settling<string>>())
             .subscribe({ next: (v) => out.push(v as string), complete: () => (completed = true) });
         });
         expect(completed).toBe(true);
@@ -130,7 +131,7 @@ describe('releaseSettled: properties', () => {
   it('runs a synchronous feedback loop of 100,000 values flat', () => {
     const source = new Subject<Settling<number>>();
     let last = -1;
-    source.pipe(releaseSettled<Settling<number>, number>()).subscribe((n) => {
+    source.pipe(releaseInOrder<Settling<number>>()).subscribe((n) => {
       last = n as number;
       if (last < 100_000) source.next({ whenSettled: (tell) => tell(last + 1) });
     });

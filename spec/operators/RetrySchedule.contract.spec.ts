@@ -1,5 +1,5 @@
 import { Subject, config } from 'rxjs';
-import { RepairSchedule } from '@rxfleet/operators';
+import { RetrySchedule } from '@rxfleet/operators';
 import { trackingScheduler } from '@rxfleet/operators/testing';
 import { newScheduler } from '../helpers/marbles';
 import { failOnUnhandledErrors } from './unhandledErrors';
@@ -7,14 +7,14 @@ import { failOnUnhandledErrors } from './unhandledErrors';
 // The core's contract: its books are brought up to date before any callback runs, so a throw never
 // leaves them half-updated, and a throw with no caller to go to goes to `onError`.
 
-describe('RepairSchedule: the contract', () => {
+describe('RetrySchedule: the contract', () => {
   failOnUnhandledErrors();
 
   it("behaves as its doc comment's diagram says", () => {
     const scheduler = newScheduler();
     scheduler.run(({ cold, expectObservable }) => {
       const due = new Subject<string>();
-      const repairs = new RepairSchedule<string>({ fast: 1, fastAttempts: 1, slow: 2, maxSlow: 8, scheduler, onDue: () => due.next('d') });
+      const repairs = new RetrySchedule<string>({ fast: 1, fastAttempts: 1, slow: 2, maxSlow: 8, scheduler, onDue: () => due.next('d') });
       cold('f-ff---f------f---------s-f').subscribe((call) => (call === 'f' ? repairs.fail('k') : repairs.succeed('k')));
       expectObservable(due).toBe('-d--d------d----------d----d');
     });
@@ -26,7 +26,7 @@ describe('RepairSchedule: the contract', () => {
       const due: number[] = [];
       scheduler.run(() => {
         let broken = true;
-        const repairs = new RepairSchedule<string>({
+        const repairs = new RetrySchedule<string>({
           fast: 3,
           scheduler,
           onDue: () => due.push(scheduler.now()),
@@ -49,7 +49,7 @@ describe('RepairSchedule: the contract', () => {
       const due: string[] = [];
       scheduler.run(() => {
         let broken = false;
-        const repairs = new RepairSchedule<string>({
+        const repairs = new RetrySchedule<string>({
           fast: 3,
           scheduler: timers.scheduler,
           onDue: (key) => due.push(key),
@@ -75,7 +75,7 @@ describe('RepairSchedule: the contract', () => {
       const errors: unknown[] = [];
       const due: string[] = [];
       scheduler.run(() => {
-        const repairs: RepairSchedule<string> = new RepairSchedule<string>({
+        const repairs: RetrySchedule<string> = new RetrySchedule<string>({
           fast: 2,
           scheduler,
           onDue: (key) => {
@@ -101,7 +101,7 @@ describe('RepairSchedule: the contract', () => {
       const errors: unknown[] = [];
       const due: string[] = [];
       scheduler.run(() => {
-        const repairs = new RepairSchedule<string>({
+        const repairs = new RetrySchedule<string>({
           fast: 2,
           scheduler,
           onDue: (key) => due.push(key),
@@ -122,7 +122,7 @@ describe('RepairSchedule: the contract', () => {
       const unhandled: unknown[] = [];
       config.onUnhandledError = (error) => unhandled.push(error);
       scheduler.run(() => {
-        const repairs = new RepairSchedule<string>({
+        const repairs = new RetrySchedule<string>({
           fast: 2,
           scheduler,
           onDue: () => {
@@ -140,7 +140,7 @@ describe('RepairSchedule: the contract', () => {
     const scheduler = newScheduler();
     const due: string[] = [];
     scheduler.run(() => {
-      const repairs: RepairSchedule<string> = new RepairSchedule<string>({
+      const repairs: RetrySchedule<string> = new RetrySchedule<string>({
         fast: 1,
         fastAttempts: 2,
         slow: 4,

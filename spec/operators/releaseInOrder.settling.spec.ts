@@ -1,6 +1,6 @@
 import { Subject } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
-import { Settling, TRASH, releaseSettled } from '@rxfleet/operators';
+import { Settling, TRASH, releaseInOrder } from '@rxfleet/operators';
 
 /** A value answered by whoever holds it, at a time the test chooses. */
 class Pending implements Settling<string> {
@@ -22,7 +22,7 @@ class Pending implements Settling<string> {
 
 const named = (x: string | Pending): string => (typeof x === 'string' ? x : `<${x.name}>`);
 
-describe('releaseSettled', () => {
+describe('releaseInOrder, values that settle themselves', () => {
   let ts: TestScheduler;
   beforeEach(() => (ts = new TestScheduler((actual, expected) => expect(actual).toEqual(expected))));
 
@@ -33,7 +33,7 @@ describe('releaseSettled', () => {
       ts.schedule(() => values.a.settle('A'), 5);
       ts.schedule(() => values.b.settle('B'), 3);
       ts.schedule(() => values.c.settle(TRASH), 6);
-      expectObservable(source.pipe(releaseSettled<Pending, string>())).toBe('-----(AB)----|', { A: 'A', B: 'B' });
+      expectObservable(source.pipe(releaseInOrder<Pending>())).toBe('-----(AB)----|', { A: 'A', B: 'B' });
       expectSubscriptions(source.subscriptions).toBe('^------------!');
     });
   });
@@ -45,7 +45,7 @@ describe('releaseSettled', () => {
       b.settle('B');
       ts.schedule(() => a.settle('A'), 4);
       ts.schedule(() => a.settle('again'), 5);
-      expectObservable(cold('ab------|', { a, b }).pipe(releaseSettled<Pending, string>())).toBe('----(AB)|', { A: 'A', B: 'B' });
+      expectObservable(cold('ab------|', { a, b }).pipe(releaseInOrder<Pending>())).toBe('----(AB)|', { A: 'A', B: 'B' });
     });
   });
 
@@ -55,7 +55,7 @@ describe('releaseSettled', () => {
       ts.schedule(() => values.b.settle(TRASH), 1);
       ts.schedule(() => values.c.settle('C'), 2);
       ts.schedule(() => values.a.settle('A'), 6);
-      expectObservable(cold('abc|', values).pipe(releaseSettled<Pending, string>())).toBe('------(AC|)', { A: 'A', C: 'C' });
+      expectObservable(cold('abc|', values).pipe(releaseInOrder<Pending>())).toBe('------(AC|)', { A: 'A', C: 'C' });
     });
   });
 
@@ -67,7 +67,7 @@ describe('releaseSettled', () => {
       ts.schedule(() => values.a.settle('A'), 5);
       const source = cold('abcd------|', values);
       const drain = hot('   ----x----');
-      expectObservable(source.pipe(releaseSettled<Pending, string>({ drain }))).toBe('----(abd|)', { a: values.a, b: 'B', d: values.d });
+      expectObservable(source.pipe(releaseInOrder<Pending>({ drain }))).toBe('----(abd|)', { a: values.a, b: 'B', d: values.d });
       expectSubscriptions(source.subscriptions).toBe('^---!');
       expectSubscriptions(drain.subscriptions).toBe('^---!');
     });
@@ -76,13 +76,13 @@ describe('releaseSettled', () => {
   it('a source error errors the output at once; whenSettled throwing errors the output', () => {
     ts.run(({ cold, expectObservable }) => {
       const a = new Pending('a');
-      expectObservable(cold('a-#', { a }).pipe(releaseSettled<Pending, string>())).toBe('--#');
+      expectObservable(cold('a-#', { a }).pipe(releaseInOrder<Pending>())).toBe('--#');
       const broken: Settling<string> = {
         whenSettled: () => {
           throw new Error('broken');
         },
       };
-      expectObservable(cold('x-|', { x: broken }).pipe(releaseSettled())).toBe('#', undefined, new Error('broken'));
+      expectObservable(cold('x-|', { x: broken }).pipe(releaseInOrder())).toBe('#', undefined, new Error('broken'));
     });
   });
 
@@ -90,7 +90,7 @@ describe('releaseSettled', () => {
     const source = new Subject<Pending>();
     const out: string[] = [];
     let fed = 0;
-    source.pipe(releaseSettled<Pending, string>()).subscribe((value) => {
+    source.pipe(releaseInOrder<Pending>()).subscribe((value) => {
       out.push(named(value));
       // Each emission feeds a new value, settled at once, until 20,000: a stack frame deeper per
       // value would overflow.

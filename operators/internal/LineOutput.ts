@@ -1,11 +1,11 @@
 import { Subscriber } from 'rxjs';
-import { Line, LinePlace } from './Line';
+import { Line, LinePlace } from './Line.js';
 
 /**
- * One subscription of an ordered-release operator (`releaseInOrder`, `releaseSettled`): its line,
- * and the one loop that hands the line's head to the output. The operators differ only in how a
- * value's answer arrives (a subscription, a callback) and so in what a place is; when a place
- * settles they call `settled`, and everything about order, completion and drain is decided here.
+ * One subscription of `releaseInOrder`: its line, and the one loop that hands the line's head to
+ * the output. The operator's two forms differ only in how a value's answer arrives (a
+ * subscription, a callback) and so in what a place is; when a place settles they call `settled`,
+ * and everything about order, completion and drain is decided here.
  *
  * Why the loop emits straight from the line, one value at a time, with no array and no outbox:
  * the line is the order. A consumer that feeds the source from inside an emission adds places at
@@ -13,7 +13,7 @@ import { Line, LinePlace } from './Line';
  * front again after every emission), so nothing overtakes anything and a synchronous feedback
  * loop runs flat, not a stack frame deeper per value.
  */
-export class Release<V, P extends LinePlace<V>> {
+export class LineOutput<V, P extends LinePlace<V>> {
   readonly line = new Line<V, P>();
   /** Set once `drain` has run: arrivals and answers from then on are ignored. */
   drained = false;
@@ -47,7 +47,7 @@ export class Release<V, P extends LinePlace<V>> {
     if (this.emitting) return;
     this.emitting = true;
     try {
-      this.line.release(this.emit);
+      this.line.flush(this.emit);
     } finally {
       this.emitting = false;
     }

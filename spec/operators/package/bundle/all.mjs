@@ -1,0 +1,2 @@
+// Everything imported: the whole kit.
+export * from '@rxfleet/operators';

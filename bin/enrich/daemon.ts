@@ -49,8 +49,11 @@ export interface EnrichDaemonOverrides {
   consumer?: (payload: EventPayload) => void;
 }
 
-/** Why the daemon stopped. */
-export type DaemonEnd = 'stopped' | 'stream-ended';
+/**
+ * Why the daemon stopped: asked to (`stopped`), the event stream ended by itself
+ * (`stream-ended`), or the pipeline failed: a stage threw, which is a bug (`failed`).
+ */
+export type DaemonEnd = 'stopped' | 'stream-ended' | 'failed';
 
 /** What `/health` and `/ready` say, beside `status`. */
 export interface EnrichDaemonStatus extends EnricherStatus {
@@ -78,7 +81,11 @@ export interface EnrichDaemon {
    * close the monitor endpoint. Idempotent; resolves when all of it is done.
    */
   stop(): Promise<void>;
-  /** Resolves when the daemon has stopped: `stopped` after {@link stop}, `stream-ended` if the event stream ended by itself. */
+  /**
+   * Resolves when the daemon has stopped: `stopped` after {@link stop}, `stream-ended` if the event
+   * stream ended by itself, `failed` if the pipeline errored (logged first; the outputs still get
+   * what was already handed on, and the command exits non-zero).
+   */
   readonly done: Promise<DaemonEnd>;
 }
 
@@ -237,6 +244,10 @@ export async function startEnrichDaemon(settings: EnricherSettings, overrides: E
 
   const subscription: Subscription = enricher.events$.subscribe({
     next: publish,
+    error: (error: unknown) => {
+      logger.error({ err: error }, 'the enricher pipeline failed (a bug): stopping');
+      void finish('failed');
+    },
     complete: () => {
       if (!stopping) logger.error('the Incus event stream ended: stopping');
       void finish(stopping ? 'stopped' : 'stream-ended');

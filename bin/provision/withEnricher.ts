@@ -61,8 +61,10 @@ export async function startProvisionerWithEnricher(
   let enricherEnded: string | undefined;
   void enricher.done.then((end) => {
     if (end === 'stopped' || stopping !== undefined) return;
-    enricherEnded = 'the Incus event stream ended';
-    logger.error('the enricher stopped by itself (its event stream ended): stopping the provisioner');
+    enricherEnded = end === 'failed' ? 'the enricher pipeline failed' : 'the Incus event stream ended';
+    logger.error(
+      `the enricher stopped by itself (${end === 'failed' ? 'its pipeline failed' : 'its event stream ended'}): stopping the provisioner`,
+    );
     void stop({ graceMs: 0 });
   });
   // However the provisioner stops (a stop, or its own failure), the enricher stops with it.

@@ -61,7 +61,7 @@ export class Archive {
   }
 
   /**
-   * What to do with `answer`, leaving the line now:
+   * The verdict on `answer`, leaving the line now (it goes on, or is dropped, and why):
    * - An answer with an instance record goes on if it is news, and is filed; one whose read began
    *   before that of the last answer sent about the instance is older than it: `stale`.
    * - A delete, a rename (for the old name) and an instance that is no longer served are forgotten;
@@ -70,7 +70,7 @@ export class Archive {
    *   landed) goes on as it is if it came from Incus; one the enricher invented has nothing to say.
    * - An event whose project is not served (E6): `unserved`.
    */
-  release(answer: Answer): Verdict {
+  judge(answer: Answer): Verdict {
     const { event } = answer;
     if (answer.unservedProject === true) return { drop: 'unserved' };
     if (event.kind !== 'instance') return { out: event };

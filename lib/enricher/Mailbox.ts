@@ -13,11 +13,14 @@ import { RingQueue } from '@rxfleet/operators';
 export class Mailbox {
   private readonly tasks = new RingQueue<() => void>();
   private running = false;
+  private failed = false;
 
   /**
    * @param afterEach Runs after every task (the enricher updates its gauges there).
-   * @param onError A task that throws is a bug, not bad input: it is reported here and the
-   * tasks behind it still run.
+   * @param onError A task that throws is a bug, not bad input: the model may be half patched, so
+   * nothing more runs. The error is handed here once (the owner errors its output with it, so the
+   * daemon's pipeline errors and the daemon says so); the tasks behind it are dropped and later
+   * posts are ignored.
    * @param onIdle Runs each time the last waiting task has run.
    */
   constructor(
@@ -28,18 +31,20 @@ export class Mailbox {
 
   /** Runs `task` now if nothing is running, else after everything posted before it. */
   post(task: () => void): void {
+    if (this.failed) return;
     this.tasks.push(task);
     if (this.running) return;
     this.running = true;
     try {
       for (let next = this.tasks.shift(); next !== undefined; next = this.tasks.shift()) {
-        try {
-          next();
-          this.afterEach();
-        } catch (error) {
-          this.onError(error);
-        }
+        next();
+        this.afterEach();
       }
+    } catch (error) {
+      this.failed = true;
+      this.tasks.clear();
+      this.onError(error);
+      return;
     } finally {
       this.running = false;
     }

@@ -11,8 +11,13 @@ import {
   Subject,
   asyncScheduler,
   catchError,
+  connect,
   distinctUntilChanged,
+  filter,
+  ignoreElements,
+  merge,
   takeUntil,
+  tap,
 } from 'rxjs';
 import { Registry } from 'prom-client';
 import { IncusReader, IncusStreamItem } from '../incus/api';
@@ -25,6 +30,7 @@ import { EnricherSettings } from './config';
 import { EnrichedEvent, newEvent, withInstance } from './event';
 import { FleetModel } from './FleetModel';
 import { fleetOwner } from './fleetOwner';
+import { OwnerNotice, isLineEntry, isOwnerNotice } from './ownerParts';
 import { EnricherMetrics } from './metrics';
 import { ObservableIncusReader, observableReader, timedReader } from './observableReader';
 import { attachProject } from './route';
@@ -119,9 +125,10 @@ export function createEnricher(deps: EnricherDeps): Enricher {
   let warm = false;
   let awaitingAddress = 0;
   let line = 0;
-  // Debounce collapses only once a round has ended since the last connect (upstream's "chain
-  // warm"): before that, what the stream says may be all there is to go on.
-  let chainWarm = false;
+  // Feedback, as a stream: debounce (upstream) collapses only once a round has ended since the
+  // last connect (upstream's "chain warm"), which the owner (downstream) says. Before that, what
+  // the stream says may be all there is to go on.
+  const chainWarm$ = new BehaviorSubject(false);
   let started = false;
   let resolveStopped: () => void = () => undefined;
   const stopped = new Promise<void>((resolve) => (resolveStopped = resolve));
@@ -129,7 +136,7 @@ export function createEnricher(deps: EnricherDeps): Enricher {
 
   const connection = (up: boolean): void => {
     connected = up;
-    if (!up) chainWarm = false;
+    if (!up) chainWarm$.next(false);
     metrics.connected.set(up ? 1 : 0);
     if (up) logger.info('event stream connected');
     updateReady();
@@ -142,7 +149,17 @@ export function createEnricher(deps: EnricherDeps): Enricher {
         'round over the fleet done',
       );
     else logger.warn({ round: end.round, err: end.error }, 'round over the fleet failed: retrying soon');
-    if (end.ok && connected) chainWarm = true;
+    if (end.ok && connected) chainWarm$.next(true);
+  };
+  // What the owner says besides its entries: the daemon's state, and the chain's warmth.
+  const noticed = (notice: OwnerNotice): void => {
+    if (notice.kind === 'round-end') roundEnded(notice);
+    else if (notice.kind === 'awaiting-address') awaitingAddress = notice.instances;
+    else {
+      warm = true;
+      metrics.warm.set(1);
+      updateReady();
+    }
   };
 
   // The pipeline itself, top to bottom. `model` and `warm` start from the cold store (E1).
@@ -167,8 +184,8 @@ export function createEnricher(deps: EnricherDeps): Enricher {
         { wanted, scheduler, metrics, logger, onConnection: connection },
         { reader, view: model, delay: config.readDelay, interval: config.sweepInterval, scheduler },
       ),
-      // debounced per subject,
-      debounceSubjects({ window: config.debounceWindow, wanted, chainWarm: () => chainWarm, metrics, scheduler }),
+      // debounced per subject (collapsing once a round has ended since the last connect),
+      debounceSubjects({ window: config.debounceWindow, wanted, warm$: chainWarm$, metrics, scheduler }),
       // routed, read once per subject (a stronger read superseding), written into the one model,
       fleetOwner({
         model,
@@ -184,19 +201,21 @@ export function createEnricher(deps: EnricherDeps): Enricher {
         scheduler,
         logger,
         metrics,
-        onWarm: () => {
-          warm = true;
-          metrics.warm.set(1);
-          updateReady();
-        },
-        onRoundEnd: roundEnded,
-        onAwaitingAddress: (n) => (awaitingAddress = n),
         ...(deps.repairs !== undefined ? { repairs: deps.repairs } : {}),
       }),
-      // released in arrival order on the ring,
-      releaseLine((length) => metrics.lineLength.set((line = length))),
-      // and what says nothing new, is older than what was sent, or is not served goes nowhere.
-      archiveFilter(archive, metrics),
+      connect((owned$) =>
+        merge(
+          // its notices kept as the daemon's state (and fed back to the debounce),
+          owned$.pipe(filter(isOwnerNotice), tap(noticed), ignoreElements()),
+          owned$.pipe(
+            filter(isLineEntry),
+            // its entries released in arrival order on the ring,
+            releaseLine((length) => metrics.lineLength.set((line = length))),
+            // and what says nothing new, is older than what was sent, or is not served goes nowhere.
+            archiveFilter(archive, metrics),
+          ),
+        ),
+      ),
     );
   };
 
@@ -236,6 +255,7 @@ export function createEnricher(deps: EnricherDeps): Enricher {
       metrics.lineLength.set(0);
       ready$.next(false);
       ready$.complete();
+      chainWarm$.complete();
     });
   });
 

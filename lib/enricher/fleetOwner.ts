@@ -4,21 +4,18 @@
  * the model. It hands the ordered line an entry per event, in arrival order, and the answers it
  * went looking for on its own as they land.
  */
-import { Observable, OperatorFunction, SchedulerLike } from 'rxjs';
+import { Observable, OperatorFunction } from 'rxjs';
 import { ReadsPerKey, ReadResult, SlotPool } from '@rxfleet/operators';
 import { IncusNetwork, IncusProject } from '../incus/api';
-import { Logger } from '../logger';
 import { EnrichedEvent, newEvent } from './event';
-import { FleetModel, InstanceKey } from './FleetModel';
+import { InstanceKey } from './FleetModel';
 import { HeldReads } from './heldReads';
-import { InstancesServed, servesAnswer } from './instancesServed';
-import { Answer, LineEntry } from './lineEntry';
+import { servesAnswer } from './instancesServed';
+import { LineEntry } from './lineEntry';
 import { Mailbox } from './Mailbox';
-import { EnricherMetrics } from './metrics';
-import { ObservableIncusReader } from './observableReader';
+import { FleetOwnerConfig, Owner, OwnerInput, OwnerOutput } from './ownerParts';
 import {
   InstanceRead,
-  NetworkFanOut,
   NetworkRead,
   ProjectRead,
   ReadRequest,
@@ -31,107 +28,37 @@ import {
   projectKey,
   supersedes,
 } from './readRequests';
-import { Ladder, Repairs } from './repairs';
-import { Effect, RouteView, routeEvent } from './route';
-import { RoundContext } from './round';
-import { RoundEnd, RoundInput } from './roundFeed';
+import { Repairs } from './repairs';
+import { routeEvent } from './route';
 import { landInstance, landNetwork, landProject } from './landings';
 import { takeRoundInput } from './roundInputs';
-import { ProjectsServed } from './servedProjects';
-import { Enrichment, WantedTable, wants } from './wanted';
-
-/** What the owner runs with. */
-export interface FleetOwnerConfig {
-  /** The model it owns: nothing else writes it. */
-  readonly model: FleetModel;
-  readonly reader: ObservableIncusReader;
-  readonly wanted: WantedTable;
-  readonly projects: ProjectsServed;
-  readonly instances: InstancesServed;
-  /** Calls to the server at once. */
-  readonly workers: number;
-  readonly ipTimeout: number;
-  readonly ttl: number;
-  readonly configExclude: readonly string[];
-  /** The model starts warm (loaded from a cold store). */
-  readonly warm: boolean;
-  readonly scheduler: SchedulerLike;
-  readonly logger: Logger;
-  readonly metrics: EnricherMetrics;
-  /** Repair ladders (defaults in `Repairs`). */
-  readonly repairs?: { readonly failures?: Ladder; readonly addresses?: Ladder };
-  /** Told once the model warms (the wires are known). */
-  readonly onWarm?: () => void;
-  /** Told when a round ends. */
-  readonly onRoundEnd?: (end: RoundEnd) => void;
-  /** Told the number of instances waiting for an address whenever it changes. */
-  readonly onAwaitingAddress?: (instances: number) => void;
-}
-
-/** What the owner takes in: Incus events (debounced), and the round's names, reads and signals. */
-export type OwnerInput = RoundInput;
-
-/**
- * The owner's state and what it can do, for the parts of its work kept in their own files
- * (`landings.ts`, `roundInputs.ts`). Everything here runs inside the owner's inbox.
- */
-export interface Owner {
-  readonly config: FleetOwnerConfig;
-  readonly model: FleetModel;
-  readonly view: RouteView;
-  readonly repairs: Repairs;
-  readonly held: HeldReads;
-  /** Projects with a read in flight. */
-  readonly projectReads: Set<string>;
-  /** Projects a read found not served (E6). */
-  readonly unserved: Set<string>;
-  /** The `seq` at which each key was last deleted (E7): an instance read asked for before it is stale. */
-  readonly deletedAt: Map<string, number>;
-  /** The wires are known. */
-  warm: boolean;
-  /** The first round's networks have landed (or a cold store was loaded). */
-  networksReady: boolean;
-  /** Hands the line an answered entry (an invented event: no place until it is answered). */
-  push(answer: Answer): void;
-  accept(event: EnrichedEvent): void;
-  apply(effect: Effect): void;
-  readNetwork(
-    project: string,
-    owner: string,
-    name: string,
-    how: { fanOut: NetworkFanOut; event?: EnrichedEvent; entry?: LineEntry; round?: RoundContext },
-  ): void;
-  readProject(name: string, round?: RoundContext): void;
-  fanOut(instances: readonly InstanceKey[], origin: 'fan-out' | 'repair' | 'ttl', wait?: boolean): void;
-  pruneProject(project: string): void;
-  projectUnserved(project: string, round?: RoundContext): void;
-  releaseParked(project: string): void;
-  maybeWarm(): void;
-}
+import { Enrichment, wants } from './wanted';
 
 /**
  * The owner as an operator: each input is routed (`route.ts`) and the route carried out, each
  * read's answer absorbed (`absorbInstance.ts`) and its events answered (`landings.ts`); an entry
  * goes out for every event that takes a place, in arrival order, and one for every invented
- * answer, when it lands.
+ * answer, when it lands. Its one output carries notices too ({@link OwnerNotice}: warm, a round's
+ * end, instances awaiting an address), for the daemon's state and for the debounce stage upstream,
+ * which collapses only once a round has ended (the enricher feeds that back as a stream).
  *
  * Guarantees:
  * - The model changes only here, one task at a time: an input, a read landing, a repair falling
  *   due. A task that comes while another runs (a read answering at once, a consumer feeding the
  *   input from what it was handed) waits its turn (`Mailbox`), so no task sees the model half
- *   patched. A task that throws is a bug: it is logged and the tasks behind it still run.
+ *   patched. A task that throws is a bug: the output errors with it, and nothing more runs.
  * - Reads: one per subject (`ReadsPerKey`), a start supersedes a plain read, a delete cancels
  *   (E7), an event arriving once its subject's read has begun is read again after it; at most
  *   `workers` calls at once (`SlotPool`), none held while an instance waits for its address.
  * - Completes when its input completes (the line then hands on everything it holds); every read,
  *   repair and timer stops with the subscription.
  */
-export function fleetOwner(config: FleetOwnerConfig): OperatorFunction<OwnerInput, LineEntry> {
+export function fleetOwner(config: FleetOwnerConfig): OperatorFunction<OwnerInput, OwnerOutput> {
   return (source) =>
-    new Observable<LineEntry>((subscriber) => {
+    new Observable<OwnerOutput>((subscriber) => {
       const { model, reader, scheduler, logger, metrics } = config;
       let seq = 0;
-      const emit = (entry: LineEntry): void => subscriber.next(entry);
+      const emit = (output: OwnerOutput): void => subscriber.next(output);
       const slots = new SlotPool(config.workers);
       const serves = servesAnswer(config.instances);
       const mailbox = new Mailbox(
@@ -140,7 +67,7 @@ export function fleetOwner(config: FleetOwnerConfig): OperatorFunction<OwnerInpu
           metrics.instances.set(model.instanceCount);
           metrics.networks.set(model.networkCount);
         },
-        (error) => logger.error({ err: error }, 'enricher task failed (a bug): carrying on'),
+        (error) => subscriber.error(error),
         // By the time the inbox runs dry every read of a deleted key asked before the delete has
         // been cancelled or has landed: the markers are not needed, and would grow with every name
         // ever deleted.
@@ -162,7 +89,7 @@ export function fleetOwner(config: FleetOwnerConfig): OperatorFunction<OwnerInpu
         onChange: (pending, awaiting) => {
           metrics.repairsPending.set(pending);
           metrics.awaitingAddress.set(awaiting);
-          config.onAwaitingAddress?.(awaiting);
+          emit({ kind: 'awaiting-address', instances: awaiting });
         },
       });
 
@@ -216,6 +143,7 @@ export function fleetOwner(config: FleetOwnerConfig): OperatorFunction<OwnerInpu
         warm: config.warm,
         networksReady: config.warm,
         push: (answer) => emit(LineEntry.answered(answer)),
+        notify: emit,
         accept: (input) => {
           const route = routeEvent(owner.view, input);
           if (route.place.kind === 'drop') {
@@ -298,7 +226,7 @@ export function fleetOwner(config: FleetOwnerConfig): OperatorFunction<OwnerInpu
           for (const read of owner.held.takeParked(project)) read.entry?.settle({ event: read.event, unservedProject: true });
           if (round !== undefined && !round.abandoned) round.projectLanded(project, { status: 'unserved' });
         },
-        releaseParked: (project) => {
+        readParked: (project) => {
           for (const read of owner.held.takeParked(project)) reads.request(read);
         },
         // Warm needs the wire map whole and every project read landed, so what was held goes out
@@ -310,7 +238,7 @@ export function fleetOwner(config: FleetOwnerConfig): OperatorFunction<OwnerInpu
           owner.warm = true;
           logger.info({ held: owner.held.heldKeys }, 'warm: releasing held instance reads');
           for (const read of owner.held.takeHeld()) askInstance(read);
-          config.onWarm?.();
+          emit({ kind: 'warm' });
         },
       };
 

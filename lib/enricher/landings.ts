@@ -6,7 +6,7 @@ import type { ReadResult } from '@rxfleet/operators';
 import { IncusNetwork, IncusProject } from '../incus/api';
 import { absorbInstance } from './absorbInstance';
 import { READ_FAILED, withFailed, withInstance, withNetwork } from './event';
-import type { Owner } from './fleetOwner';
+import type { Owner } from './ownerParts';
 import { isNotFound } from './observableReader';
 import { ProjectOutcome } from './round';
 import { InstanceRead, NetworkRead, ProjectRead, Stamped } from './readRequests';
@@ -128,7 +128,7 @@ export function landProject(owner: Owner, result: ReadResult<ProjectRead, string
       owner.unserved.delete(name);
       const hadInstances = model.instanceNames(name);
       const changed = model.setProjectConfig(name, configuration);
-      owner.releaseParked(name);
+      owner.readParked(name);
       if (changed && wants(config.wanted, 'instance-updated', Enrichment.project)) {
         owner.fanOut(
           hadInstances.map((n) => ({ project: name, name: n })),
@@ -139,11 +139,11 @@ export function landProject(owner: Owner, result: ReadResult<ProjectRead, string
     }
   } else if (result.status === 'failed' && isNotFound(result.error)) {
     owner.pruneProject(name);
-    owner.releaseParked(name);
+    owner.readParked(name);
     outcome = { status: 'gone' };
   } else {
     config.logger.debug({ project: name, err: result.status === 'failed' ? result.error : 'cancelled' }, 'project read failed');
-    owner.releaseParked(name);
+    owner.readParked(name);
     outcome = { status: 'failed', config: model.projectConfig(name) };
   }
   for (const read of result.requests) if (read.round !== undefined && !read.round.abandoned) read.round.projectLanded(name, outcome);

@@ -3,7 +3,7 @@
  * networks, prune what a listing no longer has, warm once the wire map is whole, count its end.
  */
 import { newEvent } from './event';
-import type { Owner } from './fleetOwner';
+import type { Owner } from './ownerParts';
 import { RoundSignal } from './round';
 import { RoundEnd, RoundRead } from './roundFeed';
 import { servedByName } from './servedProjects';
@@ -24,7 +24,7 @@ export function takeRoundInput(owner: Owner, input: RoundRead | RoundSignal | Ro
       if (!input.round.abandoned) owner.readNetwork(input.owner, input.owner, input.name, { fanOut: 'if-changed', round: input.round });
       return;
     case 'round-end':
-      owner.config.onRoundEnd?.(input);
+      owner.notify(input);
       return;
     default:
       applyRoundSignal(owner, input);

@@ -19,15 +19,16 @@ import {
   take,
   takeUntil,
   tap,
+  withLatestFrom,
 } from 'rxjs';
 import { debounceByKey, releaseInOrder } from '@rxfleet/operators';
 import { IncusStreamItem } from '../incus/api';
 import { Archive } from './Archive';
 import { DecodeStreamConfig, decodeStream } from './decodeStream';
 import { EnrichedEvent, withDropped } from './event';
-import type { OwnerInput } from './fleetOwner';
 import { Answer, LineEntry } from './lineEntry';
 import { EnricherMetrics } from './metrics';
+import type { OwnerInput } from './ownerParts';
 import { RoundFeedConfig, roundFeed } from './roundFeed';
 import { WantedTable } from './wanted';
 
@@ -73,44 +74,56 @@ export interface DebounceSubjectsConfig {
   /** Quiet that closes a burst; 0 turns debouncing off. */
   readonly window: number;
   readonly wanted: WantedTable;
-  /** Whether a round has ended since the stream last connected (upstream's "chain warm"). */
-  readonly chainWarm: () => boolean;
+  /**
+   * Whether a round has ended since the stream last connected (upstream's "chain warm"), fed back
+   * from the owner's round ends downstream. It must replay its current value on subscription (a
+   * `BehaviorSubject`): an input is tagged with the latest value when it reaches the stage.
+   */
+  readonly warm$: Observable<boolean>;
   readonly metrics: EnricherMetrics;
   readonly scheduler: SchedulerLike;
 }
 
+/** An input with whether the chain was warm when it came. */
+type Tagged = readonly [input: OwnerInput | Flush, warm: boolean];
+
 /**
  * Collapses bursts per subject (`debounceByKey`): the first at once, the last after `window` of
  * quiet, the middles counted as dropped. Only a collapsible action from Incus collapses, and only
- * once a round has ended since the stream last connected: before that, what the stream says may be
- * all there is. Anything else closes its subject's window first, so it never overtakes an older
- * event about the same subject, and a rename closes the window of its old name too (the old name
- * is the same subject). The round's projects, networks and signals pass straight through.
+ * once a round has ended since the stream last connected (`warm$`): before that, what the stream
+ * says may be all there is. Anything else closes its subject's window first, so it never overtakes
+ * an older event about the same subject, and a rename closes the window of its old name too (the
+ * old name is the same subject). The round's projects, networks and signals pass straight through.
+ * Composed of rxjs operators and the kit's: a callback that throws errors the output.
  */
 export function debounceSubjects(config: DebounceSubjectsConfig): MonoTypeOperatorFunction<OwnerInput> {
-  const { window, wanted, chainWarm, metrics, scheduler } = config;
+  const { window, wanted, warm$, metrics, scheduler } = config;
   if (window <= 0) return identity;
   return pipe(
-    (source: Observable<OwnerInput>) =>
-      new Observable<OwnerInput | Flush>((subscriber) =>
-        source.subscribe({
-          next: (input) => {
-            if (isEvent(input) && input.oldName !== undefined)
-              subscriber.next({ kind: 'flush', key: subjectKey(input.kind, input.project, input.oldName) });
-            subscriber.next(input);
-          },
-          error: (error: unknown) => subscriber.error(error),
-          complete: () => subscriber.complete(),
-        }),
+    withLatestFrom(warm$),
+    // A rename's flush of its old name goes first: `merge` hears the shared input in that order.
+    connect((tagged$: Observable<Tagged>) =>
+      merge(
+        tagged$.pipe(
+          filter(([input]) => isEvent(input) && input.oldName !== undefined),
+          map(([input, warm]): Tagged => {
+            const event = input as EnrichedEvent;
+            return [{ kind: 'flush', key: subjectKey(event.kind, event.project, event.oldName as string) }, warm];
+          }),
+        ),
+        tagged$,
       ),
-    debounceByKey<OwnerInput | Flush, string>({
-      key: (input) => (isEvent(input) ? subjectKey(input.kind, input.project, input.name) : input.kind === 'flush' ? input.key : undefined),
+    ),
+    debounceByKey<Tagged, string>({
+      key: ([input]) =>
+        isEvent(input) ? subjectKey(input.kind, input.project, input.name) : input.kind === 'flush' ? input.key : undefined,
       window,
-      collapsible: (input) =>
-        isEvent(input) && input.origin === 'incus' && chainWarm() && input.status === 'ok' && wanted.get(input.action)?.debounce === true,
-      superseded: (input) => (isEvent(input) ? withDropped(input, 'debounce') : undefined),
+      collapsible: ([input, warm]) =>
+        warm && isEvent(input) && input.origin === 'incus' && input.status === 'ok' && wanted.get(input.action)?.debounce === true,
+      superseded: ([input, warm]) => (isEvent(input) ? [withDropped(input, 'debounce'), warm] : undefined),
       scheduler,
     }),
+    map(([input]) => input),
     filter((input): input is OwnerInput => {
       if (!isEvent(input)) return input.kind !== 'flush';
       if (input.status !== 'dropped') return true;
@@ -147,24 +160,22 @@ export function releaseLine(onLength: (length: number) => void): OperatorFunctio
 
 /**
  * The archive: what says nothing new, what is older than what was already sent (E10), and what is
- * not served goes nowhere (see {@link Archive.release}); what is dropped is counted by reason when
- * it came from Incus, a stale answer always. What goes on is counted by status.
+ * not served goes nowhere (see {@link Archive.judge}); what is dropped is counted by reason when
+ * it came from Incus, a stale answer always. What goes on is counted by status. Composed of rxjs
+ * operators: a verdict that throws errors the output.
  */
 export function archiveFilter(archive: Archive, metrics: EnricherMetrics): OperatorFunction<Answer, EnrichedEvent> {
-  return (source) =>
-    new Observable<EnrichedEvent>((subscriber) =>
-      source.subscribe({
-        next: (answer) => {
-          const verdict = archive.release(answer);
-          if ('out' in verdict) {
-            metrics.eventsEmitted.labels(verdict.out.status).inc();
-            subscriber.next(verdict.out);
-          } else if (verdict.drop === 'stale' || (verdict.drop !== 'silent' && answer.event.origin === 'incus')) {
-            metrics.eventsDropped.labels(verdict.drop).inc();
-          }
-        },
-        error: (error: unknown) => subscriber.error(error),
-        complete: () => subscriber.complete(),
-      }),
-    );
+  return pipe(
+    map((answer) => {
+      const verdict = archive.judge(answer);
+      if ('out' in verdict) {
+        metrics.eventsEmitted.labels(verdict.out.status).inc();
+        return verdict.out;
+      }
+      if (verdict.drop === 'stale' || (verdict.drop !== 'silent' && answer.event.origin === 'incus'))
+        metrics.eventsDropped.labels(verdict.drop).inc();
+      return undefined;
+    }),
+    filter((out): out is EnrichedEvent => out !== undefined),
+  );
 }

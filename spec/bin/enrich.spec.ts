@@ -7,7 +7,7 @@ import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
 import { freePort } from '../../streams/natsServerProcess';
 import { selfSignedCertificate } from '../helpers/certs';
-import { useLxdDaemon, uniqueName } from '../helpers/lxd';
+import { DAEMON_KINDS, useTestDaemon, uniqueName } from '../helpers/testDaemon';
 import { useNatsServer } from '../helpers/nats';
 import { waitFor } from '../helpers/waitFor';
 import { NatsRecorder, httpGet, payloadProblems } from './enrich/daemonRig';
@@ -93,8 +93,8 @@ describe('rxfleet enrich: configuration problems', () => {
   });
 });
 
-describe('rxfleet enrich against a real LXD daemon over https', () => {
-  const lxd = useLxdDaemon();
+describe.each(DAEMON_KINDS)('rxfleet enrich against a real %s daemon over https', (kind) => {
+  const host = useTestDaemon(kind);
   const nats = useNatsServer({ jetstream: false });
   let dir: string;
   let key: string;
@@ -104,14 +104,14 @@ describe('rxfleet enrich against a real LXD daemon over https', () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'rxfleet-enrich-run-'));
     const port = await freePort();
-    await lxd().lxc('config', 'set', 'core.https_address', `127.0.0.1:${port}`);
+    await host().listenHttps(port);
     const client = await selfSignedCertificate('rxfleet-enrich-spec');
     key = client.key;
     writeFileSync(join(dir, 'client.crt'), client.cert);
     writeFileSync(join(dir, 'client.key'), client.key, { mode: 0o600 });
-    await lxd().lxc('config', 'trust', 'add', join(dir, 'client.crt'), '--name', 'rxfleet-enrich-spec');
+    await host().trustCertificate(join(dir, 'client.crt'), 'rxfleet-enrich-spec');
     const { X509Certificate } = await import('node:crypto');
-    const fingerprint = new X509Certificate(readFileSync(join(lxd().dir, 'server.crt'))).fingerprint256;
+    const fingerprint = new X509Certificate(readFileSync(join(host().dir, 'server.crt'))).fingerprint256;
     // The file sets what the flags do not; the flags name the server, the broker and the outputs.
     writeFileSync(join(dir, 'enrich.yaml'), 'projects: [default]\nworkers: 4\noutputs:\n  nats:\n    subject_prefix: fleet.incus\n');
     args = [
@@ -175,9 +175,9 @@ describe('rxfleet enrich against a real LXD daemon over https', () => {
         await waitFor(async () => (await httpGet(port, '/ready')).status === 200, '/ready 200', WAIT);
 
         const name = uniqueName('cli');
-        await lxd().launch(name);
+        await host().launch(name);
         const started = await recorder.next((p) => p.action === 'instance-started' && p.name === name, `instance-started ${name}`);
-        const ip = await lxd().waitForIPv4(name);
+        const ip = await host().waitForIPv4(name);
         expect(started.subject).toBe(`fleet.incus.default.instance.instance-started.${name}`);
         expect(started.payload.instance?.interfaces[0].ipv4).toEqual([ip]);
         expect(payloadProblems(started.payload)).toEqual([]);

@@ -6,7 +6,7 @@ import pino from 'pino';
 import { Registry } from 'prom-client';
 import { defaultEnricherSettings } from '../../../lib/enricher/config';
 import { EnrichDaemon, startEnrichDaemon } from '../../../bin/enrich/daemon';
-import { useLxdDaemon, uniqueName } from '../../helpers/lxd';
+import { DAEMON_KINDS, useTestDaemon, uniqueName } from '../../helpers/testDaemon';
 import { useNatsServer } from '../../helpers/nats';
 import { MINIMAL_HELPER, ProvisionerWorld, SCRIPTED_HELPER, TOKEN, sampleValue, startProvisionerWorld } from '../../helpers/provisioner';
 import { freePort } from '../../../streams/natsServerProcess';
@@ -38,8 +38,8 @@ function timedLogger(): { logger: pino.Logger; lines: Array<{ time: number; msg:
   return { logger: pino({ level: 'info' }, stream), lines };
 }
 
-describe('the Incus feed against a real LXD daemon', () => {
-  const lxd = useLxdDaemon();
+describe.each(DAEMON_KINDS)('the Incus feed against a real %s daemon', (kind) => {
+  const host = useTestDaemon(kind);
   const nats = useNatsServer({ jetstream: false });
   let enricher: EnrichDaemon;
   let recorder: NatsRecorder;
@@ -50,7 +50,7 @@ describe('the Incus feed against a real LXD daemon', () => {
     recorder = await NatsRecorder.start(nats().url);
     enricher = await startEnrichDaemon(
       defaultEnricherSettings({
-        incus: { url: lxd().socket },
+        incus: { url: host().socket },
         http: undefined,
         storeFile: undefined,
         outputs: { stdout: false, nats: { servers: [nats().url], subjectPrefix: 'incus.events', name: 'spec-enrich', maxHeld: 1000 } },
@@ -79,7 +79,7 @@ describe('the Incus feed against a real LXD daemon', () => {
       await waitFor(async () => (await world.metric('choria_provisioner_discover_cycles')) === 1, 'the discovery round at start', WAIT);
       const name = uniqueName('inc');
       const from = recorder.messages.length;
-      await lxd().launch(name, { config: { 'user.choria': 'provision' } });
+      await host().launch(name, { config: { 'user.choria': 'provision' } });
       const carried = await recorder.next(
         (p) =>
           p.kind === 'instance' && p.name === name && p.instance?.running === true && p.instance.interfaces.some((i) => i.ipv4.length > 0),
@@ -108,7 +108,7 @@ describe('the Incus feed against a real LXD daemon', () => {
 
       const other = uniqueName('inc');
       const otherFrom = recorder.messages.length;
-      await lxd().launch(other);
+      await host().launch(other);
       await recorder.next(
         (p) => p.action === 'instance-started' && p.name === other && p.instance?.interfaces.some((i) => i.ipv4.length > 0) === true,
         `instance-started ${other} with its address`,
@@ -122,7 +122,7 @@ describe('the Incus feed against a real LXD daemon', () => {
       expect(await world.metric('choria_provisioner_incus_discovered')).toBe(1);
       expect(await world.metric('choria_provisioner_incus_events_total', { result: 'sighted' })).toBe(1);
       expect(lines.some((l) => l.msg.includes(other))).toBe(false);
-      await Promise.all([lxd().deleteInstance(name), lxd().deleteInstance(other)]);
+      await Promise.all([host().deleteInstance(name), host().deleteInstance(other)]);
     },
     3 * WAIT,
   );
@@ -162,7 +162,7 @@ describe('the Incus feed against a real LXD daemon', () => {
       worlds.push(world);
       const rounds = await world.metric('choria_provisioner_discover_cycles');
       await waitFor(async () => (await world.metric('choria_provisioner_discover_cycles')) > rounds, 'a discovery round to start', WAIT);
-      await lxd().launch(name, { config: { 'user.choria-identity': identity } });
+      await host().launch(name, { config: { 'user.choria-identity': identity } });
       await waitFor(async () => (await world.metric('choria_provisioner_incus_discovered')) === 1, 'the Incus sighting', WAIT);
       // The Choria server "in" the instance starts once the instance is up, as a real one would; its
       // startup event goes to a component nobody listens to, so discovery is the only other source.
@@ -202,7 +202,7 @@ describe('the Incus feed against a real LXD daemon', () => {
       expect(await world.metric('choria_provisioner_incus_discovered')).toBe(1);
       const summary = fleet.lines.find((l) => l.type === 'summary');
       expect(summary).toMatchObject({ provisioned: 1, configured: 1, duplicates: 0 });
-      await lxd().deleteInstance(name);
+      await host().deleteInstance(name);
     },
     4 * WAIT,
   );
@@ -230,7 +230,7 @@ describe('the Incus feed against a real LXD daemon', () => {
         );
         const choria = join(dir, 'choria.cfg');
         writeFileSync(choria, `identity = prov.example.net\nplugin.choria.middleware_hosts = ${nats().url}\n`);
-        const daemon = startRxfleet(['provision-incus', '--config', config, '--choria-config', choria, '--incus', lxd().socket]);
+        const daemon = startRxfleet(['provision-incus', '--config', config, '--choria-config', choria, '--incus', host().socket]);
         processes.push(daemon);
         const metric = async (name: string, labels: Record<string, string> = {}): Promise<number> =>
           sampleValue(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text(), name, labels);
@@ -270,7 +270,7 @@ describe('the Incus feed against a real LXD daemon', () => {
         ]);
         processes.push(fleet);
         await fleet.next((l) => l.type === 'ready');
-        await lxd().launch(name, { config: { 'user.choria-identity': `${name}-1.example.net` } });
+        await host().launch(name, { config: { 'user.choria-identity': `${name}-1.example.net` } });
         expect(await fleet.exited).toEqual({ code: 0, signal: null });
         expect(fleet.lines.find((l) => l.type === 'summary')).toMatchObject({ provisioned: 1, configured: 1, duplicates: 0 });
         expect(await metric('choria_provisioner_incus_discovered', { site: 'lxd' })).toBe(1);
@@ -279,7 +279,7 @@ describe('the Incus feed against a real LXD daemon', () => {
         await waitFor(async () => (await metric('choria_provisioner_provisioned', { site: 'lxd' })) === 1, 'provisioned', WAIT);
         daemon.child.kill('SIGTERM');
         expect(await daemon.exited).toEqual({ code: 0, signal: null });
-        await lxd().deleteInstance(name);
+        await host().deleteInstance(name);
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }

@@ -27,15 +27,17 @@ import { NatsRecorder } from '../enrich/daemonRig';
 const WAIT = 60_000;
 
 /** A logger that keeps every line (with its time), for the moment a line was written. */
-function timedLogger(): { logger: pino.Logger; lines: Array<{ time: number; msg: string }> } {
-  const lines: Array<{ time: number; msg: string }> = [];
+function timedLogger(): { logger: pino.Logger; lines: Array<{ time: number; msg: string; level: number }> } {
+  const lines: Array<{ time: number; msg: string; level: number }> = [];
   const stream = new Writable({
     write(chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString().split('\n')) if (line !== '') lines.push(JSON.parse(line) as { time: number; msg: string });
+      for (const line of chunk.toString().split('\n'))
+        if (line !== '') lines.push(JSON.parse(line) as { time: number; msg: string; level: number });
       done();
     },
   });
-  return { logger: pino({ level: 'info' }, stream), lines };
+  // debug: the feed's decisions other than a sighting are logged there.
+  return { logger: pino({ level: 'debug' }, stream), lines };
 }
 
 describe.each(DAEMON_KINDS)('the Incus feed against a real %s daemon', (kind) => {
@@ -106,6 +108,23 @@ describe.each(DAEMON_KINDS)('the Incus feed against a real %s daemon', (kind) =>
       await waitFor(async () => (await world.metric('choria_provisioner_provision_errors')) === 1, 'the unanswered cycle to fail', WAIT);
       expect(world.daemon.status().held).toBe(0);
 
+      // A pause is not a boot (E13): the instance frozen and resumed keeps its processes, so it is
+      // not sighted again; the resume is decided already_up.
+      const pausedFrom = recorder.messages.length;
+      await host().cli('pause', name);
+      await recorder.next((p) => p.action === 'instance-paused' && p.name === name, `instance-paused ${name}`, pausedFrom);
+      await host().cli('start', name);
+      await recorder.next(
+        (p) => p.action === 'instance-resumed' && p.name === name && p.instance?.running === true,
+        `instance-resumed ${name}`,
+        pausedFrom,
+      );
+      const resumed = (l: { msg: string }): boolean => l.msg.includes(`default/${name}`) && l.msg.includes('(instance-resumed)');
+      await waitFor(() => lines.some(resumed), 'the resume decided', WAIT);
+      expect(lines.filter(resumed).map((l) => l.msg)).toEqual([`Incus instance default/${name}: already_up (instance-resumed)`]);
+      expect(await world.metric('choria_provisioner_incus_events_total', { result: 'sighted' })).toBe(1);
+      expect(await world.metric('choria_provisioner_incus_discovered')).toBe(1);
+
       const other = uniqueName('inc');
       const otherFrom = recorder.messages.length;
       await host().launch(other);
@@ -121,7 +140,8 @@ describe.each(DAEMON_KINDS)('the Incus feed against a real %s daemon', (kind) =>
       );
       expect(await world.metric('choria_provisioner_incus_discovered')).toBe(1);
       expect(await world.metric('choria_provisioner_incus_events_total', { result: 'sighted' })).toBe(1);
-      expect(lines.some((l) => l.msg.includes(other))).toBe(false);
+      // Decided unselected (a debug line), never sighted nor logged above debug.
+      expect(lines.some((l) => l.msg.includes(other) && l.level > 20)).toBe(false);
       await Promise.all([host().deleteInstance(name), host().deleteInstance(other)]);
     },
     3 * WAIT,
@@ -277,6 +297,19 @@ describe.each(DAEMON_KINDS)('the Incus feed against a real %s daemon', (kind) =>
         expect(await metric('choria_provisioner_discovered', { site: 'lxd' })).toBe(0);
         expect(await metric('choria_provisioner_event_discovered', { site: 'lxd' })).toBe(0);
         await waitFor(async () => (await metric('choria_provisioner_provisioned', { site: 'lxd' })) === 1, 'provisioned', WAIT);
+        // A pause is not a boot (E13): paused and resumed, the instance is not sighted again.
+        const upBefore = await metric('choria_provisioner_incus_events_total', { site: 'lxd', result: 'already_up' });
+        await host().cli('pause', name);
+        await host().cli('start', name);
+        await waitFor(
+          async () =>
+            (await metric('choria_provisioner_incus_events_total', { site: 'lxd', result: 'already_up' })) > upBefore ||
+            (await metric('choria_provisioner_incus_events_total', { site: 'lxd', result: 'sighted' })) > 1,
+          'the resume decided',
+          WAIT,
+        );
+        expect(await metric('choria_provisioner_incus_events_total', { site: 'lxd', result: 'sighted' })).toBe(1);
+        expect(await metric('choria_provisioner_incus_discovered', { site: 'lxd' })).toBe(1);
         daemon.child.kill('SIGTERM');
         expect(await daemon.exited).toEqual({ code: 0, signal: null });
         await host().deleteInstance(name);

@@ -56,13 +56,14 @@ describe('rxfleet enrich: configuration problems', () => {
     expect(code).toBe(1);
     expect(stdout).toBe('');
     expect(stderr.trim().split('\n')).toEqual([
-      'rxfleet enrich: --project and --project-marker: give a list of projects or a marker, not both',
-      `rxfleet enrich: ${file}: workers: must be integer`,
-      'rxfleet enrich: --read-timeout: expected a duration such as 250ms, 10s, 5m or 6h (or 0)',
-      `rxfleet enrich: ${file}: sweep_interval: expected a duration such as 250ms, 10s, 5m or 6h (or 0)`,
-      `rxfleet enrich: ${file}: outputs.nats.subject_prefix: must match pattern "^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*$"`,
-      'rxfleet enrich: --http: expected [host]:port such as :9153 or 127.0.0.1:9153 ("" for none), got "nowhere"',
-      'rxfleet enrich: incus: http:// is not served by Incus or LXD: use https:// or a unix socket path',
+      'error: --project and --project-marker: give a list of projects or a marker, not both',
+      `error: ${file}: workers: expected a whole number, got "many" (a string)`,
+      'error: --read-timeout: expected a duration such as 250ms, 10s, 5m or 6h (or 0)',
+      `error: ${file}: sweep_interval: expected a duration such as 250ms, 10s, 5m or 6h (or 0)`,
+      `error: ${file}: outputs.nats.subject_prefix: expected a string matching ^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*$, got "a..b" (a string)`,
+      'error: --http: expected [host]:port such as :9153 or 127.0.0.1:9153 ("" for none), got "nowhere"',
+      'error: incus: http:// is not served by Incus or LXD: use https:// or a unix socket path',
+      'rxfleet enrich: not started: 7 configuration errors',
     ]);
   });
 
@@ -85,9 +86,10 @@ describe('rxfleet enrich: configuration problems', () => {
     );
     expect(code).toBe(1);
     expect(stderr.trim().split('\n')).toEqual([
-      'rxfleet enrich: --workers: must be >= 1',
-      'rxfleet enrich: no output: publish to NATS (--nats URL, outputs.nats.url) or write JSON lines (--stdout, outputs.stdout: true)',
-      'rxfleet enrich: incus: https://127.0.0.1:8443: https needs the server certificate pinned (server_cert (--server-cert) or server_fingerprint (--server-fingerprint))',
+      'error: --workers: expected a number >= 1, got 0',
+      'error: no output: publish to NATS (--nats URL, outputs.nats.url) or write JSON lines (--stdout, outputs.stdout: true)',
+      'error: incus: https://127.0.0.1:8443: https needs the server certificate pinned (server_cert (--server-cert) or server_fingerprint (--server-fingerprint))',
+      'rxfleet enrich: not started: 3 configuration errors',
     ]);
     expect(stderr).not.toContain(client.key.split('\n')[1]);
   });

@@ -206,4 +206,62 @@ describe.each(DAEMON_KINDS)('rxfleet enrich against a real %s daemon over https'
     },
     3 * WAIT,
   );
+
+  it(
+    'with a certificate restricted to a project: warns once about the listing it may not make, reads its networks by name, and announces an instance at once',
+    async () => {
+      // Incus refuses the listing 500 ("User does not have permissions for project"), LXD 403.
+      await host().createProject('p2');
+      const restricted = await selfSignedCertificate('rxfleet-restricted-spec');
+      writeFileSync(join(dir, 'restricted.crt'), restricted.cert);
+      writeFileSync(join(dir, 'restricted.key'), restricted.key, { mode: 0o600 });
+      await host().trustCertificate(join(dir, 'restricted.crt'), 'rxfleet-restricted-spec', { projects: ['p2'] });
+      const recorder = await NatsRecorder.start(nats().url, 'p2.incus.>');
+      const at = (flag: string): string => args[args.indexOf(flag) + 1];
+      const running = spawn(
+        process.execPath,
+        [
+          bin,
+          'enrich',
+          ...['--incus', at('--incus'), '--client-cert', join(dir, 'restricted.crt'), '--client-key', join(dir, 'restricted.key')],
+          ...['--server-fingerprint', at('--server-fingerprint'), '--nats', nats().url, '--subject-prefix', 'p2.incus'],
+          ...['--sweep-interval', '300ms', '--read-delay', '0', '--monitor', '', '--debug'],
+        ],
+        { stdio: ['ignore', 'pipe', 'ignore'] },
+      );
+      child = running;
+      const logLines: Array<{ level: number; msg: string }> = [];
+      createInterface({ input: running.stdout! }).on('line', (line) => {
+        try {
+          logLines.push(JSON.parse(line) as { level: number; msg: string });
+        } catch {
+          // not a log line
+        }
+      });
+      const forbidden = (l: { msg: string }): boolean => l.msg.startsWith('listing networks of default is not allowed to this client');
+      try {
+        await waitFor(() => logLines.some((l) => l.msg.startsWith('warm')), 'the enricher warm', WAIT);
+        const name = uniqueName('rs');
+        await host().launch(name, { project: 'p2' });
+        const started = await recorder.next((p) => p.action === 'instance-started' && p.name === name, `instance-started ${name}`);
+        const ip = await host().waitForIPv4(name, { project: 'p2' });
+        // Read by name in the instance's project (GET /1.0/networks/<bridge>?project=p2): placed at once.
+        expect(started.payload.status).toBe('ok');
+        expect(started.payload.instance?.interfaces).toEqual([
+          { name: 'eth0', device: 'eth0', project: 'default', network: host().bridge, managed: true, ipv4: [ip], ipv6: [] },
+        ]);
+        expect(recorder.messages.filter((m) => m.payload.name === name && m.payload.status !== 'ok')).toEqual([]);
+        expect(payloadProblems(started.payload)).toEqual([]);
+        // Rounds every 300 ms: several refusals, one warning; the rest at debug.
+        await waitFor(() => logLines.filter(forbidden).length >= 3, 'three rounds refused the listing', WAIT);
+        expect(logLines.filter((l) => forbidden(l) && l.level >= 40)).toHaveLength(1);
+        expect(logLines.filter((l) => l.level >= 40 && l.msg.includes('networks of default'))).toHaveLength(1);
+      } finally {
+        running.kill('SIGKILL');
+        await new Promise((r) => running.once('exit', r));
+        await recorder.stop();
+      }
+    },
+    3 * WAIT,
+  );
 });

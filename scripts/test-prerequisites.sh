@@ -31,35 +31,38 @@ else
   for p in $PACKAGES; do installed "$p" || missing="$missing $p"; done
   backports=""
   for p in $BACKPORTS_PACKAGES; do installed "$p" || backports="$backports $p"; done
+  # Where apt's sources and the release are (a spec points these at a scratch directory).
+  apt_dir=${RXFLEET_APT_DIR:-/etc/apt}
+  codename=$(. "${RXFLEET_OS_RELEASE:-/etc/os-release}" && printf '%s' "${VERSION_CODENAME:-}")
+  # On bookworm Incus 6.0 LTS is a backport; on later releases it is in main.
+  target=""
+  [ "$codename" != bookworm ] || target=" -t bookworm-backports"
   if [ -n "$missing$backports" ]; then
     if [ "$(id -u)" != 0 ]; then
-      say "missing Debian packages:$missing$backports; as root, add bookworm-backports to apt's sources and run:"
-      [ -z "$missing" ] || say "  apt-get install -y --no-install-recommends$missing"
-      [ -z "$backports" ] || say "  apt-get install -y --no-install-recommends -t bookworm-backports$backports"
+      main_cmd="apt-get install -y --no-install-recommends$missing"
+      backports_cmd="apt-get install -y --no-install-recommends$target$backports"
+      if [ -z "$backports" ]; then how=$main_cmd; elif [ -z "$missing" ]; then how=$backports_cmd; else how="$main_cmd && $backports_cmd"; fi
+      say "missing Debian packages:$missing$backports; install them as root with: $how"
+      [ -z "$backports" ] || [ -z "$target" ] || say "(with bookworm-backports in apt's sources: run as root, this script adds it)"
       exit 1
     fi
     export DEBIAN_FRONTEND=noninteractive
-    if [ -n "$backports" ]; then
-      codename=$(. /etc/os-release && printf '%s' "${VERSION_CODENAME:-}")
-      if [ "$codename" = bookworm ] && ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
-        say "adding bookworm-backports (for Incus 6.0 LTS) as /etc/apt/sources.list.d/bookworm-backports.sources"
-        cat >/etc/apt/sources.list.d/bookworm-backports.sources <<'SOURCES'
+    if [ -n "$backports" ] && [ -n "$target" ] && ! grep -rqs 'bookworm-backports' "$apt_dir/sources.list" "$apt_dir/sources.list.d/"; then
+      say "adding bookworm-backports (for Incus 6.0 LTS) as $apt_dir/sources.list.d/bookworm-backports.sources"
+      cat >"$apt_dir/sources.list.d/bookworm-backports.sources" <<'SOURCES'
 Types: deb
 URIs: http://deb.debian.org/debian
 Suites: bookworm-backports
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 SOURCES
-      fi
     fi
     say "installing the Debian packages the specs need:$missing$backports"
     apt-get update -qq
     # shellcheck disable=SC2086
     [ -z "$missing" ] || apt-get install -y -qq --no-install-recommends $missing >/dev/null
-    target=""
-    [ "$(. /etc/os-release && printf '%s' "${VERSION_CODENAME:-}")" != bookworm ] || target="-t bookworm-backports"
     # shellcheck disable=SC2086
-    [ -z "$backports" ] || apt-get install -y -qq --no-install-recommends $target $backports >/dev/null
+    [ -z "$backports" ] || apt-get install -y -qq --no-install-recommends$target $backports >/dev/null
   fi
 fi
 

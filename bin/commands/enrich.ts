@@ -24,7 +24,10 @@ async function runEnrich(options: EnrichOptions): Promise<number> {
     loaded = loadEnrichSettings(options);
   } catch (error) {
     if (!(error instanceof EnricherConfigError)) throw error;
-    for (const problem of error.problems) console.error(redactUrlCredentials(`rxfleet enrich: ${problem}`));
+    // The provisioner's words (rxfleet validate, provision-incus): one `error:` line each, then the count.
+    for (const problem of error.problems) console.error(redactUrlCredentials(`error: ${problem}`));
+    const errors = error.problems.length;
+    console.error(`rxfleet enrich: not started: ${errors} configuration error${errors === 1 ? '' : 's'}`);
     return 1;
   }
   const { settings, warnings } = loaded;

@@ -14,6 +14,7 @@ import { ListenAddress, parseListenAddress, splitNatsUrls } from '../addresses';
 import { InstancesServed, parseInstancesServed } from './instancesServed';
 import { ProjectsServed, parseProjectsServed } from './servedProjects';
 import { EnrichmentName, Want, DEFAULT_DAEMON_WANTS, enrichmentBits } from './wanted';
+import { describe as describeValue, editDistance } from '../provision/configProblems';
 
 export { ENRICHER_CONFIG_SCHEMA, ENRICHER_DEFAULTS } from './configSchema';
 // Moved to lib/addresses.ts (the commands share them); exported here as before.
@@ -78,15 +79,64 @@ export class EnricherConfigError extends Error {
   }
 }
 
-const ajv = new Ajv2020({ allErrors: true, useDefaults: true, strict: true });
+// verbose: each error carries the value it is about, for the provisioner's "expected X, got Y".
+const ajv = new Ajv2020({ allErrors: true, useDefaults: true, strict: true, verbose: true });
 addFormats(ajv);
 const validate = ajv.compile(ENRICHER_CONFIG_SCHEMA);
 
+/** Keys whose values are secrets: a problem names them and never what they hold. */
+const SECRET_PATHS = new Set(['outputs.nats.password', 'outputs.nats.token', 'incus.client_key']);
+
+const TYPE_WORDS: Record<string, string> = {
+  integer: 'a whole number',
+  number: 'a number',
+  string: 'a string',
+  boolean: 'true or false',
+  array: 'a list',
+  object: 'a mapping',
+};
+
+/** What the schema wanted, in the provisioner's words (lib/provision/configProblems.ts). */
+function expected(error: ErrorObject): string {
+  const params = error.params as Record<string, unknown>;
+  switch (error.keyword) {
+    case 'type':
+      return String(params.type)
+        .split(',')
+        .map((t) => TYPE_WORDS[t] ?? t)
+        .join(' or ');
+    case 'minimum':
+      return `a number >= ${String(params.limit)}`;
+    case 'maximum':
+      return `a number <= ${String(params.limit)}`;
+    case 'enum':
+      return `one of ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
+    case 'minLength':
+      return 'a non-empty string';
+    case 'pattern':
+      return `a string matching ${String(params.pattern)}`;
+    default:
+      return error.message ?? 'a valid value';
+  }
+}
+
+/** One schema problem as the provisioner words its own: `key: expected X, got Y`, a secret's value never shown. */
 function describe(error: ErrorObject): string {
   const path = error.instancePath === '' ? '(top level)' : error.instancePath.slice(1).replace(/\//g, '.');
-  if (error.keyword === 'additionalProperties')
-    return `${path}: unknown key "${(error.params as { additionalProperty: string }).additionalProperty}"`;
-  return `${path}: ${error.message ?? 'is invalid'}`;
+  if (error.keyword === 'additionalProperties') {
+    const key = (error.params as { additionalProperty: string }).additionalProperty;
+    return `${path}.${key}: unknown key`;
+  }
+  if (error.keyword === 'required') return `${path}: ${error.message ?? 'is incomplete'}`;
+  const value = error.data as unknown;
+  const got = SECRET_PATHS.has(path) ? `a ${typeof value} (value not shown: it is a secret)` : describeValue(value);
+  return `${path}: expected ${expected(error)}, got ${got}`;
+}
+
+/** The known top-level key an unknown one is likely a misspelling of (at most two edits away), if any. */
+function suggestion(key: string, known: Iterable<string>): string | undefined {
+  for (const candidate of known) if (editDistance(candidate, key.toLowerCase()) <= 2) return candidate;
+  return undefined;
 }
 
 // anyOf reports each branch's failure and then its own; the anyOf line says it best for a user.
@@ -119,7 +169,10 @@ export function parseEnricherConfig(raw: unknown = {}): { settings: EnricherSett
   const input: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(raw as Record<string, unknown>)) {
     if (known.has(key)) input[key] = value;
-    else warnings.push(`unknown configuration key "${key}" ignored`);
+    else {
+      const hint = suggestion(key, known);
+      warnings.push(`${key}: unknown key, ignored${hint === undefined ? '' : ` (did you mean ${hint}?)`}`);
+    }
   }
   const copy = structuredClone(input);
   if (!validate(copy)) {

@@ -142,6 +142,7 @@ export function fleetOwner(config: FleetOwnerConfig): OperatorFunction<OwnerInpu
         deletedAt: new Map<string, number>(),
         warm: config.warm,
         networksReady: config.warm,
+        forbiddenListings: new Set<string>(),
         push: (answer) => emit(LineEntry.answered(answer)),
         notify: emit,
         accept: (input) => {

@@ -23,7 +23,7 @@ import { Enrichment, wants } from './wanted';
  * answer is news, and whether it is older than one already released, is the archive's call, in
  * release order.
  */
-export function landInstance(owner: Owner, result: ReadResult<InstanceRead, string, Stamped>): void {
+export function landInstance(owner: Owner, result: ReadResult<InstanceRead, string, Stamped>, afterNetworkRead = false): void {
   const { model, repairs, config, view } = owner;
   const reads = [...result.requests].sort((a, b) => a.seq - b.seq);
   const { key } = result;
@@ -47,7 +47,16 @@ export function landInstance(owner: Owner, result: ReadResult<InstanceRead, stri
       for (const read of current) read.entry?.settle({ event: withFailed(read.event, READ_FAILED) });
       return;
     case 'incomplete':
-      // A wire nothing has read: read the wire, and the instance again.
+      if (!afterNetworkRead) {
+        // A wire nothing has read (a certificate that may not list its networks never lists it):
+        // read it by name, in the instance's project, and land this answer again once it is in,
+        // so the events go out at once with what the read found rather than after a repair.
+        config.logger.debug({ project, name, network: absorbed.network }, 'instance on a network not read yet: reading the network first');
+        const then = (): void => landInstance(owner, result, true);
+        owner.readNetwork(project, model.networkOwner(project), absorbed.network, { fanOut: 'if-changed', then });
+        return;
+      }
+      // The network could not be read (or a second one is missing): fail, and read both again.
       config.logger.debug({ project, name, network: absorbed.network }, 'instance on a network not read yet: reading both again');
       owner.readNetwork(project, model.networkOwner(project), absorbed.network, { fanOut: 'if-changed' });
       repairs.failed(key);
@@ -99,6 +108,7 @@ export function landNetwork(owner: Owner, result: ReadResult<NetworkRead, string
     else if (result.status === 'failed') config.logger.debug({ owner: networkOwner, name, err: result.error }, 'network read failed');
     for (const read of reads)
       if (read.event !== undefined) read.entry?.settle({ event: gone ? read.event : withFailed(read.event, READ_FAILED) });
+    for (const read of reads) read.then?.();
     return;
   }
   const record = networkRecord(result.value.answer, networkOwner);
@@ -106,6 +116,7 @@ export function landNetwork(owner: Owner, result: ReadResult<NetworkRead, string
   for (const read of reads)
     if (read.event !== undefined) read.entry?.settle({ event: attachProject(view, withNetwork(read.event, record)) });
   if (reads.some((read) => read.fanOut === 'always') || changed) owner.fanOut(model.instancesOn(record.project, record.name), 'fan-out');
+  for (const read of reads) read.then?.();
 }
 
 /**

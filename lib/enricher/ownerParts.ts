@@ -81,6 +81,8 @@ export interface Owner {
   warm: boolean;
   /** The first round's networks have landed (or a cold store was loaded). */
   networksReady: boolean;
+  /** The listings the server refused this client (`networks of default`), each warned about once. */
+  readonly forbiddenListings: Set<string>;
   /** Hands the line an answered entry (an invented event: no place until it is answered). */
   push(answer: Answer): void;
   /** Hands on a notice (a round's end, the model warming). */
@@ -91,7 +93,7 @@ export interface Owner {
     project: string,
     owner: string,
     name: string,
-    how: { fanOut: NetworkFanOut; event?: EnrichedEvent; entry?: LineEntry; round?: RoundContext },
+    how: { fanOut: NetworkFanOut; event?: EnrichedEvent; entry?: LineEntry; round?: RoundContext; then?: () => void },
   ): void;
   readProject(name: string, round?: RoundContext): void;
   fanOut(instances: readonly InstanceKey[], origin: 'fan-out' | 'repair' | 'ttl', wait?: boolean): void;

@@ -16,10 +16,11 @@ import {
   race,
   switchMap,
   take,
+  throwError,
   timer,
 } from 'rxjs';
 import { SlotPool } from '@rxfleet/operators';
-import { IncusInstance, IncusInstanceState } from '../incus/api';
+import { IncusApiError, IncusInstance, IncusInstanceState } from '../incus/api';
 import { hasGlobalAddress, hasNic, isVmWithoutAgent } from './distillInstance';
 import { ObservableIncusReader } from './observableReader';
 
@@ -69,6 +70,20 @@ const RUNNING = 103;
 // an address by waiting.
 const COMING_UP = new Set(['Running', 'Starting', 'Started']);
 
+/**
+ * Incus (6.0) answers an instance's state 500 (`Invalid PID`) while the instance stops, for a
+ * moment in which its record still says Running (100-800 ms, longer on a busy machine). LXD (5.0)
+ * does not: its state answers throughout a stop. Such an answer is a stop under way, not a failed read.
+ */
+class StopUnderWay extends Error {
+  constructor(readonly answer: IncusApiError) {
+    super(answer.message);
+  }
+}
+
+const isStopUnderWay = (instance: IncusInstance, error: unknown): error is IncusApiError =>
+  error instanceof IncusApiError && error.status === 500 && instance.status_code === RUNNING;
+
 function settled(request: InstanceReadRequest, answer: InstanceAnswer): boolean {
   const { instance, state } = answer;
   const running = state.status_code === RUNNING;
@@ -97,7 +112,12 @@ function worthWaiting(request: InstanceReadRequest, answer: InstanceAnswer): boo
  *   running (otherwise); the instance itself is read again if it was not running when first read.
  *   Poll errors are ignored. After `ipTimeout` it answers with the last state it saw: an event is
  *   never failed for a lease that is late, the key is simply read again soon.
- * - The first instance or state call failing errors the read.
+ * - The first instance or state call failing errors the read, except a state call answered 500
+ *   while the instance's record says Running (Incus while the instance stops, see
+ *   {@link StopUnderWay}): then the instance and its state are read again every `pollInterval` ms,
+ *   each pair in a worker of `slots` and the waits in none, until the state answers or `ipTimeout`
+ *   has passed (then the read errors with that 500). What the reads find then (usually a stopped
+ *   instance) is the answer.
  */
 export function readInstance(
   reader: ObservableIncusReader,
@@ -107,18 +127,42 @@ export function readInstance(
   const { ipTimeout = 10_000, pollInterval = 150, scheduler, slots, onFirstAnswer, serves } = options;
   const { project, name } = request;
   const call = <T>(work: () => ObservableInput<T>): Observable<T> => (slots === undefined ? defer(work) : slots.run(work));
-  const first$ = reader
-    .instance$(project, name)
-    .pipe(
+  let firstAnswered = false;
+  const firstAnswer = (): void => {
+    if (firstAnswered) return;
+    firstAnswered = true;
+    onFirstAnswer?.();
+  };
+  const both$ = (): Observable<InstanceAnswer> =>
+    reader.instance$(project, name).pipe(
       switchMap((instance) =>
         serves !== undefined && !serves(instance)
           ? of<InstanceAnswer>({ instance, state: UNREAD_STATE, served: false })
-          : reader.instanceState$(project, name).pipe(map((state): InstanceAnswer => ({ instance, state }))),
+          : reader.instanceState$(project, name).pipe(
+              map((state): InstanceAnswer => ({ instance, state })),
+              catchError((error: unknown) => throwError(() => (isStopUnderWay(instance, error) ? new StopUnderWay(error) : error))),
+            ),
       ),
     );
+  // Set when the read starts (subscribed), not when it is built.
+  let deadline = 0;
+  // A stop under way: read both again after a poll interval, while there is time for it.
+  const reread = (error: unknown): Observable<InstanceAnswer> => {
+    if (!(error instanceof StopUnderWay)) return throwError(() => error);
+    if (scheduler.now() + pollInterval > deadline) return throwError(() => error.answer);
+    firstAnswer();
+    return timer(pollInterval, scheduler).pipe(
+      switchMap(() => call(both$)),
+      catchError(reread),
+    );
+  };
+  const first$ = defer(() => {
+    deadline = scheduler.now() + ipTimeout;
+    return both$();
+  }).pipe(catchError(reread));
   return first$.pipe(
     switchMap((first) => {
-      onFirstAnswer?.();
+      firstAnswer();
       if (first.served === false || !worthWaiting(request, first)) return of(first);
       let last = first;
       const polled$ = timer(pollInterval, pollInterval, scheduler).pipe(

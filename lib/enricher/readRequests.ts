@@ -47,6 +47,8 @@ export interface NetworkRead extends Common {
   readonly event?: EnrichedEvent;
   readonly entry?: LineEntry;
   readonly round?: RoundContext;
+  /** Told once the read has landed, whatever it found (an instance read waiting on this network). */
+  readonly then?: () => void;
 }
 
 /** A read of one project's own configuration. */

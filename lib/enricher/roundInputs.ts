@@ -2,6 +2,7 @@
  * What the owner does with what a round hands it besides instance names: read its projects and
  * networks, prune what a listing no longer has, warm once the wire map is whole, count its end.
  */
+import { IncusApiError } from '../incus/api';
 import { newEvent } from './event';
 import type { Owner } from './ownerParts';
 import { RoundSignal } from './round';
@@ -44,6 +45,9 @@ export function applyRoundSignal(owner: Owner, signal: RoundSignal): void {
   const { model, config } = owner;
   switch (signal.kind) {
     case 'listed': {
+      // Allowed again (the certificate changed): a later refusal is news, worth a warning.
+      if (signal.scope === 'networks') owner.forbiddenListings.delete(`networks of ${signal.owner}`);
+      if (signal.scope === 'instances') owner.forbiddenListings.delete(`instances of ${signal.project}`);
       const present = new Set(signal.listed);
       const gone = signal.recorded.filter((name) => !present.has(name));
       if (signal.scope === 'projects') {
@@ -63,8 +67,18 @@ export function applyRoundSignal(owner: Owner, signal: RoundSignal): void {
       owner.networksReady = true;
       owner.maybeWarm();
       return;
-    case 'listing-failed':
-      config.logger.warn({ round: round.number, err: signal.error }, `listing ${signal.what} failed: skipped this round, nothing pruned`);
+    case 'listing-failed': {
+      if (!(signal.error instanceof IncusApiError && signal.error.forbidden)) {
+        config.logger.warn({ round: round.number, err: signal.error }, `listing ${signal.what} failed: skipped this round, nothing pruned`);
+        return;
+      }
+      // A certificate restricted to some projects may never list this: said once, not every round.
+      const first = !owner.forbiddenListings.has(signal.what);
+      owner.forbiddenListings.add(signal.what);
+      const message = `listing ${signal.what} is not allowed to this client (${signal.error.message}): skipped in every round, nothing pruned; what its instances use is read by name`;
+      if (first) config.logger.warn({ round: round.number, what: signal.what }, message);
+      else config.logger.debug({ round: round.number, what: signal.what }, message);
       return;
+    }
   }
 }

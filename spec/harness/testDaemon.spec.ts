@@ -1,12 +1,12 @@
 import { existsSync } from 'node:fs';
-import { startLxdDaemon } from '../helpers/lxd';
+import { DAEMON_KINDS, startTestDaemon } from '../helpers/testDaemon';
 
-// The harness the LXD integration specs stand on: two private daemons side by side, each with its
-// own bridge and subnet, instances that really start and lease an address, and nothing of either
-// left once stopped.
-describe('the private LXD daemon of a suite', () => {
+// The harness the Incus and LXD integration specs stand on: two private daemons of a kind side by
+// side, each with its own bridge and subnet, instances that really start and lease an address,
+// and nothing of either left once stopped.
+describe.each(DAEMON_KINDS)('the private %s daemon of a suite', (kind) => {
   it('runs beside another one, starts instances with a DHCP lease, and leaves nothing behind', async () => {
-    const [a, b] = await Promise.all([startLxdDaemon(), startLxdDaemon()]);
+    const [a, b] = await Promise.all([startTestDaemon(kind), startTestDaemon(kind)]);
     try {
       expect(a.dir).not.toBe(b.dir);
       expect(a.bridge).not.toBe(b.bridge);

@@ -3,22 +3,12 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 /**
- * What a private LXD daemon (its own `LXD_DIR`) leaves on the machine, found without asking it:
- * the processes that name its directory and their descendants, its mounts, its bridges. Shared by
- * `rxfleet demo --incus` and the test harness, so both clean up the same way. Every function is
+ * What a private Incus or LXD daemon (its own `INCUS_DIR` or `LXD_DIR`) leaves on the machine,
+ * found without asking it: the processes that name its directory and their descendants, its
+ * mounts, its bridges. Shared by `rxfleet demo --incus` and the test harness, so both clean up the
+ * same way. Every function is
  * synchronous, so it can run in an exit handler (streams/exitCleanup.ts).
  */
-
-/** Why a private LXD daemon cannot be started here (not root, a missing program), or `undefined` when it can. */
-export function privateLxdUnavailable(): string | undefined {
-  if (process.getuid?.() !== 0) return 'a private LXD daemon needs root';
-  for (const binary of ['lxd', 'lxc', 'dnsmasq', 'iptables']) {
-    if (spawnSync('sh', ['-c', `command -v ${binary}`], { stdio: 'ignore' }).status !== 0) {
-      return `a private LXD daemon needs ${binary} (apt-get install lxd iptables dnsmasq-base busybox-static)`;
-    }
-  }
-  return undefined;
-}
 
 /** A 10.x.y prefix (of a /24) that no route on this machine covers yet, and not in `taken` (which it joins). */
 export function freeSubnet(taken: Set<string>): string {
@@ -40,7 +30,7 @@ export function linkExists(name: string): boolean {
 
 /**
  * Processes (not zombies, not this one) whose command line mentions `dir`, plus `extraPids`, and
- * all their descendants: an LXD daemon, its dnsmasq, its instances' monitors and what runs in them.
+ * all their descendants: an Incus or LXD daemon, its dnsmasq, its instances' monitors and what runs in them.
  */
 export function processesOf(dir: string, extraPids: number[] = []): Array<{ pid: number; cmd: string }> {
   const table = new Map<number, { ppid: number; cmd: string; zombie: boolean }>();
@@ -81,11 +71,11 @@ export function mountsUnder(dir: string): string[] {
 }
 
 /**
- * Removes what is left of a private LXD daemon at once, without asking it: kills every process of
+ * Removes what is left of a private Incus or LXD daemon at once, without asking it: kills every process of
  * `dir` (SIGKILL), deletes `bridges`, unmounts what is mounted under `dir`. The directory itself
  * is the caller's to remove (after the processes are gone). Synchronous, for exit handlers.
  */
-export function killPrivateLxd(dir: string, bridges: Iterable<string>, extraPids: number[] = []): void {
+export function killPrivateDaemon(dir: string, bridges: Iterable<string>, extraPids: number[] = []): void {
   for (const p of processesOf(dir, extraPids)) {
     try {
       process.kill(p.pid, 'SIGKILL');
@@ -97,8 +87,8 @@ export function killPrivateLxd(dir: string, bridges: Iterable<string>, extraPids
   for (const point of mountsUnder(dir)) spawnSync('umount', ['-l', point], { stdio: 'ignore' });
 }
 
-/** What of a private LXD daemon still exists: processes, bridges, mounts, iptables rules, its directory. */
-export function privateLxdLeftovers(dir: string, bridges: Iterable<string>): string[] {
+/** What of a private Incus or LXD daemon still exists: processes, bridges, mounts, iptables rules, its directory. */
+export function privateDaemonLeftovers(dir: string, bridges: Iterable<string>): string[] {
   const found: string[] = [];
   for (const p of processesOf(dir)) found.push(`process ${p.pid}: ${p.cmd}`);
   const names = [...bridges];
@@ -123,10 +113,10 @@ export function imageBuildScript(): string {
 }
 
 /**
- * The preseed of a private LXD daemon: a `dir` storage pool, a managed bridge on `prefix`.0/24
+ * The preseed of a private Incus or LXD daemon (`incus admin init --preseed`, `lxd init --preseed`, the same shape): a `dir` storage pool, a managed bridge on `prefix`.0/24
  * with no firewall or NAT (so no iptables rule is ever written), a default profile with root and eth0.
  */
-export function privateLxdPreseed(bridge: string, prefix: string): string {
+export function privateDaemonPreseed(bridge: string, prefix: string): string {
   return [
     'storage_pools:',
     '- name: default',

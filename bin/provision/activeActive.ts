@@ -115,6 +115,7 @@ export function startActiveActive(options: ActiveActiveOptions): ActiveActive {
         claims === undefined
           ? of(failed(new CycleError(ticket.key, 'claim', 'the claims bucket is not set up yet')))
           : claims.around(ticket, cycle),
+      attemptReady: (identity: string): Observable<void> => claims?.attemptReady(identity) ?? of(undefined),
     },
     spread: (identities) => rotateRound(identities, random() * identities.length),
     ready: () => claims !== undefined,

@@ -10,6 +10,7 @@ import {
   asyncScheduler,
   distinctUntilChanged,
   filter,
+  of,
   map,
   merge,
   pairwise,
@@ -244,6 +245,8 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
     ...(tuning.rpcTimeoutMs !== undefined ? { rpcTimeoutMs: tuning.rpcTimeoutMs } : {}),
     ...(tuning.retryBackoffMs !== undefined ? { backoffMs: tuning.retryBackoffMs } : {}),
     ...(tuning.random !== undefined ? { random: tuning.random } : {}),
+    // Active-active: an RPC attempt waits for its node's claim to be confirmed (P20).
+    ...(activeActiveOn ? { beforeAttempt: (id: string) => activeActive?.claims.attemptReady?.(id) ?? of(undefined) } : {}),
   });
 
   const electionEvents = new Subject<ElectionEvent>();

@@ -1,0 +1,223 @@
+import { execFile } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { markedProcesses, processMarker } from '../helpers/leftovers';
+import { createTestCa } from '../helpers/testCa';
+
+// The Debian package as a host gets it: built by `npm run package` in a clean clone of this
+// repository (what is committed, with what `npm ci` installs), installed with dpkg on this
+// Debian 12 machine, run with every Node on the machine hidden, removed and purged. One build for
+// the whole file; the tests run in order, as an operator would.
+const root = resolve(__dirname, '../..');
+const execFileAsync = promisify(execFile);
+const { version } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string };
+const marker = processMarker();
+
+interface Outcome {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** An environment as a shell would give it: npm's own variables (set when jest runs under npm) left out. */
+function cleanEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^npm_/i.test(key)));
+  return { ...env, ...marker.env, ...extra };
+}
+
+async function run(
+  file: string,
+  args: string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv; timeout?: number } = {},
+): Promise<Outcome> {
+  try {
+    const { stdout, stderr } = await execFileAsync(file, args, {
+      cwd: options.cwd ?? scratch,
+      env: options.env ?? cleanEnv(),
+      timeout: options.timeout ?? 120_000,
+      maxBuffer: 64 * 1024 * 1024,
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code: number | string; stdout?: string; stderr?: string; message: string };
+    return { code: typeof e.code === 'number' ? e.code : -1, stdout: e.stdout ?? '', stderr: e.stderr ?? e.message };
+  }
+}
+
+/** Runs and expects exit status 0, with the output in the failure message. */
+async function ok(file: string, args: string[], options: Parameters<typeof run>[2] = {}): Promise<Outcome> {
+  const outcome = await run(file, args, options);
+  expect(`${file} ${args.join(' ')}: exit ${outcome.code}\n${outcome.stderr}`).toBe(`${file} ${args.join(' ')}: exit 0\n${outcome.stderr}`);
+  return outcome;
+}
+
+const installed = async () => (await run('dpkg-query', ['-W', '-f=${db:Status-Status}', 'rxfleet'])).stdout;
+
+let scratch: string;
+let clone: string;
+let deb: string;
+
+beforeAll(async () => {
+  scratch = mkdtempSync(join(tmpdir(), 'rxfleet-package-deb-'));
+  // A machine with rxfleet already installed would be changed by this spec: refuse instead.
+  expect(await installed()).not.toBe('installed');
+  clone = join(scratch, 'clone');
+  await ok('git', ['clone', '--quiet', '--no-hardlinks', root, clone]);
+  await ok('npm', ['ci', '--no-audit', '--no-fund', '--prefer-offline'], { cwd: clone, timeout: 600_000 });
+  await ok('npm', ['run', 'package'], { cwd: clone, timeout: 600_000 });
+  deb = join(clone, 'build', 'package', `rxfleet_${version}_amd64.deb`);
+}, 1_200_000);
+
+afterAll(async () => {
+  if ((await installed()) !== '') await run('dpkg', ['--purge', 'rxfleet']);
+  rmSync(scratch, { recursive: true, force: true });
+}, 120_000);
+
+describe(`rxfleet_${version}_amd64.deb`, () => {
+  it('is built from the clean clone, with the fields and files a host relies on', async () => {
+    expect(statSync(deb).size).toBeGreaterThan(10_000_000);
+    const field = async (name: string) => (await ok('dpkg-deb', ['--field', deb, name])).stdout.trim();
+    expect(await field('Package')).toBe('rxfleet');
+    expect(await field('Version')).toBe(version);
+    expect(await field('Architecture')).toBe('amd64');
+    expect(await field('Recommends')).toBe('nats-server');
+    expect(await field('Suggests')).toBe('incus | lxd');
+    // Node is inside the binary: nothing on the host provides it.
+    expect(await field('Depends')).not.toMatch(/node/);
+    const files = (await ok('dpkg-deb', ['--contents', deb])).stdout;
+    for (const path of [
+      './usr/bin/rxfleet',
+      './lib/systemd/system/rxfleet-provision.service',
+      './lib/systemd/system/rxfleet-enrich.service',
+      './etc/rxfleet/provisioner.yaml',
+      './etc/rxfleet/choria.cfg',
+      './etc/rxfleet/enricher.yaml',
+      './usr/share/man/man1/rxfleet.1.gz',
+    ])
+      expect(files).toContain(path);
+    expect(files).not.toMatch(/node_modules/);
+    const control = join(scratch, 'control');
+    await ok('dpkg-deb', ['--control', deb, control]);
+    expect(readFileSync(join(control, 'conffiles'), 'utf8').trim().split('\n').sort()).toEqual([
+      '/etc/rxfleet/choria.cfg',
+      '/etc/rxfleet/enricher.yaml',
+      '/etc/rxfleet/provisioner.yaml',
+    ]);
+  });
+
+  it('lintian reports no error and no warning (the two overrides are explained in the package)', async () => {
+    const { stdout, stderr } = await run('lintian', ['--no-tag-display-limit', deb], { timeout: 300_000 });
+    const tags = `${stdout}${stderr}`.split('\n').filter((l) => /^[EW]: /.test(l));
+    expect(tags).toEqual([]);
+    const overrides = readFileSync(join(root, 'scripts/package/debian/lintian-overrides'), 'utf8');
+    expect(overrides).toMatch(/^# .*single executable/m);
+  }, 300_000);
+
+  it('installs with dpkg -i: /usr/bin/rxfleet runs, the rxfleet user exists, the units are installed, not enabled, and verify', async () => {
+    await ok('dpkg', ['--install', deb]);
+    expect(await installed()).toBe('installed');
+    expect((await ok('/usr/bin/rxfleet', ['--version'])).stdout.trim()).toBe(version);
+    const user = (await ok('getent', ['passwd', 'rxfleet'])).stdout.trim().split(':');
+    expect([user[0], user[5], user[6]]).toEqual(['rxfleet', '/var/lib/rxfleet-provision', '/usr/sbin/nologin']);
+    expect(Number(user[2])).toBeLessThan(1000);
+    for (const wants of ['/etc/systemd/system/multi-user.target.wants', '/etc/systemd/system']) {
+      const links = existsSync(wants) ? readdirSync(wants) : [];
+      expect(links.filter((name) => name.startsWith('rxfleet'))).toEqual([]);
+    }
+    const units = ['/lib/systemd/system/rxfleet-provision.service', '/lib/systemd/system/rxfleet-enrich.service'];
+    const verify = await run('systemd-analyze', ['verify', ...units]);
+    expect(verify).toEqual({ code: 0, stdout: '', stderr: '' });
+    for (const unit of units) expect(readFileSync(unit, 'utf8')).toMatch(/^ExecStart=\/usr\/bin\/rxfleet /m);
+  });
+
+  it("validate on the shipped examples, as the rxfleet user: only the site's own files are missing, and with them it passes", async () => {
+    const asUser = (args: string[]) => run('runuser', ['-u', 'rxfleet', '--', '/usr/bin/rxfleet', 'validate', ...args], { cwd: '/' });
+    const shipped = await asUser(['--config', '/etc/rxfleet/provisioner.yaml', '--choria-config', '/etc/rxfleet/choria.cfg']);
+    expect(shipped.code).toBe(1);
+    const errors = shipped.stderr.split('\n').filter((l) => l.startsWith('error: '));
+    expect(errors.map((l) => /file "([^"]+)" does not exist/.exec(l)?.[1])).toEqual([
+      '/etc/choria-provisioner/ssl/provisioner.pem',
+      '/etc/choria-provisioner/ssl/provisioner.key',
+      '/etc/choria-provisioner/ssl/ca.pem',
+    ]);
+    // The same files with a site's certificates and helper where they name them.
+    const site = join(scratch, 'site');
+    mkdirSync(join(site, 'ssl'), { recursive: true });
+    const ca = await createTestCa();
+    const leaf = await ca.issue('provisioner.example.net');
+    writeFileSync(join(site, 'ssl/ca.pem'), ca.cert);
+    writeFileSync(join(site, 'ssl/provisioner.pem'), leaf.cert);
+    writeFileSync(join(site, 'ssl/provisioner.key'), leaf.key);
+    writeFileSync(join(site, 'helper.rb'), '#!/bin/sh\nexit 0\n');
+    chmodSync(join(site, 'helper.rb'), 0o755);
+    for (const name of ['provisioner.yaml', 'choria.cfg'])
+      writeFileSync(join(site, name), readFileSync(join('/etc/rxfleet', name), 'utf8').replaceAll('/etc/choria-provisioner/', `${site}/`));
+    chmodSync(scratch, 0o755);
+    await ok('chmod', ['-R', 'go+rX', site]);
+    const filled = await asUser(['--config', join(site, 'provisioner.yaml'), '--choria-config', join(site, 'choria.cfg')]);
+    expect(`${filled.code} ${filled.stderr}`).toBe(`0 ${filled.stderr}`);
+    expect(filled.stdout).toMatch(new RegExp(`^${site}/provisioner\\.yaml: OK`, 'm'));
+  });
+
+  it('rxfleet demo runs from the installed binary with every node on the machine hidden, and leaves nothing behind', async () => {
+    // Every `node` on PATH (and /usr/bin/node) is covered by an empty, non-executable file in a
+    // mount namespace of the demo's own: if the binary or a helper it runs needed one, it would fail.
+    const nodes = new Set(['/usr/bin/node']);
+    for (const dir of (process.env.PATH ?? '').split(delimiter))
+      if (dir !== '' && existsSync(join(dir, 'node'))) nodes.add(join(dir, 'node'));
+    const blank = join(scratch, 'no-node');
+    writeFileSync(blank, '');
+    const tmp = join(scratch, 'demo-tmp');
+    mkdirSync(tmp);
+    const hide = [...nodes].map((n) => `mount --bind ${blank} ${n}`).join(' && ');
+    const script = `${hide} && if node --version 2>/dev/null; then echo "node still runs" >&2; exit 99; fi && rxfleet demo --nodes 200 && rxfleet demo --nodes 20 --helper-mode per-node`;
+    const demo = await run('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', script], {
+      env: cleanEnv({ TMPDIR: tmp, PATH: `/usr/bin:${process.env.PATH ?? ''}` }),
+      timeout: 180_000,
+    });
+    expect(`${demo.code} ${demo.stderr}`).toBe(`0 ${demo.stderr}`);
+    expect(demo.stdout).toMatch(/persistent helpers, over a private nats-server/);
+    expect(demo.stdout).toMatch(/nodes provisioned: 200 of 200/);
+    expect(demo.stdout).toMatch(/a helper per node/);
+    expect(demo.stdout).toMatch(/nodes provisioned: 20 of 20/);
+    expect(demo.stdout.match(/^errors:\s+(\d+)$/gm)).toEqual(['errors:            0', 'errors:            0']);
+    // The helpers extracted from the binary, and the private nats-server's store, are gone.
+    expect(readdirSync(tmp)).toEqual([]);
+    expect(markedProcesses(marker)).toEqual([]);
+  }, 240_000);
+
+  it('dpkg -r removes the program and keeps the configuration and the user; dpkg -P leaves no user, directory or file', async () => {
+    // What the units would have made while running: the state, log and runtime directories.
+    for (const dir of ['/var/lib/rxfleet-provision', '/var/lib/rxfleet-enrich', '/var/log/rxfleet']) {
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(join(dir, 'left-by-the-daemon'), 'x');
+      await ok('chown', ['-R', 'rxfleet:rxfleet', dir]);
+    }
+    const owned = (await ok('dpkg-query', ['--listfiles', 'rxfleet'])).stdout.split('\n').filter((p) => p !== '');
+    expect(owned).toContain('/usr/bin/rxfleet');
+    await ok('dpkg', ['--remove', 'rxfleet']);
+    expect(existsSync('/usr/bin/rxfleet')).toBe(false);
+    expect(existsSync('/lib/systemd/system/rxfleet-provision.service')).toBe(false);
+    expect(existsSync('/etc/rxfleet/provisioner.yaml')).toBe(true);
+    expect((await run('getent', ['passwd', 'rxfleet'])).code).toBe(0);
+    // Nothing ran as the user after the demo: no daemon was started by the package.
+    expect((await run('pgrep', ['-u', 'rxfleet'])).code).toBe(1);
+    await ok('dpkg', ['--purge', 'rxfleet']);
+    expect(await installed()).toBe('');
+    for (const gone of [
+      '/etc/rxfleet',
+      '/var/lib/rxfleet-provision',
+      '/var/lib/rxfleet-enrich',
+      '/var/log/rxfleet',
+      '/run/rxfleet-provision',
+    ])
+      expect(`${gone}: ${existsSync(gone)}`).toBe(`${gone}: false`);
+    // Every file the package held, apart from shared directories such as /usr/bin.
+    const left = owned.filter((p) => existsSync(p) && !statSync(p).isDirectory());
+    expect(left).toEqual([]);
+    expect((await run('getent', ['passwd', 'rxfleet'])).code).toBe(2);
+    expect((await run('getent', ['group', 'rxfleet'])).code).toBe(2);
+  });
+});

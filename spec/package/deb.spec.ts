@@ -136,11 +136,15 @@ describe(`rxfleet_${version}_amd64.deb`, () => {
     const asUser = (args: string[]) => run('runuser', ['-u', 'rxfleet', '--', '/usr/bin/rxfleet', 'validate', ...args], { cwd: '/' });
     const shipped = await asUser(['--config', '/etc/rxfleet/provisioner.yaml', '--choria-config', '/etc/rxfleet/choria.cfg']);
     expect(shipped.code).toBe(1);
-    const errors = shipped.stderr.split('\n').filter((l) => l.startsWith('error: '));
+    const lines = shipped.stdout.split('\n');
+    const errors = lines.filter((l) => l.startsWith('error: '));
     expect(errors.map((l) => /file "([^"]+)" does not exist/.exec(l)?.[1])).toEqual([
       '/etc/choria-provisioner/ssl/provisioner.pem',
       '/etc/choria-provisioner/ssl/provisioner.key',
       '/etc/choria-provisioner/ssl/ca.pem',
+    ]);
+    expect(lines.filter((l) => l.startsWith('warning: '))).toEqual([
+      'warning: /etc/rxfleet/provisioner.yaml: helper: /etc/choria-provisioner/helper.rb does not exist: every node will fail until it can be run',
     ]);
     // The same files with a site's certificates and helper where they name them.
     const site = join(scratch, 'site');
@@ -157,8 +161,8 @@ describe(`rxfleet_${version}_amd64.deb`, () => {
     chmodSync(scratch, 0o755);
     await ok('chmod', ['-R', 'go+rX', site]);
     const filled = await asUser(['--config', join(site, 'provisioner.yaml'), '--choria-config', join(site, 'choria.cfg')]);
-    expect(`${filled.code} ${filled.stderr}`).toBe(`0 ${filled.stderr}`);
-    expect(filled.stdout).toMatch(new RegExp(`^${site}/provisioner\\.yaml: OK`, 'm'));
+    expect(`${filled.code} ${filled.stdout}${filled.stderr}`).toBe(`0 ${filled.stdout}${filled.stderr}`);
+    expect(filled.stdout).toMatch(new RegExp(`^${site}/provisioner\\.yaml: OK: `, 'm'));
   });
 
   it('rxfleet demo runs from the installed binary with every node on the machine hidden, and leaves nothing behind', async () => {

@@ -4,14 +4,15 @@
 #
 # The specs use real parts: a private nats-server per suite, private LXD daemons (with iptables and
 # dnsmasq for their bridges, and a static busybox for the test image), promtool, and systemd-analyze
-# (the example units are verified). On Debian, run as root, the missing packages are installed with
+# (the example units are verified), lintian (the Debian package is checked) and strip from binutils
+# (npm run package strips the binary). On Debian, run as root, the missing packages are installed with
 # apt-get; otherwise the exact command is printed and the run stops. When everything is there this
 # costs one dpkg-query per package.
 set -eu
 
-PACKAGES="nats-server lxd iptables dnsmasq-base prometheus busybox-static systemd"
+PACKAGES="nats-server lxd iptables dnsmasq-base prometheus busybox-static systemd lintian binutils"
 # The executable each package brings, for machines without dpkg.
-COMMANDS="nats-server lxd iptables dnsmasq promtool busybox systemd-analyze"
+COMMANDS="nats-server lxd iptables dnsmasq promtool busybox systemd-analyze lintian strip"
 
 say() { printf 'npm test: %s\n' "$*" >&2; }
 

@@ -156,6 +156,7 @@ function du(dir: string): number {
  */
 export function debianPackage(input: DebInput): string {
   const { root, binary, version, outDir, epoch } = input;
+  mkdirSync(outDir, { recursive: true });
   const stage = join(outDir, 'deb-root');
   rmSync(stage, { recursive: true, force: true });
   const put = (path: string, content: Buffer | string, mode: number) => {

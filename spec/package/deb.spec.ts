@@ -5,6 +5,7 @@ import { delimiter, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { markedProcesses, processMarker } from '../helpers/leftovers';
 import { createTestCa } from '../helpers/testCa';
+import { debianPackage } from '../../scripts/package/deb';
 
 // The Debian package as a host gets it: built by `npm run package` in a clean clone of this
 // repository (what is committed, with what `npm ci` installs), installed with dpkg on this
@@ -165,6 +166,21 @@ describe(`rxfleet_${version}_amd64.deb`, () => {
     expect(filled.stdout).toMatch(new RegExp(`^${site}/provisioner\\.yaml: OK: `, 'm'));
   });
 
+  it("pino's pretty output works in the binary (pino-pretty as a stream in the same thread, no worker transport)", async () => {
+    // A provisioner that cannot reach its broker logs its start and its failed attempts; SIGTERM after 3 s.
+    const config = join(scratch, 'pretty.yaml');
+    writeFileSync(config, 'helper: /bin/true\nchoria_insecure: true\n');
+    const { stdout } = await run(
+      'timeout',
+      ['-s', 'TERM', '3', '/usr/bin/rxfleet', 'provision', '--config', config, '--nats', 'nats://127.0.0.1:1', '--pretty'],
+      {
+        env: cleanEnv({ HOME: scratch }),
+      },
+    );
+    expect(stdout).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO \(rxfleet-provision\): Choria Provisioner starting/m);
+    expect(stdout).not.toMatch(/^\{"level"/m);
+  });
+
   it('rxfleet demo runs from the installed binary with every node on the machine hidden, and leaves nothing behind', async () => {
     // Every `node` on PATH (and /usr/bin/node) is covered by an empty, non-executable file in a
     // mount namespace of the demo's own: if the binary or a helper it runs needed one, it would fail.
@@ -191,6 +207,24 @@ describe(`rxfleet_${version}_amd64.deb`, () => {
     expect(readdirSync(tmp)).toEqual([]);
     expect(markedProcesses(marker)).toEqual([]);
   }, 240_000);
+
+  it('dpkg -i of a newer package over it upgrades in place: the same user, the edited configuration kept', async () => {
+    // The same executable in a package with a higher version, made by the same code npm run package uses.
+    const newer = debianPackage({
+      root: clone,
+      binary: join(clone, 'build/package/rxfleet'),
+      version: `${version}+1`,
+      outDir: join(scratch, 'newer'),
+      epoch: Math.floor(Date.now() / 1000),
+    });
+    const uid = (await ok('id', ['-u', 'rxfleet'])).stdout.trim();
+    writeFileSync('/etc/rxfleet/provisioner.yaml', `${readFileSync('/etc/rxfleet/provisioner.yaml', 'utf8')}# edited on this host\n`);
+    await ok('dpkg', ['--force-confold', '--install', newer]);
+    expect((await ok('dpkg-query', ['-W', '-f=${Version}', 'rxfleet'])).stdout).toBe(`${version}+1`);
+    expect(readFileSync('/etc/rxfleet/provisioner.yaml', 'utf8')).toMatch(/# edited on this host\n$/);
+    expect((await ok('id', ['-u', 'rxfleet'])).stdout.trim()).toBe(uid);
+    expect((await ok('/usr/bin/rxfleet', ['--version'])).stdout.trim()).toBe(version);
+  });
 
   it('dpkg -r removes the program and keeps the configuration and the user; dpkg -P leaves no user, directory or file', async () => {
     // What the units would have made while running: the state, log and runtime directories.

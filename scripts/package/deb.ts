@@ -179,7 +179,7 @@ export function debianPackage(input: DebInput): string {
   utimesSync(stage, epoch, epoch);
   const deb = join(outDir, `rxfleet_${version}_amd64.deb`);
   rmSync(deb, { force: true });
-  execFileSync('dpkg-deb', ['--root-owner-group', '-Zgzip', '-z9', '--build', stage, deb], {
+  execFileSync('dpkg-deb', ['--root-owner-group', '-Zgzip', '-z6', '--build', stage, deb], {
     stdio: ['ignore', 'ignore', 'inherit'],
     env: { ...process.env, SOURCE_DATE_EPOCH: String(epoch) },
   });

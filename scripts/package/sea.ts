@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { chmodSync, copyFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ASSETS } from './assets';
 
@@ -12,6 +12,9 @@ const FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
  * stripped of its symbol table, the blob injected with postject. The binary is this Node's version and platform (linux-x64 here).
  */
 export function singleExecutable(root: string, main: string, out: string): void {
+  // A Node built without single executable support (a distribution's shared-library build) lacks it.
+  if (!readFileSync(process.execPath).includes(FUSE))
+    throw new Error(`${process.execPath} has no ${FUSE}: build with a Node release from nodejs.org (or NodeSource), version 20 or newer`);
   const dir = join(out, '..');
   const config = join(dir, 'sea-config.json');
   const blob = join(dir, 'sea-prep.blob');

@@ -106,7 +106,7 @@ describe(`rxfleet_${version}_amd64.deb`, () => {
       '/etc/rxfleet/enricher.yaml',
       '/etc/rxfleet/provisioner.yaml',
     ]);
-  });
+  }, 120_000);
 
   it('lintian reports no error and no warning (the two overrides are explained in the package)', async () => {
     const { stdout, stderr } = await run('lintian', ['--no-tag-display-limit', deb], { timeout: 300_000 });
@@ -131,7 +131,7 @@ describe(`rxfleet_${version}_amd64.deb`, () => {
     const verify = await run('systemd-analyze', ['verify', ...units]);
     expect(verify).toEqual({ code: 0, stdout: '', stderr: '' });
     for (const unit of units) expect(readFileSync(unit, 'utf8')).toMatch(/^ExecStart=\/usr\/bin\/rxfleet /m);
-  });
+  }, 120_000);
 
   it("validate on the shipped examples, as the rxfleet user: only the site's own files are missing, and with them it passes", async () => {
     const asUser = (args: string[]) => run('runuser', ['-u', 'rxfleet', '--', '/usr/bin/rxfleet', 'validate', ...args], { cwd: '/' });
@@ -164,7 +164,7 @@ describe(`rxfleet_${version}_amd64.deb`, () => {
     const filled = await asUser(['--config', join(site, 'provisioner.yaml'), '--choria-config', join(site, 'choria.cfg')]);
     expect(`${filled.code} ${filled.stdout}${filled.stderr}`).toBe(`0 ${filled.stdout}${filled.stderr}`);
     expect(filled.stdout).toMatch(new RegExp(`^${site}/provisioner\\.yaml: OK: `, 'm'));
-  });
+  }, 120_000);
 
   it("pino's pretty output works in the binary (pino-pretty as a stream in the same thread, no worker transport)", async () => {
     // A provisioner that cannot reach its broker logs its start and its failed attempts; SIGTERM after 3 s.
@@ -179,7 +179,7 @@ describe(`rxfleet_${version}_amd64.deb`, () => {
     );
     expect(stdout).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO \(rxfleet-provision\): Choria Provisioner starting/m);
     expect(stdout).not.toMatch(/^\{"level"/m);
-  });
+  }, 120_000);
 
   it('rxfleet demo runs from the installed binary with every node on the machine hidden, and leaves nothing behind', async () => {
     // Every `node` on PATH (and /usr/bin/node) is covered by an empty, non-executable file in a
@@ -224,7 +224,7 @@ describe(`rxfleet_${version}_amd64.deb`, () => {
     expect(readFileSync('/etc/rxfleet/provisioner.yaml', 'utf8')).toMatch(/# edited on this host\n$/);
     expect((await ok('id', ['-u', 'rxfleet'])).stdout.trim()).toBe(uid);
     expect((await ok('/usr/bin/rxfleet', ['--version'])).stdout.trim()).toBe(version);
-  });
+  }, 300_000);
 
   it('dpkg -r removes the program and keeps the configuration and the user; dpkg -P leaves no user, directory or file', async () => {
     // What the units would have made while running: the state, log and runtime directories.
@@ -257,5 +257,5 @@ describe(`rxfleet_${version}_amd64.deb`, () => {
     expect(left).toEqual([]);
     expect((await run('getent', ['passwd', 'rxfleet'])).code).toBe(2);
     expect((await run('getent', ['group', 'rxfleet'])).code).toBe(2);
-  });
+  }, 120_000);
 });

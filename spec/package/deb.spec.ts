@@ -1,9 +1,11 @@
-import { execFile } from 'node:child_process';
+import { ChildProcess, execFile, spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { markedProcesses, processMarker } from '../helpers/leftovers';
+import { useNatsServer } from '../helpers/nats';
 import { createTestCa } from '../helpers/testCa';
 import { debianPackage } from '../../scripts/package/deb';
 
@@ -54,8 +56,41 @@ async function ok(file: string, args: string[], options: Parameters<typeof run>[
   return outcome;
 }
 
+/** `/usr/bin/rxfleet ...args` running, with its stdout's JSON lines gathered. */
+function startInstalled(args: string[], env: NodeJS.ProcessEnv) {
+  const child = spawn('/usr/bin/rxfleet', args, { cwd: scratch, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  started.push(child);
+  const lines: Record<string, unknown>[] = [];
+  const waiters: { match: (l: Record<string, unknown>) => boolean; resolve: (l: Record<string, unknown>) => void }[] = [];
+  let ended = false;
+  child.stderr.resume();
+  createInterface({ input: child.stdout }).on('line', (text) => {
+    try {
+      const line = JSON.parse(text) as Record<string, unknown>;
+      lines.push(line);
+      for (const w of waiters.filter((w) => w.match(line))) w.resolve(line);
+    } catch {
+      // Not a JSON line.
+    }
+  });
+  const exited = new Promise<number | null>((done) => child.on('close', (code) => ((ended = true), done(code))));
+  return {
+    child,
+    lines,
+    exited,
+    running: () => !ended,
+    next: (match: (l: Record<string, unknown>) => boolean) =>
+      new Promise<Record<string, unknown>>((resolve) => {
+        const found = lines.find(match);
+        if (found !== undefined) resolve(found);
+        else waiters.push({ match, resolve });
+      }),
+  };
+}
+
 const installed = async () => (await run('dpkg-query', ['-W', '-f=${db:Status-Status}', 'rxfleet'])).stdout;
 
+const started: ChildProcess[] = [];
 let scratch: string;
 let clone: string;
 let deb: string;
@@ -72,11 +107,14 @@ beforeAll(async () => {
 }, 1_200_000);
 
 afterAll(async () => {
+  for (const child of started) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   if ((await installed()) !== '') await run('dpkg', ['--purge', 'rxfleet']);
   rmSync(scratch, { recursive: true, force: true });
 }, 120_000);
 
 describe(`rxfleet_${version}_amd64.deb`, () => {
+  const server = useNatsServer({ jetstream: false });
+
   it('is built from the clean clone, with the fields and files a host relies on', async () => {
     expect(statSync(deb).size).toBeGreaterThan(10_000_000);
     const field = async (name: string) => (await ok('dpkg-deb', ['--field', deb, name])).stdout.trim();
@@ -208,23 +246,57 @@ describe(`rxfleet_${version}_amd64.deb`, () => {
     expect(markedProcesses(marker)).toEqual([]);
   }, 240_000);
 
-  it('dpkg -i of a newer package over it upgrades in place: the same user, the edited configuration kept', async () => {
-    // The same executable in a package with a higher version, made by the same code npm run package uses.
-    const newer = debianPackage({
-      root: clone,
-      binary: join(clone, 'build/package/rxfleet'),
-      version: `${version}+1`,
-      outDir: join(scratch, 'newer'),
-      epoch: Math.floor(Date.now() / 1000),
-    });
-    const uid = (await ok('id', ['-u', 'rxfleet'])).stdout.trim();
-    writeFileSync('/etc/rxfleet/provisioner.yaml', `${readFileSync('/etc/rxfleet/provisioner.yaml', 'utf8')}# edited on this host\n`);
-    await ok('dpkg', ['--force-confold', '--install', newer]);
-    expect((await ok('dpkg-query', ['-W', '-f=${Version}', 'rxfleet'])).stdout).toBe(`${version}+1`);
-    expect(readFileSync('/etc/rxfleet/provisioner.yaml', 'utf8')).toMatch(/# edited on this host\n$/);
-    expect((await ok('id', ['-u', 'rxfleet'])).stdout.trim()).toBe(uid);
-    expect((await ok('/usr/bin/rxfleet', ['--version'])).stdout.trim()).toBe(version);
-  }, 300_000);
+  it(
+    'dpkg -i of a newer package under a running daemon: it keeps provisioning, drains on the SIGTERM a restart sends, ' +
+      'the new binary provisions the rest, no node lost; the user and the edited configuration are kept',
+    async () => {
+      // systemd is not PID 1 on this machine, so postinst's `systemctl try-restart` is played by
+      // hand: with KillMode=mixed its stop is one SIGTERM to the main process, then the new start.
+      const site = join(scratch, 'upgrade');
+      mkdirSync(site);
+      const helper = join(site, 'slow-helper');
+      writeFileSync(helper, `#!/bin/sh\nsleep 1\nexec /usr/bin/node ${join(root, 'examples/helpers/minimal-helper.mjs')}\n`);
+      chmodSync(helper, 0o755);
+      const config = join(site, 'provisioner.yaml');
+      writeFileSync(config, `helper: ${helper}\nworkers: 2\nchoria_insecure: true\nrxfleet:\n  shutdown_grace: 30s\n`);
+      const env = cleanEnv({ HOME: site, RXFLEET_HELPER_BROKERS: server().url });
+      const nats = ['--nats', server().url];
+      const fleet = startInstalled(
+        ['simulate', ...nats, '--nodes', '30', '--restart-delay', '100ms', '--exit-when-provisioned', '--json', '--report-every', '0'],
+        env,
+      );
+      const before = startInstalled(['provision', '--config', config, ...nats], env);
+      await before.next((l) => l.msg === 'connected to NATS');
+
+      const newer = debianPackage({
+        root: clone,
+        binary: join(clone, 'build/package/rxfleet'),
+        version: `${version}+1`,
+        outDir: join(scratch, 'newer'),
+        epoch: Math.floor(Date.now() / 1000),
+      });
+      const uid = (await ok('id', ['-u', 'rxfleet'])).stdout.trim();
+      writeFileSync('/etc/rxfleet/provisioner.yaml', `${readFileSync('/etc/rxfleet/provisioner.yaml', 'utf8')}# edited on this host\n`);
+      await ok('dpkg', ['--force-confold', '--install', newer]);
+      expect((await ok('dpkg-query', ['-W', '-f=${Version}', 'rxfleet'])).stdout).toBe(`${version}+1`);
+      expect(readFileSync('/etc/rxfleet/provisioner.yaml', 'utf8')).toMatch(/# edited on this host\n$/);
+      expect((await ok('id', ['-u', 'rxfleet'])).stdout.trim()).toBe(uid);
+
+      // Nodes are still waiting (30 nodes, 2 at a time, a second or more each): the stop comes mid-fleet.
+      expect(fleet.running()).toBe(true);
+      before.child.kill('SIGTERM');
+      expect(await before.exited).toBe(0);
+      expect(before.lines.find((l) => l.msg === 'stopped')).toMatchObject({ abandoned: 0 });
+      const after = startInstalled(['provision', '--config', config, ...nats], env);
+      expect(await fleet.exited).toBe(0);
+      // None lost. (A node the old daemon finished may be found again by the new one before it
+      // restarts out of provisioning mode: duplicates are not what this shows.)
+      expect(fleet.lines.at(-1)).toMatchObject({ type: 'summary', nodes: 30, provisioned: 30 });
+      after.child.kill('SIGTERM');
+      expect(await after.exited).toBe(0);
+    },
+    300_000,
+  );
 
   it('dpkg -r removes the program and keeps the configuration and the user; dpkg -P leaves no user, directory or file', async () => {
     // What the units would have made while running: the state, log and runtime directories.

@@ -48,6 +48,25 @@ function packageFiles(root: string, version: string): Plugin {
 }
 
 /**
+ * `ws`'s optional native add-ons, which it tries in a `try` and does without. Left as `require`s,
+ * the binary would print Node's warning that its `require` loads built-in modules only; bundled
+ * as a module that throws, `ws` takes its JavaScript path at once, as without them on disk.
+ */
+function absentOptional(names: string[]): Plugin {
+  const filter = new RegExp(`^(${names.map((n) => n.replace(/[-/]/g, '\\$&')).join('|')})$`);
+  return {
+    name: 'rxfleet-absent-optional',
+    setup(b) {
+      b.onResolve({ filter }, (args) => ({ path: args.path, namespace: 'absent' }));
+      b.onLoad({ filter: /.*/, namespace: 'absent' }, (args) => ({
+        contents: `throw Object.assign(new Error(${JSON.stringify(`${args.path} is not in this build`)}), { code: 'MODULE_NOT_FOUND' });`,
+        loader: 'js',
+      }));
+    },
+  };
+}
+
+/**
  * Bundles the whole CLI (every command, with its dependencies) into one CommonJS file `out` that
  * needs nothing beside it: the entry scripts/package/entry.ts, Node's built-ins left as they are,
  * the optional native add-ons of `ws` left out (it falls back to JavaScript without them).
@@ -64,9 +83,8 @@ export async function bundle(root: string, out: string, version: string): Promis
     // The kit's CommonJS build, as `require` gets it; one copy of rxjs.
     mainFields: ['main'],
     conditions: ['require'],
-    external: ['bufferutil', 'utf-8-validate'],
     tsconfig: join(root, 'tsconfig.build.json'),
-    plugins: [packageFiles(root, version)],
+    plugins: [packageFiles(root, version), absentOptional(['bufferutil', 'utf-8-validate'])],
     legalComments: 'none',
     logLevel: 'warning',
     metafile: false,

@@ -241,10 +241,26 @@ describe(`rxfleet_${version}_amd64.deb`, () => {
     expect(demo.stdout).toMatch(/a helper per node/);
     expect(demo.stdout).toMatch(/nodes provisioned: 20 of 20/);
     expect(demo.stdout.match(/^errors:\s+(\d+)$/gm)).toEqual(['errors:            0', 'errors:            0']);
+    // Nothing on stderr from Node about the single executable (a require it cannot serve, say).
+    expect(demo.stderr).not.toMatch(/Warning/);
     // The helpers extracted from the binary, and the private nats-server's store, are gone.
     expect(readdirSync(tmp)).toEqual([]);
     expect(markedProcesses(marker)).toEqual([]);
   }, 240_000);
+
+  it('rxfleet demo --incus from the installed binary: the LXD image script comes out of the binary, and goes', async () => {
+    const tmp = join(scratch, 'incus-tmp');
+    mkdirSync(tmp);
+    const demo = await run('/usr/bin/rxfleet', ['demo', '--incus', '--instances', '1'], {
+      env: cleanEnv({ TMPDIR: tmp }),
+      timeout: 280_000,
+    });
+    expect(`${demo.code} ${demo.stderr}`).toBe(`0 ${demo.stderr}`);
+    expect(demo.stdout).toMatch(/nodes provisioned: 1 of 1/);
+    expect(demo.stderr).not.toMatch(/Warning/);
+    expect(readdirSync(tmp)).toEqual([]);
+    expect(markedProcesses(marker)).toEqual([]);
+  }, 300_000);
 
   it(
     'dpkg -i of a newer package under a running daemon: it keeps provisioning, drains on the SIGTERM a restart sends, ' +

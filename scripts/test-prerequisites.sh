@@ -3,18 +3,20 @@
 # missing service is one clear line rather than a hundred failed specs. Never run by `npm ci`.
 #
 # The specs use real parts: a private nats-server per suite, private LXD and Incus daemons (with
-# iptables and dnsmasq for their bridges, and a static busybox for the test image), promtool, and
-# systemd-analyze (the example units are verified). Incus 6.0 LTS comes from bookworm-backports,
-# which is added as a deb822 source (/etc/apt/sources.list.d/) when no configured source has it. On Debian, run as root, the missing packages are installed with
+# iptables and dnsmasq for their bridges, and a static busybox for the test image), promtool,
+# systemd-analyze (the example units are verified), lintian (the Debian package is checked) and strip
+# from binutils (npm run package strips the binary). Incus 6.0 LTS comes from bookworm-backports,
+# which is added as a deb822 source (/etc/apt/sources.list.d/) when no configured source has it. On
+# Debian, run as root, the missing packages are installed with
 # apt-get; otherwise the exact command is printed and the run stops. When everything is there this
 # costs one dpkg-query per package.
 set -eu
 
-PACKAGES="nats-server lxd iptables dnsmasq-base prometheus busybox-static systemd"
+PACKAGES="nats-server lxd iptables dnsmasq-base prometheus busybox-static systemd lintian binutils"
 # Incus 6.0 LTS is in bookworm's backports only (trixie has it in main).
 BACKPORTS_PACKAGES="incus-base incus-client"
 # The executable each package brings, for machines without dpkg.
-COMMANDS="nats-server lxd incus iptables dnsmasq promtool busybox systemd-analyze"
+COMMANDS="nats-server lxd incus iptables dnsmasq promtool busybox systemd-analyze lintian strip"
 
 say() { printf 'npm test: %s\n' "$*" >&2; }
 

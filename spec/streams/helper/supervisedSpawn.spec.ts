@@ -22,26 +22,69 @@ describe('spawnSupervised: a helper tied to the life of the process that started
   beforeAll(() => (dir = mkdtempSync(join(tmpdir(), 'rxfleet-supervised-'))));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('kills the helper and what it started when its parent is killed with SIGKILL (issue 14 item 5)', async () => {
-    const pidFile = join(dir, 'grandchild.pid');
-    const parent = spawn(process.execPath, ['--import', 'tsx', resolve(__dirname, '../../fixtures/supervisedParent.ts'), pidFile], {
+  /** Starts the fixture parent in `mode`; resolves once its helper and the helper's child run. */
+  async function startParent(mode: string, name: string) {
+    const pidFile = join(dir, `${name}.pid`);
+    const parent = spawn(process.execPath, ['--import', 'tsx', resolve(__dirname, '../../fixtures/supervisedParent.ts'), pidFile, mode], {
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     let out = '';
     parent.stdout?.on('data', (d: Buffer) => (out += d.toString()));
-    try {
-      await waitFor(
-        () => out.includes('\n') && existsSync(pidFile) && readFileSync(pidFile, 'utf8') !== '',
-        'the helper and its child to start',
-        20_000,
-      );
-      const helper = Number(out.trim());
-      const grandchild = Number(readFileSync(pidFile, 'utf8'));
-      expect([alive(helper), alive(grandchild)]).toEqual([true, true]);
-      parent.kill('SIGKILL');
-      await waitFor(() => !alive(helper) && !alive(grandchild), 'the helper group to be gone after its parent died', 5000);
-    } finally {
+    const last = (what: string): number | undefined => {
+      const found = [...out.matchAll(new RegExp(`^${what} (\\d+)$`, 'gm'))].pop();
+      return found === undefined ? undefined : Number(found[1]);
+    };
+    await waitFor(
+      () => last('helper') !== undefined && last('supervisor') !== undefined && existsSync(pidFile) && readFileSync(pidFile, 'utf8') !== '',
+      'the helper and its child to start',
+      20_000,
+    );
+    const pids = { helper: last('helper') as number, grandchild: Number(readFileSync(pidFile, 'utf8')) };
+    expect([alive(pids.helper), alive(pids.grandchild)]).toEqual([true, true]);
+    const stop = (): void => {
       if (parent.exitCode === null && parent.signalCode === null) parent.kill('SIGKILL');
+    };
+    return { parent, pids, supervisor: () => last('supervisor') as number, stop };
+  }
+
+  it('kills the helper and what it started when its parent is killed with SIGKILL (issue 14 item 5)', async () => {
+    const { parent, pids, stop } = await startParent('registered', 'registered');
+    try {
+      parent.kill('SIGKILL');
+      await waitFor(() => !alive(pids.helper) && !alive(pids.grandchild), 'the helper group to be gone after its parent died', 5000);
+      expect([alive(pids.helper), alive(pids.grandchild)]).toEqual([false, false]);
+    } finally {
+      stop();
+    }
+  });
+
+  it('kills a helper its parent died before registering (between the fork and the registration line)', async () => {
+    const { parent, pids, stop } = await startParent('unregistered', 'unregistered');
+    try {
+      parent.kill('SIGKILL');
+      await waitFor(() => !alive(pids.helper) && !alive(pids.grandchild), 'the unregistered helper group to be gone', 5000);
+      expect([alive(pids.helper), alive(pids.grandchild)]).toEqual([false, false]);
+    } finally {
+      stop();
+    }
+  });
+
+  it('survives a SIGKILL of the supervisor alone: a new one takes over the live groups', async () => {
+    const { parent, pids, supervisor, stop } = await startParent('registered', 'resupervised');
+    try {
+      const first = supervisor();
+      process.kill(first, 'SIGKILL');
+      await waitFor(() => supervisor() !== first, 'a new supervisor', 5000);
+      // The helper lives on under the new supervisor, until its parent dies.
+      expect([alive(pids.helper), alive(pids.grandchild), alive(supervisor())]).toEqual([true, true, true]);
+      parent.kill('SIGKILL');
+      await waitFor(
+        () => !alive(pids.helper) && !alive(pids.grandchild) && !alive(supervisor()),
+        'the helper group and the supervisor to be gone',
+        5000,
+      );
+    } finally {
+      stop();
     }
   });
 

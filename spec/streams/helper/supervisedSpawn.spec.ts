@@ -58,6 +58,17 @@ describe('spawnSupervised: a helper tied to the life of the process that started
     }
   });
 
+  it('kills a persistent helper process and what it started when its parent is killed with SIGKILL', async () => {
+    const { parent, pids, stop } = await startParent('persistent', 'persistent');
+    try {
+      parent.kill('SIGKILL');
+      await waitFor(() => !alive(pids.helper) && !alive(pids.grandchild), 'the persistent helper group to be gone', 5000);
+      expect([alive(pids.helper), alive(pids.grandchild)]).toEqual([false, false]);
+    } finally {
+      stop();
+    }
+  });
+
   it('kills a helper its parent died before registering (between the fork and the registration line)', async () => {
     const { parent, pids, stop } = await startParent('unregistered', 'unregistered');
     try {

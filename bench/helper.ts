@@ -10,6 +10,8 @@
  * rate of:
  *
  * - `bare`: `spawn(executable, { stdio: 'ignore' })` and its exit, the baseline;
+ * - `pipes`: the same with the three pipes every helper needs (stdin, stdout, stderr) and its own
+ *   process group, unsupervised: the floor for a helper run;
  * - `runner`: the daemon's `HelperRunner` (stdin, stdout, decoding, the supervisor);
  * - `supervised`: `spawnSupervised` and exit (what tying the helper's life to the daemon's costs);
  * - `watchdog`: the watchdog per helper the daemon used before issue 26 (a `/bin/sh` trampoline
@@ -123,6 +125,7 @@ async function main(): Promise<void> {
     const runner = new HelperRunner({ command: [executable, ...args.map((a) => `'${a}'`)].join(' ') });
     const cases: Record<string, () => Promise<unknown>> = {
       bare: () => closed(spawn(executable, args, { stdio: 'ignore' }), false),
+      pipes: () => closed(spawn(executable, args, { detached: true, stdio: 'pipe' }), true),
       runner: () => runner.run(input),
       supervised: () => closed(spawnSupervised(executable, args), true),
       watchdog: () => watchdogSpawn(executable, args),

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { GroupSupervisor } from '../../../streams/helper/groupSupervisor';
 import { spawnSupervised } from '../../../streams/helper/supervisedSpawn';
 import { HelperOutputBudget } from '../../../streams/helper/outputBudget';
 import { waitFor } from '../../helpers/waitFor';
@@ -111,13 +112,16 @@ describe('spawnSupervised: a helper tied to the life of the process that started
     expect(text).toBe('$HOME * a|b "q"\n');
   });
 
-  it('refuses what cannot run as spawn does, before any process starts', () => {
+  it('refuses what cannot run as spawn does, and a helper it cannot supervise, before any process starts', () => {
     expect(() => spawnSupervised('/nonexistent/helper', [])).toThrow('spawn /nonexistent/helper ENOENT');
     expect(() => spawnSupervised('no-such-helper-on-path', [], { env: { PATH: '/usr/bin:/bin' } })).toThrow(
       'spawn no-such-helper-on-path ENOENT',
     );
     expect(() => spawnSupervised('/tmp', [])).toThrow('spawn /tmp EACCES');
     expect(() => spawnSupervised(join(__dirname, 'supervisedSpawn.spec.ts'), [])).toThrow(/EACCES$/);
+    // No supervisor, no helper: it never runs unsupervised.
+    const broken = new GroupSupervisor('/nonexistent/sh');
+    expect(() => spawnSupervised('/bin/true', [], { supervisor: broken })).toThrow('cannot start the helper supervisor /nonexistent/sh');
     // Found on PATH, as spawn finds it.
     const ls = spawnSupervised('true', [], { env: { PATH: '/usr/bin:/bin' } });
     return new Promise((done) => ls.on('exit', (code) => done(expect(code).toBe(0))));

@@ -1,5 +1,5 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, openSync, rmSync } from 'node:fs';
+import { constants, mkdtempSync, openSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -61,9 +61,10 @@ export class GroupSupervisor {
   markerFd(): number {
     if (this.marker === undefined) {
       // A fresh inode that only this process (and what it starts) holds: the file is gone at once.
+      // Read-only and empty: a helper can do nothing with it but hold it.
       const dir = mkdtempSync(join(tmpdir(), 'rxfleet-supervisor-'));
       try {
-        this.marker = openSync(join(dir, 'marker'), 'w+');
+        this.marker = openSync(join(dir, 'marker'), constants.O_RDONLY | constants.O_CREAT | constants.O_EXCL, 0o400);
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }

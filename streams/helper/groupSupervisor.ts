@@ -119,6 +119,22 @@ export class GroupSupervisor {
     if (!this.ensure()) this.child?.stdin?.write(`+${pgid}\n`);
   }
 
+  /**
+   * Ends the supervisor as this process's death would: every live group is killed, and so is every
+   * process holding the marker. Resolves when the supervisor has exited. A later helper starts a
+   * new one.
+   */
+  close(): Promise<void> {
+    const child = this.child;
+    if (child === undefined) return Promise.resolve();
+    this.child = undefined;
+    this.live.clear();
+    return new Promise((done) => {
+      child.once('exit', () => done());
+      child.stdin?.end();
+    });
+  }
+
   /** Forgets a group that is gone (killed and reaped). */
   release(pgid: number): void {
     if (!this.live.delete(pgid)) return;

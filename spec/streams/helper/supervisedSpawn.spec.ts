@@ -128,6 +128,47 @@ describe('spawnSupervised: a helper tied to the life of the process that started
   });
 });
 
+describe('GroupSupervisor', () => {
+  /** A sleeper leading a process group of its own, as a helper does; `marked` gives it the marker as fd 3. */
+  function sleeper(supervisor: GroupSupervisor, marked = false) {
+    const child = spawn('sleep', ['60'], {
+      detached: true,
+      stdio: ['ignore', 'ignore', 'ignore', marked ? supervisor.markerFd() : 'ignore'],
+    });
+    return child.pid as number;
+  }
+
+  it('kills, when it ends, the groups still registered, and never one released', async () => {
+    const supervisor = new GroupSupervisor();
+    const kept = sleeper(supervisor);
+    const released = sleeper(supervisor);
+    supervisor.register(kept);
+    supervisor.register(released);
+    supervisor.release(released);
+    try {
+      await supervisor.close();
+      await waitFor(() => !alive(kept), 'the registered group to be killed', 5000);
+      expect([alive(kept), alive(released)]).toEqual([false, true]);
+    } finally {
+      for (const pid of [kept, released]) if (alive(pid)) process.kill(-pid, 'SIGKILL');
+    }
+  });
+
+  it('kills, when it ends, a process holding its marker that was never registered, and only that one', async () => {
+    const supervisor = new GroupSupervisor();
+    supervisor.ensure();
+    const marked = sleeper(supervisor, true);
+    const other = sleeper(supervisor);
+    try {
+      await supervisor.close();
+      await waitFor(() => !alive(marked), 'the marked process to be killed', 5000);
+      expect([alive(marked), alive(other)]).toEqual([false, true]);
+    } finally {
+      for (const pid of [marked, other]) if (alive(pid)) process.kill(-pid, 'SIGKILL');
+    }
+  });
+});
+
 describe('HelperOutputBudget', () => {
   it('takes what fits, refuses what does not, and is given back what a run held', () => {
     const budget = new HelperOutputBudget(100);

@@ -11,7 +11,8 @@ import { join } from 'node:path';
  * is what finds a helper whose `+` line the daemon never got to write (killed between the fork
  * and the write). Signals meant for the daemon (a terminal's ^C, a service manager's TERM) are
  * ignored, so it is only ever stdin's end, or SIGKILL, that stops it. A number that is not a pgid
- * above 1 is never passed to `kill` (`kill -- -1` would be everything).
+ * above 1 is never passed to `kill` (`kill -- -1` would be everything), and neither the supervisor
+ * nor the process that started it (alive when it is {@link GroupSupervisor.close}d) is ever killed.
  */
 const SCRIPT = `trap '' HUP INT QUIT TERM PIPE
 live=' '
@@ -28,7 +29,7 @@ for f in /proc/[0-9]*/fd/3; do
   [ "$f" -ef /proc/$$/fd/3 ] || continue
   p=\${f#/proc/}
   p=\${p%%/*}
-  [ "$p" = "$$" ] && continue
+  case $p in "$$"|"$PPID") continue ;; esac
   read -r s < "/proc/$p/stat" 2>/dev/null || continue
   set -- \${s##*) }
   case $3 in ''|*[!0-9]*|0|1|$$) kill -s KILL -- "$p" 2>/dev/null ;; *) kill -s KILL -- "-$3" "$p" 2>/dev/null ;; esac

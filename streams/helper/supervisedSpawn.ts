@@ -32,8 +32,8 @@ export interface SupervisedSpawnOptions {
  * - when the executable exits, its whole group is killed (whatever it left running), and only then
  *   released from the supervisor.
  *
- * The cost over a bare spawn is the fifth descriptor and two short lines on a pipe (see
- * `npm run bench:helper`). Call it from the main thread, as Node's `spawn` is.
+ * The cost over a bare spawn is the three pipes any helper needs, the marker descriptor and two
+ * short lines on a pipe (see `npm run bench:helper`).
  */
 export function spawnSupervised(executable: string, args: readonly string[], options: SupervisedSpawnOptions = {}): ChildProcess {
   const env = options.env ?? process.env;

@@ -83,7 +83,11 @@ export function daemonUnavailable(kind: DaemonKind): string | undefined {
   return undefined;
 }
 
-/** The kind to use when the user did not choose: Incus when it can run here, else LXD. */
+/**
+ * The kind to use when the user did not choose: Incus when it is installed, else LXD when that is,
+ * else Incus (whose missing programs {@link daemonUnavailable} then names).
+ */
 export function preferredDaemonKind(): DaemonKind {
-  return daemonUnavailable('incus') === undefined ? 'incus' : 'lxd';
+  const installed = (kind: DaemonKind): boolean => [PROGRAMS[kind].daemon, PROGRAMS[kind].client].every(onPath);
+  return installed('incus') || !installed('lxd') ? 'incus' : 'lxd';
 }

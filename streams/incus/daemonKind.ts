@@ -27,7 +27,7 @@ export interface DaemonProgram {
   readonly dirVariable: 'INCUS_DIR' | 'LXD_DIR';
   /** The variable naming the client's configuration directory. */
   readonly confVariable: 'INCUS_CONF' | 'LXD_CONF';
-  /** The Debian packages that bring it (Incus's from bookworm-backports on Debian 12). */
+  /** How to install it and what a private daemon needs beside it, on Debian (Incus's from bookworm-backports on Debian 12). */
   readonly packages: string;
 }
 
@@ -40,7 +40,7 @@ const PROGRAMS: Record<DaemonKind, DaemonProgram> = {
     admin: ['incus', 'admin'],
     dirVariable: 'INCUS_DIR',
     confVariable: 'INCUS_CONF',
-    packages: 'incus-base incus-client (bookworm-backports)',
+    packages: 'apt-get install iptables dnsmasq-base busybox-static, and incus-base incus-client (on Debian 12 from bookworm-backports)',
   },
   lxd: {
     kind: 'lxd',
@@ -50,7 +50,7 @@ const PROGRAMS: Record<DaemonKind, DaemonProgram> = {
     admin: ['lxd'],
     dirVariable: 'LXD_DIR',
     confVariable: 'LXD_CONF',
-    packages: 'lxd',
+    packages: 'apt-get install lxd iptables dnsmasq-base busybox-static',
   },
 };
 
@@ -77,13 +77,17 @@ export function daemonUnavailable(kind: DaemonKind): string | undefined {
   if (process.getuid?.() !== 0) return `a private ${program.title} daemon needs root`;
   for (const binary of [program.daemon, program.client, 'dnsmasq', 'iptables']) {
     if (!onPath(binary)) {
-      return `a private ${program.title} daemon needs ${binary} (apt-get install ${program.packages} iptables dnsmasq-base busybox-static)`;
+      return `a private ${program.title} daemon needs ${binary} (${program.packages})`;
     }
   }
   return undefined;
 }
 
-/** The kind to use when the user did not choose: Incus when it can run here, else LXD. */
+/**
+ * The kind to use when the user did not choose: Incus when it is installed, else LXD when that is,
+ * else Incus (whose missing programs {@link daemonUnavailable} then names).
+ */
 export function preferredDaemonKind(): DaemonKind {
-  return daemonUnavailable('incus') === undefined ? 'incus' : 'lxd';
+  const installed = (kind: DaemonKind): boolean => [PROGRAMS[kind].daemon, PROGRAMS[kind].client].every(onPath);
+  return installed('incus') || !installed('lxd') ? 'incus' : 'lxd';
 }

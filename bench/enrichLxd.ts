@@ -17,9 +17,9 @@
  */
 import { Registry } from 'prom-client';
 import { IncusApiError } from '../lib/incus/api';
-import { defaultEnricherSettings } from '../lib/enricher/config';
+import { defaultEnricherSettings } from '../lib/enricher/config/config';
 import { startEnrichDaemon } from '../bin/enrich/daemon';
-import { EventPayload } from '../lib/enricher/payload';
+import { EventPayload } from '../lib/enricher/output/payload';
 import { IncusRestClient } from '../streams/incus/incusRestClient';
 import { openNatsConnection } from '../streams/natsConnection';
 import { startNatsServer } from '../streams/natsServerProcess';

@@ -20,7 +20,7 @@
  */
 import { Registry } from 'prom-client';
 import { parseChoriaClientConfig } from '../lib/choria/clientConfig';
-import { defaultEnricherSettings } from '../lib/enricher/config';
+import { defaultEnricherSettings } from '../lib/enricher/config/config';
 import { IncusApiError } from '../lib/incus/api';
 import { parseProvisionerConfig, requireValidConfig } from '../lib/provision/config';
 import { startProvisionerWithEnricher } from '../bin/provision/withEnricher';

@@ -1,7 +1,7 @@
 import { Registry } from 'prom-client';
 import { Subscription } from 'rxjs';
 import { parseChoriaClientConfig } from '../lib/choria/clientConfig';
-import { defaultEnricherSettings } from '../lib/enricher/config';
+import { defaultEnricherSettings } from '../lib/enricher/config/config';
 import { Logger, silentLogger } from '../lib/logger';
 import { parseProvisionerConfig, requireValidConfig } from '../lib/provision/config';
 import { cleanUpOnExit } from '../streams/exitCleanup';

@@ -13,7 +13,7 @@ interface EnrichOptions extends EnrichFlags, LogFlags {}
 async function runEnrich(options: EnrichOptions): Promise<number> {
   // Loaded when the command runs, so other commands and --help do not pay for the daemon's modules.
   const { loadEnrichSettings } = await import('../enrich/commandLine.js');
-  const { EnricherConfigError } = await import('../../lib/enricher/config.js');
+  const { EnricherConfigError } = await import('../../lib/enricher/config/config.js');
   const { startEnrichDaemon } = await import('../enrich/daemon.js');
   const { createLogger } = await import('../../streams/logOutput.js');
   const { handleShutdownSignals } = await import('../shutdown.js');

@@ -1,4 +1,4 @@
-import { EnricherConfigError, EnricherSettings } from '../../lib/enricher/config';
+import { EnricherConfigError, EnricherSettings } from '../../lib/enricher/config/config';
 import { redactUrlCredentials } from '../../lib/redact';
 import { loadEnrichSettings } from '../enrich/commandLine';
 

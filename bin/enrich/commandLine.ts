@@ -6,7 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { readYamlConfig } from '../../lib/yamlConfig';
 import { incusEndpoint } from '../../streams/incus/incusEndpoint';
-import { EnricherConfigError, EnricherSettings, parseEnricherConfig } from '../../lib/enricher/config';
+import { EnricherConfigError, EnricherSettings, parseEnricherConfig } from '../../lib/enricher/config/config';
 
 /** The flags, as commander hands them over: strings, unchecked, so that every problem can be reported together. */
 export interface EnrichFlags {

@@ -19,13 +19,13 @@ import { MonitorEndpoint, serveMonitorEndpoint } from '../../streams/monitorEndp
 import { openNatsConnection } from '../../streams/natsConnection';
 import { NatsPublisher, PublisherState } from '../../streams/natsPublisher';
 import { fileColdStore } from '../../streams/coldStoreFile';
-import { ColdStoreHooks } from '../../lib/enricher/coldStore';
-import { EnricherSettings } from '../../lib/enricher/config';
-import { Enricher, EnricherStatus, createEnricher } from '../../lib/enricher/createEnricher';
-import { EnrichDaemonMetrics } from '../../lib/enricher/daemonMetrics';
-import { EnrichedEvent } from '../../lib/enricher/event';
-import { EventPayload, toPayload } from '../../lib/enricher/payload';
-import { subjectFor } from '../../lib/enricher/subject';
+import { ColdStoreHooks } from '../../lib/enricher/coldStore/coldStore';
+import { EnricherSettings } from '../../lib/enricher/config/config';
+import { Enricher, EnricherStatus, createEnricher } from '../../lib/enricher/pipeline/createEnricher';
+import { EnrichDaemonMetrics } from '../../lib/enricher/metrics/daemonMetrics';
+import { EnrichedEvent } from '../../lib/enricher/model/event';
+import { EventPayload, toPayload } from '../../lib/enricher/output/payload';
+import { subjectFor } from '../../lib/enricher/output/subject';
 import { PublishedEventMetrics } from './publishedEventMetrics';
 
 /** What a caller (a spec, a bench, an embedding program) may put in place of the real parts. */

@@ -1,7 +1,7 @@
 import { Registry } from 'prom-client';
 import { Subject } from 'rxjs';
-import { EnricherSettings } from '../../lib/enricher/config';
-import { EventPayload } from '../../lib/enricher/payload';
+import { EnricherSettings } from '../../lib/enricher/config/config';
+import { EventPayload } from '../../lib/enricher/output/payload';
 import { Logger, silentLogger } from '../../lib/logger';
 import { EnrichDaemon, startEnrichDaemon } from '../enrich/daemon';
 import { ProvisionerDaemon, ProvisionerDaemonOptions, StopReport, startProvisioner } from './daemon';

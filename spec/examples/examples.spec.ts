@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { parse } from 'yaml';
 import { loadEnrichSettings } from '../../bin/enrich/commandLine';
 import { parseChoriaClientConfig } from '../../lib/choria/clientConfig';
-import { ENRICHER_CONFIG_SCHEMA } from '../../lib/enricher/config';
+import { ENRICHER_CONFIG_SCHEMA } from '../../lib/enricher/config/config';
 import { DEPRECATED_KEYS, SECTION_KEYS } from '../../lib/provision/configSchema';
 import { parseProvisionerConfig, requireValidConfig } from '../../lib/provision/config';
 import { useNatsServer } from '../helpers/nats';

@@ -69,8 +69,8 @@ describe('the import graph', () => {
   const graph = new Map(files.map((file) => [file, importsOf(file, known)]));
 
   it('is read off the source: the enricher pipeline imports its owner, the owner its parts', () => {
-    expect(graph.get('lib/enricher/createEnricher.ts')).toContain('lib/enricher/fleetOwner.ts');
-    expect(graph.get('lib/enricher/fleetOwner.ts')).toContain('lib/enricher/ownerParts.ts');
+    expect(graph.get('lib/enricher/pipeline/createEnricher.ts')).toContain('lib/enricher/owner/fleetOwner.ts');
+    expect(graph.get('lib/enricher/owner/fleetOwner.ts')).toContain('lib/enricher/owner/ownerParts.ts');
     expect(
       circles(
         new Map([

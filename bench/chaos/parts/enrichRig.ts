@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { EventPayload } from '../../../lib/enricher/payload';
+import { EventPayload } from '../../../lib/enricher/output/payload';
 import { FleetConnection, openNatsConnection } from '../../../streams/natsConnection';
 import { NatsServerProcess, freePort, startNatsServer } from '../../../streams/natsServerProcess';
 import { TestDaemon, daemonSpecsUnavailable, startTestDaemon, uniqueName } from '../../../spec/helpers/testDaemon';

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EnrichFlags, loadEnrichSettings } from '../../../bin/enrich/commandLine';
-import { EnricherConfigError } from '../../../lib/enricher/config';
+import { EnricherConfigError } from '../../../lib/enricher/config/config';
 
 describe('rxfleet enrich settings from a file and flags', () => {
   let dir: string;

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { Registry } from 'prom-client';
-import { defaultEnricherSettings } from '../../../lib/enricher/config';
+import { defaultEnricherSettings } from '../../../lib/enricher/config/config';
 import { EnrichDaemon, startEnrichDaemon } from '../../../bin/enrich/daemon';
 import { DAEMON_KINDS, useTestDaemon, uniqueName } from '../../helpers/testDaemon';
 import { useNatsServer } from '../../helpers/nats';

@@ -7,9 +7,9 @@ import {
   parseEnricherConfig,
   parseListenAddress,
   splitNatsUrls,
-} from '../../../lib/enricher/config';
-import { parseProjectsServed, servedByConfig, servedByName } from '../../../lib/enricher/servedProjects';
-import { Enrichment } from '../../../lib/enricher/wanted';
+} from '../../../lib/enricher/config/config';
+import { parseProjectsServed, servedByConfig, servedByName } from '../../../lib/enricher/model/servedProjects';
+import { Enrichment } from '../../../lib/enricher/model/wanted';
 
 function problemsOf(raw: unknown): string[] {
   try {

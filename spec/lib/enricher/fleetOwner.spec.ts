@@ -4,9 +4,9 @@ import { IncusStreamItem } from '../../../lib/incus/api';
 import { silentLogger } from '../../../lib/logger';
 import { FakeIncus } from '../../helpers/FakeIncus';
 import { memoryColdStore } from '../../helpers/memoryColdStore';
-import { createEnricher } from '../../../lib/enricher/createEnricher';
-import { Mailbox } from '../../../lib/enricher/Mailbox';
-import { ObservableIncusReader } from '../../../lib/enricher/observableReader';
+import { createEnricher } from '../../../lib/enricher/pipeline/createEnricher';
+import { Mailbox } from '../../../lib/enricher/owner/Mailbox';
+import { ObservableIncusReader } from '../../../lib/enricher/reads/observableReader';
 import { newTs, settings, summary, warmStore } from './harness';
 
 /** The fake as an Observable reader, with `before` run as each state call is made. */

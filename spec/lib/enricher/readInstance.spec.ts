@@ -1,6 +1,6 @@
 import { map } from 'rxjs';
 import { FakeIncus } from '../../helpers/FakeIncus';
-import { InstanceAnswer, InstanceReadRequest, readInstance } from '../../../lib/enricher/readInstance';
+import { InstanceAnswer, InstanceReadRequest, readInstance } from '../../../lib/enricher/reads/readInstance';
 import { newTs } from './harness';
 import { IncusApiError } from '../../../lib/incus/api';
 

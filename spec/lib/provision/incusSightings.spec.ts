@@ -1,6 +1,6 @@
-import { EventPayload, InstancePayload } from '../../../lib/enricher/payload';
-import { parseInstancesServed } from '../../../lib/enricher/instancesServed';
-import { parseProjectsServed } from '../../../lib/enricher/servedProjects';
+import { EventPayload, InstancePayload } from '../../../lib/enricher/output/payload';
+import { parseInstancesServed } from '../../../lib/enricher/model/instancesServed';
+import { parseProjectsServed } from '../../../lib/enricher/model/servedProjects';
 import { parseIdentityTemplate } from '../../../lib/provision/incusIdentity';
 import { IncusDecision, incusSightings } from '../../../lib/provision/incusSightings';
 import { newScheduler } from '../../helpers/marbles';

@@ -4,11 +4,11 @@
  * together, so two paths can never come to different conclusions about the same answer.
  */
 import type { ReadResult } from '@rxfleet/operators';
-import { awaitingAddress, distillInstance, isIncomplete, NetworkLookup } from './distillInstance';
-import { isNotFound } from './observableReader';
-import { InstanceRecord } from './records';
-import { InstanceRead, Stamped } from './readRequests';
-import { InstanceAnswer } from './readInstance';
+import { awaitingAddress, distillInstance, isIncomplete, NetworkLookup } from '../model/distillInstance';
+import { isNotFound } from '../reads/observableReader';
+import { InstanceRecord } from '../model/records';
+import { InstanceRead, Stamped } from '../reads/readRequests';
+import { InstanceAnswer } from '../reads/readInstance';
 
 /** What an instance read comes to. */
 export type Absorbed =

@@ -3,7 +3,7 @@
  * it will leave with once its read has landed.
  */
 import { Settling } from '@rxfleet/operators';
-import { EnrichedEvent } from './event';
+import { EnrichedEvent } from '../model/event';
 
 /** What an event leaves the line with. */
 export interface Answer {

@@ -2,8 +2,8 @@
  * The enricher's configuration file as a JSON Schema (draft 2020-12) and its defaults: what the
  * keys are, what each accepts, and what it means.
  */
-import { COLD_STORE_FILE } from './coldStore';
-import { ENRICHMENT_NAMES } from './wanted';
+import { COLD_STORE_FILE } from '../coldStore/coldStore';
+import { ENRICHMENT_NAMES } from '../model/wanted';
 
 // A unit is required (a bare `10` would be ten milliseconds to someone who meant seconds); Go's
 // syntax otherwise, parsed by the same function as the provisioner's durations.

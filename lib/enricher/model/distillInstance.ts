@@ -2,7 +2,7 @@
  * Distils what Incus answers about an instance into the record the model holds: its expanded
  * configuration without `volatile.*`, and each interface placed on a network the model knows.
  */
-import { IncusInstance, IncusInstanceState } from '../incus/api';
+import { IncusInstance, IncusInstanceState } from '../../incus/api';
 import { InstanceRecord, InterfaceRecord, NetworkRecord } from './records';
 
 /** Finds a network the model holds by owner and name. */

@@ -4,12 +4,12 @@
  */
 import { Observable, SchedulerLike, map } from 'rxjs';
 import { SlotPool } from '@rxfleet/operators';
-import { IncusInstance, IncusNetwork, IncusProject } from '../incus/api';
-import { EnrichedEvent } from './event';
-import { LineEntry } from './lineEntry';
+import { IncusInstance, IncusNetwork, IncusProject } from '../../incus/api';
+import { EnrichedEvent } from '../model/event';
+import { LineEntry } from '../pipeline/lineEntry';
 import { ObservableIncusReader } from './observableReader';
 import { InstanceAnswer, readInstance } from './readInstance';
-import type { RoundContext } from './round';
+import type { RoundContext } from '../rounds/round';
 
 interface Common {
   /** `ins/<project>/<name>`, `net/<owner>/<name>` or `prj/<name>/`. */

@@ -3,11 +3,11 @@
  * again with backoff after a write that failed, and once more on the way out.
  */
 import { SchedulerLike, Subscription, interval } from 'rxjs';
-import { Logger } from '../logger';
+import { Logger } from '../../logger';
 import { ColdStore, OpenColdStore } from './coldStore';
 import { ColdStoreDocument, snapshotModel } from './coldStoreDocument';
-import { FleetModel } from './FleetModel';
-import { EnricherMetrics } from './metrics';
+import { FleetModel } from '../model/FleetModel';
+import { EnricherMetrics } from '../metrics/metrics';
 
 /** The wait before a failed write is tried again, ms; it doubles with each failure in a row. */
 export const STORE_RETRY_FIRST_MS = 1000;

@@ -20,8 +20,8 @@ import {
   timer,
 } from 'rxjs';
 import { SlotPool } from '@rxfleet/operators';
-import { IncusApiError, IncusInstance, IncusInstanceState } from '../incus/api';
-import { hasGlobalAddress, hasNic, isVmWithoutAgent } from './distillInstance';
+import { IncusApiError, IncusInstance, IncusInstanceState } from '../../incus/api';
+import { hasGlobalAddress, hasNic, isVmWithoutAgent } from '../model/distillInstance';
 import { ObservableIncusReader } from './observableReader';
 
 /** What a read found. */

@@ -4,21 +4,21 @@
  * see them.
  */
 import { SchedulerLike } from 'rxjs';
-import { Logger } from '../logger';
-import { EnrichedEvent } from './event';
-import { FleetModel, InstanceKey } from './FleetModel';
+import { Logger } from '../../logger';
+import { EnrichedEvent } from '../model/event';
+import { FleetModel, InstanceKey } from '../model/FleetModel';
 import { HeldReads } from './heldReads';
-import { InstancesServed } from './instancesServed';
-import { Answer, LineEntry } from './lineEntry';
-import { EnricherMetrics } from './metrics';
-import { ObservableIncusReader } from './observableReader';
-import { NetworkFanOut } from './readRequests';
+import { InstancesServed } from '../model/instancesServed';
+import { Answer, LineEntry } from '../pipeline/lineEntry';
+import { EnricherMetrics } from '../metrics/metrics';
+import { ObservableIncusReader } from '../reads/observableReader';
+import { NetworkFanOut } from '../reads/readRequests';
 import { Ladder, Repairs } from './repairs';
 import { Effect, RouteView } from './route';
-import { RoundContext } from './round';
-import { RoundEnd, RoundInput } from './roundFeed';
-import { ProjectsServed } from './servedProjects';
-import { WantedTable } from './wanted';
+import { RoundContext } from '../rounds/round';
+import { RoundEnd, RoundInput } from '../rounds/roundFeed';
+import { ProjectsServed } from '../model/servedProjects';
+import { WantedTable } from '../model/wanted';
 
 /** What the owner runs with. */
 export interface FleetOwnerConfig {

@@ -7,14 +7,14 @@ import Ajv2020 from 'ajv/dist/2020';
 import { ErrorObject } from 'ajv';
 import addFormats from 'ajv-formats';
 import { join } from 'node:path';
-import { COLD_STORE_FILE } from './coldStore';
+import { COLD_STORE_FILE } from '../coldStore/coldStore';
 import { ENRICHER_CONFIG_SCHEMA, ENRICHER_DEFAULTS } from './configSchema';
-import { parseGoDuration } from '../duration';
-import { ListenAddress, parseListenAddress, splitNatsUrls } from '../addresses';
-import { InstancesServed, parseInstancesServed } from './instancesServed';
-import { ProjectsServed, parseProjectsServed } from './servedProjects';
-import { EnrichmentName, Want, DEFAULT_DAEMON_WANTS, enrichmentBits } from './wanted';
-import { describe as describeValue, editDistance } from '../provision/configProblems';
+import { parseGoDuration } from '../../duration';
+import { ListenAddress, parseListenAddress, splitNatsUrls } from '../../addresses';
+import { InstancesServed, parseInstancesServed } from '../model/instancesServed';
+import { ProjectsServed, parseProjectsServed } from '../model/servedProjects';
+import { EnrichmentName, Want, DEFAULT_DAEMON_WANTS, enrichmentBits } from '../model/wanted';
+import { describe as describeValue, editDistance } from '../../provision/configProblems';
 
 export { ENRICHER_CONFIG_SCHEMA, ENRICHER_DEFAULTS } from './configSchema';
 // Moved to lib/addresses.ts (the commands share them); exported here as before.

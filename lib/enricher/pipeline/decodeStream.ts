@@ -3,13 +3,13 @@
  * table, connects and disconnects reported, everything malformed counted and logged (rate-limited).
  */
 import { EMPTY, Observable, OperatorFunction, SchedulerLike, mergeMap, of } from 'rxjs';
-import { IncusStreamItem } from '../incus/api';
-import { Logger } from '../logger';
-import { RateLimitedLog } from '../rateLimitedLog';
+import { IncusStreamItem } from '../../incus/api';
+import { Logger } from '../../logger';
+import { RateLimitedLog } from '../../rateLimitedLog';
 import { decodeEvent, isRefusal } from './decodeEvent';
-import { EnrichedEvent } from './event';
-import { EnricherMetrics } from './metrics';
-import { WantedTable } from './wanted';
+import { EnrichedEvent } from '../model/event';
+import { EnricherMetrics } from '../metrics/metrics';
+import { WantedTable } from '../model/wanted';
 
 /** Options for {@link decodeStream}. */
 export interface DecodeStreamConfig {

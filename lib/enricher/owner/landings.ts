@@ -3,17 +3,17 @@
  * is owed next, and answer every event that waited on the read.
  */
 import type { ReadResult } from '@rxfleet/operators';
-import { IncusNetwork, IncusProject } from '../incus/api';
+import { IncusNetwork, IncusProject } from '../../incus/api';
 import { absorbInstance } from './absorbInstance';
-import { READ_FAILED, withFailed, withInstance, withNetwork } from './event';
+import { READ_FAILED, withFailed, withInstance, withNetwork } from '../model/event';
 import type { Owner } from './ownerParts';
-import { isNotFound } from './observableReader';
-import { ProjectOutcome } from './round';
-import { InstanceRead, NetworkRead, ProjectRead, Stamped } from './readRequests';
-import { networkRecord } from './records';
+import { isNotFound } from '../reads/observableReader';
+import { ProjectOutcome } from '../rounds/round';
+import { InstanceRead, NetworkRead, ProjectRead, Stamped } from '../reads/readRequests';
+import { networkRecord } from '../model/records';
 import { attachProject, servedNow } from './route';
-import { servedByConfig } from './servedProjects';
-import { Enrichment, wants } from './wanted';
+import { servedByConfig } from '../model/servedProjects';
+import { Enrichment, wants } from '../model/wanted';
 
 /**
  * An instance read landed. Reads asked for before a delete of the key are stale (E7): their events

@@ -4,8 +4,8 @@
  */
 import { Observable, ObservableInput, SchedulerLike } from 'rxjs';
 import { pacedSweep } from '@rxfleet/operators';
-import { EnrichedEvent, newEvent } from './event';
-import { ObservableIncusReader } from './observableReader';
+import { EnrichedEvent, newEvent } from '../model/event';
+import { ObservableIncusReader } from '../reads/observableReader';
 import { RoundContext, RoundSignal, RoundView, roundScript } from './round';
 
 /** A project or network a round hands on: the enricher reads it and tells `round` it landed. */

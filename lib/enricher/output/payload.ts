@@ -2,9 +2,9 @@
  * What a consumer receives: the JSON payload of an enriched event (on NATS and as a stdout line),
  * and its JSON Schema.
  */
-import { EnrichedEvent, EventKind, EventOrigin } from './event';
-import { InstanceRecord, InterfaceRecord, NetworkRecord } from './records';
-import { EnrichmentName, enrichmentNames } from './wanted';
+import { EnrichedEvent, EventKind, EventOrigin } from '../model/event';
+import { InstanceRecord, InterfaceRecord, NetworkRecord } from '../model/records';
+import { EnrichmentName, enrichmentNames } from '../model/wanted';
 
 /** The payload's format version; a change a consumer could trip over bumps it. */
 export const PAYLOAD_VERSION = 1;

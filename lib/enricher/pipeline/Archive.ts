@@ -1,4 +1,4 @@
-import { EnrichedEvent, eventsEqual } from './event';
+import { EnrichedEvent, eventsEqual } from '../model/event';
 import { Answer } from './lineEntry';
 
 /** What the archive does with an answer leaving the line. */

@@ -4,7 +4,7 @@
  */
 import { Observable, SchedulerLike, finalize, tap, throwError, timeout } from 'rxjs';
 import { fromAbortable } from '@rxfleet/operators';
-import { IncusApiError, IncusInstance, IncusInstanceState, IncusNetwork, IncusProject, IncusReader } from '../incus/api';
+import { IncusApiError, IncusInstance, IncusInstanceState, IncusNetwork, IncusProject, IncusReader } from '../../incus/api';
 
 /**
  * {@link IncusReader} with Observables instead of promises: each call reads when subscribed,

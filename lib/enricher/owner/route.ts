@@ -3,11 +3,11 @@
  * holds: what the event needs read, what it changes, and how it takes its place in the line. The
  * owner carries the route out; nothing here reads Incus or changes anything.
  */
-import { EnrichedEvent, withProject } from './event';
-import { FleetModel, InstanceKey } from './FleetModel';
-import { InstancesServed, servesByName } from './instancesServed';
-import { ProjectsServed, servedByConfig, servedByName } from './servedProjects';
-import { Enrichment, WantedTable, wants } from './wanted';
+import { EnrichedEvent, withProject } from '../model/event';
+import { FleetModel, InstanceKey } from '../model/FleetModel';
+import { InstancesServed, servesByName } from '../model/instancesServed';
+import { ProjectsServed, servedByConfig, servedByName } from '../model/servedProjects';
+import { Enrichment, WantedTable, wants } from '../model/wanted';
 
 /** What routing looks at. */
 export interface RouteView {

@@ -1,6 +1,6 @@
-import { IncusLifecycleEvent } from '../incus/api';
-import { EnrichedEvent, newEvent } from './event';
-import { WantedTable } from './wanted';
+import { IncusLifecycleEvent } from '../../incus/api';
+import { EnrichedEvent, newEvent } from '../model/event';
+import { WantedTable } from '../model/wanted';
 
 /** Why an Incus event did not become an enricher event. */
 export type DecodeRefusal =

@@ -9,8 +9,8 @@
  * as a worker tells a ticket. `pacedSweep` paces the names and runs the rounds (`roundFeed.ts`).
  */
 import { EMPTY, Observable, Subject, catchError, concat, concatMap, defer, from, mergeMap } from 'rxjs';
-import { ObservableIncusReader } from './observableReader';
-import { isTrue } from './records';
+import { ObservableIncusReader } from '../reads/observableReader';
+import { isTrue } from '../model/records';
 
 /** One name a round hands on: the enricher reads it. */
 export type RoundItem =

@@ -14,8 +14,8 @@
  * `networks`, `interfaces`, `profiles`, `ipv4` and `ipv6` are left out when empty.
  */
 import Ajv from 'ajv';
-import { FleetModel } from './FleetModel';
-import { InstanceRecord, InterfaceRecord, NetworkRecord } from './records';
+import { FleetModel } from '../model/FleetModel';
+import { InstanceRecord, InterfaceRecord, NetworkRecord } from '../model/records';
 
 const stringMap = { type: 'object', additionalProperties: { type: 'string' } } as const;
 const strings = { type: 'array', items: { type: 'string' } } as const;

@@ -22,15 +22,15 @@ import {
   withLatestFrom,
 } from 'rxjs';
 import { debounceByKey, releaseInOrder } from '@rxfleet/operators';
-import { IncusStreamItem } from '../incus/api';
+import { IncusStreamItem } from '../../incus/api';
 import { Archive } from './Archive';
 import { DecodeStreamConfig, decodeStream } from './decodeStream';
-import { EnrichedEvent, withDropped } from './event';
+import { EnrichedEvent, withDropped } from '../model/event';
 import { Answer, LineEntry } from './lineEntry';
-import { EnricherMetrics } from './metrics';
-import type { OwnerInput } from './ownerParts';
-import { RoundFeedConfig, roundFeed } from './roundFeed';
-import { WantedTable } from './wanted';
+import { EnricherMetrics } from '../metrics/metrics';
+import type { OwnerInput } from '../owner/ownerParts';
+import { RoundFeedConfig, roundFeed } from '../rounds/roundFeed';
+import { WantedTable } from '../model/wanted';
 
 const isConnect = (item: IncusStreamItem): boolean => item.kind === 'connected';
 

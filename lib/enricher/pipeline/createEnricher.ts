@@ -20,24 +20,24 @@ import {
   tap,
 } from 'rxjs';
 import { Registry } from 'prom-client';
-import { IncusReader, IncusStreamItem } from '../incus/api';
-import { Logger, silentLogger } from '../logger';
+import { IncusReader, IncusStreamItem } from '../../incus/api';
+import { Logger, silentLogger } from '../../logger';
 import { Archive } from './Archive';
-import { OpenColdStore } from './coldStore';
-import { ColdStoreDocument, modelFromSnapshot } from './coldStoreDocument';
-import { ColdStoreWriter } from './coldStoreWriter';
-import { EnricherSettings } from './config';
-import { EnrichedEvent, newEvent, withInstance } from './event';
-import { FleetModel } from './FleetModel';
-import { fleetOwner } from './fleetOwner';
-import { OwnerNotice, isLineEntry, isOwnerNotice } from './ownerParts';
-import { EnricherMetrics } from './metrics';
-import { ObservableIncusReader, observableReader, timedReader } from './observableReader';
-import { attachProject } from './route';
-import { Ladder } from './repairs';
-import { RoundEnd } from './roundFeed';
+import { OpenColdStore } from '../coldStore/coldStore';
+import { ColdStoreDocument, modelFromSnapshot } from '../coldStore/coldStoreDocument';
+import { ColdStoreWriter } from '../coldStore/coldStoreWriter';
+import { EnricherSettings } from '../config/config';
+import { EnrichedEvent, newEvent, withInstance } from '../model/event';
+import { FleetModel } from '../model/FleetModel';
+import { fleetOwner } from '../owner/fleetOwner';
+import { OwnerNotice, isLineEntry, isOwnerNotice } from '../owner/ownerParts';
+import { EnricherMetrics } from '../metrics/metrics';
+import { ObservableIncusReader, observableReader, timedReader } from '../reads/observableReader';
+import { attachProject } from '../owner/route';
+import { Ladder } from '../owner/repairs';
+import { RoundEnd } from '../rounds/roundFeed';
 import { archiveFilter, debounceSubjects, incusAndRounds, releaseLine } from './stages';
-import { WantedTable, daemonWanted } from './wanted';
+import { WantedTable, daemonWanted } from '../model/wanted';
 
 /** What the pipeline is built from. */
 export interface EnricherDeps {

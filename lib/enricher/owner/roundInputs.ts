@@ -2,12 +2,12 @@
  * What the owner does with what a round hands it besides instance names: read its projects and
  * networks, prune what a listing no longer has, warm once the wire map is whole, count its end.
  */
-import { IncusApiError } from '../incus/api';
-import { newEvent } from './event';
+import { IncusApiError } from '../../incus/api';
+import { newEvent } from '../model/event';
 import type { Owner } from './ownerParts';
-import { RoundSignal } from './round';
-import { RoundEnd, RoundRead } from './roundFeed';
-import { servedByName } from './servedProjects';
+import { RoundSignal } from '../rounds/round';
+import { RoundEnd, RoundRead } from '../rounds/roundFeed';
+import { servedByName } from '../model/servedProjects';
 
 /**
  * Takes a project or network to read (a list-mode project not listed is known unserved without a

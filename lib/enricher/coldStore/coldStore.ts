@@ -2,7 +2,7 @@
  * What the enricher asks of a cold store. The file behind it is in streams/coldStoreFile.ts, where
  * file I/O lives.
  */
-import { Logger } from '../logger';
+import { Logger } from '../../logger';
 import { ColdStoreDocument } from './coldStoreDocument';
 
 /** The cold store file's name inside the data directory (the upstream name). */

@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { ReadKind, ReadOutcome } from './observableReader';
+import { ReadKind, ReadOutcome } from '../reads/observableReader';
 
 /** Why an event went nowhere. */
 export type DropReason = 'unwanted' | 'debounce' | 'unserved' | 'unchanged' | 'stale';

@@ -3,7 +3,7 @@
  * never the raw REST answers. A record is replaced, never edited, so an event that carries one
  * can be kept (in the archive, in the line) without copying it.
  */
-import { IncusNetwork } from '../incus/api';
+import { IncusNetwork } from '../../incus/api';
 
 /** A network, as an instance on it or a network event sees it. */
 export interface NetworkRecord {

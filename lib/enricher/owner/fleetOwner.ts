@@ -6,12 +6,12 @@
  */
 import { Observable, OperatorFunction } from 'rxjs';
 import { ReadsPerKey, ReadResult, SlotPool } from '@rxfleet/operators';
-import { IncusNetwork, IncusProject } from '../incus/api';
-import { EnrichedEvent, newEvent } from './event';
-import { InstanceKey } from './FleetModel';
+import { IncusNetwork, IncusProject } from '../../incus/api';
+import { EnrichedEvent, newEvent } from '../model/event';
+import { InstanceKey } from '../model/FleetModel';
 import { HeldReads } from './heldReads';
-import { servesAnswer } from './instancesServed';
-import { LineEntry } from './lineEntry';
+import { servesAnswer } from '../model/instancesServed';
+import { LineEntry } from '../pipeline/lineEntry';
 import { Mailbox } from './Mailbox';
 import { FleetOwnerConfig, Owner, OwnerInput, OwnerOutput } from './ownerParts';
 import {
@@ -27,12 +27,12 @@ import {
   performRead,
   projectKey,
   supersedes,
-} from './readRequests';
+} from '../reads/readRequests';
 import { Repairs } from './repairs';
 import { routeEvent } from './route';
 import { landInstance, landNetwork, landProject } from './landings';
 import { takeRoundInput } from './roundInputs';
-import { Enrichment, wants } from './wanted';
+import { Enrichment, wants } from '../model/wanted';
 
 /**
  * The owner as an operator: each input is routed (`route.ts`) and the route carried out, each

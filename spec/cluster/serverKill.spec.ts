@@ -80,17 +80,17 @@ describe('a server of the cluster killed (SIGKILL) under running provisioners', 
       // The fleet on a server that survives: the kill takes away the broker, not the nodes.
       const survivor = cluster.servers.find((s) => s !== victim)!;
       const nodes = fleet.simulate(
-        ['--nodes', '300', '--latency', '200ms', '--restart-delay', '100ms', '--lock-window', '2s', '--exit-when-provisioned'],
+        ['--nodes', '150', '--latency', '200ms', '--restart-delay', '100ms', '--lock-window', '2s', '--exit-when-provisioned'],
         survivor.url,
       );
-      await waitFor(() => work(nodes).filter((r) => r.action === 'restart').length >= 60, '60 nodes provisioned', 90_000);
+      await waitFor(() => work(nodes).filter((r) => r.action === 'restart').length >= 50, '50 nodes provisioned', 90_000);
       const killedAt = Date.now();
       await victim.kill();
 
       expect((await nodes.exited).code).toBe(0);
       expect(Date.now() - killedAt).toBeLessThan(20_000);
       const summary = summaryOf(nodes);
-      expect(summary).toMatchObject({ nodes: 300, provisioned: 300 });
+      expect(summary).toMatchObject({ nodes: 150, provisioned: 150 });
       const inFlight = inFlightAt(work(nodes), killedAt, onVictim.callerId);
       let errors = 0;
       for (const p of provisioners) errors += await metric(p, 'choria_provisioner_provision_errors');

@@ -139,7 +139,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     }
 
     print(
-      `rxfleet demo: ${nodes} simulated Choria servers booting over ${Number((options.bootMs / 1000).toFixed(1))} s, 2 provisioners ${activeActive ? 'sharing the fleet (active-active)' : 'electing a leader'}, ${persistent ? 'persistent helpers' : 'a helper per node'}, over ${kind === 'nats' ? `a private nats-server (${transport.url})` : 'the in-process transport'}`,
+      `rxfleet demo: ${nodes} simulated Choria servers booting over ${Number((options.bootMs / 1000).toFixed(1))} s, 2 provisioners ${activeActive ? 'sharing the fleet (active-active)' : 'electing a leader'}, ${persistent ? 'persistent helpers' : 'a helper per node'}, over ${transport.describe}`,
     );
     const started = Date.now();
     fleet = await startSimulatedFleet({

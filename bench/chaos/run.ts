@@ -11,6 +11,7 @@
 import { cleanUpAll } from './parts/processes';
 import { benchOutput } from '../machineLoad';
 import { brokerRestart } from './scenarios/brokerRestart';
+import { clusterPartition, clusterServerKill } from './scenarios/clusterFaults';
 import { dataDirFaults } from './scenarios/dataDir';
 import { fuzzInputs } from './scenarios/fuzzInputs';
 import { helperFailures } from './scenarios/helperFailures';
@@ -29,6 +30,8 @@ const SCENARIOS: Scenario[] = [
   natsOutage,
   dataDirFaults,
   fuzzInputs,
+  clusterServerKill,
+  clusterPartition,
 ];
 
 const output = benchOutput('chaos');

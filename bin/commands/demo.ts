@@ -11,6 +11,7 @@ interface DemoFlags extends LogFlags {
   timeout: number;
   helperMode: 'persistent' | 'per-node';
   activeActive?: boolean;
+  cluster?: boolean;
   incus?: boolean;
   incusDaemon?: 'incus' | 'lxd';
   instances: number;
@@ -46,6 +47,10 @@ export function registerDemo(program: Command): void {
       )
         .choices(['persistent', 'per-node'])
         .default('persistent'),
+    )
+    .option(
+      '--cluster',
+      'run on a private three-server nats-server cluster, the buckets replicated on all three, the parts spread across the servers',
     )
     .option('--active-active', 'the two provisioners share the fleet through claims in a KV bucket instead of electing a leader')
     .option(
@@ -100,7 +105,7 @@ export function registerDemo(program: Command): void {
         nodes: flags.nodes,
         workers: flags.workers,
         bootMs: flags.bootTime,
-        transport: flags.transport,
+        transport: flags.cluster === true ? 'cluster' : flags.transport,
         timeoutMs: flags.timeout,
         helperMode: flags.helperMode,
         activeActive: flags.activeActive === true,

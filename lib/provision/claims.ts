@@ -77,9 +77,11 @@ interface Lease {
  *   acknowledged write is older than the TTL less one refresh period. An attempt therefore starts
  *   only with most of a claim's life ahead of it, and nothing is sent to a node once this instance
  *   cannot show the bucket it still holds it.
- * - When a write finds someone else's revision, or no write has been acknowledged within the TTL
- *   of the last one sent, the claim has lapsed: the cycle is stopped at once (unsubscribed, which
- *   aborts its RPCs and helper) and fails with step `claim`.
+ * - When a write finds someone else's revision, the claim has lapsed: the cycle is stopped at once
+ *   (unsubscribed, which aborts its RPCs and helper) and fails with step `claim`. When no write has
+ *   been acknowledged within the TTL of the last one sent, the claim has lapsed too and the cycle
+ *   is stopped the same way, but the node is no failed node: it is claimed again (waiting for the
+ *   bucket) and its cycle run afresh, unless the sighting is stale by then.
  * - When the cycle ends with the node leaving provisioning mode (`provisioned`, `shutdown`), the
  *   claim is written one last time and left to age out, so for one lifetime no other instance
  *   takes the node while it restarts; after any other ending, or an unsubscribe, it is deleted at
@@ -147,7 +149,7 @@ export class NodeClaims implements ClaimStage {
         return true;
       };
       if (stale()) return undefined;
-      const work = new Subscription();
+      let work = new Subscription();
       const lease: Lease = { lastSentAt: this.scheduler.now(), confirmed: true, waiting: [] };
       let revision = 0;
       let holding = false;
@@ -167,19 +169,29 @@ export class NodeClaims implements ClaimStage {
         if (keep) this.fireAndForget('release', identity, () => store.update(key, owner, revision));
         else if (release) this.fireAndForget('release', identity, () => store.release(key, revision));
       };
-      const lapse = (why: string): void => {
+      const lapse = (why: string, takenOver: boolean): void => {
         letGo(false);
         work.unsubscribe();
         this.hooks.lapsed?.(identity, why);
-        subscriber.next(failed(new CycleError(identity, 'claim', `the claim on ${identity} lapsed (${why}): its cycle was stopped`)));
-        subscriber.complete();
+        if (takenOver) {
+          subscriber.next(failed(new CycleError(identity, 'claim', `the claim on ${identity} lapsed (${why}): its cycle was stopped`)));
+          subscriber.complete();
+          return;
+        }
+        // The bucket could not be written for a whole lifetime: no failed node, but claimed again
+        // (waiting for the bucket) and its cycle run afresh, unless the sighting is stale by now.
+        work = new Subscription();
+        revision = 0;
+        refreshing = false;
+        lease.confirmed = true;
+        if (!stale()) claim();
       };
       let deadline: Subscription | undefined;
       const armDeadline = (): void => {
         deadline?.unsubscribe();
         const left = lease.lastSentAt + ttlMs - this.scheduler.now();
         deadline = this.scheduler.schedule(
-          () => lapse(`not written again within its ${formatGoDuration(ttlMs)} lifetime`),
+          () => lapse(`not written again within its ${formatGoDuration(ttlMs)} lifetime`, false),
           Math.max(0, left),
         );
         work.add(deadline);
@@ -198,7 +210,7 @@ export class NodeClaims implements ClaimStage {
             },
             error: (error: unknown) => {
               refreshing = false;
-              if (error instanceof ClaimHeldError) return lapse('another provisioner wrote it');
+              if (error instanceof ClaimHeldError) return lapse('another provisioner wrote it', true);
               lease.confirmed = false;
               this.hooks.failed?.('refresh', identity, error, failures++ === 0);
               work.add(this.scheduler.schedule(refresh, this.retryMs));

@@ -52,6 +52,19 @@ describe('rxfleet demo', () => {
     expect(await refusesConnections(port)).toBe(true);
   });
 
+  it('--cluster: on a private three-server cluster, with both kinds of sharing; every server is stopped after', async () => {
+    for (const mode of [[], ['--active-active']]) {
+      const { code, stdout } = await demo(['--cluster', '--nodes', '60', '--boot-time', '1s', ...mode]);
+      expect(code).toBe(0);
+      expect(stdout.split('\n')[0]).toContain('over a private three-server nats-server cluster (');
+      expect(stdout).toMatch(/nodes provisioned: +60 of 60\n/);
+      expect(stdout).toMatch(/duplicates: +0\n/);
+      const ports = [...stdout.split('\n')[0].matchAll(/nats:\/\/127\.0\.0\.1:(\d+)/g)].map((m) => Number(m[1]));
+      expect(ports).toHaveLength(3);
+      for (const port of ports) expect(await refusesConnections(port)).toBe(true);
+    }
+  });
+
   it('over the in-process transport when asked', async () => {
     const { code, stdout } = await demo(['--nodes', '30', '--boot-time', '1s', '--transport', 'memory']);
     expect(code).toBe(0);

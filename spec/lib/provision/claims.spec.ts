@@ -124,7 +124,7 @@ describe('NodeClaims: a cycle under a claim in a KV bucket (virtual time)', () =
     });
   });
 
-  it('a claim that cannot be written again (the broker unreachable) lapses one TTL after the last write sent', () => {
+  it('a claim that cannot be written again (the broker unreachable) lapses one TTL after the last write sent: the cycle is stopped, and the node claimed again and its cycle run afresh until the sighting is stale', () => {
     const scheduler = newScheduler();
     scheduler.run(({ cold, expectObservable, expectSubscriptions, flush }) => {
       const bucket = new MemoryClaimBucket({ ttlMs: 30, now: () => scheduler.now() });
@@ -138,8 +138,9 @@ describe('NodeClaims: a cycle under a claim in a KV bucket (virtual time)', () =
       // Failed refreshes tried again only by the refresh timer here (retries: the next test).
       const claims = new NodeClaims({ store, owner: OWNER, ttlMs: 30, retryMs: 100, scheduler, hooks });
       const cycle = cold('100ms d', { d: provisioned });
-      // Refreshed at 10 (ok), 20 and 30 (fail): it lapses at 10 + 30.
-      expectObservable(claims.around(ticket('n1'), () => cycle).pipe(map(said))).toBe('40ms (l|)', { l: 'failed:claim' });
+      // Refreshed at 10 (ok), 20 and 30 (fail): it lapses at 10 + 30, when the sighting (at 0) is
+      // older than a claim lives: refused as stale rather than claimed again.
+      expectObservable(claims.around(ticket('n1'), () => cycle).pipe(map(said))).toBe('40ms (s|)', { s: 'failed:stale' });
       expectSubscriptions(cycle.subscriptions).toBe('^ 39ms !');
       flush();
       expect(log).toEqual([
@@ -147,6 +148,34 @@ describe('NodeClaims: a cycle under a claim in a KV bucket (virtual time)', () =
         '20 refresh failed n1',
         '30 refresh failed n1',
         '40 lapsed n1: not written again within its 30ms lifetime',
+      ]);
+    });
+  });
+
+  it('a claim that lapsed because the bucket could not be written is claimed again as soon as it can be, and its cycle run afresh: no failed node', () => {
+    const scheduler = newScheduler();
+    scheduler.run(({ cold, expectObservable, expectSubscriptions, flush }) => {
+      const bucket = new MemoryClaimBucket({ ttlMs: 30, now: () => scheduler.now() });
+      const real = bucket.store();
+      // Refreshes fail from 5 to 39 (no quorum); creates always reach the bucket.
+      const store: ClaimStore = {
+        ...real,
+        update: (k, v, r) =>
+          defer(() => (scheduler.now() >= 5 && scheduler.now() < 40 ? throwError(() => new Error('timeout')) : real.update(k, v, r))),
+      };
+      const { hooks, log } = recording(() => scheduler.now());
+      const claims = new NodeClaims({ store, owner: OWNER, ttlMs: 30, retryMs: 100, scheduler, hooks });
+      const cycle = cold('50ms d', { d: provisioned });
+      // Lapses at 30 (last write at 0); the old claim aged out then, so it is claimed again at once.
+      expectObservable(claims.around(ticket('n1'), () => cycle).pipe(map(said))).toBe('80ms (d|)', { d: 'done:provisioned' });
+      expectSubscriptions(cycle.subscriptions).toBe(['^ 29ms !', '30ms ^ 49ms !']);
+      flush();
+      expect(log).toEqual([
+        '0 won n1',
+        '10 refresh failed n1',
+        '20 refresh failed n1',
+        '30 lapsed n1: not written again within its 30ms lifetime',
+        '30 won n1',
       ]);
     });
   });

@@ -33,6 +33,7 @@ import { nodeSiteFiles } from '../../streams/siteFiles';
 import { ConfigurationError } from '../../lib/provision/config';
 import { connectionPlan } from '../../streams/choria/connectionPlan';
 import { resolveBrokers } from '../../streams/choria/srvLookup';
+import { CredentialWatch } from '../../streams/credentialWatch';
 import { isValidLifecycleComponent } from '../../lib/choria/lifecycleComponent';
 import { MalformedInputSource, ProvisionerMetrics } from '../../lib/provision/metrics';
 import { CycleResult, HostTicket, Sighting, provisionPipeline } from '../../lib/provision/pipeline';
@@ -107,6 +108,8 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
   });
 
   let connection: FleetConnection | undefined = options.connection;
+  let credentialWatch: CredentialWatch | undefined;
+  let stopCredentialWatch = (): void => undefined;
   let activeActive: ActiveActive | undefined;
   const companion = options.companion;
   const ready = (): boolean =>
@@ -134,7 +137,11 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
       ...(config.rxfleet.monitorHost !== undefined ? { host: config.rxfleet.monitorHost } : {}),
       registry,
       ready,
-      describe: () => ({ ...status(), ...(companion !== undefined ? { [companion.name]: companion.status() } : {}) }),
+      describe: () => ({
+        ...status(),
+        ...(credentialWatch?.problem() !== undefined ? { login: credentialWatch.problem() } : {}),
+        ...(companion !== undefined ? { [companion.name]: companion.status() } : {}),
+      }),
       logger,
     });
 
@@ -178,13 +185,28 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
         { provider: security?.provider, certname: security?.certname, callerId: plan.callerId, tls, requests },
         `security provider ${security?.provider ?? 'unknown'}: caller ${plan.callerId}, TLS ${tls}, requests ${requests}`,
       );
-      const brokers = await resolveBrokers(plan.brokers, {
+      const lookUp = () =>
+        resolveBrokers(plan.brokers, {
+          logger,
+          ...(config.rxfleet.dnsServers.length > 0 ? { dnsServers: config.rxfleet.dnsServers } : {}),
+        });
+      const brokers = await lookUp();
+      // Every credential is read again at each (re)connection, and SRV records looked up again, as
+      // go-choria does for every connection; the watch logs what changed and exports expiries.
+      credentialWatch = new CredentialWatch({ credentials: plan.credentials, logger, registry });
+      stopCredentialWatch = credentialWatch.every();
+      connection = await openNatsConnection(
+        {
+          ...plan.nats,
+          servers: brokers.servers,
+          watch: credentialWatch,
+          ...(plan.brokers.kind === 'srv' ? { resolveServers: async () => (await lookUp()).servers } : {}),
+        },
         logger,
-        ...(config.rxfleet.dnsServers.length > 0 ? { dnsServers: config.rxfleet.dnsServers } : {}),
-      });
-      connection = await openNatsConnection({ ...plan.nats, servers: brokers.servers }, logger);
+      );
     }
   } catch (error) {
+    stopCredentialWatch();
     await monitor?.close();
     gateWatch.unsubscribe();
     ledgerWatch.unsubscribe();
@@ -454,6 +476,7 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
       leadershipWatch.unsubscribe();
       gateWatch.unsubscribe();
       ledgerWatch.unsubscribe();
+      stopCredentialWatch();
       await monitor?.close();
       if (ownConnection) await connection?.drain();
       state = 'stopped';

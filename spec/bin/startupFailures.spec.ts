@@ -65,7 +65,7 @@ const files = (name: string, yaml: string[]): { config: string; choria: string }
 });
 
 /** Both commands on the same files: validate and provision each print one error line naming the key, exit 1, and nothing connects. */
-async function refusedByBoth(asNobody: boolean, f: { config: string; choria: string }, extra: string[], line: RegExp): Promise<void> {
+async function expectRefusedByBoth(asNobody: boolean, f: { config: string; choria: string }, extra: string[], line: RegExp): Promise<void> {
   const before = connections.length;
   const validate = await rxfleet(asNobody, ['validate', '--config', f.config, '--choria-config', f.choria, ...extra]);
   expect(validate.code).toBe(1);
@@ -93,7 +93,7 @@ describe.each([
     mkdirSync(locked, { recursive: true, mode: 0o755 });
     const pid = asNobody ? join(locked, 'rxfleet.pid') : join(dir, 'missing', 'rxfleet.pid');
     const f = files(`pid-${tag}`, []);
-    await refusedByBoth(asNobody, f, ['--pid', pid], new RegExp(`^error: ${pid}: --pid: cannot write the pid file: `));
+    await expectRefusedByBoth(asNobody, f, ['--pid', pid], new RegExp(`^error: ${pid}: --pid: cannot write the pid file: `));
     expect(existsSync(pid)).toBe(false);
   });
 
@@ -102,7 +102,7 @@ describe.each([
     const logfile = asNobody ? join(dir, `locked-${tag}`, 'rxfleet.log') : join(blocker, 'rxfleet.log');
     mkdirSync(join(dir, `locked-${tag}`), { recursive: true, mode: 0o755 });
     const f = files(`log-${tag}`, [`logfile: ${logfile}`]);
-    await refusedByBoth(asNobody, f, [], new RegExp(`^error: ${f.config}: logfile: cannot write ${logfile}: `));
+    await expectRefusedByBoth(asNobody, f, [], new RegExp(`^error: ${f.config}: logfile: cannot write ${logfile}: `));
   });
 
   it('a monitor port another process holds, or (as nobody) a privileged port', async () => {
@@ -111,20 +111,20 @@ describe.each([
     await new Promise<void>((resolve) => holder.listen(busy, resolve));
     try {
       const f = files(`port-${tag}`, [`monitor_port: ${busy}`]);
-      await refusedByBoth(
+      await expectRefusedByBoth(
         asNobody,
         f,
         [],
         new RegExp(`^error: ${f.config}: monitor_port: port ${busy} is in use by another process \\(EADDRINUSE\\)$`),
       );
       const flag = files(`flag-${tag}`, []);
-      await refusedByBoth(asNobody, flag, ['--monitor', String(busy)], /^error: --monitor: port \d+ is in use by another process/);
+      await expectRefusedByBoth(asNobody, flag, ['--monitor', String(busy)], /^error: --monitor: port \d+ is in use by another process/);
     } finally {
       await new Promise<void>((resolve) => holder.close(() => resolve()));
     }
     if (asNobody) {
       const f = files(`low-${tag}`, ['monitor_port: 81']);
-      await refusedByBoth(
+      await expectRefusedByBoth(
         asNobody,
         f,
         [],

@@ -38,6 +38,8 @@ export interface NatsConnectionConfig {
    * and subscribe under `provisioning.reply.>`) needs it; default nats.js's `_INBOX`.
    */
   inboxPrefix?: string;
+  /** How long one attempt may take to connect (TCP, TLS, login): go-choria's `plugin.choria.network.connect_timeout`. Default nats.js's 20 s. */
+  timeoutMs?: number;
   /** Client ping interval. Default 10 s, so a dead server is noticed in ~30 s, not 4 minutes. */
   pingIntervalMs?: number;
   /**
@@ -110,6 +112,7 @@ export function daemonConnectionOptions(config: NatsConnectionConfig, backoff: L
   if (config.password !== undefined) options.pass = config.password;
   if (config.token !== undefined) options.token = config.token;
   if (config.inboxPrefix !== undefined) options.inboxPrefix = config.inboxPrefix;
+  if (config.timeoutMs !== undefined) options.timeout = config.timeoutMs;
   const authenticators = [
     backoff.observer,
     ...(config.credentials !== undefined ? [rereadCredsAuthenticator(config.credentials)] : []),

@@ -86,6 +86,7 @@ export function connectionPlan(config: ProvisionerConfig, choria: ChoriaClientCo
     servers: brokers.kind === 'srv' ? [] : brokers.servers,
     name: choria.identity,
     inboxPrefix: PROVISIONING_INBOX_PREFIX,
+    timeoutMs: choria.connectTimeoutMs,
   };
 
   const provisionerLogin = config.brokerProvisioningPassword !== '';

@@ -1,6 +1,6 @@
 /* eslint-disable max-lines -- one 330-line function until the daemon contract of issue 20 splits it; the rule is new */
 import { setMaxListeners } from 'node:events';
-import { Registry, collectDefaultMetrics } from 'prom-client';
+import { Registry } from 'prom-client';
 import {
   EMPTY,
   NEVER,
@@ -34,6 +34,7 @@ import { ConfigurationError } from '../../lib/provision/config';
 import { connectionPlan } from '../../streams/choria/connectionPlan';
 import { resolveBrokers } from '../../streams/choria/srvLookup';
 import { CredentialWatch } from '../../streams/credentialWatch';
+import { registerProcessMetrics } from '../../streams/processMetrics';
 import { isValidLifecycleComponent } from '../../lib/choria/lifecycleComponent';
 import { MalformedInputSource, ProvisionerMetrics } from '../../lib/provision/metrics';
 import { CycleResult, HostTicket, Sighting, provisionPipeline } from '../../lib/provision/pipeline';
@@ -86,7 +87,7 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
   const metrics = new ProvisionerMetrics({ registry, site: config.site });
   // At zero even without leader_election, as every other series (P2): a dashboard's query finds them.
   const electionMetrics = new ElectionMetrics({ registry, election: ELECTION_KEY, identity });
-  if (options.processMetrics !== false) collectDefaultMetrics({ register: registry });
+  if (options.processMetrics !== false) registerProcessMetrics(registry);
   // Closed first with leader_election (until won) and active-active (until the claims bucket is read).
   const gate = new PauseGate(electionOn || activeActiveOn);
   const gateWatch = gate.paused$.subscribe((paused) => metrics.setPaused(paused));

@@ -8,6 +8,7 @@ import {
 } from '@nats-io/transport-node';
 import { BehaviorSubject, Observable, distinctUntilChanged } from 'rxjs';
 import { LogBackoff } from '../lib/logBackoff';
+import { formatGoDuration } from '../lib/duration';
 import { Logger, silentLogger } from '../lib/logger';
 import { ChoriaJwtLogin, choriaJwtAuthenticator } from './choria/brokerLogin';
 import { redactUrlCredentials } from '../lib/redact';
@@ -166,7 +167,7 @@ function failureReason(error: unknown): string {
   return redactUrlCredentials(inner !== undefined && inner !== outer ? inner : outer);
 }
 
-const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
+const seconds = (ms: number): string => formatGoDuration(Math.round(ms));
 
 function abandoned(): Error {
   return new Error('connecting to NATS was abandoned');

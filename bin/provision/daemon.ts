@@ -23,6 +23,7 @@ import { errorMessage } from '../../lib/choria/errors';
 import { lifecycleEventJson, lifecycleSubject, newLifecycleEvent } from '../../lib/choria/lifecycle';
 import { ElectionEvent, campaign } from '../../lib/election/campaign';
 import { silentLogger } from '../../lib/logger';
+import { formatGoDuration } from '../../lib/duration';
 import { broadcastDiscovery } from '../../streams/choria/discovery';
 import { lifecycleEvents } from '../../streams/choria/lifecycleListener';
 import { ChoriaRpcClient } from '../../streams/choria/rpcClient';
@@ -453,7 +454,7 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
       const inFlight = busyWorkers;
       logger.info(
         { inFlight, graceMs },
-        `stopping: no more discovery or admission; ${inFlight} node${inFlight === 1 ? '' : 's'} in flight may finish within ${graceMs} ms`,
+        `stopping: no more discovery or admission; ${inFlight} node${inFlight === 1 ? '' : 's'} in flight may finish within ${formatGoDuration(graceMs)}`,
       );
       stop$.next();
       stop$.complete();

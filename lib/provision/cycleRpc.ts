@@ -75,6 +75,7 @@ export class CycleRpc {
           .pipe(map((reply) => reply.data)),
       {
         rpc,
+        identity,
         tries: spec.tries,
         gate,
         signal,

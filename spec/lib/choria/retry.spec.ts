@@ -68,7 +68,7 @@ describe('the retry wrapper', () => {
       ]);
       expect(failures).toHaveLength(1);
       expect(failures[0].message).toBe(
-        'choria_provision#configure failed after 3 attempts: choria_provision#configure: no reply from n1 within 22000 ms',
+        'choria_provision#configure failed after 3 attempts: choria_provision#configure: no reply from n1 within 22s',
       );
       expect(failures[0].cause).toBe(timeout);
     });

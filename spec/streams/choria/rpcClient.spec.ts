@@ -128,7 +128,7 @@ describe('the Choria RPC client over a real nats-server', () => {
     expect(error).toMatchObject({ rpc: 'rpcutil#inventory', attempts: 3 });
     expect((error as Error).cause).toBeInstanceOf(RpcTimeoutError);
     expect((error as Error).message).toBe(
-      `rpcutil#inventory failed after 3 attempts: rpcutil#inventory: no reply from ${silent} within 100 ms`,
+      `rpcutil#inventory failed after 3 attempts: rpcutil#inventory: no reply from ${silent} within 100ms`,
     );
     expect(attempts.map((a) => [a.attempt, a.error instanceof RpcTimeoutError])).toEqual([
       [1, true],
@@ -246,7 +246,7 @@ describe('the Choria RPC client over a real nats-server', () => {
       expect(error).toBeInstanceOf(RpcTimeoutError);
       expect(error).toMatchObject({ refused: 1 });
       expect((error as Error).message).toBe(
-        `choria_provision#jwt: no reply from ${ROGUE} within 300 ms (1 malformed or foreign reply skipped)`,
+        `choria_provision#jwt: no reply from ${ROGUE} within 300ms (1 malformed or foreign reply skipped)`,
       );
       expect(client.badMessages.count('reply', 'payload')).toBe(1);
     });

@@ -131,6 +131,8 @@ export async function runProvision(options: ProvisionOptions, withEnricher?: Enr
     logger,
     graceful: async () => {
       if (daemon !== undefined) await daemon.stop();
+      // A signal while still connecting: nothing was admitted, so nothing has to finish.
+      else logger.info({ abandoned: 0 }, 'stopped');
       removePid();
     },
     exit: (code) => {
@@ -138,7 +140,10 @@ export async function runProvision(options: ProvisionOptions, withEnricher?: Enr
       if (code !== 0) daemon?.abort('exiting at once');
       removePid();
       // A signal while still connecting: nothing runs yet, and the connect would wait for ever.
-      if (daemon === undefined) process.exit(code);
+      if (daemon === undefined) {
+        logger.flush?.();
+        process.exit(code);
+      }
       resolveExit(code);
     },
   });

@@ -172,7 +172,8 @@ describe('rxfleet provision across credential renewals and broker restarts', () 
           port: proxyPort,
         }));
       let broker = await startProxy();
-      const expiresAt = new Date(Date.now() + 8000);
+      // Long enough for a busy machine to start the daemon and log in before it runs out.
+      const expiresAt = new Date(Date.now() + 15_000);
       const first = await clientCredentials(issuer, { expiresAt });
       const tokenFile = site.file('jwt/client.jwt', `${first.token}\n`);
       const seedFile = site.file('jwt/client.seed', first.seedHex);
@@ -193,7 +194,7 @@ describe('rxfleet provision across credential renewals and broker restarts', () 
       expect(broker.logins[0]).toMatchObject({ accepted: true });
 
       // The token runs out; the broker restarts and refuses it.
-      await waitFor(() => Date.now() > expiresAt.getTime() + 1000, 'the token to expire', 15_000);
+      await waitFor(() => Date.now() > expiresAt.getTime() + 1000, 'the token to expire', 25_000);
       await broker.close();
       broker = await startProxy();
       await waitFor(() => broker.logins.length >= 1, 'a refused login', 20_000);
@@ -234,7 +235,7 @@ describe('rxfleet provision across credential renewals and broker restarts', () 
       ]);
       expect(summary).toMatchObject({ nodes: 2, provisioned: 2 });
       expect(provisioner.running()).toBe(true);
-    }, 90_000);
+    }, 120_000);
   });
 
   describe('SRV records that change between reconnections', () => {

@@ -20,10 +20,10 @@ import { Registry } from 'prom-client';
 import { Subject, Subscription, from, lastValueFrom, mergeMap, toArray } from 'rxjs';
 import { IncusReader, IncusStreamItem } from '../lib/incus/api';
 import { FakeIncus } from '../spec/helpers/FakeIncus';
-import { createEnricher } from '../lib/enricher/createEnricher';
-import { defaultEnricherSettings } from '../lib/enricher/config';
+import { createEnricher } from '../lib/enricher/pipeline/createEnricher';
+import { defaultEnricherSettings } from '../lib/enricher/config/config';
 import { memoryColdStore } from '../spec/helpers/memoryColdStore';
-import { EnrichedEvent } from '../lib/enricher/event';
+import { EnrichedEvent } from '../lib/enricher/model/event';
 
 const LATENCY_MS = Number(process.env.LATENCY_MS ?? 1);
 const INSTANCES = Number(process.env.INSTANCES ?? 10_000);

@@ -17,9 +17,9 @@ import { benchOutput } from './machineLoad';
 import { Registry } from 'prom-client';
 import { Subject, VirtualAction, VirtualTimeScheduler } from 'rxjs';
 import { IncusStreamItem } from '../lib/incus/api';
-import { defaultEnricherSettings } from '../lib/enricher/config';
-import { createEnricher } from '../lib/enricher/createEnricher';
-import { Ladder } from '../lib/enricher/repairs';
+import { defaultEnricherSettings } from '../lib/enricher/config/config';
+import { createEnricher } from '../lib/enricher/pipeline/createEnricher';
+import { Ladder } from '../lib/enricher/owner/repairs';
 import { FakeIncus } from '../spec/helpers/FakeIncus';
 import { memoryColdStore } from '../spec/helpers/memoryColdStore';
 

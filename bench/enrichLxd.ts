@@ -1,7 +1,8 @@
 /**
  * `npm run bench:enrich:lxd` (and the end of `npm run bench:enrich`): `rxfleet enrich` against a
- * real LXD daemon (a private one, started by the spec harness; needs root and lxd), publishing to
- * a private nats-server. One line of JSON per figure:
+ * real Incus daemon and then a real LXD daemon (private ones, started by the spec harness; needs
+ * root, incus and lxd), publishing to a private nats-server. One line of JSON per figure and
+ * daemon (`daemon: incus|lxd`), marked `machine_busy` when the machine was busy at the start:
  *
  * - time from `lxc launch` to the enriched `instance-started` arriving on NATS, over RUNS launches
  *   (min, median, max), beside the baseline measured in the same launches: the time LXD itself
@@ -16,16 +17,16 @@
  */
 import { Registry } from 'prom-client';
 import { IncusApiError } from '../lib/incus/api';
-import { defaultEnricherSettings } from '../lib/enricher/config';
+import { defaultEnricherSettings } from '../lib/enricher/config/config';
 import { startEnrichDaemon } from '../bin/enrich/daemon';
-import { EventPayload } from '../lib/enricher/payload';
+import { EventPayload } from '../lib/enricher/output/payload';
 import { IncusRestClient } from '../streams/incus/incusRestClient';
 import { openNatsConnection } from '../streams/natsConnection';
 import { startNatsServer } from '../streams/natsServerProcess';
-import { LxdDaemon, lxdUnavailable, startLxdDaemon, uniqueName } from '../spec/helpers/lxd';
+import { DAEMON_KINDS, DaemonKind, TestDaemon, daemonSpecsUnavailable, startTestDaemon, uniqueName } from '../spec/helpers/testDaemon';
+import { benchOutput } from './machineLoad';
 
 const RUNS = Number(process.env.RUNS ?? 9);
-const print = (figure: Record<string, unknown>): void => console.log(JSON.stringify(figure));
 const now = (): number => performance.now();
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -56,12 +57,23 @@ async function ipv4Seen(client: IncusRestClient, name: string, deadlineMs = 60_0
 }
 
 async function main(): Promise<void> {
-  const unavailable = lxdUnavailable();
+  const out = benchOutput('enrich-lxd');
+  try {
+    // The same figures on each daemon, one after the other (never both at once: they would share the cores).
+    for (const kind of DAEMON_KINDS) await measure(kind, out.print.bind(out));
+  } finally {
+    out.end();
+  }
+}
+
+async function measure(kind: DaemonKind, print: (figure: Record<string, unknown>) => void): Promise<void> {
+  const launch = kind === 'incus' ? 'incus launch' : 'lxc launch';
+  const unavailable = daemonSpecsUnavailable(kind);
   if (unavailable !== undefined) {
-    print({ figure: 'lxc launch to enriched instance-started on NATS', skipped: unavailable });
+    print({ figure: `${launch} to enriched instance-started on NATS`, daemon: kind, skipped: unavailable });
     return;
   }
-  const lxd: LxdDaemon = await startLxdDaemon();
+  const lxd: TestDaemon = await startTestDaemon(kind);
   const nats = await startNatsServer({ jetstream: false });
   const seen = new Map<string, number>();
   const waiters = new Map<string, () => void>();
@@ -116,15 +128,17 @@ async function main(): Promise<void> {
       await arrival('instance-deleted', name);
     }
     print({
-      figure: 'lxc launch to enriched instance-started on NATS',
+      figure: `${launch} to enriched instance-started on NATS`,
+      daemon: kind,
       runs: RUNS,
       unit: 'ms',
       ...summary(enriched),
-      baseline: "lxc launch to the IPv4 address in LXD's own instance state (polled every 20 ms)",
+      baseline: `${launch} to the IPv4 address in ${lxd.title}'s own instance state (polled every 20 ms)`,
       baseline_ms: summary(leased),
     });
     print({
-      figure: 'enriched instance-started on NATS after LXD shows the IPv4',
+      figure: `enriched instance-started on NATS after ${lxd.title} shows the IPv4`,
+      daemon: kind,
       runs: RUNS,
       unit: 'ms',
       ...summary(added),

@@ -11,7 +11,7 @@
 import { request } from 'node:http';
 import { decodeLifecycle } from '../lib/incus/decodeLifecycle';
 import { IncusRestClient } from '../streams/incus/incusRestClient';
-import { lxdUnavailable, startLxdDaemon } from '../spec/helpers/lxd';
+import { daemonSpecsUnavailable, startTestDaemon } from '../spec/helpers/testDaemon';
 import { benchOutput } from './machineLoad';
 
 // The load average at the start and the end; every figure marked when the machine was busy.
@@ -72,12 +72,12 @@ async function rate(calls: number, concurrency: number, call: () => Promise<unkn
 }
 
 async function benchRest(): Promise<void> {
-  const unavailable = lxdUnavailable();
+  const unavailable = daemonSpecsUnavailable('lxd');
   if (unavailable !== undefined) {
     print({ figure: 'getInstance', skipped: unavailable });
     return;
   }
-  const lxd = await startLxdDaemon();
+  const lxd = await startTestDaemon('lxd');
   try {
     await lxd.launch('b1');
     const client = new IncusRestClient({ endpoint: { url: lxd.socket } });

@@ -1,6 +1,7 @@
 /**
- * `npm run bench:incus-feed`: the Incus feed end to end on a real LXD daemon (a private one,
- * started by the spec harness; needs root and lxd). `rxfleet provision-incus`'s wiring in this
+ * `npm run bench:incus-feed`: the Incus feed end to end on a real Incus daemon, then on a real
+ * LXD daemon (private ones, started by the spec harness; needs root, incus and lxd), each figure
+ * once per daemon (`daemon: incus|lxd`). `rxfleet provision-incus`'s wiring in this
  * process (the enricher reading LXD, handing its events to the provisioner without NATS), a
  * private nats-server, and a simulated Choria server answering for the identity each instance
  * maps to (`{name}.example.net`), started before the launch and never announced by a startup
@@ -19,7 +20,7 @@
  */
 import { Registry } from 'prom-client';
 import { parseChoriaClientConfig } from '../lib/choria/clientConfig';
-import { defaultEnricherSettings } from '../lib/enricher/config';
+import { defaultEnricherSettings } from '../lib/enricher/config/config';
 import { IncusApiError } from '../lib/incus/api';
 import { parseProvisionerConfig, requireValidConfig } from '../lib/provision/config';
 import { startProvisionerWithEnricher } from '../bin/provision/withEnricher';
@@ -27,7 +28,7 @@ import { IncusRestClient } from '../streams/incus/incusRestClient';
 import { openNatsConnection } from '../streams/natsConnection';
 import { startNatsServer } from '../streams/natsServerProcess';
 import { startSimulatedFleet } from '../streams/simulate/simulatedFleet';
-import { lxdUnavailable, startLxdDaemon, uniqueName } from '../spec/helpers/lxd';
+import { DAEMON_KINDS, DaemonKind, daemonSpecsUnavailable, startTestDaemon, uniqueName } from '../spec/helpers/testDaemon';
 import { benchOutput } from './machineLoad';
 
 const RUNS = Number(process.env.RUNS ?? 7);
@@ -60,12 +61,22 @@ async function ipv4Seen(client: IncusRestClient, name: string, deadlineMs = 60_0
 
 async function main(): Promise<void> {
   const out = benchOutput('incus-feed');
-  const unavailable = lxdUnavailable();
+  try {
+    // The same figures on each daemon, one after the other (never both at once: they would share the cores).
+    for (const kind of DAEMON_KINDS) await measure(kind, out);
+  } finally {
+    out.end();
+  }
+}
+
+async function measure(kind: DaemonKind, out: ReturnType<typeof benchOutput>): Promise<void> {
+  const launch = kind === 'incus' ? 'incus launch' : 'lxc launch';
+  const unavailable = daemonSpecsUnavailable(kind);
   if (unavailable !== undefined) {
-    out.print({ figure: 'lxc launch to the first RPC to its identity', skipped: unavailable });
+    out.print({ figure: `${launch} to the first RPC to its identity`, daemon: kind, skipped: unavailable });
     return;
   }
-  const lxd = await startLxdDaemon();
+  const lxd = await startTestDaemon(kind);
   const nats = await startNatsServer({ jetstream: false });
   const client = new IncusRestClient({ endpoint: { url: lxd.socket } });
   const names = Array.from({ length: RUNS + 1 }, () => uniqueName('bf'));
@@ -111,7 +122,7 @@ async function main(): Promise<void> {
       const [addressAt] = await Promise.all([ipv4Seen(client, name), lxd.launch(name)]);
       while (!firstRpc.has(identity) && Date.now() - started < 60_000) await sleep(10);
       const rpcAt = firstRpc.get(identity);
-      if (rpcAt === undefined) throw new Error(`no RPC to ${identity} within 60 s of lxc launch`);
+      if (rpcAt === undefined) throw new Error(`no RPC to ${identity} within 60 s of ${launch}`);
       if (run > 0) {
         toAddress.push(addressAt - started);
         toRpc.push(rpcAt - started);
@@ -120,12 +131,18 @@ async function main(): Promise<void> {
       await lxd.deleteInstance(name);
     }
     out.print({
-      figure: "lxc launch to the provisioner's first RPC to its identity (provision-incus)",
+      figure: `${launch} to the provisioner's first RPC to its identity (provision-incus)`,
+      daemon: kind,
       runs: RUNS,
       ...summary(toRpc),
-      baseline: { figure: "lxc launch to the instance's IPv4 address (LXD's own state)", ...summary(toAddress) },
+      baseline: { figure: `${launch} to the instance's IPv4 address (${lxd.title}'s own state)`, ...summary(toAddress) },
     });
-    out.print({ figure: "added beyond LXD's own address time (enricher, feed, admission, first RPC)", runs: RUNS, ...summary(added) });
+    out.print({
+      figure: `added beyond ${lxd.title}'s own address time (enricher, feed, admission, first RPC)`,
+      daemon: kind,
+      runs: RUNS,
+      ...summary(added),
+    });
     await answering.stop();
   } finally {
     await daemon.stop({ graceMs: 1000 });
@@ -133,7 +150,6 @@ async function main(): Promise<void> {
     client.close();
     await nats.stop();
     await lxd.stop();
-    out.end();
   }
 }
 

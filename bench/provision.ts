@@ -6,7 +6,8 @@
  *
  * - a helper per node (`per-node-sh`: `bench/helpers/sh-helper.sh`, the minimal helper's answer in
  *   POSIX sh): beside the helper-start limit, the daemon's own `HelperRunner` starting the same
- *   helper with as many at once as the daemon has workers;
+ *   helper with as many at once as the daemon has workers, and the machine's own, a bare `spawn`
+ *   and exit of the same script as many at once;
  * - the persistent helper (`persistent-sh`: `examples/helpers/persistent-helper.sh`): beside the
  *   NATS request/reply limit with 64 in flight, divided by the three RPCs of a cycle, and the
  *   persistent helper's own round trips with the same processes;
@@ -31,6 +32,7 @@ import { sampleHelperPath } from '../bin/sampleHelpers';
 import { freePort, startNatsServer } from '../streams/natsServerProcess';
 import { waitFor } from '../spec/helpers/waitFor';
 import {
+  bareSpawnLimit,
   failures,
   helperStartLimit,
   metric,
@@ -195,6 +197,16 @@ async function provisionRun(url: string, brokerPid: number, dir: string, run: Ru
           : 'min(NATS request/reply with 64 in flight / 3 RPCs per cycle, persistent helper round trips/s)',
       limit_per_second: round(limit),
       ratio_to_limit: round(rate / limit, 2),
+      ...(helper.mode === 'per-node'
+        ? {
+            bare_spawn_per_second: limits[`bare_spawn_limit_${run.helper}`],
+            ratio_to_bare_spawn: round(rate / limits[`bare_spawn_limit_${run.helper}`], 2),
+            helper_start_ratio_to_bare_spawn: round(
+              limits[`helper_start_limit_${run.helper}`] / limits[`bare_spawn_limit_${run.helper}`],
+              2,
+            ),
+          }
+        : {}),
       cpu_ms_per_node: perNode(before, after),
       write_calls_per_node: provisioned > 0 ? round((after.writeCalls - before.writeCalls) / provisioned, 2) : null,
       read_calls_per_node: provisioned > 0 ? round((after.readCalls - before.readCalls) / provisioned, 2) : null,
@@ -269,8 +281,10 @@ async function main(): Promise<void> {
     const limits: Record<string, number> = { ...(await natsLimits(server.url, LIMIT_SECONDS)) };
     for (const helper of HELPERS) {
       const { mode, command } = HELPER_COMMANDS[helper];
-      if (mode === 'per-node') limits[`helper_start_limit_${helper}`] = await helperStartLimit(command, WORKERS, LIMIT_SECONDS);
-      else limits[`persistent_helper_limit_${helper}`] = await persistentHelperLimit(command, helperProcesses(), 64, LIMIT_SECONDS);
+      if (mode === 'per-node') {
+        limits[`bare_spawn_limit_${helper}`] = await bareSpawnLimit(command, WORKERS, LIMIT_SECONDS);
+        limits[`helper_start_limit_${helper}`] = await helperStartLimit(command, WORKERS, LIMIT_SECONDS);
+      } else limits[`persistent_helper_limit_${helper}`] = await persistentHelperLimit(command, helperProcesses(), 64, LIMIT_SECONDS);
     }
     print({ figure: 'limits, measured in this run', ...limits });
     for (const nodes of NODES) for (const helper of HELPERS) await provisionRun(server.url, server.pid, dir, { nodes, helper }, limits);

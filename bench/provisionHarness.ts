@@ -4,6 +4,7 @@
  * daemon's CPU and memory from /proc, /metrics samples, and the physical limits measured in the
  * same run (NATS request/reply, helper starts, persistent helper round trips).
  */
+import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { buildHelperInput } from '../lib/provision/helperInput';
@@ -166,6 +167,20 @@ const benchInput = buildHelperInput({ identity: 'node-1.example.net', inventory:
 export function helperStartLimit(command: string, concurrency: number, seconds: number): Promise<number> {
   const runner = new HelperRunner({ command });
   return perSecond(concurrency, seconds, () => runner.run(benchInput));
+}
+
+/**
+ * Bare starts of `command` per second (`spawn` with no stdio, and its exit), `concurrency` at once:
+ * the machine's own limit, which the helper-start limit is read against.
+ */
+export function bareSpawnLimit(command: string, concurrency: number, seconds: number): Promise<number> {
+  const bare = (): Promise<void> =>
+    new Promise((done, fail) => {
+      const child = spawn(command, [], { stdio: 'ignore' });
+      child.on('error', fail);
+      child.on('close', () => done());
+    });
+  return perSecond(concurrency, seconds, bare);
 }
 
 /** Persistent helper round trips per second through the daemon's own pool, `processes` processes, `inFlight` requests outstanding. */

@@ -1,12 +1,12 @@
 import { Registry } from 'prom-client';
 import { Subscription } from 'rxjs';
 import { parseChoriaClientConfig } from '../lib/choria/clientConfig';
-import { defaultEnricherSettings } from '../lib/enricher/config';
+import { defaultEnricherSettings } from '../lib/enricher/config/config';
 import { Logger, silentLogger } from '../lib/logger';
 import { parseProvisionerConfig, requireValidConfig } from '../lib/provision/config';
 import { cleanUpOnExit } from '../streams/exitCleanup';
-import { privateLxdUnavailable } from '../streams/incus/lxdHost';
-import { PrivateLxd, startPrivateLxd } from '../streams/incus/privateLxd';
+import { DaemonKind, daemonProgram, daemonUnavailable, preferredDaemonKind } from '../streams/incus/daemonKind';
+import { PrivateDaemon, startPrivateDaemon } from '../streams/incus/privateDaemon';
 import { FleetConnection } from '../streams/natsConnection';
 import { SimulatedFleet, startSimulatedFleet } from '../streams/simulate/simulatedFleet';
 import { DemoTransport, Transport, demoTransport } from './demoTransport';
@@ -17,6 +17,8 @@ import { sampleHelperPath } from './sampleHelpers';
 export interface IncusDemoOptions {
   /** Instances to launch. */
   instances: number;
+  /** The daemon to start: Incus or LXD; by default Incus when it can run here, else LXD. */
+  daemon?: DaemonKind;
   transport: DemoTransport;
   /** Give up after this long, ms. */
   timeoutMs: number;
@@ -29,7 +31,7 @@ export interface IncusDemoOptions {
   err: NodeJS.WritableStream;
 }
 
-/** What `rxfleet demo --incus` did; `unavailable` when it could not start a private LXD daemon. */
+/** What `rxfleet demo --incus` did; `unavailable` when it could not start a private Incus or LXD daemon. */
 export interface IncusDemoSummary {
   unavailable?: string;
   instances: number;
@@ -38,7 +40,9 @@ export interface IncusDemoSummary {
   foundBy: { incus: number; discovery: number; event: number };
   errors: number;
   duplicates: number;
-  /** `lxc launch` to provisioned, per node, ms. */
+  /** The daemon it ran on. */
+  daemon: DaemonKind;
+  /** `incus launch` (`lxc launch`) to provisioned, per node, ms. */
   launchToProvisionedMs: number[];
 }
 
@@ -55,7 +59,7 @@ async function counter(registry: Registry, name: string): Promise<number> {
 
 /**
  * `rxfleet demo --incus`: the provisioner and the enricher in one process (`rxfleet
- * provision-incus`) on a private LXD daemon. It launches `instances` busybox instances labelled
+ * provision-incus`) on a private Incus daemon (LXD when Incus cannot run here, or when `daemon` says so). It launches `instances` busybox instances labelled
  * `user.choria=provision`; the enricher sees each come up with an address and the provisioner
  * sights `<instance>.example.net` at once (`rxfleet.incus`: the label as selector, the identity
  * template `{name}.example.net`). The busybox image runs no Choria server, so simulated servers
@@ -63,31 +67,34 @@ async function counter(registry: Registry, name: string): Promise<number> {
  * they answer, `interval` is an hour) and their startup events go to a component nobody listens
  * to, so every node the demo provisions was found through its instance.
  *
- * When no private LXD daemon can be started here (not root, lxd missing) it writes one line
+ * When no private daemon of that kind can be started here (not root, the daemon missing) it writes one line
  * saying why to `err` and resolves with `unavailable` set, having started nothing. Everything it
- * started (instances, LXD daemon, its bridge and directory, the nats-server) is stopped before it
+ * started (instances, the daemon, its bridge and directory, the nats-server) is stopped before it
  * resolves; an exit short of that (a second signal, a crash) still removes them.
  */
 export async function runIncusDemo(options: IncusDemoOptions): Promise<IncusDemoSummary> {
   const { instances, out } = options;
   const print = (text: string): void => void out.write(`${text}\n`);
   const logger = options.logger ?? silentLogger;
+  const kind = options.daemon ?? preferredDaemonKind();
+  const program = daemonProgram(kind);
   const summary: IncusDemoSummary = {
     instances,
+    daemon: kind,
     provisioned: 0,
     foundBy: { incus: 0, discovery: 0, event: 0 },
     errors: 0,
     duplicates: 0,
     launchToProvisionedMs: [],
   };
-  const unavailable = privateLxdUnavailable();
+  const unavailable = daemonUnavailable(kind);
   if (unavailable !== undefined) {
     options.err.write(`rxfleet demo --incus: cannot run: ${unavailable}; rxfleet demo without --incus needs neither\n`);
     return { ...summary, unavailable };
   }
 
   let transport: Transport | undefined;
-  let lxd: PrivateLxd | undefined;
+  let host: PrivateDaemon | undefined;
   let daemon: ProvisionerWithEnricher | undefined;
   let fleet: SimulatedFleet | undefined;
   const connections: FleetConnection[] = [];
@@ -97,10 +104,10 @@ export async function runIncusDemo(options: IncusDemoOptions): Promise<IncusDemo
   try {
     transport = await demoTransport(options.transport, logger, print);
     print(
-      `rxfleet demo --incus: ${instances} LXD instance${instances === 1 ? '' : 's'} on a private LXD daemon, the enricher and the provisioner in one process (provision-incus), over ${transport.kind === 'nats' ? `a private nats-server (${transport.url})` : 'the in-process transport'}`,
+      `rxfleet demo --incus: ${instances} ${program.title} instance${instances === 1 ? '' : 's'} on a private ${program.title} daemon, the enricher and the provisioner in one process (provision-incus), over ${transport.kind === 'nats' ? `a private nats-server (${transport.url})` : 'the in-process transport'}`,
     );
-    print('starting a private LXD daemon and building its busybox image...');
-    lxd = await startPrivateLxd();
+    print(`starting a private ${program.title} daemon and building its busybox image...`);
+    host = await startPrivateDaemon(kind);
     if (interrupted()) return summary;
 
     const registry = new Registry();
@@ -136,7 +143,7 @@ export async function runIncusDemo(options: IncusDemoOptions): Promise<IncusDemo
         processMetrics: false,
         tuning: { helperEnv: { ...process.env, RXFLEET_HELPER_BROKERS: transport.url } },
       },
-      defaultEnricherSettings({ incus: { url: lxd.socket }, http: undefined, storeFile: undefined }),
+      defaultEnricherSettings({ incus: { url: host.socket }, http: undefined, storeFile: undefined }),
     );
     const running = daemon;
     const provisionedAt = new Map<string, number>();
@@ -157,7 +164,7 @@ export async function runIncusDemo(options: IncusDemoOptions): Promise<IncusDemo
       }
       return false;
     };
-    // The discovery round at start and the enricher's first look at LXD, before anything answers.
+    // The discovery round at start and the enricher's first look at the daemon, before anything answers.
     if (!(await until(async () => running.ready() && (await counter(registry, 'choria_provisioner_discover_cycles')) >= 1))) return summary;
 
     const fleetConnection = await transport.connect('rxfleet-demo-fleet');
@@ -173,13 +180,13 @@ export async function runIncusDemo(options: IncusDemoOptions): Promise<IncusDemo
     });
 
     const launchedAt = new Map<string, number>();
-    const launching = lxd;
+    const launching = host;
     await Promise.all(
       Array.from({ length: instances }, async (_, i) => {
         const name = instanceName(i);
         launchedAt.set(identityOf(name), Date.now());
         await launching.launch(name, { 'user.choria': 'provision' });
-        print(`lxc launch ${name}: running`);
+        print(`${program.client} launch ${name}: running`);
       }),
     );
     const reported = new Set<string>();
@@ -187,7 +194,7 @@ export async function runIncusDemo(options: IncusDemoOptions): Promise<IncusDemo
       for (const [identity, at] of provisionedAt) {
         if (reported.has(identity)) continue;
         reported.add(identity);
-        print(`${identity}: provisioned ${((at - (launchedAt.get(identity) ?? at)) / 1000).toFixed(1)} s after lxc launch`);
+        print(`${identity}: provisioned ${((at - (launchedAt.get(identity) ?? at)) / 1000).toFixed(1)} s after ${program.client} launch`);
       }
       return (fleet?.stats().provisioned ?? 0) >= instances;
     });
@@ -210,7 +217,7 @@ export async function runIncusDemo(options: IncusDemoOptions): Promise<IncusDemo
     for (const connection of connections) await connection.drain();
     try {
       // Its instances stop with it.
-      await lxd?.stop();
+      await host?.stop();
     } finally {
       await transport?.stop();
       forgetExitCleanup();

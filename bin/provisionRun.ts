@@ -1,5 +1,5 @@
 import { rmSync, writeFileSync } from 'node:fs';
-import type { EnricherSettings } from '../lib/enricher/config';
+import type { EnricherSettings } from '../lib/enricher/config/config';
 import { createLogger } from '../streams/logOutput';
 import { redactUrlCredentials } from '../lib/redact';
 import { cleanUpOnExit } from '../streams/exitCleanup';
@@ -29,7 +29,7 @@ export interface EnricherFlags extends IncusFlags {
 async function enricherSettings(flags: EnricherFlags): Promise<{ settings?: EnricherSettings; lines: string[] }> {
   // Loaded only for provision-incus, so `provision` does not pay for the enricher's modules.
   const { loadEnrichSettings } = await import('./enrich/commandLine.js');
-  const { EnricherConfigError } = await import('../lib/enricher/config.js');
+  const { EnricherConfigError } = await import('../lib/enricher/config/config.js');
   try {
     const { settings, warnings } = loadEnrichSettings(
       {

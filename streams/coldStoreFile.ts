@@ -5,8 +5,8 @@
 import { readFileSync } from 'node:fs';
 import { chmod, rename, unlink, writeFile } from 'node:fs/promises';
 import { Logger, silentLogger } from '../lib/logger';
-import { ColdStore } from '../lib/enricher/coldStore';
-import { ColdStoreDocument, coldStoreProblem } from '../lib/enricher/coldStoreDocument';
+import { ColdStore } from '../lib/enricher/coldStore/coldStore';
+import { ColdStoreDocument, coldStoreProblem } from '../lib/enricher/coldStore/coldStoreDocument';
 
 /** Options for {@link fileColdStore}. */
 export interface FileColdStoreOptions {
@@ -14,7 +14,7 @@ export interface FileColdStoreOptions {
   logger?: Logger;
   /**
    * Told the outcome of every write, with the error of a failed one. A failed write is not logged
-   * here: the enricher logs it once and retries with backoff (`lib/enricher/coldStoreWriter.ts`).
+   * here: the enricher logs it once and retries with backoff (`lib/enricher/coldStore/coldStoreWriter.ts`).
    */
   onWrite?: (ok: boolean, error?: unknown) => void;
 }

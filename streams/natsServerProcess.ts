@@ -20,6 +20,13 @@ export interface NatsServerOptions {
   readyTimeoutMs?: number;
   /** Listen on this loopback port. Default a free one. */
   port?: number;
+  /**
+   * Run it with this group id (this process must be root): a cluster's servers each get their own,
+   * so `iptables -m owner` can tell one server's route connections from another's.
+   */
+  gid?: number;
+  /** `server_name`. Default `rxfleet_<port>`. */
+  serverName?: string;
 }
 
 /** A private nats-server this process started and will stop. */
@@ -111,12 +118,15 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
   });
   const port = options.port ?? (await freePort());
   const confFile = join(dir, 'nats.conf');
-  const lines = [`listen: 127.0.0.1:${port}`, `server_name: rxfleet_${port}`];
+  const lines = [`listen: 127.0.0.1:${port}`, `server_name: ${options.serverName ?? `rxfleet_${port}`}`];
   if (jetstream) lines.push(`jetstream: { store_dir: "${join(dir, 'js')}" }`);
   writeFileSync(confFile, `${lines.join('\n')}\n${config.replaceAll('{{dir}}', dir)}\n`);
 
   const launch = async (): Promise<void> => {
-    const started = spawn(binary, ['-c', confFile, '-l', join(dir, 'nats.log')], { stdio: 'ignore' });
+    const started = spawn(binary, ['-c', confFile, '-l', join(dir, 'nats.log')], {
+      stdio: 'ignore',
+      ...(options.gid !== undefined ? { gid: options.gid } : {}),
+    });
     child = started;
     const spawnError = new Promise<never>((_, reject) => started.once('error', reject));
     const deadline = Date.now() + readyTimeoutMs;

@@ -12,15 +12,17 @@ interface DemoFlags extends LogFlags {
   helperMode: 'persistent' | 'per-node';
   activeActive?: boolean;
   incus?: boolean;
+  incusDaemon?: 'incus' | 'lxd';
   instances: number;
 }
 
 /**
  * `rxfleet demo`: the embedded default. The first SIGINT or SIGTERM ends it early: what it started
  * is stopped (the provisioners, the fleet, the private nats-server and its directory, and with
- * `--incus` the private LXD daemon with its instances, bridge and directory), the summary so far is
- * printed, and it exits 1; a second signal exits at once, still leaving nothing behind. `--incus`
- * where no private LXD daemon can start (not root, no lxd) says why in one line and exits 1.
+ * `--incus` the private Incus or LXD daemon with its instances, bridge and directory), the summary so
+ * far is printed, and it exits 1; a second signal exits at once, still leaving nothing behind.
+ * `--incus` runs on Incus when it can run here, else on LXD (`--incus-daemon` chooses); where the
+ * daemon cannot start (not root, not installed) it says why in one line and exits 1.
  */
 export function registerDemo(program: Command): void {
   const command = program
@@ -48,9 +50,15 @@ export function registerDemo(program: Command): void {
     .option('--active-active', 'the two provisioners share the fleet through claims in a KV bucket instead of electing a leader')
     .option(
       '--incus',
-      'instead: the provisioner and the Incus enricher in one process (provision-incus) on a private LXD daemon, provisioning the nodes of instances as they come up (needs root and lxd)',
+      'instead: the provisioner and the Incus enricher in one process (provision-incus) on a private Incus daemon (LXD when Incus is not installed), provisioning the nodes of instances as they come up (needs root, and incus or lxd)',
     )
-    .option('--instances <n>', 'with --incus: LXD instances to launch', positiveInt, 3);
+    .addOption(
+      new Option('--incus-daemon <kind>', 'with --incus: the daemon to start (default: incus when installed, else lxd)').choices([
+        'incus',
+        'lxd',
+      ]),
+    )
+    .option('--instances <n>', 'with --incus: instances to launch', positiveInt, 3);
   addLogOptions(command, { defaultLevel: 'silent', stream: 'stderr' }).action(async (flags: DemoFlags) => {
     // Loaded when the command runs, so --help and other commands do not pay for NATS and the fleet.
     const { runDemo } = await import('../demoRun.js');
@@ -75,6 +83,7 @@ export function registerDemo(program: Command): void {
         const { runIncusDemo } = await import('../demoIncus.js');
         const incus = runIncusDemo({
           instances: flags.instances,
+          ...(flags.incusDaemon !== undefined ? { daemon: flags.incusDaemon } : {}),
           transport: flags.transport,
           timeoutMs: flags.timeout,
           logger,

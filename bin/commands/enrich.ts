@@ -13,7 +13,7 @@ interface EnrichOptions extends EnrichFlags, LogFlags {}
 async function runEnrich(options: EnrichOptions): Promise<number> {
   // Loaded when the command runs, so other commands and --help do not pay for the daemon's modules.
   const { loadEnrichSettings } = await import('../enrich/commandLine.js');
-  const { EnricherConfigError } = await import('../../lib/enricher/config.js');
+  const { EnricherConfigError } = await import('../../lib/enricher/config/config.js');
   const { startEnrichDaemon } = await import('../enrich/daemon.js');
   const { createLogger } = await import('../../streams/logOutput.js');
   const { handleShutdownSignals } = await import('../shutdown.js');
@@ -24,7 +24,10 @@ async function runEnrich(options: EnrichOptions): Promise<number> {
     loaded = loadEnrichSettings(options);
   } catch (error) {
     if (!(error instanceof EnricherConfigError)) throw error;
-    for (const problem of error.problems) console.error(redactUrlCredentials(`rxfleet enrich: ${problem}`));
+    // The provisioner's words (rxfleet validate, provision-incus): one `error:` line each, then the count.
+    for (const problem of error.problems) console.error(redactUrlCredentials(`error: ${problem}`));
+    const errors = error.problems.length;
+    console.error(`rxfleet enrich: not started: ${errors} configuration error${errors === 1 ? '' : 's'}`);
     return 1;
   }
   const { settings, warnings } = loaded;

@@ -20,6 +20,9 @@ export interface ValidateOptions extends ProvisionFlags {
   pid?: string;
 }
 
+/** `rxfleet validate`'s flags: the provisioner's (its `--config` optional here) and the enricher's file. */
+type ValidateFlags = Omit<ValidateOptions, 'config'> & { config?: string; enrichConfig?: string };
+
 /**
  * Runs the checks `rxfleet provision` runs before it starts (the same function, {@link preflight})
  * and reports every problem, one line each, the same lines provision prints. Exit code 1 when any
@@ -87,20 +90,35 @@ function summary(file: string, c: ProvisionerConfig, choria: ChoriaClientConfig,
   );
 }
 
-/** `rxfleet validate --config FILE [--choria-config FILE] [--strict]`. */
+/** `rxfleet validate --config FILE [--choria-config FILE] [--enrich-config FILE] [--strict]`. */
 export function registerValidate(program: Command): void {
   const command = program
     .command('validate')
-    .usage('--config <file> [options]')
+    .usage('--config <file> [options] | --enrich-config <file>')
     .description(
-      'run the checks rxfleet provision runs before it starts, and print every problem with its file and key (the same lines provision prints)',
+      "run the checks rxfleet provision runs before it starts, and print every problem with its file and key (the same lines provision prints); --enrich-config checks the enricher's file as rxfleet enrich and provision-incus do",
     );
   addProvisionSourceOptions(command)
+    .option('--enrich-config <file>', "the enricher's configuration (rxfleet enrich --config, provision-incus --enrich-config)")
     .option('--strict', 'fail on warnings too')
-    .option('--pid <file>', 'check that the pid file provision --pid would write can be written')
-    .action(async (options: ValidateOptions) => {
-      const report = await validateConfiguration(options);
-      for (const line of report.lines) console.log(line);
-      process.exitCode = report.exitCode;
-    });
+    .option('--pid <file>', 'check that the pid file provision --pid would write can be written');
+  // Either file is enough: the enricher's alone is checked without a provisioner's.
+  const configOption = command.options.find((o) => o.long === '--config');
+  if (configOption !== undefined) configOption.mandatory = false;
+  command.action(async (flags: ValidateFlags) => {
+    if (flags.config === undefined && flags.enrichConfig === undefined)
+      command.error("error: required option '--config <file>' not specified (or --enrich-config <file> for the enricher's file)");
+    const { validateEnricherConfiguration } = await import('./validateEnricher.js');
+    const enricher = flags.enrichConfig === undefined ? undefined : validateEnricherConfiguration(flags.enrichConfig);
+    const provisioner = flags.config === undefined ? undefined : await validateConfiguration({ ...flags, config: flags.config });
+    const lines = [...(provisioner?.lines ?? []), ...(enricher?.lines ?? [])];
+    for (const line of lines) console.log(line);
+    const enricherFails = enricher !== undefined && (enricher.errors > 0 || (flags.strict === true && enricher.warnings > 0));
+    if (provisioner === undefined && enricher !== undefined && enricherFails) {
+      console.log(
+        `${enricher.errors} error${enricher.errors === 1 ? '' : 's'}, ${enricher.warnings} warning${enricher.warnings === 1 ? '' : 's'}`,
+      );
+    }
+    process.exitCode = (provisioner?.exitCode ?? 0) === 1 || enricherFails ? 1 : 0;
+  });
 }

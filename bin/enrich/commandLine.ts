@@ -6,7 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { readYamlConfig } from '../../lib/yamlConfig';
 import { incusEndpoint } from '../../streams/incus/incusEndpoint';
-import { EnricherConfigError, EnricherSettings, parseEnricherConfig } from '../../lib/enricher/config';
+import { EnricherConfigError, EnricherSettings, parseEnricherConfig } from '../../lib/enricher/config/config';
 
 /** The flags, as commander hands them over: strings, unchecked, so that every problem can be reported together. */
 export interface EnrichFlags {
@@ -28,8 +28,12 @@ export interface EnrichFlags {
   subjectPrefix?: string;
   stdout?: boolean;
   http?: string;
-  /** `--monitor`, as the shared option parses it; `null` for none. */
-  monitor?: { host?: string; port: number } | null;
+  /**
+   * `--monitor`, as the shared option parses it, or none: the parser's `null` for `""` reaches
+   * here as `true` (commander takes the `[host]` in `<[host]:port>` for an optional value and
+   * turns a parser's null into true), which is what `--monitor ''` and `RXFLEET_MONITOR=` give.
+   */
+  monitor?: { host?: string; port: number } | null | '' | true;
   dataDir?: string;
   project?: string[];
   projectMarker?: string;
@@ -74,8 +78,8 @@ const FLAG_KEYS: ReadonlyArray<[FlagName, string]> = [
 ];
 
 /** `--monitor` as the `http` key writes it: `[host]:port`, or `""` for none. */
-function monitorText(address: { host?: string; port: number } | null): string {
-  if (address === null) return '';
+function monitorText(address: { host?: string; port: number } | null | '' | true): string {
+  if (address === null || address === '' || address === true) return '';
   const host = address.host === undefined ? '' : address.host.includes(':') ? `[${address.host}]` : address.host;
   return `${host}:${address.port}`;
 }
@@ -136,7 +140,7 @@ export function readEnricherConfigText(text: string, file: string): { raw: Recor
  * built (files readable, the key the certificate's, a pin for https), that NATS TLS files exist.
  *
  * Throws an {@link EnricherConfigError} listing every problem, each starting with the flag
- * (`--workers: must be integer`) or the file and key (`enrich.yaml: read_timeout: ...`) it came
+ * (`--workers: expected a number >= 1, got 0`) or the file and key (`enrich.yaml: read_timeout: ...`) it came
  * from. No problem line ever contains a secret's value. Unknown keys come back as `warnings`.
  */
 export function loadEnrichSettings(

@@ -20,13 +20,13 @@ import { openNatsConnection } from '../../streams/natsConnection';
 import { CredentialWatch, WatchedCredential } from '../../streams/credentialWatch';
 import { NatsPublisher, PublisherState } from '../../streams/natsPublisher';
 import { fileColdStore } from '../../streams/coldStoreFile';
-import { ColdStoreHooks } from '../../lib/enricher/coldStore';
-import { EnricherSettings } from '../../lib/enricher/config';
-import { Enricher, EnricherStatus, createEnricher } from '../../lib/enricher/createEnricher';
-import { EnrichDaemonMetrics } from '../../lib/enricher/daemonMetrics';
-import { EnrichedEvent } from '../../lib/enricher/event';
-import { EventPayload, toPayload } from '../../lib/enricher/payload';
-import { subjectFor } from '../../lib/enricher/subject';
+import { ColdStoreHooks } from '../../lib/enricher/coldStore/coldStore';
+import { EnricherSettings } from '../../lib/enricher/config/config';
+import { Enricher, EnricherStatus, createEnricher } from '../../lib/enricher/pipeline/createEnricher';
+import { EnrichDaemonMetrics } from '../../lib/enricher/metrics/daemonMetrics';
+import { EnrichedEvent } from '../../lib/enricher/model/event';
+import { EventPayload, toPayload } from '../../lib/enricher/output/payload';
+import { subjectFor } from '../../lib/enricher/output/subject';
 import { PublishedEventMetrics } from './publishedEventMetrics';
 
 /** What a caller (a spec, a bench, an embedding program) may put in place of the real parts. */
@@ -50,8 +50,11 @@ export interface EnrichDaemonOverrides {
   consumer?: (payload: EventPayload) => void;
 }
 
-/** Why the daemon stopped. */
-export type DaemonEnd = 'stopped' | 'stream-ended';
+/**
+ * Why the daemon stopped: asked to (`stopped`), the event stream ended by itself
+ * (`stream-ended`), or the pipeline failed: a stage threw, which is a bug (`failed`).
+ */
+export type DaemonEnd = 'stopped' | 'stream-ended' | 'failed';
 
 /** What `/health` and `/ready` say, beside `status`. */
 export interface EnrichDaemonStatus extends EnricherStatus {
@@ -79,7 +82,11 @@ export interface EnrichDaemon {
    * close the monitor endpoint. Idempotent; resolves when all of it is done.
    */
   stop(): Promise<void>;
-  /** Resolves when the daemon has stopped: `stopped` after {@link stop}, `stream-ended` if the event stream ended by itself. */
+  /**
+   * Resolves when the daemon has stopped: `stopped` after {@link stop}, `stream-ended` if the event
+   * stream ended by itself, `failed` if the pipeline errored (logged first; the outputs still get
+   * what was already handed on, and the command exits non-zero).
+   */
   readonly done: Promise<DaemonEnd>;
 }
 
@@ -247,6 +254,10 @@ export async function startEnrichDaemon(settings: EnricherSettings, overrides: E
 
   const subscription: Subscription = enricher.events$.subscribe({
     next: publish,
+    error: (error: unknown) => {
+      logger.error({ err: error }, 'the enricher pipeline failed (a bug): stopping');
+      void finish('failed');
+    },
     complete: () => {
       if (!stopping) logger.error('the Incus event stream ended: stopping');
       void finish(stopping ? 'stopped' : 'stream-ended');

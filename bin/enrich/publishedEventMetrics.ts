@@ -1,5 +1,5 @@
 import { Counter, Registry } from 'prom-client';
-import { EnrichedEvent } from '../../lib/enricher/event';
+import { EnrichedEvent } from '../../lib/enricher/model/event';
 
 /**
  * `enricher_events_published_total{kind, action, status}`: every enriched event the daemon hands

@@ -6,6 +6,7 @@ import { formatGoDuration } from '../../lib/choria/duration';
 import { errorMessage } from '../../lib/choria/errors';
 import { Logger } from '../../lib/logger';
 import { ClaimMetrics } from '../../lib/provision/claimMetrics';
+import { singleReplicaWarning } from '../../lib/bucketLayout';
 import { ClaimStore, NodeClaims, readClaimsTtl, rotateRound } from '../../lib/provision/claims';
 import { ProvisionerConfig } from '../../lib/provision/config';
 import { ClaimStage, CycleOutcome, HostTicket } from '../../lib/provision/pipeline';
@@ -56,8 +57,20 @@ export interface ActiveActive {
 export function startActiveActive(options: ActiveActiveOptions): ActiveActive {
   const { config, identity, gate, logger, scheduler, intervalMs } = options;
   const metrics = new ClaimMetrics({ registry: options.registry, site: config.site, identity });
+  let warned = false;
   const store =
-    options.store ?? natsClaimStore({ nc: options.nc, bucket: config.rxfleet.claimsBucket, apiPrefix: config.rxfleet.claimsApiPrefix });
+    options.store ??
+    natsClaimStore({
+      nc: options.nc,
+      bucket: config.rxfleet.claimsBucket,
+      apiPrefix: config.rxfleet.claimsApiPrefix,
+      onLayout: (layout) => {
+        const warning = singleReplicaWarning(layout);
+        if (warning === undefined || warned) return;
+        warned = true;
+        logger.warn({ bucket: layout.bucket, replicas: layout.replicas, cluster: layout.cluster }, warning);
+      },
+    });
   const random = options.random ?? Math.random;
   let claims: NodeClaims | undefined;
   const setUpDone = new ReplaySubject<void>(1);
@@ -88,9 +101,12 @@ export function startActiveActive(options: ActiveActiveOptions): ActiveActive {
           metrics.claim('lapsed');
           logger.warn({ identity: node }, `the claim on ${node} lapsed (${why}): its cycle was stopped`);
         },
-        failed: (operation, node, error) => {
+        failed: (operation, node, error, first = true) => {
           metrics.error(operation);
-          logger.error({ identity: node, operation }, `claims bucket ${operation} for ${node} failed: ${errorMessage(error)}`);
+          // A bucket without a leader fails every claim's write each second until it has one: the first per cycle is enough.
+          const line = `claims bucket ${operation} for ${node} failed: ${errorMessage(error)}${operation === 'release' ? '' : '; waiting for the bucket'}`;
+          if (first) logger.error({ identity: node, operation }, line);
+          else logger.debug({ identity: node, operation }, line);
         },
       },
     });
@@ -115,6 +131,7 @@ export function startActiveActive(options: ActiveActiveOptions): ActiveActive {
         claims === undefined
           ? of(failed(new CycleError(ticket.key, 'claim', 'the claims bucket is not set up yet')))
           : claims.around(ticket, cycle),
+      attemptReady: (identity: string): Observable<void> => claims?.attemptReady(identity) ?? of(undefined),
     },
     spread: (identities) => rotateRound(identities, random() * identities.length),
     ready: () => claims !== undefined,

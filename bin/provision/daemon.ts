@@ -10,6 +10,7 @@ import {
   asyncScheduler,
   distinctUntilChanged,
   filter,
+  of,
   map,
   merge,
   pairwise,
@@ -40,6 +41,7 @@ import { isValidLifecycleComponent } from '../../lib/choria/lifecycleComponent';
 import { MalformedInputSource, ProvisionerMetrics } from '../../lib/provision/metrics';
 import { CycleResult, HostTicket, Sighting, provisionPipeline } from '../../lib/provision/pipeline';
 import { ProvisionCycle } from '../../lib/provision/provisionCycle';
+import { singleReplicaWarning } from '../../lib/bucketLayout';
 import { ActiveActive, STARTUP_QUEUE_GROUP, startActiveActive } from './activeActive';
 import { startHelper } from './helperSetup';
 import { defaultIncusFeed } from '../../lib/provision/incusFeedConfig';
@@ -268,6 +270,8 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
     ...(tuning.rpcTimeoutMs !== undefined ? { rpcTimeoutMs: tuning.rpcTimeoutMs } : {}),
     ...(tuning.retryBackoffMs !== undefined ? { backoffMs: tuning.retryBackoffMs } : {}),
     ...(tuning.random !== undefined ? { random: tuning.random } : {}),
+    // Active-active: an RPC attempt waits for its node's claim to be confirmed (P20).
+    ...(activeActiveOn ? { beforeAttempt: (id: string) => activeActive?.claims.attemptReady?.(id) ?? of(undefined) } : {}),
   });
 
   const electionEvents = new Subject<ElectionEvent>();
@@ -275,7 +279,18 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
   let won$: Observable<unknown> | undefined;
   let lost$: Observable<unknown> | undefined;
   if (electionOn) {
-    const store = options.electionStore ?? natsElectionStore({ nc, apiPrefix: config.rxfleet.electionApiPrefix });
+    let warned = false;
+    const store =
+      options.electionStore ??
+      natsElectionStore({
+        nc,
+        apiPrefix: config.rxfleet.electionApiPrefix,
+        onLayout: (layout) => {
+          const warning = warned ? undefined : singleReplicaWarning(layout);
+          if (warning !== undefined) logger.warn({ bucket: layout.bucket, replicas: layout.replicas, cluster: layout.cluster }, warning);
+          warned ||= warning !== undefined;
+        },
+      });
     const em = electionMetrics;
     logger.info({ election: ELECTION_KEY }, `Starting leader election against '${ELECTION_KEY}'`);
     const election$ = campaign({

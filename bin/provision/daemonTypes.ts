@@ -14,7 +14,7 @@ import { ProvisionerConfig } from '../../lib/provision/config';
 import { ProvisionerMetrics } from '../../lib/provision/metrics';
 import { CycleResult, HostTicket, Sighting } from '../../lib/provision/pipeline';
 import { ClaimStore } from '../../lib/provision/claims';
-import { EventPayload } from '../../lib/enricher/payload';
+import { EventPayload } from '../../lib/enricher/output/payload';
 
 /** The KV key (and election name) provisioners campaign for, as upstream. */
 export const ELECTION_KEY = 'provisioner';

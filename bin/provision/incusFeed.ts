@@ -1,8 +1,8 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Observable, defer } from 'rxjs';
-import { InstancesServed } from '../../lib/enricher/instancesServed';
-import { EventPayload } from '../../lib/enricher/payload';
-import { ProjectsServed } from '../../lib/enricher/servedProjects';
+import { InstancesServed } from '../../lib/enricher/model/instancesServed';
+import { EventPayload } from '../../lib/enricher/output/payload';
+import { ProjectsServed } from '../../lib/enricher/model/servedProjects';
 import { errorMessage } from '../../lib/choria/errors';
 import { Logger } from '../../lib/logger';
 import { IncusFeedSettings } from '../../lib/provision/incusFeedConfig';

@@ -1,7 +1,7 @@
 import { Registry } from 'prom-client';
 import { Subject } from 'rxjs';
-import { EnricherSettings } from '../../lib/enricher/config';
-import { EventPayload } from '../../lib/enricher/payload';
+import { EnricherSettings } from '../../lib/enricher/config/config';
+import { EventPayload } from '../../lib/enricher/output/payload';
 import { Logger, silentLogger } from '../../lib/logger';
 import { EnrichDaemon, startEnrichDaemon } from '../enrich/daemon';
 import { ProvisionerDaemon, ProvisionerDaemonOptions, StopReport, startProvisioner } from './daemon';
@@ -61,8 +61,10 @@ export async function startProvisionerWithEnricher(
   let enricherEnded: string | undefined;
   void enricher.done.then((end) => {
     if (end === 'stopped' || stopping !== undefined) return;
-    enricherEnded = 'the Incus event stream ended';
-    logger.error('the enricher stopped by itself (its event stream ended): stopping the provisioner');
+    enricherEnded = end === 'failed' ? 'the enricher pipeline failed' : 'the Incus event stream ended';
+    logger.error(
+      `the enricher stopped by itself (${end === 'failed' ? 'its pipeline failed' : 'its event stream ended'}): stopping the provisioner`,
+    );
     void stop({ graceMs: 0 });
   });
   // However the provisioner stops (a stop, or its own failure), the enricher stops with it.

@@ -19,28 +19,32 @@ async function readStdin() {
   return text;
 }
 
-const reply = { defer: false, msg: '', certificate: '', ca: '', configuration: {} };
-
-try {
-  const request = JSON.parse(await readStdin());
-  if (typeof request.identity !== 'string' || request.identity === '') {
+/** The reply for the request text; never throws. */
+function respond(text) {
+  const reply = { defer: false, msg: '', certificate: '', ca: '', configuration: {} };
+  try {
+    const request = JSON.parse(text);
+    if (typeof request.identity !== 'string' || request.identity === '') {
+      reply.defer = true;
+      reply.msg = 'no identity received in the request';
+    } else {
+      reply.msg = `configured ${request.identity}`;
+      reply.configuration = {
+        identity: request.identity,
+        // Without this the node would stay in provisioning mode and be provisioned for ever.
+        'plugin.choria.server.provision': 'false',
+        'plugin.choria.middleware_hosts': process.env.RXFLEET_HELPER_BROKERS || 'nats://localhost:4222',
+        loglevel: 'info',
+      };
+      if (process.env.RXFLEET_HELPER_UPGRADE) reply.upgrade = process.env.RXFLEET_HELPER_UPGRADE;
+    }
+  } catch (error) {
+    // A soft failure: the provisioner retries the node at the next discovery.
     reply.defer = true;
-    reply.msg = 'no identity received in the request';
-  } else {
-    reply.msg = `configured ${request.identity}`;
-    reply.configuration = {
-      identity: request.identity,
-      // Without this the node would stay in provisioning mode and be provisioned for ever.
-      'plugin.choria.server.provision': 'false',
-      'plugin.choria.middleware_hosts': process.env.RXFLEET_HELPER_BROKERS || 'nats://localhost:4222',
-      loglevel: 'info',
-    };
-    if (process.env.RXFLEET_HELPER_UPGRADE) reply.upgrade = process.env.RXFLEET_HELPER_UPGRADE;
+    reply.msg = `could not read the request: ${error.message}`;
   }
-} catch (error) {
-  // A soft failure: the provisioner retries the node at the next discovery.
-  reply.defer = true;
-  reply.msg = `could not read the request: ${error.message}`;
+  return reply;
 }
 
-process.stdout.write(JSON.stringify(reply));
+// No top-level await: the rxfleet binary bundles this script as CommonJS to run it without Node.
+readStdin().then((text) => process.stdout.write(JSON.stringify(respond(text))));

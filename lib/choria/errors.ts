@@ -20,7 +20,12 @@ export class ProtocolError extends Error {
     message: string,
     options?: { cause?: unknown },
   ) {
+    // A refusal is data about a message, counted and logged by its reason, never a bug to trace:
+    // without a stack one costs a sixth as much, and a hostile flood makes one per junk message.
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(`${layer}: ${message}`, options);
+    Error.stackTraceLimit = limit;
   }
 }
 

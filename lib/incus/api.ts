@@ -90,6 +90,15 @@ export class IncusApiError extends Error {
   get notFound(): boolean {
     return this.status === 404;
   }
+
+  /**
+   * The client may not ask this: LXD answers 403 (`not authorized`), Incus 6.0 answers a listing
+   * in a project a restricted certificate may not see with 500 (`User does not have permissions
+   * for project "default"`).
+   */
+  get forbidden(): boolean {
+    return this.status === 403 || (this.status === 500 && /does not have permissions? for project/i.test(this.message));
+  }
 }
 
 /**

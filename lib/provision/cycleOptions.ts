@@ -56,6 +56,11 @@ export interface ProvisionCycleOptions {
   /** Read before and inside every RPC attempt (and by the helper runner, which holds the same gate). */
   gate?: PauseGate;
   metrics?: CycleMetrics;
+  /**
+   * The attempt boundary of active-active (DECISIONS P20): before each RPC attempt the cycle waits
+   * for this to emit (the node's claim confirmed by the bucket). Default: no wait.
+   */
+  beforeAttempt?: (identity: string) => Observable<void>;
   /** Per attempt; default the client's (discovery timeout + the agent's DDL timeout). */
   rpcTimeoutMs?: number;
   /** The retry pauses' table; default go-choria's FiveSec. */

@@ -1,4 +1,4 @@
-import { SchedulerLike, lastValueFrom, map } from 'rxjs';
+import { SchedulerLike, lastValueFrom, map, switchMap, take } from 'rxjs';
 import { ActionSpec } from '../choria/agents';
 import {
   NoRespondersError,
@@ -15,7 +15,10 @@ import { ProvisionerRpc } from './metrics';
 import { ProvisionCycleOptions } from './cycleOptions';
 
 /** What {@link CycleRpc} is built from: the cycle's options, with its scheduler and logger settled. */
-export type CycleRpcOptions = Pick<ProvisionCycleOptions, 'client' | 'gate' | 'metrics' | 'rpcTimeoutMs' | 'backoffMs' | 'random'> & {
+export type CycleRpcOptions = Pick<
+  ProvisionCycleOptions,
+  'client' | 'gate' | 'metrics' | 'rpcTimeoutMs' | 'backoffMs' | 'random' | 'beforeAttempt'
+> & {
   scheduler: SchedulerLike;
   logger: Logger;
 };
@@ -68,11 +71,21 @@ export class CycleRpc {
       findCause(error, (e): e is Error => e instanceof RpcTimeoutError || e instanceof NoRespondersError) !== undefined;
     const retryable = (error: unknown): boolean =>
       !isProvisioningLockError(error) && !(options.acceptStatusErrors && error instanceof RpcStatusError);
+    const send = (attemptSignal: AbortSignal) =>
+      client
+        .call(spec, identity, input, { signal: attemptSignal, ...(rpcTimeoutMs !== undefined ? { timeoutMs: rpcTimeoutMs } : {}) })
+        .pipe(map((reply) => reply.data));
+    const { beforeAttempt } = this.options;
     const call$ = retryRpc(
       ({ signal: attemptSignal }) =>
-        client
-          .call(spec, identity, input, { signal: attemptSignal, ...(rpcTimeoutMs !== undefined ? { timeoutMs: rpcTimeoutMs } : {}) })
-          .pipe(map((reply) => reply.data)),
+        // Active-active: nothing is sent until the bucket has confirmed the node's claim (P20); the
+        // wait is inside the attempt, so the pause gate and the hard stop end it as they end an attempt.
+        beforeAttempt === undefined
+          ? send(attemptSignal)
+          : beforeAttempt(identity).pipe(
+              take(1),
+              switchMap(() => send(attemptSignal)),
+            ),
       {
         rpc,
         identity,

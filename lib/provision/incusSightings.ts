@@ -3,9 +3,9 @@
  * publishes) in, the Choria identities of instances that have just come up out.
  */
 import { Observable, OperatorFunction } from 'rxjs';
-import { servesInstance } from '../enricher/instancesServed';
-import { InstancePayload, EventPayload } from '../enricher/payload';
-import { servedByConfig } from '../enricher/servedProjects';
+import { servesInstance } from '../enricher/model/instancesServed';
+import { InstancePayload, EventPayload } from '../enricher/output/payload';
+import { servedByConfig } from '../enricher/model/servedProjects';
 import { IncusFeedSettings } from './incusFeedConfig';
 
 /**
@@ -48,6 +48,18 @@ export interface IncusSightingsOptions {
 /** Actions after which the instance has just booted: its Choria server starts again. */
 const BOOTS = new Set(['instance-started', 'instance-restarted']);
 
+/**
+ * What an instance was when last seen: `down` (stopped, or not running for another reason),
+ * `paused` (frozen: its processes, the Choria server among them, are kept as they were), `booting`
+ * (running, no global address yet), `up` (running with one). A paused instance remembers whether
+ * it had come up before the pause, because a resume puts it back where it was: it is not a boot.
+ */
+type LastSeen = 'down' | 'booting' | 'up' | { paused: 'booting' | 'up' };
+
+/** Whether the instance is frozen (`Frozen`, or `instance-paused`): a pause, not a stop. */
+const isPaused = (action: string, instance: InstancePayload): boolean =>
+  !instance.running && (instance.status === 'Frozen' || action === 'instance-paused');
+
 /** The first global address of an instance (the enricher keeps global addresses only), IPv4 first. */
 export function firstAddress(instance: InstancePayload): string | undefined {
   for (const family of ['ipv4', 'ipv6'] as const) {
@@ -61,8 +73,14 @@ export function firstAddress(instance: InstancePayload): string | undefined {
  * that is, an event of kind `instance` with status `ok` whose instance is running and has a global
  * address (IPv4 or IPv6) on a NIC, and either
  * - its action is `instance-started` or `instance-restarted` (it has just booted), or
- * - the instance was last seen not up (stopped, frozen, or started without an address yet: a later
- *   repair or update carrying the address is the moment it comes up).
+ * - the instance was last seen stopped, or running without an address since it came up (a later
+ *   repair or update carrying its first global address is the moment it comes up).
+ *
+ * A pause is not a boot: an instance frozen (`instance-paused`, status `Frozen`) and resumed
+ * (`instance-resumed`) keeps its processes, so its Choria server is not in provisioning mode and a
+ * provisioning cycle would fail. A resume is `already_up` when the instance was up before the
+ * pause; when it was still booting, the first address it gains afterwards is its sighting, as if
+ * the pause had not been.
  *
  * An update about an instance never seen before (a round's announcement of a running fleet when
  * the enricher starts) is not a start: it is remembered, not sighted. A delete (or an event that
@@ -72,15 +90,15 @@ export function firstAddress(instance: InstancePayload): string | undefined {
  * The projects selector is the enricher's rule (a list, or a marker decided on the event's
  * `project_config`: an event without it is not selected); the instances selectors are matched on
  * the instance's configuration and name. Events of other kinds are passed over without a decision.
- * Memory: one boolean per selected instance seen and not deleted. `onDecision` throwing errors the
+ * Memory: one small state per selected instance seen and not deleted. `onDecision` throwing errors the
  * output, as any rxjs callback.
  */
 export function incusSightings(options: IncusSightingsOptions): OperatorFunction<EventPayload, string> {
   const { feed, onDecision } = options;
   return (source) =>
     new Observable<string>((subscriber) => {
-      // Whether each instance (`project/name`) was up when last seen.
-      const wasUp = new Map<string, boolean>();
+      // What each instance (`project/name`) was when last seen.
+      const wasUp = new Map<string, LastSeen>();
       const keyOf = (project: string, name: string): string => `${project}/${name}`;
 
       const decide = (event: EventPayload): IncusDecision | undefined => {
@@ -103,9 +121,19 @@ export function incusSightings(options: IncusSightingsOptions): OperatorFunction
         }
         const address = instance.running ? firstAddress(instance) : undefined;
         const before = wasUp.get(key);
-        wasUp.set(key, address !== undefined);
+        const now = instance.running ? (address !== undefined ? 'up' : 'booting') : 'down';
+        if (isPaused(action, instance)) {
+          // What it was before the pause is what a resume returns to; a second pause event keeps it.
+          const held = typeof before === 'object' ? before.paused : before === 'up' || before === undefined ? 'up' : 'booting';
+          wasUp.set(key, { paused: held });
+          return { ...base, result: 'not_up' };
+        }
+        // A resume (or any event while it was paused) picks up where the pause left it.
+        const resumedFrom = typeof before === 'object' ? before.paused : before;
+        wasUp.set(key, now);
         if (address === undefined) return { ...base, result: 'not_up' };
-        if (!BOOTS.has(action) && before !== false) return { ...base, result: 'already_up', address };
+        const comesUp = BOOTS.has(action) || resumedFrom === 'down' || resumedFrom === 'booting';
+        if (!comesUp) return { ...base, result: 'already_up', address };
         const filled = feed.identity.fill({ name, project, config: instance.config });
         return filled.ok
           ? { ...base, result: 'sighted', address, identity: filled.identity }

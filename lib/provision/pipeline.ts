@@ -53,6 +53,8 @@ export type CycleResult = 'provisioned' | 'shutdown' | 'upgraded' | 'locked' | '
  */
 export interface ClaimStage {
   around(ticket: HostTicket, cycle: () => Observable<CycleOutcome>): Observable<CycleOutcome>;
+  /** Emits when an RPC attempt for the node may be sent: its claim is confirmed (DECISIONS P20). */
+  attemptReady?(identity: string): Observable<void>;
 }
 
 /** What the pipeline reports as it goes: the daemon turns these into metrics and log lines. */

@@ -53,8 +53,18 @@ export class ProvisionCycle {
     this.scheduler = options.scheduler ?? asyncScheduler;
     this.clock = options.clock ?? (() => this.scheduler.now());
     const wallClock = options.wallClock ?? Date.now;
-    const { config, client, gate, metrics, rpcTimeoutMs, backoffMs, random, files, helper } = options;
-    const rpc = new CycleRpc({ client, gate, metrics, rpcTimeoutMs, backoffMs, random, scheduler: this.scheduler, logger: this.logger });
+    const { config, client, gate, metrics, rpcTimeoutMs, backoffMs, random, files, helper, beforeAttempt } = options;
+    const rpc = new CycleRpc({
+      client,
+      gate,
+      metrics,
+      rpcTimeoutMs,
+      backoffMs,
+      random,
+      beforeAttempt,
+      scheduler: this.scheduler,
+      logger: this.logger,
+    });
     this.nodeCalls = new CycleNodeCalls({ config, rpc, files, denyList, metrics, wallClock, logger: this.logger });
     this.helperSteps = new CycleHelperSteps({ config, helper, files, wallClock, logger: this.logger });
   }

@@ -9,8 +9,11 @@ export interface MachineLimits {
   processes?: number;
 }
 
-/** Descriptors one running helper holds in the daemon: stdin, stdout, stderr and the watchdog's pipe. */
-export const DESCRIPTORS_PER_HELPER = 4;
+/**
+ * Descriptors one running helper holds in the daemon: stdin, stdout and stderr (the supervisor's pipe
+ * and marker are one each, shared by every helper: they are in the reserve).
+ */
+export const DESCRIPTORS_PER_HELPER = 3;
 /** Descriptors the daemon needs besides its helpers: NATS, the endpoint, logs, DNS, Node's own. */
 export const DESCRIPTORS_RESERVED = 128;
 /** More helpers at once per CPU than this only queue for the CPU: each starts a process. */
@@ -18,7 +21,7 @@ export const HELPERS_PER_CPU = 128;
 
 /**
  * Warnings for a `workers` setting past what this machine can run: each worker may run one helper
- * process at once, so `workers` helpers at once must fit the open-files limit (4 descriptors each,
+ * process at once, so `workers` helpers at once must fit the open-files limit (3 descriptors each,
  * beside the daemon's own), the process limit, and a sane share of the CPUs (beyond 128 per CPU, or
  * 256 on a small machine, they only wait for each other and nodes time out). The daemon starts
  * anyway: these are warnings, as the file is valid.

@@ -101,10 +101,18 @@ describe('rxfleet demo', () => {
       expectCompleteSummary(stdout, 20);
     });
 
-    it('--incus without lxd says why in one line on stderr, starts nothing and exits 1', async () => {
+    it('--incus without incus or lxd on PATH says why in one line on stderr (Incus first), starts nothing and exits 1', async () => {
       const { code, stdout, stderr } = await demo(['--incus'], { ...process.env, PATH: dir });
       expect(code).toBe(1);
       expect(stdout).toBe('');
+      expect(stderr).toMatch(
+        /^rxfleet demo --incus: cannot run: a private Incus daemon needs (\/usr\/libexec\/incus\/incusd|incus) \(apt-get install iptables dnsmasq-base busybox-static, and incus-base incus-client \(on Debian 12 from bookworm-backports\)\); rxfleet demo without --incus needs neither\n$/,
+      );
+    });
+
+    it('--incus --incus-daemon lxd without lxd names what LXD needs', async () => {
+      const { code, stderr } = await demo(['--incus', '--incus-daemon', 'lxd'], { ...process.env, PATH: dir });
+      expect(code).toBe(1);
       expect(stderr).toBe(
         'rxfleet demo --incus: cannot run: a private LXD daemon needs lxd (apt-get install lxd iptables dnsmasq-base busybox-static); rxfleet demo without --incus needs neither\n',
       );

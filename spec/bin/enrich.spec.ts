@@ -7,7 +7,7 @@ import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
 import { freePort } from '../../streams/natsServerProcess';
 import { selfSignedCertificate } from '../helpers/certs';
-import { useLxdDaemon, uniqueName } from '../helpers/lxd';
+import { DAEMON_KINDS, useTestDaemon, uniqueName } from '../helpers/testDaemon';
 import { useNatsServer } from '../helpers/nats';
 import { waitFor } from '../helpers/waitFor';
 import { NatsRecorder, httpGet, payloadProblems } from './enrich/daemonRig';
@@ -56,13 +56,14 @@ describe('rxfleet enrich: configuration problems', () => {
     expect(code).toBe(1);
     expect(stdout).toBe('');
     expect(stderr.trim().split('\n')).toEqual([
-      'rxfleet enrich: --project and --project-marker: give a list of projects or a marker, not both',
-      `rxfleet enrich: ${file}: workers: must be integer`,
-      'rxfleet enrich: --read-timeout: expected a duration such as 250ms, 10s, 5m or 6h (or 0)',
-      `rxfleet enrich: ${file}: sweep_interval: expected a duration such as 250ms, 10s, 5m or 6h (or 0)`,
-      `rxfleet enrich: ${file}: outputs.nats.subject_prefix: must match pattern "^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*$"`,
-      'rxfleet enrich: --http: expected [host]:port such as :9153 or 127.0.0.1:9153 ("" for none), got "nowhere"',
-      'rxfleet enrich: incus: http:// is not served by Incus or LXD: use https:// or a unix socket path',
+      'error: --project and --project-marker: give a list of projects or a marker, not both',
+      `error: ${file}: workers: expected a whole number, got "many" (a string)`,
+      'error: --read-timeout: expected a duration such as 250ms, 10s, 5m or 6h (or 0)',
+      `error: ${file}: sweep_interval: expected a duration such as 250ms, 10s, 5m or 6h (or 0)`,
+      `error: ${file}: outputs.nats.subject_prefix: expected a string matching ^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*$, got "a..b" (a string)`,
+      'error: --http: expected [host]:port such as :9153 or 127.0.0.1:9153 ("" for none), got "nowhere"',
+      'error: incus: http:// is not served by Incus or LXD: use https:// or a unix socket path',
+      'rxfleet enrich: not started: 7 configuration errors',
     ]);
   });
 
@@ -85,16 +86,17 @@ describe('rxfleet enrich: configuration problems', () => {
     );
     expect(code).toBe(1);
     expect(stderr.trim().split('\n')).toEqual([
-      'rxfleet enrich: --workers: must be >= 1',
-      'rxfleet enrich: no output: publish to NATS (--nats URL, outputs.nats.url) or write JSON lines (--stdout, outputs.stdout: true)',
-      'rxfleet enrich: incus: https://127.0.0.1:8443: https needs the server certificate pinned (server_cert (--server-cert) or server_fingerprint (--server-fingerprint))',
+      'error: --workers: expected a number >= 1, got 0',
+      'error: no output: publish to NATS (--nats URL, outputs.nats.url) or write JSON lines (--stdout, outputs.stdout: true)',
+      'error: incus: https://127.0.0.1:8443: https needs the server certificate pinned (server_cert (--server-cert) or server_fingerprint (--server-fingerprint))',
+      'rxfleet enrich: not started: 3 configuration errors',
     ]);
     expect(stderr).not.toContain(client.key.split('\n')[1]);
   });
 });
 
-describe('rxfleet enrich against a real LXD daemon over https', () => {
-  const lxd = useLxdDaemon();
+describe.each(DAEMON_KINDS)('rxfleet enrich against a real %s daemon over https', (kind) => {
+  const host = useTestDaemon(kind);
   const nats = useNatsServer({ jetstream: false });
   let dir: string;
   let key: string;
@@ -104,14 +106,14 @@ describe('rxfleet enrich against a real LXD daemon over https', () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'rxfleet-enrich-run-'));
     const port = await freePort();
-    await lxd().lxc('config', 'set', 'core.https_address', `127.0.0.1:${port}`);
+    await host().listenHttps(port);
     const client = await selfSignedCertificate('rxfleet-enrich-spec');
     key = client.key;
     writeFileSync(join(dir, 'client.crt'), client.cert);
     writeFileSync(join(dir, 'client.key'), client.key, { mode: 0o600 });
-    await lxd().lxc('config', 'trust', 'add', join(dir, 'client.crt'), '--name', 'rxfleet-enrich-spec');
+    await host().trustCertificate(join(dir, 'client.crt'), 'rxfleet-enrich-spec');
     const { X509Certificate } = await import('node:crypto');
-    const fingerprint = new X509Certificate(readFileSync(join(lxd().dir, 'server.crt'))).fingerprint256;
+    const fingerprint = new X509Certificate(readFileSync(join(host().dir, 'server.crt'))).fingerprint256;
     // The file sets what the flags do not; the flags name the server, the broker and the outputs.
     writeFileSync(join(dir, 'enrich.yaml'), 'projects: [default]\nworkers: 4\noutputs:\n  nats:\n    subject_prefix: fleet.incus\n');
     args = [
@@ -175,9 +177,9 @@ describe('rxfleet enrich against a real LXD daemon over https', () => {
         await waitFor(async () => (await httpGet(port, '/ready')).status === 200, '/ready 200', WAIT);
 
         const name = uniqueName('cli');
-        await lxd().launch(name);
+        await host().launch(name);
         const started = await recorder.next((p) => p.action === 'instance-started' && p.name === name, `instance-started ${name}`);
-        const ip = await lxd().waitForIPv4(name);
+        const ip = await host().waitForIPv4(name);
         expect(started.subject).toBe(`fleet.incus.default.instance.instance-started.${name}`);
         expect(started.payload.instance?.interfaces[0].ipv4).toEqual([ip]);
         expect(payloadProblems(started.payload)).toEqual([]);
@@ -199,6 +201,64 @@ describe('rxfleet enrich against a real LXD daemon over https', () => {
         expect(stderrText).not.toContain(keyBody);
         expect(stdoutText).not.toContain(keyBody);
       } finally {
+        await recorder.stop();
+      }
+    },
+    3 * WAIT,
+  );
+
+  it(
+    'with a certificate restricted to a project: warns once about the listing it may not make, reads its networks by name, and announces an instance at once',
+    async () => {
+      // Incus refuses the listing 500 ("User does not have permissions for project"), LXD 403.
+      await host().createProject('p2');
+      const restricted = await selfSignedCertificate('rxfleet-restricted-spec');
+      writeFileSync(join(dir, 'restricted.crt'), restricted.cert);
+      writeFileSync(join(dir, 'restricted.key'), restricted.key, { mode: 0o600 });
+      await host().trustCertificate(join(dir, 'restricted.crt'), 'rxfleet-restricted-spec', { projects: ['p2'] });
+      const recorder = await NatsRecorder.start(nats().url, 'p2.incus.>');
+      const at = (flag: string): string => args[args.indexOf(flag) + 1];
+      const running = spawn(
+        process.execPath,
+        [
+          bin,
+          'enrich',
+          ...['--incus', at('--incus'), '--client-cert', join(dir, 'restricted.crt'), '--client-key', join(dir, 'restricted.key')],
+          ...['--server-fingerprint', at('--server-fingerprint'), '--nats', nats().url, '--subject-prefix', 'p2.incus'],
+          ...['--sweep-interval', '300ms', '--read-delay', '0', '--monitor', '', '--debug'],
+        ],
+        { stdio: ['ignore', 'pipe', 'ignore'] },
+      );
+      child = running;
+      const logLines: Array<{ level: number; msg: string }> = [];
+      createInterface({ input: running.stdout! }).on('line', (line) => {
+        try {
+          logLines.push(JSON.parse(line) as { level: number; msg: string });
+        } catch {
+          // not a log line
+        }
+      });
+      const forbidden = (l: { msg: string }): boolean => l.msg.startsWith('listing networks of default is not allowed to this client');
+      try {
+        await waitFor(() => logLines.some((l) => l.msg.startsWith('warm')), 'the enricher warm', WAIT);
+        const name = uniqueName('rs');
+        await host().launch(name, { project: 'p2' });
+        const started = await recorder.next((p) => p.action === 'instance-started' && p.name === name, `instance-started ${name}`);
+        const ip = await host().waitForIPv4(name, { project: 'p2' });
+        // Read by name in the instance's project (GET /1.0/networks/<bridge>?project=p2): placed at once.
+        expect(started.payload.status).toBe('ok');
+        expect(started.payload.instance?.interfaces).toEqual([
+          { name: 'eth0', device: 'eth0', project: 'default', network: host().bridge, managed: true, ipv4: [ip], ipv6: [] },
+        ]);
+        expect(recorder.messages.filter((m) => m.payload.name === name && m.payload.status !== 'ok')).toEqual([]);
+        expect(payloadProblems(started.payload)).toEqual([]);
+        // Rounds every 300 ms: several refusals, one warning; the rest at debug.
+        await waitFor(() => logLines.filter(forbidden).length >= 3, 'three rounds refused the listing', WAIT);
+        expect(logLines.filter((l) => forbidden(l) && l.level >= 40)).toHaveLength(1);
+        expect(logLines.filter((l) => l.level >= 40 && l.msg.includes('networks of default'))).toHaveLength(1);
+      } finally {
+        running.kill('SIGKILL');
+        await new Promise((r) => running.once('exit', r));
         await recorder.stop();
       }
     },

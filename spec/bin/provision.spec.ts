@@ -204,19 +204,18 @@ describe('rxfleet provision', () => {
     );
     const simulate = startRxfleet(['simulate', '--nats', server().url, '--nodes', '1', '--name-prefix', 'slow', '--report-every', '0']);
     running.push(simulate);
-    // The helpers, and beside them the watchdogs of their groups (which carry the same arguments).
+    // The helpers (the daemon's supervisor carries none of their arguments).
     const processes = (): string[] =>
       spawnSync('ps', ['-eo', 'pid,args'], { encoding: 'utf8' })
         .stdout.split('\n')
         .filter((l) => l.includes(marker) && !l.includes(' ps '));
-    const helpers = (): string[] => processes().filter((l) => !l.includes('rxfleet-supervised'));
-    await waitFor(() => helpers().length === 1, 'the helper to run');
+    await waitFor(() => processes().length === 1, 'the helper to run');
 
     provisioner.child.kill('SIGTERM');
     await waitFor(() => provisioner.stdout().includes('stopping'), 'the graceful stop to begin');
     provisioner.child.kill('SIGTERM');
     expect((await provisioner.exited).code).toBe(1);
-    await waitFor(() => processes().length === 0, 'the helper and its watchdog to be gone', 5000);
+    await waitFor(() => processes().length === 0, 'the helper to be gone', 5000);
     simulate.child.kill('SIGTERM');
     expect((await simulate.exited).code).toBe(0);
   });
@@ -247,17 +246,16 @@ describe('rxfleet provision', () => {
     );
     const simulate = startRxfleet(['simulate', '--nats', server().url, '--nodes', '2', '--name-prefix', 'slow', '--report-every', '0']);
     running.push(simulate);
-    // The helpers, and beside them the watchdogs of their groups (which carry the same arguments).
+    // The helpers (the daemon's supervisor carries none of their arguments).
     const processes = (): string[] =>
       spawnSync('ps', ['-eo', 'pid,args'], { encoding: 'utf8' })
         .stdout.split('\n')
         .filter((l) => l.includes(marker) && !l.includes(' ps '));
-    const helpers = (): string[] => processes().filter((l) => !l.includes('rxfleet-supervised'));
-    await waitFor(() => helpers().length === 2, 'both helpers to run');
+    await waitFor(() => processes().length === 2, 'both helpers to run');
 
     provisioner.child.kill('SIGKILL');
     expect((await provisioner.exited).signal).toBe('SIGKILL');
-    await waitFor(() => processes().length === 0, 'the helpers and their watchdogs to be gone with the daemon', 5000);
+    await waitFor(() => processes().length === 0, 'the helpers to be gone with the daemon', 5000);
     simulate.child.kill('SIGTERM');
     expect((await simulate.exited).code).toBe(0);
   });

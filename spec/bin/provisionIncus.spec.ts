@@ -56,7 +56,7 @@ describe('rxfleet provision-incus', () => {
     expect(lines).toEqual([
       `error: ${config}: workers: expected a whole number >= 0 (0 means one per CPU), got -1`,
       `error: ${config}: rxfleet.incus.identity: unknown placeholder {hostname}: use {name}, {project} or {config.KEY}`,
-      `error: ${enrich}: workers: must be integer`,
+      `error: ${enrich}: workers: expected a whole number, got "many" (a string)`,
       expect.stringMatching(new RegExp(`^error: ${enrich}: read_timeout: `)),
       'error: incus: http:// is not served by Incus or LXD: use https:// or a unix socket path',
       'rxfleet provision-incus: not started: 5 configuration errors',

@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { parse } from 'yaml';
 import { loadEnrichSettings } from '../../bin/enrich/commandLine';
 import { parseChoriaClientConfig } from '../../lib/choria/clientConfig';
-import { ENRICHER_CONFIG_SCHEMA } from '../../lib/enricher/config';
+import { ENRICHER_CONFIG_SCHEMA } from '../../lib/enricher/config/config';
 import { DEPRECATED_KEYS, SECTION_KEYS } from '../../lib/provision/configSchema';
 import { parseProvisionerConfig, requireValidConfig } from '../../lib/provision/config';
 import { useNatsServer } from '../helpers/nats';
@@ -225,7 +225,7 @@ describe('examples/systemd/', () => {
   it.each(units)('%s: systemd-analyze verify finds nothing to say (the bin path replaced by one that exists here)', async (unit) => {
     const copy = join(scratch, unit);
     copyFileSync(join(examples, 'systemd', unit), copy);
-    writeFileSync(copy, readFileSync(copy, 'utf8').replace('/usr/local/bin/rxfleet', '/bin/true'));
+    writeFileSync(copy, readFileSync(copy, 'utf8').replace('/usr/bin/rxfleet', '/bin/true'));
     const { stdout, stderr } = await run('systemd-analyze', ['verify', copy]).catch((e: { stdout: string; stderr: string }) => e);
     expect(`${stdout}${stderr}`.trim()).toBe('');
   });
@@ -256,7 +256,7 @@ describe('examples/systemd/', () => {
 
   it.each(units)('%s: ExecStart uses only flags its command takes', async (unit) => {
     const argv = (service(unit).get('ExecStart') ?? '').split(/\s+/);
-    expect(argv[0]).toBe('/usr/local/bin/rxfleet');
+    expect(argv[0]).toBe('/usr/bin/rxfleet');
     const command = argv[1];
     const { stdout } = await rxfleet(command, '--help');
     for (const flag of argv.filter((a) => a.startsWith('--'))) expect(`${flag}: ${stdout.includes(`  ${flag} `)}`).toBe(`${flag}: true`);

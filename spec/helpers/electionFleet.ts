@@ -8,6 +8,7 @@ import type { RequestRecord } from '../../streams/simulate/simulatedFleet';
 import { createElectionBucket } from '../../streams/election/electionBucket';
 import { createClaimsBucket } from '../../streams/claims/claimsBucket';
 import { NatsServerProcess, freePort, startNatsServer } from '../../streams/natsServerProcess';
+import { NatsClusterProcess, startNatsCluster } from '../../streams/natsClusterProcess';
 import { CHORIA_ADMIN, CLAIMS_BUCKET, PROVISIONER, PROVISIONING_SERVER, choriaAccountsConfig } from './choriaBroker';
 import { MINIMAL_HELPER, sampleValue } from './provisioner';
 import { RxfleetProcess, killAll, startRxfleet } from './rxfleetProcess';
@@ -53,6 +54,8 @@ export interface ProvisionerSettings {
   logLevel?: 'debug' | 'info' | 'warn' | 'error';
   /** Run with `--debug` (the election's create and refresh steps are debug lines). */
   debug?: boolean;
+  /** The brokers it is given (`plugin.choria.middleware_hosts`). Default the fleet's first server. */
+  servers?: string[];
 }
 
 /** A broker, its election bucket, and the processes started on it; `stop()` ends them all. */
@@ -63,7 +66,33 @@ export class ElectionFleet {
   private constructor(
     readonly server: NatsServerProcess,
     private readonly admin: NatsConnection,
+    /** Set when the fleet runs on a three-server cluster ({@link ElectionFleet.startCluster}). */
+    readonly cluster?: NatsClusterProcess,
   ) {}
+
+  /**
+   * As {@link ElectionFleet.start}, on a three-server cluster laid out as Choria's, with both
+   * buckets replicated on `replicas` servers (default 3); `partitionable` lets a spec cut a server
+   * off (natsPartition.ts).
+   */
+  static async startCluster(
+    ttlMs: number,
+    options: { claimsTtlMs?: number; replicas?: number; partitionable?: boolean } = {},
+  ): Promise<ElectionFleet> {
+    const { replicas = 3, partitionable = false } = options;
+    const cluster = await startNatsCluster({ config: choriaAccountsConfig, partitionable });
+    let admin: NatsConnection | undefined;
+    try {
+      admin = await connect({ servers: cluster.urls, user: CHORIA_ADMIN.user, pass: CHORIA_ADMIN.password, maxReconnectAttempts: -1 });
+      await createElectionBucket(admin, { ttlMs, replicas });
+      if (options.claimsTtlMs !== undefined) await createClaimsBucket(admin, { ttlMs: options.claimsTtlMs, replicas });
+      return new ElectionFleet(cluster.servers[0], admin, cluster);
+    } catch (error) {
+      await admin?.close();
+      await cluster.stop();
+      throw error;
+    }
+  }
 
   /**
    * Starts the broker and creates the election bucket with this TTL, as a Choria broker does, and
@@ -119,7 +148,8 @@ export class ElectionFleet {
         `rxfleet: {nats_user: ${PROVISIONER.user}, nats_password: ${PROVISIONER.password}, shutdown_grace: 2s${settings.mode === 'active-active' ? ', mode: active-active' : ''}${settings.helperMode !== undefined ? `, helper_mode: ${settings.helperMode}` : ''}}`,
       ].join('\n'),
     );
-    const choria = this.file(`${name}.cfg`, `identity = ${identity}\nplugin.choria.middleware_hosts = ${this.server.url}\n`);
+    const hosts = (settings.servers ?? [this.server.url]).join(',');
+    const choria = this.file(`${name}.cfg`, `identity = ${identity}\nplugin.choria.middleware_hosts = ${hosts}\n`);
     const process = this.track(
       startRxfleet(['provision', '--config', config, '--choria-config', choria, ...(settings.debug === true ? ['--debug'] : [])], {
         nodeArgs: settings.nodeArgs ?? [],
@@ -146,13 +176,13 @@ export class ElectionFleet {
     };
   }
 
-  /** Starts `rxfleet simulate --json --trace` with these extra arguments, in the provisioning account. */
-  simulate(args: string[]): RxfleetProcess {
+  /** Starts `rxfleet simulate --json --trace` with these extra arguments, in the provisioning account, on `url` (default the first server). */
+  simulate(args: string[], url = this.server.url): RxfleetProcess {
     return this.track(
       startRxfleet([
         'simulate',
         '--nats',
-        this.server.url,
+        url,
         '--nats-user',
         PROVISIONING_SERVER.user,
         '--nats-password',
@@ -173,7 +203,7 @@ export class ElectionFleet {
     try {
       await killAll(this.processes);
       await this.admin.close().catch(() => undefined);
-      await this.server.stop();
+      await (this.cluster ?? this.server).stop();
     } finally {
       rmSync(this.dir, { recursive: true, force: true });
     }

@@ -1,5 +1,5 @@
-import { EventPayload } from '../../lib/enricher/payload';
-import { subjectFor } from '../../lib/enricher/subject';
+import { EventPayload } from '../../lib/enricher/output/payload';
+import { subjectFor } from '../../lib/enricher/output/subject';
 
 /** What an instance event is made of, as {@link instanceEvent} takes it. */
 export interface InstanceEventOptions {

@@ -1,5 +1,5 @@
-import { ColdStore, ColdStoreHooks, OpenColdStore } from '../../lib/enricher/coldStore';
-import { ColdStoreDocument } from '../../lib/enricher/coldStoreDocument';
+import { ColdStore, ColdStoreHooks, OpenColdStore } from '../../lib/enricher/coldStore/coldStore';
+import { ColdStoreDocument } from '../../lib/enricher/coldStore/coldStoreDocument';
 
 /** A cold store in memory, for specs and benches. */
 export interface MemoryColdStore extends ColdStore {

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { Observable } from 'rxjs';
-import { EventPayload } from '../../lib/enricher/payload';
+import { EventPayload } from '../../lib/enricher/output/payload';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { join, resolve } from 'node:path';

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
@@ -16,15 +16,31 @@ function stub(name: string, body: string): void {
   chmodSync(join(dir, name), 0o755);
 }
 
-/** Runs the script as `uid` with `missing` packages not installed; apt-get records its arguments. */
-function check(options: { uid: number; missing: string[] }): { code: number | null; stderr: string; apt: string[] } {
+/**
+ * Runs the script as `uid` with `missing` packages not installed on a Debian `codename` (bookworm
+ * unless told), apt's directory a scratch one; apt-get records its arguments.
+ */
+function check(options: { uid: number; missing: string[]; codename?: string; sources?: string }): {
+  code: number | null;
+  stderr: string;
+  apt: string[];
+} {
+  mkdirSync(join(dir, 'apt', 'sources.list.d'), { recursive: true });
+  writeFileSync(join(dir, 'apt', 'sources.list.d', 'debian.sources'), options.sources ?? 'Types: deb\nSuites: bookworm bookworm-updates\n');
+  writeFileSync(join(dir, 'os-release'), `ID=debian\nVERSION_CODENAME=${options.codename ?? 'bookworm'}\n`);
   stub(
     'dpkg-query',
     `for p in "$@"; do :; done; case " ${options.missing.join(' ')} " in *" $p "*) echo not-installed;; *) echo installed;; esac`,
   );
   stub('id', `echo ${options.uid}`);
   stub('apt-get', `echo "$*" >> ${join(dir, 'apt.log')}`);
-  const result = spawnSync('sh', [SCRIPT], { env: { ...process.env, PATH: `${dir}:${process.env.PATH ?? ''}` }, encoding: 'utf8' });
+  const env = {
+    ...process.env,
+    PATH: `${dir}:${process.env.PATH ?? ''}`,
+    RXFLEET_APT_DIR: join(dir, 'apt'),
+    RXFLEET_OS_RELEASE: join(dir, 'os-release'),
+  };
+  const result = spawnSync('sh', [SCRIPT], { env, encoding: 'utf8' });
   const log = join(dir, 'apt.log');
   return { code: result.status, stderr: result.stderr, apt: existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n') : [] };
 }
@@ -53,7 +69,52 @@ describe('scripts/test-prerequisites.sh (npm pretest)', () => {
   it('not as root with everything installed, says the LXD specs need root', () => {
     const { code, stderr } = check({ uid: 1000, missing: [] });
     expect(code).toBe(1);
-    expect(stderr.trim()).toBe('npm test: the LXD specs start private LXD daemons, which needs root: run npm test as root');
+    expect(stderr.trim()).toBe('npm test: the LXD/Incus specs start private LXD and Incus daemons, which needs root: run npm test as root');
+  });
+
+  it('as root on bookworm, adds bookworm-backports as a deb822 source and installs Incus from it', () => {
+    const { code, stderr, apt } = check({ uid: 0, missing: ['lxd', 'incus-base', 'incus-client'] });
+    expect(code).toBe(0);
+    expect(stderr.trim().split('\n')).toEqual([
+      `npm test: adding bookworm-backports (for Incus 6.0 LTS) as ${join(dir, 'apt')}/sources.list.d/bookworm-backports.sources`,
+      'npm test: installing the Debian packages the specs need: lxd incus-base incus-client',
+    ]);
+    expect(readFileSync(join(dir, 'apt', 'sources.list.d', 'bookworm-backports.sources'), 'utf8')).toBe(
+      [
+        'Types: deb',
+        'URIs: http://deb.debian.org/debian',
+        'Suites: bookworm-backports',
+        'Components: main',
+        'Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg',
+        '',
+      ].join('\n'),
+    );
+    expect(apt).toEqual([
+      'update -qq',
+      'install -y -qq --no-install-recommends lxd',
+      'install -y -qq --no-install-recommends -t bookworm-backports incus-base incus-client',
+    ]);
+  });
+
+  it('leaves a source that already names bookworm-backports alone; on a later release Incus is in main', () => {
+    const listed = check({ uid: 0, missing: ['incus-base'], sources: 'Types: deb\nSuites: bookworm bookworm-backports\n' });
+    expect(listed.code).toBe(0);
+    expect(existsSync(join(dir, 'apt', 'sources.list.d', 'bookworm-backports.sources'))).toBe(false);
+    expect(listed.apt).toEqual(['update -qq', 'install -y -qq --no-install-recommends -t bookworm-backports incus-base']);
+    rmSync(join(dir, 'apt.log'));
+    const trixie = check({ uid: 0, missing: ['incus-base'], codename: 'trixie' });
+    expect(trixie.code).toBe(0);
+    expect(existsSync(join(dir, 'apt', 'sources.list.d', 'bookworm-backports.sources'))).toBe(false);
+    expect(trixie.apt).toEqual(['update -qq', 'install -y -qq --no-install-recommends incus-base']);
+  });
+
+  it('not as root, names the backports command for Incus', () => {
+    const { code, stderr } = check({ uid: 1000, missing: ['lxd', 'incus-base'] });
+    expect(code).toBe(1);
+    expect(stderr.trim().split('\n')).toEqual([
+      'npm test: missing Debian packages: lxd incus-base; install them as root with: apt-get install -y --no-install-recommends lxd && apt-get install -y --no-install-recommends -t bookworm-backports incus-base',
+      "npm test: (with bookworm-backports in apt's sources: run as root, this script adds it)",
+    ]);
   });
 
   it('is what npm test runs first, and what .ci/run relies on', () => {

@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { fileColdStore } from '../../streams/coldStoreFile';
-import { ColdStoreDocument, coldStoreProblem, modelFromSnapshot, snapshotModel } from '../../lib/enricher/coldStoreDocument';
-import { FleetModel } from '../../lib/enricher/FleetModel';
+import { ColdStoreDocument, coldStoreProblem, modelFromSnapshot, snapshotModel } from '../../lib/enricher/coldStore/coldStoreDocument';
+import { FleetModel } from '../../lib/enricher/model/FleetModel';
 
 function capture(): { logger: pino.Logger; lines: () => Array<{ msg: string }> } {
   const chunks: string[] = [];

@@ -3,6 +3,7 @@ import { KV, Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { defer } from 'rxjs';
 import { ClaimHeldError, ClaimStore } from '../../lib/provision/claims';
+import { BucketLayout, bucketLayout } from '../../lib/bucketLayout';
 import { DEFAULT_CLAIMS_BUCKET } from './claimsBucket';
 
 /** Where the claims bucket is and how to reach it. */
@@ -17,6 +18,8 @@ export interface NatsClaimStoreConfig {
   apiPrefix?: string;
   /** Per request. Default 2 s. */
   timeoutMs?: number;
+  /** Told where the bucket lives each time its stream info is read (to warn about one replica on a cluster). */
+  onLayout?: (layout: BucketLayout) => void;
 }
 
 const isWrongLastSequence = (error: unknown): boolean =>
@@ -57,6 +60,7 @@ export function natsClaimStore(config: NatsClaimStoreConfig): ClaimStore {
         const jsm = await jetstreamManager(nc, { apiPrefix, checkAPI: false, timeout: timeoutMs });
         const info = await jsm.streams.info(`KV_${bucket}`);
         allowDirect = info.config.allow_direct === true;
+        config.onLayout?.(bucketLayout(bucket, info));
         kv = undefined;
         // JetStream reports max_age in nanoseconds.
         return info.config.max_age / 1e6;

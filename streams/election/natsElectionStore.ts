@@ -1,6 +1,7 @@
 import { NatsConnection, headers } from '@nats-io/transport-node';
 import { defer } from 'rxjs';
 import { ElectionStore } from '../../lib/election/ElectionStore';
+import { BucketLayout, bucketLayout } from '../../lib/bucketLayout';
 
 /** Where the election's bucket is and how to reach it. */
 export interface NatsElectionStoreConfig {
@@ -16,6 +17,8 @@ export interface NatsElectionStoreConfig {
   apiPrefix?: string;
   /** Per request. Default 2 s. */
   timeoutMs?: number;
+  /** Told where the bucket lives each time its stream info is read (to warn about one replica on a cluster). */
+  onLayout?: (layout: BucketLayout) => void;
 }
 
 /** A JetStream API error, with its codes (10071 is "wrong last sequence": someone else holds the key). */
@@ -75,7 +78,10 @@ export function natsElectionStore(config: NatsElectionStoreConfig): ElectionStor
     ttl: () =>
       defer(async () => {
         const reply = await nc.request(infoSubject, '', { timeout: timeoutMs });
-        const info = decode<ApiAnswer & { config?: { max_age?: number } }>(reply.data, `reading ${infoSubject}`);
+        const info = decode<
+          ApiAnswer & { config?: { max_age?: number; num_replicas?: number }; cluster?: { name?: string; leader?: string } }
+        >(reply.data, `reading ${infoSubject}`);
+        config.onLayout?.(bucketLayout(bucket, info));
         // JetStream reports max_age in nanoseconds.
         return (info.config?.max_age ?? 0) / 1e6;
       }),

@@ -1,6 +1,7 @@
-import { ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { LineSplitter } from '@rxfleet/operators';
 import { MAX_HELPER_LINE_BYTES } from '../../lib/provision/helperProtocol';
+import { killGroup, spawnSupervised } from './supervisedSpawn';
 
 /** How a persistent helper process ended. */
 export interface HelperProcessEnd {
@@ -31,13 +32,14 @@ export interface HelperProcessOptions {
 
 /**
  * One long-running helper process: started without a shell in its own process group (so the
- * group can be killed as one), stdin kept open for request lines, stdout cut into lines, the end
- * of stderr kept. When it exits, anything it left running in its group is killed, as for the
- * per-node helper, so no run leaks a process. `onEnd` comes after the last line (the pipes have
- * closed), so an answer written just before dying is still delivered.
+ * group can be killed as one) under the daemon's supervisor ({@link spawnSupervised}), so it and
+ * its group die with the daemon however the daemon dies; stdin kept open for request lines, stdout
+ * cut into lines, the end of stderr kept. When it exits, anything it left running in its group is
+ * killed, as for the per-node helper, so no run leaks a process. `onEnd` comes after the last line
+ * (the pipes have closed), so an answer written just before dying is still delivered.
  */
 export class HelperProcess {
-  private readonly child: ChildProcess;
+  private readonly child: ChildProcess | undefined;
   private stderrTail = Buffer.alloc(0);
   private ended = false;
 
@@ -45,16 +47,25 @@ export class HelperProcess {
     const splitter = new LineSplitter(options.maxLineBytes ?? MAX_HELPER_LINE_BYTES);
     const tailBytes = options.stderrTailBytes ?? 4096;
     let spawnError: Error | undefined;
-    // detached: the helper leads a new process group, so the group can be killed as one.
-    this.child = spawn(options.executable, options.args, {
-      detached: true,
-      stdio: ['pipe', 'pipe', 'pipe'],
-      env: options.env ?? process.env,
-      cwd: options.cwd,
-      windowsHide: true,
-    });
+    const finish = (end: HelperProcessEnd): void => {
+      if (this.ended) return;
+      this.ended = true;
+      options.onEnd(end);
+    };
+    try {
+      this.child = spawnSupervised(options.executable, options.args, {
+        env: options.env ?? process.env,
+        ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
+      });
+    } catch (error) {
+      // Nothing started: reported as Node's spawn reports it, after the constructor returns.
+      this.child = undefined;
+      process.nextTick(() => finish({ code: null, signal: null, spawnError: error as Error }));
+      return;
+    }
+    const child = this.child;
     let oversize = false;
-    this.child.stdout?.on('data', (chunk: Buffer) => {
+    child.stdout?.on('data', (chunk: Buffer) => {
       if (oversize) return;
       const { lines, oversize: tooLong } = splitter.push(chunk);
       for (const line of lines) options.onLine(line);
@@ -63,30 +74,24 @@ export class HelperProcess {
         options.onOversize();
       }
     });
-    this.child.stderr?.on('data', (chunk: Buffer) => {
+    child.stderr?.on('data', (chunk: Buffer) => {
       // Keep reading for ever, so a chatty helper never blocks on a full pipe; keep only the end.
       const joined = Buffer.concat([this.stderrTail, chunk]);
       this.stderrTail = joined.length > tailBytes ? joined.subarray(joined.length - tailBytes) : joined;
     });
     // A helper that dies closes the pipe under a pending write: its end is reported by 'close'.
-    this.child.stdin?.on('error', () => undefined);
-    const finish = (end: HelperProcessEnd): void => {
-      if (this.ended) return;
-      this.ended = true;
-      options.onEnd(end);
-    };
-    this.child.on('error', (error) => {
+    child.stdin?.on('error', () => undefined);
+    child.on('error', (error) => {
       spawnError = error;
       // A process that never started emits no 'close' on every Node version: end here.
-      if (this.child.pid === undefined) finish({ code: null, signal: null, spawnError: error });
+      if (child.pid === undefined) finish({ code: null, signal: null, spawnError: error });
     });
-    this.child.on('exit', () => this.kill());
-    this.child.on('close', (code, signal) => finish({ code, signal, ...(spawnError !== undefined ? { spawnError } : {}) }));
+    child.on('close', (code, signal) => finish({ code, signal, ...(spawnError !== undefined ? { spawnError } : {}) }));
   }
 
   /** Its process id (undefined when it could not be started). */
   get pid(): number | undefined {
-    return this.child.pid;
+    return this.child?.pid;
   }
 
   /** The end of what it wrote to stderr, as text. */
@@ -96,24 +101,20 @@ export class HelperProcess {
 
   /** Writes a request line (newline included). False when it can no longer be written to. */
   send(line: string): boolean {
-    const stdin = this.child.stdin;
-    if (this.ended || stdin === null || stdin.destroyed || stdin.writableEnded) return false;
+    const stdin = this.child?.stdin;
+    if (this.ended || stdin === undefined || stdin === null || stdin.destroyed || stdin.writableEnded) return false;
     stdin.write(line);
     return true;
   }
 
   /** Closes its stdin: a helper reading to the end of its input finishes and exits. */
   endInput(): void {
-    if (this.child.stdin !== null && !this.child.stdin.writableEnded) this.child.stdin.end();
+    const stdin = this.child?.stdin;
+    if (stdin !== undefined && stdin !== null && !stdin.writableEnded) stdin.end();
   }
 
   /** Kills its whole process group at once (SIGKILL). */
   kill(): void {
-    if (this.child.pid === undefined) return;
-    try {
-      process.kill(-this.child.pid, 'SIGKILL');
-    } catch {
-      // ESRCH: the group is already gone.
-    }
+    if (this.child !== undefined) killGroup(this.child);
   }
 }

@@ -89,8 +89,9 @@ export interface HelperRunnerOptions {
  * Runs the helper for one node at a time per call, as upstream's `runHelper` + `getConfig`, with
  * DECISIONS P11:
  * - the command is split like go-shellquote (arguments allowed, no expansion) and run without a
- *   shell reading it, in its own process group, under a watchdog ({@link spawnSupervised}) that
- *   kills the group when this process ends, even by SIGKILL: no helper outlives the daemon;
+ *   shell reading it, in its own process group, registered with the daemon's one supervisor
+ *   ({@link spawnSupervised}), which kills the group when this process ends, even by SIGKILL: no
+ *   helper outlives the daemon;
  * - stdout is capped per run (`maxOutputBytes`) and across the runs in flight
  *   (`totalOutputBytes`): past either, the run's group is killed and the run fails;
  * - the helper input JSON goes to stdin, which is then closed; stdout is decoded as the helper
@@ -162,7 +163,7 @@ export class HelperRunner {
     return new Promise<string>((resolve, reject) => {
       let child: ChildProcess;
       try {
-        // Its own process group (killed as one), tied to this process's life by a watchdog.
+        // Its own process group (killed as one), tied to this process's life by the supervisor.
         child = spawnSupervised(executable, args, {
           env: this.options.env ?? process.env,
           ...(this.options.cwd !== undefined ? { cwd: this.options.cwd } : {}),

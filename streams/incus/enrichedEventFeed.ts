@@ -1,7 +1,7 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Observable } from 'rxjs';
-import { EventPayload } from '../../lib/enricher/payload';
-import { decodeEventPayload } from '../../lib/enricher/payloadDecoder';
+import { EventPayload } from '../../lib/enricher/output/payload';
+import { decodeEventPayload } from '../../lib/enricher/output/payloadDecoder';
 
 /** Options for {@link enrichedInstanceEvents}. */
 export interface EnrichedEventFeedOptions {

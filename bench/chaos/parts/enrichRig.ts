@@ -2,10 +2,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { EventPayload } from '../../../lib/enricher/payload';
+import { EventPayload } from '../../../lib/enricher/output/payload';
 import { FleetConnection, openNatsConnection } from '../../../streams/natsConnection';
 import { NatsServerProcess, freePort, startNatsServer } from '../../../streams/natsServerProcess';
-import { LxdDaemon, lxdUnavailable, startLxdDaemon, uniqueName } from '../../../spec/helpers/lxd';
+import { TestDaemon, daemonSpecsUnavailable, startTestDaemon, uniqueName } from '../../../spec/helpers/testDaemon';
 import { sampleValue } from '../../../spec/helpers/provisioner';
 import { RxfleetProcess } from '../../../spec/helpers/rxfleetProcess';
 import { waitFor } from '../../../spec/helpers/waitFor';
@@ -23,7 +23,7 @@ interface Seen {
  * to compare with LXD's own.
  */
 export interface EnrichRig {
-  readonly lxd: LxdDaemon;
+  readonly lxd: TestDaemon;
   readonly nats: NatsServerProcess;
   readonly dir: string;
   daemon(): RxfleetProcess;
@@ -43,11 +43,12 @@ export interface EnrichRig {
   stop(): Promise<void>;
 }
 
-export { lxdUnavailable };
+/** Why the chaos rig's private LXD daemon cannot start here, or `undefined`. */
+export const lxdUnavailable = (): string | undefined => daemonSpecsUnavailable('lxd');
 
 export async function startEnrichRig(instances: number): Promise<EnrichRig> {
   const dir = mkdtempSync(join(tmpdir(), 'rxfleet-chaos-enrich-'));
-  const lxd = await startLxdDaemon();
+  const lxd = await startTestDaemon('lxd');
   const nats = await startNatsServer({ jetstream: true });
   const removeCleanUp = onCleanUp(async () => {
     await nats.stop();

@@ -7,7 +7,10 @@ const cleanUps = new Set<() => Promise<void>>();
 
 /** `rxfleet ...args` (the built command), tracked for clean-up; its stdout is always read. */
 export function rxfleet(args: string[], env?: Record<string, string | undefined>): RxfleetProcess {
-  const child = startRxfleet(args, env === undefined ? {} : { env });
+  // DAEMON_NODE_ARGS (as in bench:provision) reaches every rxfleet process a scenario starts, e.g.
+  // `--cpu-prof --cpu-prof-dir=/tmp/p` to see where a daemon's time goes under the scenario.
+  const nodeArgs = (process.env.DAEMON_NODE_ARGS ?? '').split(' ').filter((arg) => arg !== '');
+  const child = startRxfleet(args, { ...(env === undefined ? {} : { env }), nodeArgs });
   children.add(child);
   void child.exited.then(() => children.delete(child));
   return child;

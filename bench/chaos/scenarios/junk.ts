@@ -39,17 +39,18 @@ function junkReply(n: number, inbox: string): string {
 async function run(env: ScenarioEnv, withJunk: boolean): Promise<Record<string, unknown>> {
   const nodes = env.number('NODES', 300);
   const rate = env.number('JUNK_RATE', 200);
+  const perRequest = env.number('JUNK_PER_REQUEST', 4);
   const rig = await startProvisionRig({ nodes });
   const hostile = await openNatsConnection({ servers: [rig.server.url], name: 'chaos-hostile-node' });
   let junk = 0;
   let timer: NodeJS.Timeout | undefined;
   try {
     if (withJunk) {
-      // Every request is answered first with junk, by a node that hears them all.
+      // Every request is answered first with junk, of each kind by default, by a node that hears them all.
       hostile.nc.subscribe('provisioning.node.>', {
         callback: (_e, msg) => {
           if (msg.reply === undefined) return;
-          hostile.nc.publish(msg.reply, junkReply(junk++, msg.reply));
+          for (let i = 0; i < perRequest; i++) hostile.nc.publish(msg.reply, junkReply(junk++, msg.reply));
         },
       });
       // And at a steady rate: junk startup events, and replies to request ids nobody waits for.
@@ -103,10 +104,11 @@ async function run(env: ScenarioEnv, withJunk: boolean): Promise<Record<string, 
 
 /**
  * NODES (default 300) nodes provisioned twice: once on a clean broker, once while a hostile node
- * answers every request first with junk (malformed, foreign, mismatched replies) and publishes
- * junk startup events and unsolicited replies at JUNK_RATE (default 200) a second each. Goals:
- * every node provisioned, junk costing under 10% of the run's time, every junk message counted,
- * and the log staying small.
+ * answers every request first with JUNK_PER_REQUEST (default 4, one of each kind) junk replies
+ * (malformed, foreign, mismatched) and publishes junk startup events and unsolicited replies at
+ * JUNK_RATE (default 200) a second each. Goals: every node provisioned, junk costing under 10% of
+ * the run's time and under 20 MiB of peak memory, every junk message counted, and the log staying
+ * small.
  */
 export const junkInput: Scenario = {
   name: 'junk',
@@ -122,6 +124,7 @@ export const junkInput: Scenario = {
       goals: {
         every_node_provisioned: dirty.provisioned === dirty.nodes && clean.provisioned === clean.nodes,
         junk_under_10_percent: ratio < 1.1,
+        junk_under_20_mib: Number(dirty.peak_rss_mib) - Number(clean.peak_rss_mib) <= 20,
         junk_counted: Number(dirty.junk_counted) >= Number(dirty.junk_sent_while_ready) * 0.95,
         no_failed_cycles: dirty.failed_cycles === 0,
       },

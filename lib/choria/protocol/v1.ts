@@ -1,4 +1,4 @@
-import { sha256, toBase64 } from './encoding';
+import { sha256Base64, toBase64 } from './encoding';
 import { base64Field, lenientBase64, parseLayer, refuse } from './layers';
 import { compileSchema, replyV1Schema, requestV1Schema, secureReplyV1Schema, secureRequestV1Schema, transportV1Schema } from './schemas';
 import { ChoriaReply, ChoriaRequest, Decoded, FactFilter, Filter } from './types';
@@ -167,7 +167,7 @@ export function encodeReplyV1(reply: Omit<ChoriaReply, 'version' | 'sender'>): s
     message: reply.payload,
     envelope: { requestid: reply.requestId, senderid: reply.senderId, agent: reply.agent, time: Math.floor(reply.time / 1000) },
   });
-  const secure = JSON.stringify({ protocol: V1.secureReply, message: body, hash: sha256(body).toString('base64') });
+  const secure = JSON.stringify({ protocol: V1.secureReply, message: body, hash: sha256Base64(body) });
   return JSON.stringify({ protocol: V1.transport, data: toBase64(secure), headers: { mc_sender: reply.senderId } });
 }
 
@@ -179,8 +179,7 @@ export function decodeReplyV1(transport: TransportV1): Decoded<ChoriaReply> {
   if (!secureText.ok) return secureText;
   const secure = parseLayer(secureText.value, 'secure_reply', V1.secureReply, validSecureReply);
   if (!secure.ok) return secure;
-  if (sha256(secure.value.message).toString('base64') !== secure.value.hash)
-    return refuse('hash', 'secure_reply', 'hash does not match the reply');
+  if (sha256Base64(secure.value.message) !== secure.value.hash) return refuse('hash', 'secure_reply', 'hash does not match the reply');
   const reply = parseLayer(secure.value.message, 'reply', V1.reply, validReply);
   if (!reply.ok) return reply;
   const { envelope, message } = reply.value;

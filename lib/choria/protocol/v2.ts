@@ -1,4 +1,4 @@
-import { decodeBase64Strict, sha256, toBase64 } from './encoding';
+import { decodeBase64Strict, sha256, sha256Base64, toBase64 } from './encoding';
 import { base64Field, parseLayer, refuse } from './layers';
 import { compileSchema, replyV2Schema, requestV2Schema, secureReplyV2Schema, secureRequestV2Schema, transportV2Schema } from './schemas';
 import { ChoriaReply, ChoriaRequest, Decoded, Filter, newFilter } from './types';
@@ -152,7 +152,7 @@ export function encodeReplyV2(reply: Omit<ChoriaReply, 'version' | 'sender'>): s
     agent: reply.agent,
     time: Math.floor(reply.time / 1000),
   });
-  const secure = JSON.stringify({ protocol: V2.secureReply, reply: toBase64(body), hash: sha256(body).toString('base64') });
+  const secure = JSON.stringify({ protocol: V2.secureReply, reply: toBase64(body), hash: sha256Base64(body) });
   return JSON.stringify({ protocol: V2.transport, data: toBase64(secure), headers: { sender: reply.senderId } });
 }
 

@@ -3,10 +3,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Registry } from 'prom-client';
-import { EnricherSettings, defaultEnricherSettings, parseEnricherConfig } from '../../../lib/enricher/config';
+import { EnricherSettings, defaultEnricherSettings, parseEnricherConfig } from '../../../lib/enricher/config/config';
 import { EnrichDaemon, startEnrichDaemon } from '../../../bin/enrich/daemon';
-import { EventPayload } from '../../../lib/enricher/payload';
-import { useLxdDaemon, uniqueName } from '../../helpers/lxd';
+import { EventPayload } from '../../../lib/enricher/output/payload';
+import { DAEMON_KINDS, useTestDaemon, uniqueName } from '../../helpers/testDaemon';
 import { useNatsServer } from '../../helpers/nats';
 import { NatsRecorder, payloadProblems } from './daemonRig';
 
@@ -23,8 +23,8 @@ const freshUla = (): string => {
   return `fd${randomBytes(1).toString('hex')}:${group()}:${group()}:${group()}::1/64`;
 };
 
-describe('rxfleet enrich against a real LXD daemon: addresses and the instance filter', () => {
-  const lxd = useLxdDaemon();
+describe.each(DAEMON_KINDS)('rxfleet enrich against a real %s daemon: addresses and the instance filter', (kind) => {
+  const host = useTestDaemon(kind);
   const nats = useNatsServer({ jetstream: false });
   let dir: string;
   let settings: EnricherSettings;
@@ -38,7 +38,7 @@ describe('rxfleet enrich against a real LXD daemon: addresses and the instance f
     dir = mkdtempSync(join(tmpdir(), 'rxfleet-enrich-v6-'));
     recorder = await NatsRecorder.start(nats().url);
     settings = defaultEnricherSettings({
-      incus: { url: lxd().socket },
+      incus: { url: host().socket },
       http: undefined,
       storeFile: undefined,
       ipTimeout: 300_000,
@@ -58,7 +58,7 @@ describe('rxfleet enrich against a real LXD daemon: addresses and the instance f
     "sends an IPv6-only instance's start (a bridge with ipv4.address=none, addressed by SLAAC) with its global IPv6, and holds nothing behind it",
     async () => {
       const healthy = uniqueName('h4');
-      await lxd().launch(healthy, { config: served });
+      await host().launch(healthy, { config: served });
       await recorder.next(
         (p) => p.name === healthy && p.instance?.interfaces.some((i) => i.ipv4.length > 0) === true,
         `${healthy} with its IPv4`,
@@ -66,14 +66,14 @@ describe('rxfleet enrich against a real LXD daemon: addresses and the instance f
 
       const net = uniqueName('rx6');
       const gateway = freshUla();
-      await lxd().createNetwork(net, { 'ipv4.address': 'none', 'ipv6.address': gateway, 'ipv6.nat': 'false', 'ipv6.firewall': 'false' });
+      await host().createNetwork(net, { 'ipv4.address': 'none', 'ipv6.address': gateway, 'ipv6.nat': 'false', 'ipv6.firewall': 'false' });
       const name = uniqueName('v6');
-      await lxd().lxc('init', lxd().image, name, '-c', 'user.rxfleet=1');
-      await lxd().lxc('config', 'device', 'add', name, 'eth0', 'nic', `network=${net}`, 'name=eth0');
+      await host().cli('init', host().image, name, '-c', 'user.rxfleet=1');
+      await host().cli('config', 'device', 'add', name, 'eth0', 'nic', `network=${net}`, 'name=eth0');
       const from = recorder.messages.length;
-      await lxd().lxc('start', name);
+      await host().cli('start', name);
       // An event behind the start: it goes out only once the start has.
-      await lxd().setInstanceConfig(healthy, 'user.after', 'v6');
+      await host().setInstanceConfig(healthy, 'user.after', 'v6');
 
       const started = await recorder.next(about('instance-started', name), `instance-started ${name}`, from, WAIT);
       const eth0 = started.payload.instance?.interfaces.find((i) => i.network === net);
@@ -96,17 +96,17 @@ describe('rxfleet enrich against a real LXD daemon: addresses and the instance f
     'sends only what the filter serves: an unlabelled instance says nothing; one that loses its label leaves once, bare, and says nothing after (its stop)',
     async () => {
       const [kept, other, marker] = [uniqueName('fk'), uniqueName('fo'), uniqueName('fm')];
-      await lxd().launch(marker, { config: served });
-      await lxd().launch(kept, { config: served });
+      await host().launch(marker, { config: served });
+      await host().launch(kept, { config: served });
       await recorder.next(about('instance-started', kept), `instance-started ${kept}`);
       const from = recorder.messages.length;
 
-      await lxd().launch(other);
-      await lxd().lxc('config', 'unset', kept, 'user.rxfleet');
+      await host().launch(other);
+      await host().cli('config', 'unset', kept, 'user.rxfleet');
       // A stop is never collapsed and closes what debounce holds for the instance first.
-      await lxd().stopInstance(kept);
+      await host().stopInstance(kept);
       // The line is ordered: once the marker's change is out, whatever came before it has been decided.
-      await lxd().setInstanceConfig(marker, 'user.mark', 'done');
+      await host().setInstanceConfig(marker, 'user.mark', 'done');
       await recorder.next((p) => p.name === marker && p.instance?.config['user.mark'] === 'done', `${marker} marked`, from, WAIT);
 
       const seen = recorder.messages.slice(from).map((m) => m.payload);

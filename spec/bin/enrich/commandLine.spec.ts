@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EnrichFlags, loadEnrichSettings } from '../../../bin/enrich/commandLine';
-import { EnricherConfigError } from '../../../lib/enricher/config';
+import { EnricherConfigError } from '../../../lib/enricher/config/config';
 
 describe('rxfleet enrich settings from a file and flags', () => {
   let dir: string;
@@ -57,7 +57,7 @@ describe('rxfleet enrich settings from a file and flags', () => {
   it('runs on flags alone, and names the file in its warnings', () => {
     expect(loadEnrichSettings({ stdout: true }).settings.outputs).toEqual({ stdout: true });
     const config = file('b.yaml', 'outputs: { stdout: true }\nlisten: ":53"\n');
-    expect(loadEnrichSettings({ config }).warnings).toEqual([`${config}: unknown configuration key "listen" ignored`]);
+    expect(loadEnrichSettings({ config }).warnings).toEqual([`${config}: listen: unknown key, ignored`]);
   });
 
   it('names a file that cannot be read or parsed', () => {

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import pino from 'pino';
 import { Subject } from 'rxjs';
 import { IncusStreamItem } from '../../../lib/incus/api';
-import { defaultEnricherSettings } from '../../../lib/enricher/config';
+import { defaultEnricherSettings } from '../../../lib/enricher/config/config';
 import { EnrichDaemon, startEnrichDaemon } from '../../../bin/enrich/daemon';
 import { NatsServerProcess, startNatsServer } from '../../../streams/natsServerProcess';
 import { FakeIncus } from '../../helpers/FakeIncus';

@@ -6,14 +6,15 @@ import { NEVER, Subject, concatWith, of } from 'rxjs';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { IncusStreamItem } from '../../../lib/incus/api';
 import { FakeIncus } from '../../helpers/FakeIncus';
-import { EnricherSettings, defaultEnricherSettings } from '../../../lib/enricher/config';
+import { EnricherSettings, defaultEnricherSettings } from '../../../lib/enricher/config/config';
 import { EnrichDaemon, EnrichDaemonError, startEnrichDaemon } from '../../../bin/enrich/daemon';
-import { COLD_STORE_FILE } from '../../../lib/enricher/coldStore';
-import { subjectFor } from '../../../lib/enricher/subject';
-import { EventPayload } from '../../../lib/enricher/payload';
+import { COLD_STORE_FILE } from '../../../lib/enricher/coldStore/coldStore';
+import { subjectFor } from '../../../lib/enricher/output/subject';
+import { EventPayload } from '../../../lib/enricher/output/payload';
 import { openNatsConnection } from '../../../streams/natsConnection';
 import { freePort, startNatsServer } from '../../../streams/natsServerProcess';
 import { useNatsServer } from '../../helpers/nats';
+import { capturingLogger } from '../../helpers/provisioner';
 import { waitFor } from '../../helpers/waitFor';
 import { NatsRecorder, httpGet, lineSink, metricValue, payloadProblems } from './daemonRig';
 
@@ -288,6 +289,32 @@ describe('rxfleet enrich in-process (fake Incus, real NATS)', () => {
     const daemon = await start(daemonSettings(undefined), world(), events);
     events.complete();
     expect(await daemon.done).toBe('stream-ended');
+  });
+
+  it('stops, saying why, when a stage of its pipeline throws (a bug): done says failed, and what went out before it stays out', async () => {
+    const fake = world();
+    const events = new Subject<IncusStreamItem>();
+    const stdout = lineSink();
+    const { logger, messages } = capturingLogger();
+    const daemon = await startEnrichDaemon(daemonSettings(undefined), {
+      reader: fake.asPromiseReader(),
+      events$: events,
+      stdout: stdout.stream,
+      logger,
+    });
+    running.push(daemon);
+    events.next({ kind: 'connected' });
+    await waitFor(() => stdout.lines.some((line) => about('instance-updated', 'c1')(lineOf(line))), 'the first round announcing c1');
+    // An item the decode stage cannot even look at: reading it throws, as a bug there would.
+    events.next({
+      kind: 'event',
+      get event(): never {
+        throw new Error('a bug in a stage');
+      },
+    } as unknown as IncusStreamItem);
+    expect(await daemon.done).toBe('failed');
+    expect(messages()).toContain('the enricher pipeline failed (a bug): stopping');
+    expect(stdout.lines.some((line) => about('instance-updated', 'c1')(lineOf(line)))).toBe(true);
   });
 
   it('refuses to start without an output', async () => {

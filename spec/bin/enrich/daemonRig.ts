@@ -3,7 +3,7 @@ import addFormats from 'ajv-formats';
 import { Registry } from 'prom-client';
 import { PassThrough } from 'node:stream';
 import { Subscription } from '@nats-io/transport-node';
-import { EVENT_PAYLOAD_SCHEMA, EventPayload } from '../../../lib/enricher/payload';
+import { EVENT_PAYLOAD_SCHEMA, EventPayload } from '../../../lib/enricher/output/payload';
 import { FleetConnection, openNatsConnection } from '../../../streams/natsConnection';
 import { waitFor } from '../../helpers/waitFor';
 

@@ -1,6 +1,6 @@
 import { NatsConnection, connect } from '@nats-io/transport-node';
 import { Subject } from 'rxjs';
-import { EventPayload } from '../../../lib/enricher/payload';
+import { EventPayload } from '../../../lib/enricher/output/payload';
 import { instanceEvent, subjectOf } from '../../helpers/enrichedEvents';
 import { useNatsServer } from '../../helpers/nats';
 import { ProvisionerWorld, capturingLogger, startProvisionerWorld } from '../../helpers/provisioner';

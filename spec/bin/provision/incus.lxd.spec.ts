@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { Registry } from 'prom-client';
-import { defaultEnricherSettings } from '../../../lib/enricher/config';
+import { defaultEnricherSettings } from '../../../lib/enricher/config/config';
 import { EnrichDaemon, startEnrichDaemon } from '../../../bin/enrich/daemon';
-import { useLxdDaemon, uniqueName } from '../../helpers/lxd';
+import { DAEMON_KINDS, useTestDaemon, uniqueName } from '../../helpers/testDaemon';
 import { useNatsServer } from '../../helpers/nats';
 import { MINIMAL_HELPER, ProvisionerWorld, SCRIPTED_HELPER, TOKEN, sampleValue, startProvisionerWorld } from '../../helpers/provisioner';
 import { freePort } from '../../../streams/natsServerProcess';
@@ -27,19 +27,21 @@ import { NatsRecorder } from '../enrich/daemonRig';
 const WAIT = 60_000;
 
 /** A logger that keeps every line (with its time), for the moment a line was written. */
-function timedLogger(): { logger: pino.Logger; lines: Array<{ time: number; msg: string }> } {
-  const lines: Array<{ time: number; msg: string }> = [];
+function timedLogger(): { logger: pino.Logger; lines: Array<{ time: number; msg: string; level: number }> } {
+  const lines: Array<{ time: number; msg: string; level: number }> = [];
   const stream = new Writable({
     write(chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString().split('\n')) if (line !== '') lines.push(JSON.parse(line) as { time: number; msg: string });
+      for (const line of chunk.toString().split('\n'))
+        if (line !== '') lines.push(JSON.parse(line) as { time: number; msg: string; level: number });
       done();
     },
   });
-  return { logger: pino({ level: 'info' }, stream), lines };
+  // debug: the feed's decisions other than a sighting are logged there.
+  return { logger: pino({ level: 'debug' }, stream), lines };
 }
 
-describe('the Incus feed against a real LXD daemon', () => {
-  const lxd = useLxdDaemon();
+describe.each(DAEMON_KINDS)('the Incus feed against a real %s daemon', (kind) => {
+  const host = useTestDaemon(kind);
   const nats = useNatsServer({ jetstream: false });
   let enricher: EnrichDaemon;
   let recorder: NatsRecorder;
@@ -50,7 +52,7 @@ describe('the Incus feed against a real LXD daemon', () => {
     recorder = await NatsRecorder.start(nats().url);
     enricher = await startEnrichDaemon(
       defaultEnricherSettings({
-        incus: { url: lxd().socket },
+        incus: { url: host().socket },
         http: undefined,
         storeFile: undefined,
         outputs: { stdout: false, nats: { servers: [nats().url], subjectPrefix: 'incus.events', name: 'spec-enrich', maxHeld: 1000 } },
@@ -79,7 +81,7 @@ describe('the Incus feed against a real LXD daemon', () => {
       await waitFor(async () => (await world.metric('choria_provisioner_discover_cycles')) === 1, 'the discovery round at start', WAIT);
       const name = uniqueName('inc');
       const from = recorder.messages.length;
-      await lxd().launch(name, { config: { 'user.choria': 'provision' } });
+      await host().launch(name, { config: { 'user.choria': 'provision' } });
       const carried = await recorder.next(
         (p) =>
           p.kind === 'instance' && p.name === name && p.instance?.running === true && p.instance.interfaces.some((i) => i.ipv4.length > 0),
@@ -106,9 +108,26 @@ describe('the Incus feed against a real LXD daemon', () => {
       await waitFor(async () => (await world.metric('choria_provisioner_provision_errors')) === 1, 'the unanswered cycle to fail', WAIT);
       expect(world.daemon.status().held).toBe(0);
 
+      // A pause is not a boot (E13): the instance frozen and resumed keeps its processes, so it is
+      // not sighted again; the resume is decided already_up.
+      const pausedFrom = recorder.messages.length;
+      await host().cli('pause', name);
+      await recorder.next((p) => p.action === 'instance-paused' && p.name === name, `instance-paused ${name}`, pausedFrom);
+      await host().cli('start', name);
+      await recorder.next(
+        (p) => p.action === 'instance-resumed' && p.name === name && p.instance?.running === true,
+        `instance-resumed ${name}`,
+        pausedFrom,
+      );
+      const resumed = (l: { msg: string }): boolean => l.msg.includes(`default/${name}`) && l.msg.includes('(instance-resumed)');
+      await waitFor(() => lines.some(resumed), 'the resume decided', WAIT);
+      expect(lines.filter(resumed).map((l) => l.msg)).toEqual([`Incus instance default/${name}: already_up (instance-resumed)`]);
+      expect(await world.metric('choria_provisioner_incus_events_total', { result: 'sighted' })).toBe(1);
+      expect(await world.metric('choria_provisioner_incus_discovered')).toBe(1);
+
       const other = uniqueName('inc');
       const otherFrom = recorder.messages.length;
-      await lxd().launch(other);
+      await host().launch(other);
       await recorder.next(
         (p) => p.action === 'instance-started' && p.name === other && p.instance?.interfaces.some((i) => i.ipv4.length > 0) === true,
         `instance-started ${other} with its address`,
@@ -121,8 +140,9 @@ describe('the Incus feed against a real LXD daemon', () => {
       );
       expect(await world.metric('choria_provisioner_incus_discovered')).toBe(1);
       expect(await world.metric('choria_provisioner_incus_events_total', { result: 'sighted' })).toBe(1);
-      expect(lines.some((l) => l.msg.includes(other))).toBe(false);
-      await Promise.all([lxd().deleteInstance(name), lxd().deleteInstance(other)]);
+      // Decided unselected (a debug line), never sighted nor logged above debug.
+      expect(lines.some((l) => l.msg.includes(other) && l.level > 20)).toBe(false);
+      await Promise.all([host().deleteInstance(name), host().deleteInstance(other)]);
     },
     3 * WAIT,
   );
@@ -162,7 +182,7 @@ describe('the Incus feed against a real LXD daemon', () => {
       worlds.push(world);
       const rounds = await world.metric('choria_provisioner_discover_cycles');
       await waitFor(async () => (await world.metric('choria_provisioner_discover_cycles')) > rounds, 'a discovery round to start', WAIT);
-      await lxd().launch(name, { config: { 'user.choria-identity': identity } });
+      await host().launch(name, { config: { 'user.choria-identity': identity } });
       await waitFor(async () => (await world.metric('choria_provisioner_incus_discovered')) === 1, 'the Incus sighting', WAIT);
       // The Choria server "in" the instance starts once the instance is up, as a real one would; its
       // startup event goes to a component nobody listens to, so discovery is the only other source.
@@ -202,7 +222,7 @@ describe('the Incus feed against a real LXD daemon', () => {
       expect(await world.metric('choria_provisioner_incus_discovered')).toBe(1);
       const summary = fleet.lines.find((l) => l.type === 'summary');
       expect(summary).toMatchObject({ provisioned: 1, configured: 1, duplicates: 0 });
-      await lxd().deleteInstance(name);
+      await host().deleteInstance(name);
     },
     4 * WAIT,
   );
@@ -230,7 +250,7 @@ describe('the Incus feed against a real LXD daemon', () => {
         );
         const choria = join(dir, 'choria.cfg');
         writeFileSync(choria, `identity = prov.example.net\nplugin.choria.middleware_hosts = ${nats().url}\n`);
-        const daemon = startRxfleet(['provision-incus', '--config', config, '--choria-config', choria, '--incus', lxd().socket]);
+        const daemon = startRxfleet(['provision-incus', '--config', config, '--choria-config', choria, '--incus', host().socket]);
         processes.push(daemon);
         const metric = async (name: string, labels: Record<string, string> = {}): Promise<number> =>
           sampleValue(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text(), name, labels);
@@ -270,16 +290,29 @@ describe('the Incus feed against a real LXD daemon', () => {
         ]);
         processes.push(fleet);
         await fleet.next((l) => l.type === 'ready');
-        await lxd().launch(name, { config: { 'user.choria-identity': `${name}-1.example.net` } });
+        await host().launch(name, { config: { 'user.choria-identity': `${name}-1.example.net` } });
         expect(await fleet.exited).toEqual({ code: 0, signal: null });
         expect(fleet.lines.find((l) => l.type === 'summary')).toMatchObject({ provisioned: 1, configured: 1, duplicates: 0 });
         expect(await metric('choria_provisioner_incus_discovered', { site: 'lxd' })).toBe(1);
         expect(await metric('choria_provisioner_discovered', { site: 'lxd' })).toBe(0);
         expect(await metric('choria_provisioner_event_discovered', { site: 'lxd' })).toBe(0);
         await waitFor(async () => (await metric('choria_provisioner_provisioned', { site: 'lxd' })) === 1, 'provisioned', WAIT);
+        // A pause is not a boot (E13): paused and resumed, the instance is not sighted again.
+        const upBefore = await metric('choria_provisioner_incus_events_total', { site: 'lxd', result: 'already_up' });
+        await host().cli('pause', name);
+        await host().cli('start', name);
+        await waitFor(
+          async () =>
+            (await metric('choria_provisioner_incus_events_total', { site: 'lxd', result: 'already_up' })) > upBefore ||
+            (await metric('choria_provisioner_incus_events_total', { site: 'lxd', result: 'sighted' })) > 1,
+          'the resume decided',
+          WAIT,
+        );
+        expect(await metric('choria_provisioner_incus_events_total', { site: 'lxd', result: 'sighted' })).toBe(1);
+        expect(await metric('choria_provisioner_incus_discovered', { site: 'lxd' })).toBe(1);
         daemon.child.kill('SIGTERM');
         expect(await daemon.exited).toEqual({ code: 0, signal: null });
-        await lxd().deleteInstance(name);
+        await host().deleteInstance(name);
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }

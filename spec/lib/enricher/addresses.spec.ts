@@ -1,6 +1,6 @@
 import { Registry } from 'prom-client';
 import { map } from 'rxjs';
-import { EnrichedEvent } from '../../../lib/enricher/event';
+import { EnrichedEvent } from '../../../lib/enricher/model/event';
 import { FakeIncus } from '../../helpers/FakeIncus';
 import { harness, metric, newTs, smallWorld, storeOf, summary } from './harness';
 

@@ -3,7 +3,7 @@ import pino from 'pino';
 import { Registry } from 'prom-client';
 import { Subject } from 'rxjs';
 import { IncusStreamItem } from '../../../lib/incus/api';
-import { createEnricher } from '../../../lib/enricher/createEnricher';
+import { createEnricher } from '../../../lib/enricher/pipeline/createEnricher';
 import { FakeIncus } from '../../helpers/FakeIncus';
 import { metric, newTs, settings, smallWorld } from './harness';
 

@@ -7,9 +7,9 @@ import {
   parseEnricherConfig,
   parseListenAddress,
   splitNatsUrls,
-} from '../../../lib/enricher/config';
-import { parseProjectsServed, servedByConfig, servedByName } from '../../../lib/enricher/servedProjects';
-import { Enrichment } from '../../../lib/enricher/wanted';
+} from '../../../lib/enricher/config/config';
+import { parseProjectsServed, servedByConfig, servedByName } from '../../../lib/enricher/model/servedProjects';
+import { Enrichment } from '../../../lib/enricher/model/wanted';
 
 function problemsOf(raw: unknown): string[] {
   try {
@@ -90,8 +90,13 @@ wants:
 
   it('warns about each unknown key and carries on', () => {
     expect(parseEnricherConfig({ workers: 2, sweep_project_delay: '30s', pprof: true }).warnings).toEqual([
-      'unknown configuration key "sweep_project_delay" ignored',
-      'unknown configuration key "pprof" ignored',
+      'sweep_project_delay: unknown key, ignored',
+      'pprof: unknown key, ignored',
+    ]);
+    // A misspelling is named with the key it is likely to be, as the provisioner's are.
+    expect(parseEnricherConfig({ workerz: 2, read_timout: '1s' }).warnings).toEqual([
+      'workerz: unknown key, ignored (did you mean workers?)',
+      'read_timout: unknown key, ignored (did you mean read_timeout?)',
     ]);
   });
 
@@ -106,16 +111,16 @@ wants:
       }),
     ).toEqual([
       'projects: expected a list of project names or a "key=value" marker',
-      'workers: must be integer',
+      'workers: expected a whole number, got "many" (a string)',
       'read_timeout: expected a duration such as 250ms, 10s, 5m or 6h (or 0)',
-      'wants.0.action: must match pattern "^[a-z]+(-[a-z]+)+$"',
-      'wants.0.enrich.0: must be equal to one of the allowed values',
-      'outputs.nats.subject_prefix: must match pattern "^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*$"',
+      'wants.0.action: expected a string matching ^[a-z]+(-[a-z]+)+$, got "x" (a string)',
+      'wants.0.enrich.0: expected one of "instance", "interfaces", "network", "project", got "dns" (a string)',
+      'outputs.nats.subject_prefix: expected a string matching ^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*$, got "a..b" (a string)',
     ]);
-    expect(problemsOf({ workers: 0 })).toEqual(['workers: must be >= 1']);
+    expect(problemsOf({ workers: 0 })).toEqual(['workers: expected a number >= 1, got 0']);
     expect(problemsOf({ sweep_interval: '0' })).toEqual(['sweep_interval: must be at least 1 ms']);
     expect(problemsOf([])).toEqual(['(top level): expected a mapping of keys']);
-    expect(problemsOf({ outputs: { stdout: true, kafka: {} } })).toEqual(['outputs: unknown key "kafka"']);
+    expect(problemsOf({ outputs: { stdout: true, kafka: {} } })).toEqual(['outputs.kafka: unknown key']);
   });
 
   it('the schema itself is valid draft 2020-12 and accepts its own defaults', () => {
@@ -202,9 +207,9 @@ describe('daemon keys: the server, the monitor address, NATS credentials', () =>
     ]);
     for (const bad of ['nowhere', 'h:', ':70000', 'a b:1']) expect(() => parseListenAddress(bad)).toThrow(/expected \[host\]:port/);
     expect(problemsOf({ http: 'x', workers: 0 })).toEqual([
-      'workers: must be >= 1',
+      'workers: expected a number >= 1, got 0',
       'http: expected [host]:port such as :9153 or 127.0.0.1:9153 ("" for none), got "x"',
     ]);
-    expect(problemsOf({ incus: { url: 5, pin: 'x' } })).toEqual(['incus: unknown key "pin"', 'incus.url: must be string']);
+    expect(problemsOf({ incus: { url: 5, pin: 'x' } })).toEqual(['incus.pin: unknown key', 'incus.url: expected a string, got 5']);
   });
 });

@@ -4,9 +4,9 @@ import { IncusStreamItem } from '../../../lib/incus/api';
 import { silentLogger } from '../../../lib/logger';
 import { FakeIncus } from '../../helpers/FakeIncus';
 import { memoryColdStore } from '../../helpers/memoryColdStore';
-import { createEnricher } from '../../../lib/enricher/createEnricher';
-import { Mailbox } from '../../../lib/enricher/Mailbox';
-import { ObservableIncusReader } from '../../../lib/enricher/observableReader';
+import { createEnricher } from '../../../lib/enricher/pipeline/createEnricher';
+import { Mailbox } from '../../../lib/enricher/owner/Mailbox';
+import { ObservableIncusReader } from '../../../lib/enricher/reads/observableReader';
 import { newTs, settings, summary, warmStore } from './harness';
 
 /** The fake as an Observable reader, with `before` run as each state call is made. */
@@ -70,7 +70,7 @@ describe('the fleet owner', () => {
     expect(order).toEqual(['outer start', 'outer end', 'inner']);
   });
 
-  it('carries on after a task that throws (a bug), running what was posted behind it', () => {
+  it('stops at a task that throws (a bug): the error is handed on once, what was posted behind it and after it never runs', () => {
     const failures: unknown[] = [];
     const mailbox = new Mailbox(
       () => undefined,
@@ -78,10 +78,11 @@ describe('the fleet owner', () => {
     );
     const ran: string[] = [];
     mailbox.post(() => {
-      mailbox.post(() => ran.push('after'));
+      mailbox.post(() => ran.push('behind'));
       throw new Error('bug');
     });
-    expect(ran).toEqual(['after']);
-    expect(failures).toHaveLength(1);
+    mailbox.post(() => ran.push('after'));
+    expect(ran).toEqual([]);
+    expect(failures).toEqual([new Error('bug')]);
   });
 });

@@ -1,7 +1,7 @@
 import { Registry } from 'prom-client';
 import { map } from 'rxjs';
 import { IncusApiError, IncusStreamItem } from '../../../lib/incus/api';
-import { EnrichedEvent } from '../../../lib/enricher/event';
+import { EnrichedEvent } from '../../../lib/enricher/model/event';
 import { FakeIncus } from '../../helpers/FakeIncus';
 import { harness, metric, newTs, smallWorld, storeOf, summary } from './harness';
 

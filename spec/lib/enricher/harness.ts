@@ -4,14 +4,15 @@ import { TestScheduler } from 'rxjs/testing';
 import { IncusStreamItem } from '../../../lib/incus/api';
 import { FakeIncus } from '../../helpers/FakeIncus';
 import { memoryColdStore } from '../../helpers/memoryColdStore';
-import { ColdStoreDocument, snapshotModel } from '../../../lib/enricher/coldStoreDocument';
-import { distillInstance, isIncomplete } from '../../../lib/enricher/distillInstance';
-import { FleetModel } from '../../../lib/enricher/FleetModel';
-import { networkRecord } from '../../../lib/enricher/records';
-import { EnricherSettings, defaultEnricherSettings } from '../../../lib/enricher/config';
-import { Enricher, createEnricher } from '../../../lib/enricher/createEnricher';
-import { EnrichedEvent } from '../../../lib/enricher/event';
-import { WantedTable } from '../../../lib/enricher/wanted';
+import { ColdStoreDocument, snapshotModel } from '../../../lib/enricher/coldStore/coldStoreDocument';
+import { distillInstance, isIncomplete } from '../../../lib/enricher/model/distillInstance';
+import { FleetModel } from '../../../lib/enricher/model/FleetModel';
+import { networkRecord } from '../../../lib/enricher/model/records';
+import { EnricherSettings, defaultEnricherSettings } from '../../../lib/enricher/config/config';
+import { Enricher, createEnricher } from '../../../lib/enricher/pipeline/createEnricher';
+import { EnrichedEvent } from '../../../lib/enricher/model/event';
+import { WantedTable } from '../../../lib/enricher/model/wanted';
+import type { Logger } from '../../../lib/logger';
 
 /** A fresh TestScheduler comparing frames with Jest's deep equality. */
 export const newTs = (): TestScheduler => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
@@ -68,7 +69,7 @@ export function harness(
   ts: TestScheduler,
   fake: FakeIncus,
   events$: Observable<IncusStreamItem>,
-  options: { config?: Partial<EnricherSettings>; initial?: ColdStoreDocument; wanted?: WantedTable } = {},
+  options: { config?: Partial<EnricherSettings>; initial?: ColdStoreDocument; wanted?: WantedTable; logger?: Logger } = {},
 ): Harness {
   const registry = new Registry();
   const store = memoryColdStore(options.initial);
@@ -80,6 +81,7 @@ export function harness(
     scheduler: ts,
     store: store.open,
     ...(options.wanted !== undefined ? { wanted: options.wanted } : {}),
+    ...(options.logger !== undefined ? { logger: options.logger } : {}),
   });
   return { enricher, registry, store };
 }

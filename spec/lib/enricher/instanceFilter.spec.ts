@@ -1,7 +1,7 @@
 import { Registry } from 'prom-client';
 import { map } from 'rxjs';
 import { IncusStreamItem } from '../../../lib/incus/api';
-import { parseEnricherConfig } from '../../../lib/enricher/config';
+import { parseEnricherConfig } from '../../../lib/enricher/config/config';
 import { harness, metric, newTs, smallWorld, storeOf, summary } from './harness';
 
 // Serving a subset of the instances (the original's `Instance` predicate): served instances are

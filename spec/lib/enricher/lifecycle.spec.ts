@@ -8,8 +8,8 @@ import { Subject, lastValueFrom, map, take, toArray } from 'rxjs';
 import { IncusStreamItem } from '../../../lib/incus/api';
 import { FakeIncus } from '../../helpers/FakeIncus';
 import { memoryColdStore } from '../../helpers/memoryColdStore';
-import { createEnricher } from '../../../lib/enricher/createEnricher';
-import { EnricherMetrics } from '../../../lib/enricher/metrics';
+import { createEnricher } from '../../../lib/enricher/pipeline/createEnricher';
+import { EnricherMetrics } from '../../../lib/enricher/metrics/metrics';
 import { tracking } from '../../helpers/marbles';
 import { harness, newTs, settings, smallWorld, storeOf, summary } from './harness';
 

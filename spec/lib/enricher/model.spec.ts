@@ -1,6 +1,6 @@
 import { IncusInstance, IncusInstanceState } from '../../../lib/incus/api';
-import { Archive } from '../../../lib/enricher/Archive';
-import { awaitingAddress, distillInstance, isIncomplete } from '../../../lib/enricher/distillInstance';
+import { Archive } from '../../../lib/enricher/pipeline/Archive';
+import { awaitingAddress, distillInstance, isIncomplete } from '../../../lib/enricher/model/distillInstance';
 import {
   EnrichedEvent,
   eventsEqual,
@@ -11,9 +11,9 @@ import {
   withInstance,
   withNetwork,
   withProject,
-} from '../../../lib/enricher/event';
-import { FleetModel } from '../../../lib/enricher/FleetModel';
-import { InstanceRecord, NetworkRecord, isTrue, networkRecord } from '../../../lib/enricher/records';
+} from '../../../lib/enricher/model/event';
+import { FleetModel } from '../../../lib/enricher/model/FleetModel';
+import { InstanceRecord, NetworkRecord, isTrue, networkRecord } from '../../../lib/enricher/model/records';
 import {
   ENRICHER_OWN_WANTS,
   Enrichment,
@@ -22,7 +22,7 @@ import {
   enrichmentNames,
   unionWants,
   wants,
-} from '../../../lib/enricher/wanted';
+} from '../../../lib/enricher/model/wanted';
 
 const br0: NetworkRecord = { name: 'br0', project: 'default', managed: true, type: 'bridge', ipv4: '10.0.0.1/24', ipv6: '' };
 const ovn: NetworkRecord = { name: 'ovn1', project: 'p2', managed: true, type: 'ovn', ipv4: '10.5.0.1/24', ipv6: '' };

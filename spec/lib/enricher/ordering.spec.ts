@@ -1,6 +1,6 @@
 import { filter, map } from 'rxjs';
 import { FakeIncus } from '../../helpers/FakeIncus';
-import { EnrichedEvent } from '../../../lib/enricher/event';
+import { EnrichedEvent } from '../../../lib/enricher/model/event';
 import { harness, newTs, smallWorld, storeOf, summary } from './harness';
 
 /** c1, c2, c3 running on br0. */

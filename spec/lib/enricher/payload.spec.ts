@@ -1,10 +1,10 @@
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { IncusApiError, IncusStreamItem } from '../../../lib/incus/api';
-import { EnrichedEvent } from '../../../lib/enricher/event';
-import { EVENT_PAYLOAD_SCHEMA, EventPayload, toPayload } from '../../../lib/enricher/payload';
-import { decodeEventPayload } from '../../../lib/enricher/payloadDecoder';
-import { subjectFor, subjectToken } from '../../../lib/enricher/subject';
+import { EnrichedEvent } from '../../../lib/enricher/model/event';
+import { EVENT_PAYLOAD_SCHEMA, EventPayload, toPayload } from '../../../lib/enricher/output/payload';
+import { decodeEventPayload } from '../../../lib/enricher/output/payloadDecoder';
+import { subjectFor, subjectToken } from '../../../lib/enricher/output/subject';
 import { harness, newTs, smallWorld, storeOf } from './harness';
 
 const ajv = new Ajv2020({ allErrors: true, strict: true });

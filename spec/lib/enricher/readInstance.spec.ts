@@ -1,7 +1,8 @@
 import { map } from 'rxjs';
 import { FakeIncus } from '../../helpers/FakeIncus';
-import { InstanceAnswer, InstanceReadRequest, readInstance } from '../../../lib/enricher/readInstance';
+import { InstanceAnswer, InstanceReadRequest, readInstance } from '../../../lib/enricher/reads/readInstance';
 import { newTs } from './harness';
+import { IncusApiError } from '../../../lib/incus/api';
 
 const answer = (a: InstanceAnswer): string => {
   const v4 = Object.values(a.state.network ?? {}).flatMap((i) =>
@@ -108,6 +109,66 @@ describe('readInstance', () => {
       const slow = new FakeIncus({ scheduler: ts, latency: 5 }).createInstance('default', 'c1', { network: 'br0' }).start('default', 'c1');
       expectObservable(readInstance(slow, request(), { scheduler: ts }), '^ 200ms !').toBe('');
       ts.schedule(() => expect(slow.inFlight).toBe(0), 300);
+    });
+  });
+
+  // Incus answers the state of a stopping instance 500 "Invalid PID" while its record still says
+  // Running (LXD does not: spec/streams/incus/incusRestClient.lxd.spec.ts). The fake does that
+  // until the stop lands at 300 ms.
+  const stoppingAt300 = (ts: ReturnType<typeof newTs>): FakeIncus => {
+    const fake = new FakeIncus({ scheduler: ts, latency: 5 })
+      .createInstance('default', 'c1', { network: 'br0' })
+      .start('default', 'c1', '10.0.0.5');
+    let stopped = false;
+    ts.schedule(() => {
+      fake.stop('default', 'c1');
+      stopped = true;
+    }, 300);
+    fake.failWhen = (call) => (call.method === 'getInstanceState' && !stopped ? new IncusApiError("Invalid PID '\ufffd'", 500) : undefined);
+    return fake;
+  };
+
+  it('a state read answered 500 while the record says Running is a stop under way: both are read again each poll interval, and the stop is the answer', () => {
+    const ts = newTs();
+    ts.run(({ expectObservable }) => {
+      const fake = stoppingAt300(ts);
+      // 500 at 10; again at 160+10 = 170; at 320 the instance (Stopped, 325) and its state (330).
+      expectObservable(readInstance(fake, request(), { scheduler: ts, ipTimeout: 10_000 }).pipe(map(answer))).toBe('330ms (a|)', {
+        a: 'Stopped/Stopped',
+      });
+      ts.schedule(() => expect([fake.count('getInstance'), fake.count('getInstanceState')]).toEqual([3, 3]), 400);
+    });
+  });
+
+  it('within the IP timeout only: a 500 that outlasts it errors the read with that answer', () => {
+    const ts = newTs();
+    ts.run(({ expectObservable }) => {
+      const fake = stoppingAt300(ts);
+      // 500 at 10 and 170; the next try (320) would end past 200 ms.
+      expectObservable(readInstance(fake, request(), { scheduler: ts, ipTimeout: 200 })).toBe(
+        '170ms #',
+        undefined,
+        new IncusApiError("Invalid PID '\ufffd'", 500),
+      );
+    });
+  });
+
+  it('a 500 about an instance whose record does not say Running is a failed read, as before', () => {
+    const ts = newTs();
+    ts.run(({ expectObservable }) => {
+      const fake = new FakeIncus({ scheduler: ts, latency: 5 }).createInstance('default', 'c1', { network: 'br0' });
+      fake.failWhen = (call) => (call.method === 'getInstanceState' ? new IncusApiError('boom', 500) : undefined);
+      expectObservable(readInstance(fake, request(), { scheduler: ts })).toBe('10ms #', undefined, new IncusApiError('boom', 500));
+    });
+  });
+
+  it('gives its worker back while it waits to read again: onFirstAnswer is told at the first 500, once', () => {
+    const ts = newTs();
+    ts.run(() => {
+      const fake = stoppingAt300(ts);
+      const told: number[] = [];
+      readInstance(fake, request(), { scheduler: ts, onFirstAnswer: () => told.push(ts.now()) }).subscribe();
+      ts.schedule(() => expect(told).toEqual([10]), 500);
     });
   });
 });

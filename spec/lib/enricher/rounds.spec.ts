@@ -1,3 +1,4 @@
+import pino from 'pino';
 import { Registry } from 'prom-client';
 import { map } from 'rxjs';
 import { IncusApiError, IncusStreamItem } from '../../../lib/incus/api';
@@ -134,6 +135,38 @@ describe('enricher rounds', () => {
       ts.schedule(() => expect(enricher.status()).toMatchObject({ instances: 2, networks: 1 }), 50);
     });
   });
+
+  it.each([
+    // Incus 6.0 and LXD 5.0, for a certificate restricted to another project.
+    ['Incus', 1, new IncusApiError('User does not have permissions for project "default"', 500)],
+    ['LXD', 1, new IncusApiError('not authorized', 403)],
+    // Anything else is a listing that failed this round: said every round.
+    ['a busy server', 3, new IncusApiError('busy', 503)],
+  ])(
+    '%s: a networks listing refused in three rounds is warned about %i time(s): once for a restricted certificate, every round otherwise',
+    (_who, warnings, refusal) => {
+      const ts = newTs();
+      const lines: Array<{ level: number; msg: string }> = [];
+      const logger = pino(
+        { level: 'debug' },
+        { write: (line: string) => void lines.push(JSON.parse(line) as { level: number; msg: string }) },
+      );
+      ts.run(({ hot }) => {
+        const fake = fleet(smallWorld(ts));
+        fake.failWhen = (call) => (call.method === 'listNetworkNames' ? refusal : undefined);
+        const events = hot<IncusStreamItem>('c 2999ms |', { c: connected });
+        harness(ts, fake, events, {
+          initial: storeOf(fake),
+          config: { readDelay: 0, sweepInterval: 1000 },
+          logger,
+        }).enricher.events$.subscribe();
+      });
+      const aboutNetworks = lines.filter((l) => l.msg.includes('networks of default'));
+      // Three rounds in three seconds: each refused.
+      expect(aboutNetworks).toHaveLength(3);
+      expect(aboutNetworks.filter((l) => l.level === 40)).toHaveLength(warnings);
+    },
+  );
 
   it('a failed round is retried soon and fast (E3), not after the sweep interval', async () => {
     const ts = newTs();

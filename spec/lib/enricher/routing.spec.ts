@@ -2,8 +2,8 @@ import { Registry } from 'prom-client';
 import { map } from 'rxjs';
 import { IncusStreamItem } from '../../../lib/incus/api';
 import { FakeIncus } from '../../helpers/FakeIncus';
-import { EnrichedEvent } from '../../../lib/enricher/event';
-import { daemonWanted } from '../../../lib/enricher/wanted';
+import { EnrichedEvent } from '../../../lib/enricher/model/event';
+import { daemonWanted } from '../../../lib/enricher/model/wanted';
 import { harness, metric, newTs, smallWorld, storeOf, summary, warmStore } from './harness';
 
 // Every call of the fake takes 2 ms unless a test says otherwise: an instance read (instance,

@@ -135,7 +135,8 @@ describe('NodeClaims: a cycle under a claim in a KV bucket (virtual time)', () =
         update: (k, v, r) => defer(() => (scheduler.now() >= 15 ? throwError(() => new Error('timeout')) : real.update(k, v, r))),
       };
       const { hooks, log } = recording(() => scheduler.now());
-      const claims = new NodeClaims({ store, owner: OWNER, ttlMs: 30, scheduler, hooks });
+      // Failed refreshes tried again only by the refresh timer here (retries: the next test).
+      const claims = new NodeClaims({ store, owner: OWNER, ttlMs: 30, retryMs: 100, scheduler, hooks });
       const cycle = cold('100ms d', { d: provisioned });
       // Refreshed at 10 (ok), 20 and 30 (fail): it lapses at 10 + 30.
       expectObservable(claims.around(ticket('n1'), () => cycle).pipe(map(said))).toBe('40ms (l|)', { l: 'failed:claim' });
@@ -150,9 +151,9 @@ describe('NodeClaims: a cycle under a claim in a KV bucket (virtual time)', () =
     });
   });
 
-  it('a sighting older than a claim lives is refused before claiming; a create that fails fails the cycle', () => {
+  it('a sighting older than a claim lives is refused before claiming', () => {
     const scheduler = newScheduler();
-    scheduler.run(({ cold, expectObservable, expectSubscriptions, flush }) => {
+    scheduler.run(({ cold, expectSubscriptions, flush }) => {
       const bucket = new MemoryClaimBucket({ ttlMs: 30, now: () => scheduler.now() });
       const claims = new NodeClaims({ store: bucket.store(), owner: OWNER, ttlMs: 30, scheduler });
       const cycle = cold('-d', { d: provisioned });
@@ -166,14 +167,62 @@ describe('NodeClaims: a cycle under a claim in a KV bucket (virtual time)', () =
             );
           });
       }, 31);
-      const broken: ClaimStore = { ...bucket.store(), create: () => throwError(() => new Error('no responders')) };
-      const failing = new NodeClaims({ store: broken, owner: OWNER, ttlMs: 30, scheduler });
-      expectObservable(
-        failing.around(ticket('n2'), () => cycle).pipe(map((o) => (o.status === 'failed' ? (o.error as Error).message : said(o)))),
-      ).toBe('(f|)', { f: 'could not claim n2: no responders' });
       flush();
       expectSubscriptions(cycle.subscriptions).toBe([]);
       expect(bucket.size()).toBe(0);
+    });
+  });
+
+  it('a create the bucket cannot take (no leader, no quorum) is no failed node: it is tried again every retryMs and the cycle starts at the first acknowledged one; a sighting that waits longer than a claim lives is then refused as stale', () => {
+    const scheduler = newScheduler();
+    scheduler.run(({ cold, expectObservable, expectSubscriptions, flush }) => {
+      const bucket = new MemoryClaimBucket({ ttlMs: 30, now: () => scheduler.now() });
+      const real = bucket.store();
+      // The bucket has no leader until frame 12.
+      const store: ClaimStore = {
+        ...real,
+        create: (k, v) => defer(() => (scheduler.now() < 12 ? throwError(() => new Error('jetstream is not enabled')) : real.create(k, v))),
+      };
+      const { hooks, log } = recording(() => scheduler.now());
+      const claims = new NodeClaims({ store, owner: OWNER, ttlMs: 30, retryMs: 5, scheduler, hooks });
+      const cycle = cold('-d', { d: provisioned });
+      // Tried at 0, 5, 10 (refused), 15 (written): the cycle runs 15..16.
+      expectObservable(claims.around(ticket('n1'), () => cycle).pipe(map(said))).toBe('16ms (d|)', { d: 'done:provisioned' });
+      expectSubscriptions(cycle.subscriptions).toBe('15ms ^!');
+      const never: ClaimStore = { ...real, create: () => throwError(() => new Error('timeout')) };
+      const waiting = new NodeClaims({ store: never, owner: OWNER, ttlMs: 30, retryMs: 10, scheduler });
+      // Tried at 0, 10, 20, 30; at 40 the sighting is older than a claim lives.
+      expectObservable(waiting.around(ticket('n2'), () => cycle).pipe(map(said))).toBe('40ms (s|)', { s: 'failed:stale' });
+      flush();
+      expect(log).toEqual(['0 create failed n1', '5 create failed n1', '10 create failed n1', '15 won n1']);
+      expect(bucket.holder('n2')).toBeUndefined();
+    });
+  });
+
+  it('the attempt boundary: after a refresh the bucket could not take, no attempt starts until a write is acknowledged again; a confirmed claim lets attempts through at once', () => {
+    const scheduler = newScheduler();
+    scheduler.run(({ cold, expectObservable, flush }) => {
+      const bucket = new MemoryClaimBucket({ ttlMs: 30, now: () => scheduler.now() });
+      const real = bucket.store();
+      // The bucket cannot be written from 15 to 24 (a stream leader election).
+      const store: ClaimStore = {
+        ...real,
+        update: (k, v, r) =>
+          defer(() => (scheduler.now() >= 15 && scheduler.now() < 25 ? throwError(() => new Error('timeout')) : real.update(k, v, r))),
+      };
+      const claims = new NodeClaims({ store, owner: OWNER, ttlMs: 30, retryMs: 3, scheduler });
+      const attempts: string[] = [];
+      const attemptAt = (frame: number): void =>
+        void scheduler.schedule(() => claims.attemptReady('n1').subscribe(() => attempts.push(`${frame}->${scheduler.now()}`)), frame);
+      // Refreshes: 10 ok, 20 fails (retried 23 fails, 26 ok).
+      [5, 21, 24].forEach(attemptAt);
+      expectObservable(claims.around(ticket('n1'), () => cold('50ms d', { d: provisioned })).pipe(map(said))).toBe('50ms (d|)', {
+        d: 'done:provisioned',
+      });
+      // Not under a claim (single mode, or another node): never held up.
+      expectObservable(claims.attemptReady('other')).toBe('(x|)', { x: undefined });
+      flush();
+      expect(attempts).toEqual(['5->5', '21->26', '24->26']);
     });
   });
 

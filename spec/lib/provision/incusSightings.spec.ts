@@ -1,6 +1,6 @@
-import { EventPayload, InstancePayload } from '../../../lib/enricher/payload';
-import { parseInstancesServed } from '../../../lib/enricher/instancesServed';
-import { parseProjectsServed } from '../../../lib/enricher/servedProjects';
+import { EventPayload, InstancePayload } from '../../../lib/enricher/output/payload';
+import { parseInstancesServed } from '../../../lib/enricher/model/instancesServed';
+import { parseProjectsServed } from '../../../lib/enricher/model/servedProjects';
 import { parseIdentityTemplate } from '../../../lib/provision/incusIdentity';
 import { IncusDecision, incusSightings } from '../../../lib/provision/incusSightings';
 import { newScheduler } from '../../helpers/marbles';
@@ -50,6 +50,9 @@ const up = (action: string, name: string, extra: Partial<EventPayload> = {}): Ev
   event(action, name, { instance: instance({ ipv4: ['10.0.0.5'] }), ...extra });
 const noAddress = (action: string, name: string): EventPayload => event(action, name, { instance: instance() });
 const stopped = (action: string, name: string): EventPayload => event(action, name, { instance: instance({ running: false }) });
+/** Frozen, as Incus and LXD report a paused instance: not running, status `Frozen`, its addresses kept. */
+const frozen = (action: string, name: string, ipv4 = ['10.0.0.5'], extra: Partial<EventPayload> = {}): EventPayload =>
+  event(action, name, { instance: { ...instance({ ipv4 }), running: false, status: 'Frozen' }, ...extra });
 
 const everything = {
   projects: parseProjectsServed(undefined),
@@ -107,19 +110,71 @@ describe('incusSightings', () => {
     expect(decisions).toEqual(['old already_up', 'old already_up']);
   });
 
-  it('sights every boot: a stop then a start, a restart, a frozen instance resumed', () => {
+  it('sights every boot: a stop then a start, a restart', () => {
     const events = [
       up('instance-updated', 'c1', { origin: 'round' }),
       stopped('instance-stopped', 'c1'),
       up('instance-started', 'c1'),
       up('instance-restarted', 'c1'),
-      event('instance-paused', 'c1', { instance: { ...instance({ ipv4: ['10.0.0.5'] }), running: false, status: 'Frozen' } }),
+    ];
+    expect(decide(events)).toEqual({ sighted: ['c1', 'c1'], decisions: ['c1 already_up', 'c1 not_up', 'c1 sighted', 'c1 sighted'] });
+  });
+
+  it('a pause is not a boot: a frozen instance resumed (and the updates around it) is already up, never sighted', () => {
+    const events = [
+      up('instance-started', 'c1'),
+      frozen('instance-paused', 'c1'),
+      frozen('instance-updated', 'c1'),
       up('instance-resumed', 'c1'),
+      up('instance-updated', 'c1'),
+      // Paused while never seen before (the enricher started on a paused instance): a resume is not a boot either.
+      frozen('instance-updated', 'c2', undefined, { origin: 'round' }),
+      up('instance-resumed', 'c2'),
     ];
     expect(decide(events)).toEqual({
-      sighted: ['c1', 'c1', 'c1'],
-      decisions: ['c1 already_up', 'c1 not_up', 'c1 sighted', 'c1 sighted', 'c1 not_up', 'c1 sighted'],
+      sighted: ['c1'],
+      decisions: ['c1 sighted', 'c1 not_up', 'c1 not_up', 'c1 already_up', 'c1 already_up', 'c2 not_up', 'c2 already_up'],
     });
+  });
+
+  it('an instance paused while still booting comes up when it gains its first address after the resume, once', () => {
+    const events = [
+      noAddress('instance-started', 'c1'),
+      frozen('instance-paused', 'c1', []),
+      noAddress('instance-resumed', 'c1'),
+      up('instance-updated', 'c1'),
+    ];
+    expect(decide(events)).toEqual({ sighted: ['c1'], decisions: ['c1 not_up', 'c1 not_up', 'c1 not_up', 'c1 sighted'] });
+  });
+
+  // The rule per lifecycle action, as docs/provisioner/incus-feed.md tables it: what each action
+  // decides for an instance last seen up (running with an address) and last seen stopped.
+  it.each([
+    // action, instance in the event, after up, after stopped
+    ['instance-created', 'stopped', 'not_up', 'not_up'],
+    ['instance-started', 'up', 'sighted', 'sighted'],
+    ['instance-restarted', 'up', 'sighted', 'sighted'],
+    ['instance-stopped', 'stopped', 'not_up', 'not_up'],
+    ['instance-shutdown', 'stopped', 'not_up', 'not_up'],
+    ['instance-paused', 'frozen', 'not_up', 'not_up'],
+    ['instance-resumed', 'up', 'already_up', 'sighted'],
+    ['instance-updated', 'up', 'already_up', 'sighted'],
+    ['instance-renamed', 'up', 'already_up', 'already_up'],
+    ['instance-deleted', 'none', 'not_up', 'not_up'],
+  ])('%s with the instance %s: %s after up, %s after stopped', (action, shape, afterUp, afterStopped) => {
+    const subject =
+      shape === 'up'
+        ? up(action, 'c1')
+        : shape === 'frozen'
+          ? frozen(action, 'c1')
+          : shape === 'stopped'
+            ? stopped(action, 'c1')
+            : event(action, 'c1');
+    // A rename names the instance anew: its new name was never seen, whatever the old one was.
+    const named = action === 'instance-renamed' ? { ...subject, name: 'c1b', old_name: 'c1' } : subject;
+    const last = (events: EventPayload[]): string | undefined => decide(events).decisions.at(-1)?.split(' ')[1];
+    expect(last([up('instance-started', 'c1'), named])).toBe(afterUp);
+    expect(last([up('instance-started', 'c1'), stopped('instance-stopped', 'c1'), named])).toBe(afterStopped);
   });
 
   it('a delete forgets the instance and a rename its old name: an update after either is not a start', () => {

@@ -17,12 +17,12 @@ describe('workers past what the machine can run', () => {
       ['workers', 'warning'],
     ]);
     expect(problems.map((p) => p.message)).toEqual([
-      '100000 helper processes may run at once, each holding 4 open files in the daemon, but this process may open 20000 (ulimit -n): at most 4968 helpers fit; the rest will fail to start',
+      '100000 helper processes may run at once, each holding 3 open files in the daemon, but this process may open 20000 (ulimit -n): at most 6624 helpers fit; the rest will fail to start',
       '100000 helper processes may run at once, but this user may run 96364 processes (ulimit -u): the rest will fail to start',
       "100000 helper processes may run at once on 2 CPUs: past about 256 they only wait for each other, and nodes time out; upstream's default is one worker per CPU",
     ]);
     expect(workerLimitProblems(300, { cpus: 1, openFiles: 1024 }).map((p) => p.message.split(':')[0])).toEqual([
-      '300 helper processes may run at once, each holding 4 open files in the daemon, but this process may open 1024 (ulimit -n)',
+      '300 helper processes may run at once, each holding 3 open files in the daemon, but this process may open 1024 (ulimit -n)',
       '300 helper processes may run at once on 1 CPU',
     ]);
   });

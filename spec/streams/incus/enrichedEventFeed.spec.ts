@@ -1,5 +1,5 @@
 import { NatsConnection, connect } from '@nats-io/transport-node';
-import { EventPayload } from '../../../lib/enricher/payload';
+import { EventPayload } from '../../../lib/enricher/output/payload';
 import { enrichedInstanceEvents, instanceEventSubjects } from '../../../streams/incus/enrichedEventFeed';
 import { instanceEvent, subjectOf } from '../../helpers/enrichedEvents';
 import { useNatsServer } from '../../helpers/nats';

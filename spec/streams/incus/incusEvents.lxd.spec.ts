@@ -8,7 +8,7 @@ import { incusEndpoint } from '../../../streams/incus/incusEndpoint';
 import { IncusEventsOptions, eventsPath, incusEvents } from '../../../streams/incus/incusEvents';
 import { freePort } from '../../../streams/natsServerProcess';
 import { selfSignedCertificate } from '../../helpers/certs';
-import { useLxdDaemon } from '../../helpers/lxd';
+import { DAEMON_KINDS, useTestDaemon } from '../../helpers/testDaemon';
 
 // The lifecycle stream against a real LXD 5.0 daemon: what `lxc` does arrives decoded, in order,
 // from every project; a daemon restart and a frozen daemon end the session and it comes back.
@@ -68,10 +68,11 @@ class Recorder {
   }
 }
 
-describe('incusEvents against a real LXD daemon', () => {
-  const lxd = useLxdDaemon();
+describe.each(DAEMON_KINDS)('incusEvents against a real %s daemon', (kind) => {
+  const host = useTestDaemon(kind);
   let recorder: Recorder;
-  const listen = (options: IncusEventsOptions = {}): Recorder => new Recorder(incusEvents({ endpoint: { url: lxd().socket }, ...options }));
+  const listen = (options: IncusEventsOptions = {}): Recorder =>
+    new Recorder(incusEvents({ endpoint: { url: host().socket }, ...options }));
 
   beforeAll(async () => {
     recorder = listen();
@@ -88,7 +89,7 @@ describe('incusEvents against a real LXD daemon', () => {
     'reports a launch as instance-created then instance-started, named and in the default project',
     async () => {
       const from = recorder.items.length;
-      await lxd().launch('ev1');
+      await host().launch('ev1');
       const created = await recorder.event('instance-created', 'ev1', 'default', from);
       const started = await recorder.event('instance-started', 'ev1', 'default', from);
       expect(created).toBeLessThan(started);
@@ -101,11 +102,11 @@ describe('incusEvents against a real LXD daemon', () => {
   it(
     'reports a rename with the new name and the old one, and then the delete',
     async () => {
-      await lxd().launch('ren1');
-      await lxd().stopInstance('ren1');
+      await host().launch('ren1');
+      await host().stopInstance('ren1');
       const from = recorder.items.length;
-      await lxd().rename('ren1', 'ren2');
-      await lxd().deleteInstance('ren2');
+      await host().rename('ren1', 'ren2');
+      await host().deleteInstance('ren2');
       const renamed = await recorder.event('instance-renamed', 'ren2', 'default', from);
       expect(recorder.eventAt(renamed).oldName).toBe('ren1');
       const deleted = await recorder.event('instance-deleted', 'ren2', 'default', from);
@@ -117,9 +118,9 @@ describe('incusEvents against a real LXD daemon', () => {
   it(
     'reports a profile update, and the update of each instance using the profile',
     async () => {
-      await lxd().launch('prof1');
+      await host().launch('prof1');
       const from = recorder.items.length;
-      await lxd().setProfileConfig('default', 'user.rxfleet', 'profile-spec');
+      await host().setProfileConfig('default', 'user.rxfleet', 'profile-spec');
       const profile = await recorder.event('profile-updated', 'default', 'default', from);
       const instance = await recorder.event('instance-updated', 'prof1', 'default', from);
       expect(recorder.eventAt(profile).source).toBe('/1.0/profiles/default');
@@ -132,9 +133,9 @@ describe('incusEvents against a real LXD daemon', () => {
     'reports network updates',
     async () => {
       const from = recorder.items.length;
-      await lxd().setNetworkConfig(lxd().bridge, 'user.rxfleet', 'network-spec');
-      const updated = await recorder.event('network-updated', lxd().bridge, 'default', from);
-      expect(recorder.eventAt(updated).source).toBe(`/1.0/networks/${lxd().bridge}`);
+      await host().setNetworkConfig(host().bridge, 'user.rxfleet', 'network-spec');
+      const updated = await recorder.event('network-updated', host().bridge, 'default', from);
+      expect(recorder.eventAt(updated).source).toBe(`/1.0/networks/${host().bridge}`);
     },
     WAIT,
   );
@@ -143,13 +144,13 @@ describe('incusEvents against a real LXD daemon', () => {
     "reports another project's instances and the project's own events, through all-projects",
     async () => {
       const from = recorder.items.length;
-      await lxd().createProject('pe');
-      await lxd().launch('pi1', { project: 'pe' });
-      await lxd().stopInstance('pi1', { project: 'pe' });
-      await lxd().rename('pi1', 'pi2', { project: 'pe' });
-      await lxd().deleteInstance('pi2', { project: 'pe' });
-      await lxd().setProjectConfig('pe', 'user.rxfleet', 'project-spec');
-      await lxd().deleteProject('pe');
+      await host().createProject('pe');
+      await host().launch('pi1', { project: 'pe' });
+      await host().stopInstance('pi1', { project: 'pe' });
+      await host().rename('pi1', 'pi2', { project: 'pe' });
+      await host().deleteInstance('pi2', { project: 'pe' });
+      await host().setProjectConfig('pe', 'user.rxfleet', 'project-spec');
+      await host().deleteProject('pe');
 
       const created = await recorder.event('project-created', 'pe', 'pe', from);
       const started = await recorder.event('instance-started', 'pi1', 'pe', from);
@@ -171,14 +172,14 @@ describe('incusEvents against a real LXD daemon', () => {
       const narrow = listen({ allProjects: false });
       try {
         await narrow.next((item) => item.kind === 'connected', 0, 'connected');
-        await lxd().createProject('pq');
-        await lxd().launch('nq', { project: 'pq' });
-        await lxd().setInstanceConfig('ev1', 'user.marker', 'after-pq');
+        await host().createProject('pq');
+        await host().launch('nq', { project: 'pq' });
+        await host().setInstanceConfig('ev1', 'user.marker', 'after-pq');
         await narrow.event('instance-updated', 'ev1', 'default', 0);
         await recorder.event('instance-started', 'nq', 'pq', 0);
         expect(narrow.items.filter((item) => item.kind === 'event' && item.event.project === 'pq')).toEqual([]);
-        await lxd().deleteInstance('nq', { project: 'pq' });
-        await lxd().deleteProject('pq');
+        await host().deleteInstance('nq', { project: 'pq' });
+        await host().deleteProject('pq');
       } finally {
         narrow.stop();
       }
@@ -188,24 +189,26 @@ describe('incusEvents against a real LXD daemon', () => {
 
   it("passes on the daemon's refusal of an event type it does not serve", async () => {
     const reason = await new Promise<string>((resolve) => {
-      wsEventSocket(incusEndpoint({ url: lxd().socket }), { path: eventsPath({ types: ['bogus'] }) })({
+      wsEventSocket(incusEndpoint({ url: host().socket }), { path: eventsPath({ types: ['bogus'] }) })({
         open: () => resolve('opened'),
         frame: () => undefined,
         alive: () => undefined,
         closed: resolve,
       });
     });
-    expect(reason).toBe('upgrade refused: HTTP 500 "bogus" isn\'t a supported event type');
+    // A difference written down: Incus answers an unknown event type 400, LXD 500.
+    const status = kind === 'incus' ? 400 : 500;
+    expect(reason).toBe(`upgrade refused: HTTP ${status} "bogus" isn't a supported event type`);
   });
 
   it(
     'says disconnected when the daemon restarts, connects again, and events flow again',
     async () => {
       const from = recorder.items.length;
-      await lxd().restart();
+      await host().restart();
       const disconnected = await recorder.next((item) => item.kind === 'disconnected', from, 'disconnected');
       const connected = await recorder.next((item) => item.kind === 'connected', disconnected, 'connected again');
-      await lxd().setInstanceConfig('ev1', 'user.after', 'restart');
+      await host().setInstanceConfig('ev1', 'user.after', 'restart');
       const updated = await recorder.event('instance-updated', 'ev1', 'default', connected);
       expect(disconnected).toBeLessThan(connected);
       expect(connected).toBeLessThan(updated);
@@ -222,16 +225,16 @@ describe('incusEvents against a real LXD daemon', () => {
       const watchful = listen({ readDeadlineMs: 1500, pingIntervalMs: 300, backoffInitialMs: 100, backoffMaxMs: 500 });
       try {
         await watchful.next((item) => item.kind === 'connected', 0, 'connected');
-        await lxd().freeze();
+        await host().freeze();
         let gone: number;
         try {
           gone = await watchful.next((item) => item.kind === 'disconnected', 0, 'disconnected');
         } finally {
-          lxd().thaw();
+          host().thaw();
         }
         expect(watchful.items[gone]).toEqual({ kind: 'disconnected', reason: 'no frame, ping or pong for 1500 ms (half-open connection)' });
         const back = await watchful.next((item) => item.kind === 'connected', gone, 'connected again');
-        await lxd().setInstanceConfig('ev1', 'user.after', 'thaw');
+        await host().setInstanceConfig('ev1', 'user.after', 'thaw');
         await watchful.next(
           (item) => item.kind === 'event' && item.event.action === 'instance-updated' && item.event.name === 'ev1',
           back,
@@ -250,21 +253,21 @@ describe('incusEvents against a real LXD daemon', () => {
       const dir = mkdtempSync(join(tmpdir(), 'rxfleet-incus-wss-'));
       const port = await freePort();
       try {
-        await lxd().lxc('config', 'set', 'core.https_address', `127.0.0.1:${port}`);
+        await host().listenHttps(port);
         const client = await selfSignedCertificate('rxfleet-events-spec');
         writeFileSync(join(dir, 'client.crt'), client.cert);
-        await lxd().lxc('config', 'trust', 'add', join(dir, 'client.crt'), '--name', 'rxfleet-events-spec');
+        await host().trustCertificate(join(dir, 'client.crt'), 'rxfleet-events-spec');
         const secure = listen({
           endpoint: {
             url: `https://127.0.0.1:${port}`,
             clientCert: client.cert,
             clientKey: client.key,
-            serverCert: join(lxd().dir, 'server.crt'),
+            serverCert: join(host().dir, 'server.crt'),
           },
         });
         try {
           expect(await secure.next((item) => item.kind === 'connected', 0, 'connected over wss')).toBe(0);
-          await lxd().launch('tls1');
+          await host().launch('tls1');
           const started = await secure.event('instance-started', 'tls1', 'default', 0);
           expect(secure.eventAt(started).source).toBe('/1.0/instances/tls1');
         } finally {

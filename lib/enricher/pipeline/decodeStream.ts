@@ -1,0 +1,77 @@
+/**
+ * The listener's items as the enricher takes them: lifecycle events decoded against the wanted
+ * table, connects and disconnects reported, everything malformed counted and logged (rate-limited).
+ */
+import { EMPTY, Observable, OperatorFunction, SchedulerLike, mergeMap, of } from 'rxjs';
+import { IncusStreamItem } from '../../incus/api';
+import { Logger } from '../../logger';
+import { RateLimitedLog } from '../../rateLimitedLog';
+import { decodeEvent, isRefusal } from './decodeEvent';
+import { EnrichedEvent } from '../model/event';
+import { EnricherMetrics } from '../metrics/metrics';
+import { WantedTable } from '../model/wanted';
+
+/** Options for {@link decodeStream}. */
+export interface DecodeStreamConfig {
+  readonly wanted: WantedTable;
+  readonly scheduler: SchedulerLike;
+  readonly metrics: EnricherMetrics;
+  readonly logger: Logger;
+  /** Told each time the event stream connects or disconnects. */
+  readonly onConnection: (connected: boolean) => void;
+}
+
+/**
+ * The enricher events in the stream: a wanted, well-formed lifecycle event becomes an event of
+ * origin `incus`; a connect or disconnect is reported to `onConnection`; an action nobody wants is
+ * counted as dropped (`unwanted`); a malformed frame, an event without an action, project or name,
+ * or with a name no Incus object can have, and an item of an unknown kind are counted as malformed
+ * (every one) and logged through a {@link RateLimitedLog} on `scheduler` (per kind of fault, the
+ * first five of each minute in full, then one summary line with how many more came), and nothing
+ * else is affected. A malformed frame is counted only: the listener (`incusEvents`) logs it, with
+ * the same limit. Unsubscribing logs the summaries still pending.
+ */
+export function decodeStream(config: DecodeStreamConfig): OperatorFunction<IncusStreamItem, EnrichedEvent> {
+  const { scheduler, logger } = config;
+  return (items$) =>
+    new Observable<EnrichedEvent>((subscriber) => {
+      // One per subscription, so its summary timers end with it.
+      const badInput = new RateLimitedLog({ logger, scheduler });
+      subscriber.add(items$.pipe(decodeItems(config, badInput)).subscribe(subscriber));
+      return () => badInput.close();
+    });
+}
+
+function decodeItems(config: DecodeStreamConfig, badInput: RateLimitedLog): OperatorFunction<IncusStreamItem, EnrichedEvent> {
+  const { wanted, scheduler, metrics, logger, onConnection } = config;
+  return mergeMap((item): Observable<EnrichedEvent> => {
+    switch (item.kind) {
+      case 'connected':
+        onConnection(true);
+        return EMPTY;
+      case 'disconnected':
+        logger.warn({ reason: item.reason }, 'event stream disconnected');
+        onConnection(false);
+        return EMPTY;
+      case 'malformed':
+        metrics.eventsMalformed.inc();
+        return EMPTY;
+      case 'event': {
+        metrics.eventsReceived.inc();
+        const decoded = decodeEvent(item.event, wanted, scheduler.now());
+        if (!isRefusal(decoded)) return of(decoded);
+        if (decoded.refused === 'unwanted') {
+          metrics.eventsDropped.labels('unwanted').inc();
+        } else {
+          metrics.eventsMalformed.inc();
+          badInput.log('malformed_event', { reason: decoded.reason, source: item.event?.source }, 'malformed Incus event ignored');
+        }
+        return EMPTY;
+      }
+      default:
+        metrics.eventsMalformed.inc();
+        badInput.log('unknown_item', { item: (item as { kind?: unknown }).kind }, 'unknown stream item ignored');
+        return EMPTY;
+    }
+  });
+}

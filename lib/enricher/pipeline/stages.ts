@@ -1,0 +1,181 @@
+/**
+ * The stages of the enricher's pipeline around its owner, each a small operator: the input (Incus
+ * events merged with the rounds), the debounce, the ordered line, the archive.
+ */
+import {
+  MonoTypeOperatorFunction,
+  Observable,
+  OperatorFunction,
+  SchedulerLike,
+  connect,
+  endWith,
+  filter,
+  identity,
+  ignoreElements,
+  map,
+  merge,
+  pipe,
+  switchMap,
+  take,
+  takeUntil,
+  tap,
+  withLatestFrom,
+} from 'rxjs';
+import { debounceByKey, releaseInOrder } from '@rxfleet/operators';
+import { IncusStreamItem } from '../../incus/api';
+import { Archive } from './Archive';
+import { DecodeStreamConfig, decodeStream } from './decodeStream';
+import { EnrichedEvent, withDropped } from '../model/event';
+import { Answer, LineEntry } from './lineEntry';
+import { EnricherMetrics } from '../metrics/metrics';
+import type { OwnerInput } from '../owner/ownerParts';
+import { RoundFeedConfig, roundFeed } from '../rounds/roundFeed';
+import { WantedTable } from '../model/wanted';
+
+const isConnect = (item: IncusStreamItem): boolean => item.kind === 'connected';
+
+/**
+ * The Incus events (decoded) merged with the rounds' names and signals. The rounds start at the
+ * first connect, not at subscription, so round 1 is not abandoned a moment later by it; every later
+ * connect runs a fast round at once. Completes when the stream does, rounds and all.
+ */
+export function incusAndRounds(
+  decode: DecodeStreamConfig,
+  rounds: Omit<RoundFeedConfig, 'restart'>,
+): OperatorFunction<IncusStreamItem, OwnerInput> {
+  return (stream$) =>
+    stream$.pipe(
+      connect((shared$): Observable<OwnerInput> =>
+        merge(
+          shared$.pipe(decodeStream(decode)),
+          shared$.pipe(
+            filter(isConnect),
+            take(1),
+            switchMap(() => roundFeed({ ...rounds, restart: shared$.pipe(filter(isConnect)) })),
+            takeUntil(shared$.pipe(ignoreElements(), endWith(true))),
+          ),
+        ),
+      ),
+    );
+}
+
+/** Closes the debounce window of a rename's old name; never leaves the debounce stage. */
+interface Flush {
+  readonly kind: 'flush';
+  readonly key: string;
+}
+
+const isEvent = (input: OwnerInput | Flush): input is EnrichedEvent => 'action' in input;
+// The kind is part of the key: an instance and a network of one name are two subjects.
+const subjectKey = (kind: string, project: string, name: string): string => `${kind}/${project}/${name}`;
+
+/** Options for {@link debounceSubjects}. */
+export interface DebounceSubjectsConfig {
+  /** Quiet that closes a burst; 0 turns debouncing off. */
+  readonly window: number;
+  readonly wanted: WantedTable;
+  /**
+   * Whether a round has ended since the stream last connected (upstream's "chain warm"), fed back
+   * from the owner's round ends downstream. It must replay its current value on subscription (a
+   * `BehaviorSubject`): an input is tagged with the latest value when it reaches the stage.
+   */
+  readonly warm$: Observable<boolean>;
+  readonly metrics: EnricherMetrics;
+  readonly scheduler: SchedulerLike;
+}
+
+/** An input with whether the chain was warm when it came. */
+type Tagged = readonly [input: OwnerInput | Flush, warm: boolean];
+
+/**
+ * Collapses bursts per subject (`debounceByKey`): the first at once, the last after `window` of
+ * quiet, the middles counted as dropped. Only a collapsible action from Incus collapses, and only
+ * once a round has ended since the stream last connected (`warm$`): before that, what the stream
+ * says may be all there is. Anything else closes its subject's window first, so it never overtakes
+ * an older event about the same subject, and a rename closes the window of its old name too (the
+ * old name is the same subject). The round's projects, networks and signals pass straight through.
+ * Composed of rxjs operators and the kit's: a callback that throws errors the output.
+ */
+export function debounceSubjects(config: DebounceSubjectsConfig): MonoTypeOperatorFunction<OwnerInput> {
+  const { window, wanted, warm$, metrics, scheduler } = config;
+  if (window <= 0) return identity;
+  return pipe(
+    withLatestFrom(warm$),
+    // A rename's flush of its old name goes first: `merge` hears the shared input in that order.
+    connect((tagged$: Observable<Tagged>) =>
+      merge(
+        tagged$.pipe(
+          filter(([input]) => isEvent(input) && input.oldName !== undefined),
+          map(([input, warm]): Tagged => {
+            const event = input as EnrichedEvent;
+            return [{ kind: 'flush', key: subjectKey(event.kind, event.project, event.oldName as string) }, warm];
+          }),
+        ),
+        tagged$,
+      ),
+    ),
+    debounceByKey<Tagged, string>({
+      key: ([input]) =>
+        isEvent(input) ? subjectKey(input.kind, input.project, input.name) : input.kind === 'flush' ? input.key : undefined,
+      window,
+      collapsible: ([input, warm]) =>
+        warm && isEvent(input) && input.origin === 'incus' && input.status === 'ok' && wanted.get(input.action)?.debounce === true,
+      superseded: ([input, warm]) => (isEvent(input) ? [withDropped(input, 'debounce'), warm] : undefined),
+      scheduler,
+    }),
+    map(([input]) => input),
+    filter((input): input is OwnerInput => {
+      if (!isEvent(input)) return input.kind !== 'flush';
+      if (input.status !== 'dropped') return true;
+      metrics.eventsDropped.labels('debounce').inc();
+      return false;
+    }),
+  );
+}
+
+/** An entry's answer, as the line waits for it: one value, whenever the owner settles the entry. */
+const answerOf = (entry: LineEntry): Observable<Answer> =>
+  new Observable<Answer>((subscriber) =>
+    entry.whenSettled((answer) => {
+      subscriber.next(answer);
+      subscriber.complete();
+    }),
+  );
+
+/**
+ * The ordered line (`releaseInOrder`, on a ring): each entry leaves with its answer once
+ * everything that arrived before it has left, whatever order the answers come in. When the owner
+ * is done (the stream ended, or a drain), the whole line is handed on at once, in order: an entry
+ * not answered yet leaves as it arrived. `onLength` follows how many entries wait.
+ */
+export function releaseLine(onLength: (length: number) => void): OperatorFunction<LineEntry, Answer> {
+  let length = 0;
+  return pipe(
+    tap(() => onLength(++length)),
+    connect((entries$) => entries$.pipe(releaseInOrder(answerOf, { drain: entries$.pipe(ignoreElements(), endWith(true)) }))),
+    tap(() => onLength(--length)),
+    map((out: LineEntry | Answer): Answer => (out instanceof LineEntry ? { event: out.event } : out)),
+  );
+}
+
+/**
+ * The archive: what says nothing new, what is older than what was already sent (E10), and what is
+ * not served goes nowhere (see {@link Archive.judge}); what is dropped is counted by reason when
+ * it came from Incus, a stale answer always. What goes on is counted by status. Composed of rxjs
+ * operators: a verdict that throws errors the output.
+ */
+export function archiveFilter(archive: Archive, metrics: EnricherMetrics): OperatorFunction<Answer, EnrichedEvent> {
+  return pipe(
+    map((answer) => {
+      const verdict = archive.judge(answer);
+      if ('out' in verdict) {
+        metrics.eventsEmitted.labels(verdict.out.status).inc();
+        return verdict.out;
+      }
+      if (verdict.drop === 'stale' || (verdict.drop !== 'silent' && answer.event.origin === 'incus'))
+        metrics.eventsDropped.labels(verdict.drop).inc();
+      return undefined;
+    }),
+    filter((out): out is EnrichedEvent => out !== undefined),
+  );
+}

@@ -1,0 +1,6 @@
+/**
+ * The files the CLI reads at run time that the single executable carries as assets
+ * (sea-config.json), each by its path in the repository, which is also the path it is written to
+ * under the directory scripts/package/entry.ts extracts them to.
+ */
+export const ASSETS = ['examples/helpers/minimal-helper.mjs', 'examples/helpers/persistent-helper.mjs', 'scripts/lxd/build-image.sh'];

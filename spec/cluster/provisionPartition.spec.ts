@@ -1,0 +1,105 @@
+import { cutOff } from '../../streams/natsPartition';
+import type { RequestRecord } from '../../streams/simulate/simulatedFleet';
+import { ElectionFleet, ProvisionerProcess, tracedRequests } from '../helpers/electionFleet';
+import { sampleValue } from '../helpers/provisioner';
+import type { RxfleetProcess } from '../helpers/rxfleetProcess';
+import { waitFor } from '../helpers/waitFor';
+
+// Three `rxfleet provision` instances in active-active mode on a three-server cluster (both buckets
+// replicated on all three), each connected to a different server, and a fleet on the server that
+// leads the claims stream, with the instance on it. That server is cut off from the other two
+// (iptables on the route ports, the route connections reset) while the instance on it is mid-run,
+// then the cut heals. The node-side lock is made short (1 s) so that it protects nothing: the claims
+// must hold on their own.
+
+jest.setTimeout(240_000);
+
+const CLAIMS_TTL_MS = 10_000;
+const CUT_MS = 12_000;
+const summaryOf = (fleet: RxfleetProcess): Record<string, unknown> | undefined => fleet.lines.find((l) => l.type === 'summary');
+const metric = async (p: ProvisionerProcess, name: string, labels: Record<string, string> = {}): Promise<number> =>
+  sampleValue(await p.metrics(), name, { site: p.name, ...labels });
+/** Nodes `caller` had begun and not told to restart before `at`: its cycles in flight then. */
+const inFlightAt = (requests: RequestRecord[], at: number, caller: string): number => {
+  const mine = requests.filter((r) => r.at < at && r.caller === caller && r.agent !== 'discovery');
+  const restarted = new Set(mine.filter((r) => r.action === 'restart').map((r) => r.identity));
+  return new Set(mine.map((r) => r.identity).filter((id) => !restarted.has(id))).size;
+};
+
+describe('active-active on a three-server cluster, one server cut off (iptables)', () => {
+  let aa: ElectionFleet | undefined;
+  afterEach(async () => {
+    await aa?.stop();
+    aa = undefined;
+  });
+
+  it('the instance on the cut-off side claims nothing, sends nothing once it cannot confirm its claims, and fails no cycle; every node is provisioned after the cut heals', async () => {
+    aa = await ElectionFleet.startCluster(5000, { claimsTtlMs: CLAIMS_TTL_MS, partitionable: true });
+    const cluster = aa.cluster!;
+    let leader: string | undefined;
+    await waitFor(
+      async () => (leader = await cluster.streamLeader('KV_RXFLEET_PROVISIONER_CLAIMS', 'choria')) !== undefined,
+      'a claims leader',
+    );
+    const cut = cluster.server(leader!);
+    const [b, c] = cluster.servers.filter((s) => s !== cut);
+    const settings = { mode: 'active-active', workers: 20 } as const;
+    const minority = await aa.provisioner('aa-minority', { ...settings, servers: [cut.url] });
+    const majority = await Promise.all([
+      aa.provisioner('aa-b', { ...settings, servers: [b.url] }),
+      aa.provisioner('aa-c', { ...settings, servers: [c.url] }),
+    ]);
+    const all = [minority, ...majority];
+    await Promise.all(
+      all.map((p) =>
+        waitFor(async () => (await metric(p, 'choria_provisioner_discover_cycles').catch(() => 0)) >= 1, `${p.name} to set up`, 30_000),
+      ),
+    );
+    const fleet = aa.simulate(
+      ['--nodes', '60', '--latency', '300ms', '--restart-delay', '100ms', '--lock-window', '1s', '--exit-when-provisioned'],
+      cut.url,
+    );
+    const restartedBy = (caller: string): number =>
+      tracedRequests(fleet).filter((r) => r.caller === caller && r.action === 'restart').length;
+    await waitFor(() => restartedBy(minority.callerId) >= 3, 'the minority instance to provision 3 nodes', 60_000);
+
+    const cutAt = Date.now();
+    const partition = cutOff(cluster, cut);
+    let healedAt: number;
+    let wonAfterCut: number;
+    try {
+      // Writes already on their way when the cut came may still land: give them the client's 2 s timeout.
+      await new Promise((r) => setTimeout(r, 3000));
+      wonAfterCut = await metric(minority, 'choria_provisioner_claims_total', { result: 'won' });
+      await new Promise((r) => setTimeout(r, CUT_MS - 3000));
+      expect(await metric(minority, 'choria_provisioner_claims_total', { result: 'won' })).toBe(wonAfterCut);
+    } finally {
+      partition.heal();
+      healedAt = Date.now();
+    }
+
+    const exit = await fleet.exited;
+    const doneAt = Date.now();
+    expect(exit.code).toBe(0);
+    const summary = summaryOf(fleet);
+    expect(summary).toMatchObject({ nodes: 60, provisioned: 60 });
+    // Everything provisioned within a minute of the heal (the next discovery round), with 30 s for a busy machine.
+    expect(doneAt - healedAt).toBeLessThan(90_000);
+
+    const requests = tracedRequests(fleet).filter((r) => r.agent !== 'discovery');
+    // Once a refresh has failed (within a third of the TTL of the cut) the minority instance sends
+    // nothing more until the cut heals: its next attempt waits for the bucket.
+    const quietFrom = cutAt + CLAIMS_TTL_MS / 3 + 2000;
+    expect(requests.filter((r) => r.caller === minority.callerId && r.at > quietFrom && r.at < healedAt)).toEqual([]);
+    // A claim that could not be written is no failed node. The majority's failures are its cycles
+    // in flight towards the cut-off fleet (their RPCs lost with the route), and so are the nodes
+    // configured twice (configured, their restart lost).
+    expect(await metric(minority, 'choria_provisioner_provision_errors')).toBe(0);
+    const stranded = majority.reduce((n, p) => n + inFlightAt(requests, cutAt, p.callerId), 0);
+    let majorityErrors = 0;
+    for (const p of majority) majorityErrors += await metric(p, 'choria_provisioner_provision_errors');
+    console.log(JSON.stringify({ stranded, majorityErrors, duplicates: summary?.duplicates, afterHealS: (doneAt - healedAt) / 1000 }));
+    expect(majorityErrors).toBeLessThanOrEqual(stranded);
+    expect(summary?.duplicates).toBeLessThanOrEqual(stranded);
+  });
+});

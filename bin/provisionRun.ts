@@ -6,6 +6,7 @@ import { cleanUpOnExit } from '../streams/exitCleanup';
 import { IncusFlags, LogFlags, logSettings } from './options';
 import { ProvisionerDaemon, startProvisioner } from './provision/daemon';
 import { preflight } from './provision/preflight';
+import { StartupResources, listenFailure, startupLines } from './provision/startupFiles';
 import { ProvisionFlags, provisionSources } from './provisionSources';
 import { handleShutdownSignals } from './shutdown';
 import { applyDaemonHeapPolicy } from './provision/heapPolicy';
@@ -52,7 +53,8 @@ async function enricherSettings(flags: EnricherFlags): Promise<{ settings?: Enri
 /**
  * Runs `rxfleet provision` until a signal: runs the {@link preflight} checks `rxfleet validate`
  * runs and refuses to start on any error (every problem printed, one line each, exit 1); logs the
- * warnings; starts the daemon; writes the pid file; on the first SIGINT/SIGTERM stops discovery
+ * warnings; writes the pid file (before connecting, as upstream; the pid file, the log file and the
+ * monitor port are checked first, each a configuration error naming its key); starts the daemon; on the first SIGINT/SIGTERM stops discovery
  * and admission and lets in-flight nodes finish within `rxfleet.shutdown_grace` before exiting 0;
  * a second signal exits at once (DECISIONS P9). However the process ends short of SIGKILL (a
  * second signal, a crash), the helpers in flight are killed and the pid file removed.
@@ -64,23 +66,51 @@ async function enricherSettings(flags: EnricherFlags): Promise<{ settings?: Enri
  */
 export async function runProvision(options: ProvisionOptions, withEnricher?: EnricherFlags): Promise<number> {
   const command = withEnricher === undefined ? 'provision' : 'provision-incus';
-  const checked = await preflight(provisionSources(options));
+  const sources = provisionSources(options);
+  const checked = await preflight(sources);
   const enrich = withEnricher === undefined ? undefined : await enricherSettings(withEnricher);
-  const problems = [...checked.lines, ...(enrich?.lines ?? [])];
-  const errors = problems.filter((line) => line.startsWith('error: ')).length;
-  if (checked.config === undefined || errors > 0 || (enrich !== undefined && enrich.settings === undefined)) {
-    for (const line of problems) process.stderr.write(`${line}\n`);
+  const resources: StartupResources | undefined =
+    checked.config === undefined
+      ? undefined
+      : {
+          configFile: options.config,
+          config: checked.config,
+          pidFile: options.pid,
+          monitorFromFlag: sources.overrides?.monitor !== undefined,
+        };
+  // The pid file, log file and monitor port too: what would fail later fails here, named.
+  const problems = [...checked.lines, ...(enrich?.lines ?? []), ...(resources !== undefined ? await startupLines(resources) : [])];
+  const notStarted = (lines: string[]): number => {
+    const errors = lines.filter((line) => line.startsWith('error: ')).length;
+    for (const line of lines) process.stderr.write(`${line}\n`);
     process.stderr.write(`rxfleet ${command}: not started: ${errors} configuration error${errors === 1 ? '' : 's'}\n`);
     return 1;
-  }
+  };
+  const errors = problems.filter((line) => line.startsWith('error: ')).length;
+  if (checked.config === undefined || resources === undefined || errors > 0 || (enrich !== undefined && enrich.settings === undefined))
+    return notStarted(problems);
   const config = checked.config;
+  // Written before the first connection, as upstream writes it first.
+  if (options.pid !== undefined) {
+    try {
+      writeFileSync(options.pid, `${process.pid}\n`, { mode: 0o644 });
+    } catch (error) {
+      return notStarted([`error: ${options.pid}: --pid: cannot write the pid file: ${(error as Error).message}`]);
+    }
+  }
   const { level, format } = logSettings(options, config.logLevel);
-  const logger = createLogger({
-    level,
-    format: format ?? config.rxfleet.logFormat,
-    destination: config.logDestination,
-    name: `rxfleet-${command}`,
-  });
+  let logger: ReturnType<typeof createLogger>;
+  try {
+    logger = createLogger({
+      level,
+      format: format ?? config.rxfleet.logFormat,
+      destination: config.logDestination,
+      name: `rxfleet-${command}`,
+    });
+  } catch (error) {
+    if (options.pid !== undefined) rmSync(options.pid, { force: true });
+    return notStarted([`error: ${options.config}: logfile: ${(error as Error).message}`]);
+  }
   // The same lines `rxfleet validate` prints, without their severity: the log level says it.
   for (const line of problems) logger.warn(line.replace(/^warning: /, ''));
 
@@ -101,6 +131,8 @@ export async function runProvision(options: ProvisionOptions, withEnricher?: Enr
     logger,
     graceful: async () => {
       if (daemon !== undefined) await daemon.stop();
+      // A signal while still connecting: nothing was admitted, so nothing has to finish.
+      else logger.info({ abandoned: 0 }, 'stopped');
       removePid();
     },
     exit: (code) => {
@@ -108,7 +140,10 @@ export async function runProvision(options: ProvisionOptions, withEnricher?: Enr
       if (code !== 0) daemon?.abort('exiting at once');
       removePid();
       // A signal while still connecting: nothing runs yet, and the connect would wait for ever.
-      if (daemon === undefined) process.exit(code);
+      if (daemon === undefined) {
+        logger.flush?.();
+        process.exit(code);
+      }
       resolveExit(code);
     },
   });
@@ -124,11 +159,13 @@ export async function runProvision(options: ProvisionOptions, withEnricher?: Enr
   } catch (error) {
     removeHandlers();
     forgetExitCleanup();
+    removePid();
+    const listen = listenFailure(error, resources);
+    if (listen !== undefined) return notStarted([listen]);
     logger.fatal({ err: error }, `Provisioning could not start: ${(error as Error).message}`);
     process.stderr.write(`rxfleet ${command}: ${redactUrlCredentials((error as Error).message)}\n`);
     return 1;
   }
-  if (options.pid !== undefined) writeFileSync(options.pid, `${process.pid}\n`, { mode: 0o644 });
   void daemon.stopped.then((report) => {
     if (report.failed === undefined) return;
     removePid();

@@ -10,6 +10,7 @@ import { registerEnrich } from './commands/enrich';
 import { registerProvision } from './commands/provision';
 import { registerProvisionIncus } from './commands/provisionIncus';
 import { redactUrlCredentials } from '../lib/redact';
+import { didYouMeanRun } from './defaultCommand';
 
 // Read at run time rather than imported, so the compiled bin does not carry its own copy.
 const { version } = JSON.parse(readFileSync(join(__dirname, '../../package.json'), 'utf8')) as { version: string };
@@ -30,6 +31,13 @@ registerSimulate(program);
 registerEnrich(program);
 registerProvision(program);
 registerProvisionIncus(program);
+
+const commands = program.commands.flatMap((c) => [c.name(), ...c.aliases()]);
+const suggestion = didYouMeanRun(process.argv.slice(2), commands);
+if (suggestion !== undefined) {
+  console.error(suggestion);
+  process.exit(1);
+}
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   console.error(redactUrlCredentials(`rxfleet: ${error instanceof Error ? error.message : String(error)}`));

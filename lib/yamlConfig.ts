@@ -78,14 +78,21 @@ export function readYamlConfig(text: string, options: ReadYamlOptions = {}): { v
     return { problems: [{ path: '', message: `not valid YAML: ${describeThrown(error)}` }] };
   }
   if (document.errors.length > 0) {
-    const problems = document.errors.slice(0, MAX_PROBLEMS).map((e) => {
+    const all = document.errors.map((e) => {
       const { line, col } = lines.linePos(e.pos[0]);
-      return {
-        path: shorten(keyPathAt(document.contents, e.pos[0], '', isSecret)),
-        message: `not valid YAML at line ${line}, column ${col}: ${CODE_MESSAGES[e.code] ?? 'the text cannot be parsed'}`,
-      };
+      const path = shorten(keyPathAt(document.contents, e.pos[0], '', isSecret));
+      // yaml places an over-indented line's error on the key above it: name the line that is wrong.
+      const over = e.code === 'BLOCK_AS_IMPLICIT_KEY' || e.code === 'MULTILINE_IMPLICIT_KEY' ? overIndentedLine(text, line) : undefined;
+      if (over !== undefined)
+        return {
+          path,
+          message: `not valid YAML at line ${over.line}, column ${over.col}: the line is indented more than line ${line} above it (a key must line up with the keys beside it)`,
+        };
+      return { path, message: `not valid YAML at line ${line}, column ${col}: ${CODE_MESSAGES[e.code] ?? 'the text cannot be parsed'}` };
     });
-    const more = document.errors.length - problems.length;
+    const unique = all.filter((p, i) => all.findIndex((q) => q.path === p.path && q.message === p.message) === i);
+    const problems = unique.slice(0, MAX_PROBLEMS);
+    const more = unique.length - problems.length;
     if (more > 0) problems.push({ path: '', message: `not valid YAML: ${more} more problem${more === 1 ? '' : 's'} after these` });
     return { problems };
   }
@@ -97,6 +104,22 @@ export function readYamlConfig(text: string, options: ReadYamlOptions = {}): { v
     const at = start === undefined ? '' : ` (line ${lines.linePos(start).line})`;
     return { problems: [{ path: shorten(culprit.path), message: `not valid YAML${at}: ${describeThrown(culprit.error)}` }] };
   }
+}
+
+/**
+ * The first line after `line` (1-based) indented deeper than it, skipping blank and comment
+ * lines, when the very next such line is: the line a misplaced indentation is on.
+ */
+function overIndentedLine(text: string, line: number): { line: number; col: number } | undefined {
+  const rows = text.split(/\r?\n/);
+  const indent = (row: string): number => row.length - row.trimStart().length;
+  const base = indent(rows[line - 1] ?? '');
+  for (let i = line; i < rows.length; i++) {
+    const row = rows[i];
+    if (row.trim() === '' || row.trim().startsWith('#')) continue;
+    return indent(row) > base ? { line: i + 1, col: indent(row) + 1 } : undefined;
+  }
+  return undefined;
 }
 
 /** What a configuration key looks like; anything else is not shown in a path. */

@@ -1,11 +1,19 @@
 import { readFileSync } from 'node:fs';
-import { NatsConnection, NodeConnectionOptions as ConnectionOptions, connect, credsAuthenticator } from '@nats-io/transport-node';
+import {
+  Authenticator,
+  NatsConnection,
+  NodeConnectionOptions as ConnectionOptions,
+  connect,
+  credsAuthenticator,
+} from '@nats-io/transport-node';
 import { BehaviorSubject, Observable, distinctUntilChanged } from 'rxjs';
 import { LogBackoff } from '../lib/logBackoff';
+import { formatGoDuration } from '../lib/duration';
 import { Logger, silentLogger } from '../lib/logger';
 import { ChoriaJwtLogin, choriaJwtAuthenticator } from './choria/brokerLogin';
 import { redactUrlCredentials } from '../lib/redact';
 import { LoginBackoff } from './natsLoginBackoff';
+import { ConnectionWatch, isRefusal } from './credentialWatch';
 
 /** Where to connect and as whom. */
 export interface NatsConnectionConfig {
@@ -31,6 +39,8 @@ export interface NatsConnectionConfig {
    * and subscribe under `provisioning.reply.>`) needs it; default nats.js's `_INBOX`.
    */
   inboxPrefix?: string;
+  /** How long one attempt may take to connect (TCP, TLS, login): go-choria's `plugin.choria.network.connect_timeout`. Default nats.js's 20 s. */
+  timeoutMs?: number;
   /** Client ping interval. Default 10 s, so a dead server is noticed in ~30 s, not 4 minutes. */
   pingIntervalMs?: number;
   /**
@@ -44,6 +54,16 @@ export interface NatsConnectionConfig {
    * up to as much again. Default 250 ms. A refused login waits longer ({@link LoginBackoff}).
    */
   reconnectWaitMs?: number;
+  /**
+   * Told of every attempt, refusal and connection, so the credential files are read again and a
+   * refusal can be explained (`CredentialWatch`).
+   */
+  watch?: ConnectionWatch;
+  /**
+   * Where the brokers are now (DNS SRV records, looked up again): asked before every attempt at the
+   * first connection and at every disconnection, as go-choria resolves them for every connection.
+   */
+  resolveServers?: () => Promise<string[]>;
 }
 
 /** The state a daemon reports (and `/ready` reads). */
@@ -93,9 +113,10 @@ export function daemonConnectionOptions(config: NatsConnectionConfig, backoff: L
   if (config.password !== undefined) options.pass = config.password;
   if (config.token !== undefined) options.token = config.token;
   if (config.inboxPrefix !== undefined) options.inboxPrefix = config.inboxPrefix;
+  if (config.timeoutMs !== undefined) options.timeout = config.timeoutMs;
   const authenticators = [
     backoff.observer,
-    ...(config.credentials !== undefined ? [credsAuthenticator(readFileSync(config.credentials))] : []),
+    ...(config.credentials !== undefined ? [rereadCredsAuthenticator(config.credentials)] : []),
     ...(config.jwtLogin !== undefined ? [choriaJwtAuthenticator(config.jwtLogin)] : []),
   ];
   options.authenticator = authenticators;
@@ -109,14 +130,33 @@ export function daemonConnectionOptions(config: NatsConnectionConfig, backoff: L
   }
   if (config.tls !== undefined) {
     const { ca, cert, key, verify = true } = config.tls;
+    // File names, not their content: nats.js reads them at every TLS handshake, so a certificate,
+    // key or CA renewed on disk is used from the next (re)connection on, as go-choria reads them.
     options.tls = {
       ...(verify ? {} : { rejectUnauthorized: false }),
-      ...(ca !== undefined ? { ca: readFileSync(ca, 'utf8') } : {}),
-      ...(cert !== undefined ? { cert: readFileSync(cert, 'utf8') } : {}),
-      ...(key !== undefined ? { key: readFileSync(key, 'utf8') } : {}),
+      ...(ca !== undefined ? { caFile: ca } : {}),
+      ...(cert !== undefined ? { certFile: cert } : {}),
+      ...(key !== undefined ? { keyFile: key } : {}),
     };
   }
   return options;
+}
+
+/**
+ * A `.creds` login that reads the file at every CONNECT, so a renewed user JWT is sent at the next
+ * reconnection. Read once here, so a missing file fails at start; later a file that cannot be read
+ * keeps the last one read (nats.js closes the connection for good when an authenticator throws).
+ */
+function rereadCredsAuthenticator(file: string): Authenticator {
+  let last = readFileSync(file);
+  return (nonce?: string) => {
+    try {
+      last = readFileSync(file);
+    } catch {
+      // The last good content; the credential watch says the file cannot be read.
+    }
+    return credsAuthenticator(last)(nonce);
+  };
 }
 
 /** Why a connection attempt failed, in one line: the socket's own error when nats.js wraps one. */
@@ -127,7 +167,7 @@ function failureReason(error: unknown): string {
   return redactUrlCredentials(inner !== undefined && inner !== outer ? inner : outer);
 }
 
-const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
+const seconds = (ms: number): string => formatGoDuration(Math.round(ms));
 
 function abandoned(): Error {
   return new Error('connecting to NATS was abandoned');
@@ -164,28 +204,41 @@ export async function openNatsConnection(
   backoff: LoginBackoff = new LoginBackoff(config.reconnectWaitMs !== undefined ? { baseMs: config.reconnectWaitMs } : {}),
 ): Promise<FleetConnection> {
   const options = daemonConnectionOptions(config, backoff);
-  const servers = (options.servers as string[]).map(redactUrlCredentials);
-  const where = servers.join(',');
+  let servers = (options.servers as string[]).map(redactUrlCredentials);
   logger.info({ servers, connection: options.name }, 'connecting to NATS');
+  const { watch, resolveServers } = config;
+  // The brokers looked up again (SRV): a changed list is logged and used from the next attempt.
+  const lookUp = async (): Promise<string[] | undefined> => {
+    if (resolveServers === undefined) return undefined;
+    const found = (await resolveServers().catch(() => [] as string[])).map(normaliseServer);
+    if (found.length === 0 || found.join(',') === (options.servers as string[]).join(',')) return undefined;
+    options.servers = found;
+    servers = found.map(redactUrlCredentials);
+    logger.info({ servers }, `the brokers changed: now ${servers.join(',')}`);
+    return found;
+  };
 
   const lines = new LogBackoff();
   const aborted = (): boolean => config.signal?.aborted === true;
   let nc: NatsConnection | undefined;
   for (let attempt = 1; nc === undefined; attempt++) {
     if (aborted()) throw abandoned();
+    if (attempt > 1) await lookUp();
+    watch?.attempt();
     try {
       nc = await connect(options);
     } catch (error) {
       if (aborted()) throw abandoned();
+      const reason = failureReason(error);
+      if (isRefusal(reason)) watch?.refused(reason);
       // The same wait as between reconnects: short while unreachable, growing while refused.
       const retryInMs = backoff.delay();
       const { log, quiet } = lines.next(Date.now());
       if (log) {
-        const reason = failureReason(error);
         const since = quiet > 0 ? ` (${quiet + 1} failed since the last line)` : '';
         logger.warn(
           { servers, attempt, reason, retryInMs },
-          `cannot connect to NATS at ${where}: ${reason}; attempt ${attempt}${since}, next try in ${seconds(retryInMs)}`,
+          `cannot connect to NATS at ${servers.join(',')}: ${reason}; attempt ${attempt}${since}, next try in ${seconds(retryInMs)}`,
         );
       }
       await pause(retryInMs, config.signal);
@@ -194,6 +247,7 @@ export async function openNatsConnection(
   const connected = nc;
   backoff.follow(connected);
   const state = new BehaviorSubject<ConnectionState>('connected');
+  watch?.connected();
   logger.info({ server: connected.getServer() }, 'connected to NATS');
 
   // The status iterator is read in a loop rather than turned into an Observable with from():
@@ -209,15 +263,20 @@ export async function openNatsConnection(
         reconnects.reset();
         logger.warn({ server: status.server }, `disconnected from NATS (${status.server}): reconnecting`);
         state.next('disconnected');
+        watch?.disconnected?.();
+        void lookUp().then((found) => {
+          if (found !== undefined && !connected.isClosed()) connected.setServers(found);
+        });
       } else if (status.type === 'reconnecting') {
         // Each one starts an attempt: the one before it, if any, has failed.
+        watch?.attempt();
         if (attempts > 0) {
           const { log, quiet } = reconnects.next(Date.now());
           if (log) {
             const since = quiet > 0 ? ` (${quiet + 1} failed since the last line)` : '';
             logger.warn(
               { servers, attempt: attempts, downForMs: Date.now() - downSince },
-              `cannot reconnect to NATS at ${where}: attempt ${attempts} failed${since}, next try within ${seconds(backoff.ceilingMs())}`,
+              `cannot reconnect to NATS at ${servers.join(',')}: attempt ${attempts} failed${since}, next try within ${seconds(backoff.ceilingMs())}`,
             );
           }
         }
@@ -227,10 +286,12 @@ export async function openNatsConnection(
           { server: status.server, attempts, downForMs: Date.now() - downSince },
           `reconnected to NATS (${status.server}) after ${seconds(Date.now() - downSince)}`,
         );
+        watch?.connected();
         state.next('connected');
       } else if (status.type === 'staleConnection') {
         logger.warn('the NATS server stopped answering pings: reconnecting');
       } else if (status.type === 'error') {
+        if (isRefusal(failureReason(status.error))) watch?.refused(failureReason(status.error));
         logger.warn({ err: status.error }, `NATS error: ${failureReason(status.error)}`);
       }
     }

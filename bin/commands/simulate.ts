@@ -39,7 +39,11 @@ export function registerSimulate(program: Command): void {
     .addOption(durationOption('--latency <duration>', 'added before every reply', 0))
     .option('--failure-rate <f>', 'fraction of RPCs answered with "simulated failure" (0 to 1)', fraction, 0)
     .option('--silent <n>', 'servers that never answer', nonNegativeInt, 0)
-    .option('--server-version <v>', "the servers' version (inventory, startup events)", '0.29.4')
+    .option(
+      '--server-version <v>',
+      "the servers' version (inventory, startup events; before 0.23 the jwt reply names edch_public)",
+      '0.29.4',
+    )
     .option('--upgradable', 'inventory says upgradable and the JWT allows release_update')
     .option('--fail-upgrades', 'release_update fails and rolls back')
     .option('--restart-delay <duration>', 'replaces the restart splay (default: 2s for splay 1)', duration)

@@ -16,6 +16,8 @@ export interface ValidationReport {
 export interface ValidateOptions extends ProvisionFlags {
   /** Warnings fail the check too. */
   strict?: boolean;
+  /** The pid file `provision --pid` would write: checked that it can be. */
+  pid?: string;
 }
 
 /** `rxfleet validate`'s flags: the provisioner's (its `--config` optional here) and the enricher's file. */
@@ -29,9 +31,22 @@ type ValidateFlags = Omit<ValidateOptions, 'config'> & { config?: string; enrich
  */
 export async function validateConfiguration(options: ValidateOptions): Promise<ValidationReport> {
   const { preflight } = await import('../provision/preflight.js');
-  const result = await preflight(provisionSources(options));
-  const lines = [...result.lines];
-  const { errors, warnings } = result;
+  const { startupLines } = await import('../provision/startupFiles.js');
+  const sources = provisionSources(options);
+  const result = await preflight(sources);
+  // What provision opens before connecting: the log file, the pid file, the monitor port.
+  const startup =
+    result.config === undefined
+      ? []
+      : await startupLines({
+          configFile: options.config,
+          config: result.config,
+          ...(options.pid !== undefined ? { pidFile: options.pid } : {}),
+          monitorFromFlag: sources.overrides?.monitor !== undefined,
+        });
+  const lines = [...result.lines, ...startup];
+  const errors = result.errors + startup.length;
+  const { warnings } = result;
   if (errors > 0 || result.config === undefined || (options.strict === true && warnings > 0)) {
     lines.push(`${errors} error${errors === 1 ? '' : 's'}, ${warnings} warning${warnings === 1 ? '' : 's'}`);
     return { lines, exitCode: 1 };
@@ -85,7 +100,8 @@ export function registerValidate(program: Command): void {
     );
   addProvisionSourceOptions(command)
     .option('--enrich-config <file>', "the enricher's configuration (rxfleet enrich --config, provision-incus --enrich-config)")
-    .option('--strict', 'fail on warnings too');
+    .option('--strict', 'fail on warnings too')
+    .option('--pid <file>', 'check that the pid file provision --pid would write can be written');
   // Either file is enough: the enricher's alone is checked without a provisioner's.
   const configOption = command.options.find((o) => o.long === '--config');
   if (configOption !== undefined) configOption.mandatory = false;

@@ -17,6 +17,7 @@ import { IncusRestClient } from '../../streams/incus/incusRestClient';
 import { LineWriter, lineWriter } from '../../streams/lineWriter';
 import { MonitorEndpoint, serveMonitorEndpoint } from '../../streams/monitorEndpoint';
 import { openNatsConnection } from '../../streams/natsConnection';
+import { CredentialWatch, WatchedCredential } from '../../streams/credentialWatch';
 import { NatsPublisher, PublisherState } from '../../streams/natsPublisher';
 import { fileColdStore } from '../../streams/coldStoreFile';
 import { ColdStoreHooks } from '../../lib/enricher/coldStore/coldStore';
@@ -149,6 +150,11 @@ export async function startEnrichDaemon(settings: EnricherSettings, overrides: E
     stopping,
   });
 
+  // The TLS files and .creds are read again at every NATS (re)connection; the watch logs what
+  // changed and exports each credential's expiry, the Incus client's and server's certificates too.
+  const watch = new CredentialWatch({ credentials: enricherCredentials(settings), logger, registry });
+  watch.check();
+  const stopWatch = watch.every();
   let monitor: MonitorEndpoint | undefined;
   if (settings.http !== undefined) {
     monitor = await serveMonitorEndpoint({
@@ -156,7 +162,7 @@ export async function startEnrichDaemon(settings: EnricherSettings, overrides: E
       ...(settings.http.host !== undefined ? { host: settings.http.host } : {}),
       registry,
       ready,
-      describe: () => ({ ...status() }),
+      describe: () => ({ ...status(), ...(watch.problem() !== undefined ? { login: watch.problem() } : {}) }),
       logger,
     });
   }
@@ -165,7 +171,10 @@ export async function startEnrichDaemon(settings: EnricherSettings, overrides: E
     const { servers, name, user, password, token, credentials, tls, maxHeld } = natsSettings;
     publisher = new NatsPublisher({
       open: (signal) =>
-        openNatsConnection({ servers, name, user, password, token, credentials, ...(tls !== undefined ? { tls } : {}), signal }, logger),
+        openNatsConnection(
+          { servers, name, user, password, token, credentials, ...(tls !== undefined ? { tls } : {}), signal, watch },
+          logger,
+        ),
       maxHeld,
       logger,
       onResult: (result) => metrics.published.labels('nats', result).inc(),
@@ -236,6 +245,7 @@ export async function startEnrichDaemon(settings: EnricherSettings, overrides: E
       await publisher?.close();
       restClient?.close();
       await monitor?.close();
+      stopWatch();
       logger.info({ end }, 'rxfleet enrich stopped');
       resolveDone(end);
     })();
@@ -270,4 +280,18 @@ export async function startEnrichDaemon(settings: EnricherSettings, overrides: E
     },
     done,
   };
+}
+
+/** The enricher's credential files: its NATS TLS files and `.creds`, and the Incus client's and pinned server's certificates. */
+function enricherCredentials(settings: EnricherSettings): WatchedCredential[] {
+  const list: WatchedCredential[] = [];
+  const nats = settings.outputs.nats;
+  const isFile = (value: string | undefined): value is string => value !== undefined && !value.includes('-----BEGIN');
+  if (isFile(nats?.tls?.cert)) list.push({ kind: 'nats_tls_certificate', file: nats.tls.cert, format: 'certificate' });
+  if (isFile(nats?.tls?.ca)) list.push({ kind: 'nats_tls_ca', file: nats.tls.ca, format: 'certificate' });
+  if (isFile(nats?.credentials)) list.push({ kind: 'nats_credentials', file: nats.credentials, format: 'creds' });
+  const incus = settings.incus;
+  if (isFile(incus.clientCert)) list.push({ kind: 'incus_client_certificate', file: incus.clientCert, format: 'certificate' });
+  if (isFile(incus.serverCert)) list.push({ kind: 'incus_server_certificate', file: incus.serverCert, format: 'certificate' });
+  return list;
 }

@@ -1,6 +1,6 @@
 /* eslint-disable max-lines -- one 330-line function until the daemon contract of issue 20 splits it; the rule is new */
 import { setMaxListeners } from 'node:events';
-import { Registry, collectDefaultMetrics } from 'prom-client';
+import { Registry } from 'prom-client';
 import {
   EMPTY,
   NEVER,
@@ -24,6 +24,7 @@ import { errorMessage } from '../../lib/choria/errors';
 import { lifecycleEventJson, lifecycleSubject, newLifecycleEvent } from '../../lib/choria/lifecycle';
 import { ElectionEvent, campaign } from '../../lib/election/campaign';
 import { silentLogger } from '../../lib/logger';
+import { formatGoDuration } from '../../lib/duration';
 import { broadcastDiscovery } from '../../streams/choria/discovery';
 import { lifecycleEvents } from '../../streams/choria/lifecycleListener';
 import { ChoriaRpcClient } from '../../streams/choria/rpcClient';
@@ -34,6 +35,8 @@ import { nodeSiteFiles } from '../../streams/siteFiles';
 import { ConfigurationError } from '../../lib/provision/config';
 import { connectionPlan } from '../../streams/choria/connectionPlan';
 import { resolveBrokers } from '../../streams/choria/srvLookup';
+import { CredentialWatch } from '../../streams/credentialWatch';
+import { registerProcessMetrics } from '../../streams/processMetrics';
 import { isValidLifecycleComponent } from '../../lib/choria/lifecycleComponent';
 import { MalformedInputSource, ProvisionerMetrics } from '../../lib/provision/metrics';
 import { CycleResult, HostTicket, Sighting, provisionPipeline } from '../../lib/provision/pipeline';
@@ -87,7 +90,7 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
   const metrics = new ProvisionerMetrics({ registry, site: config.site });
   // At zero even without leader_election, as every other series (P2): a dashboard's query finds them.
   const electionMetrics = new ElectionMetrics({ registry, election: ELECTION_KEY, identity });
-  if (options.processMetrics !== false) collectDefaultMetrics({ register: registry });
+  if (options.processMetrics !== false) registerProcessMetrics(registry);
   // Closed first with leader_election (until won) and active-active (until the claims bucket is read).
   const gate = new PauseGate(electionOn || activeActiveOn);
   const gateWatch = gate.paused$.subscribe((paused) => metrics.setPaused(paused));
@@ -109,6 +112,8 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
   });
 
   let connection: FleetConnection | undefined = options.connection;
+  let credentialWatch: CredentialWatch | undefined;
+  let stopCredentialWatch = (): void => undefined;
   let activeActive: ActiveActive | undefined;
   const companion = options.companion;
   const ready = (): boolean =>
@@ -136,7 +141,11 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
       ...(config.rxfleet.monitorHost !== undefined ? { host: config.rxfleet.monitorHost } : {}),
       registry,
       ready,
-      describe: () => ({ ...status(), ...(companion !== undefined ? { [companion.name]: companion.status() } : {}) }),
+      describe: () => ({
+        ...status(),
+        ...(credentialWatch?.problem() !== undefined ? { login: credentialWatch.problem() } : {}),
+        ...(companion !== undefined ? { [companion.name]: companion.status() } : {}),
+      }),
       logger,
     });
 
@@ -180,13 +189,28 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
         { provider: security?.provider, certname: security?.certname, callerId: plan.callerId, tls, requests },
         `security provider ${security?.provider ?? 'unknown'}: caller ${plan.callerId}, TLS ${tls}, requests ${requests}`,
       );
-      const brokers = await resolveBrokers(plan.brokers, {
+      const lookUp = () =>
+        resolveBrokers(plan.brokers, {
+          logger,
+          ...(config.rxfleet.dnsServers.length > 0 ? { dnsServers: config.rxfleet.dnsServers } : {}),
+        });
+      const brokers = await lookUp();
+      // Every credential is read again at each (re)connection, and SRV records looked up again, as
+      // go-choria does for every connection; the watch logs what changed and exports expiries.
+      credentialWatch = new CredentialWatch({ credentials: plan.credentials, logger, registry });
+      stopCredentialWatch = credentialWatch.every();
+      connection = await openNatsConnection(
+        {
+          ...plan.nats,
+          servers: brokers.servers,
+          watch: credentialWatch,
+          ...(plan.brokers.kind === 'srv' ? { resolveServers: async () => (await lookUp()).servers } : {}),
+        },
         logger,
-        ...(config.rxfleet.dnsServers.length > 0 ? { dnsServers: config.rxfleet.dnsServers } : {}),
-      });
-      connection = await openNatsConnection({ ...plan.nats, servers: brokers.servers }, logger);
+      );
     }
   } catch (error) {
+    stopCredentialWatch();
     await monitor?.close();
     gateWatch.unsubscribe();
     ledgerWatch.unsubscribe();
@@ -445,7 +469,7 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
       const inFlight = busyWorkers;
       logger.info(
         { inFlight, graceMs },
-        `stopping: no more discovery or admission; ${inFlight} node${inFlight === 1 ? '' : 's'} in flight may finish within ${graceMs} ms`,
+        `stopping: no more discovery or admission; ${inFlight} node${inFlight === 1 ? '' : 's'} in flight may finish within ${formatGoDuration(graceMs)}`,
       );
       stop$.next();
       stop$.complete();
@@ -469,6 +493,7 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
       leadershipWatch.unsubscribe();
       gateWatch.unsubscribe();
       ledgerWatch.unsubscribe();
+      stopCredentialWatch();
       await monitor?.close();
       if (ownConnection) await connection?.drain();
       state = 'stopped';

@@ -37,6 +37,8 @@ export function pipelineHooks({ metrics, logger, queueCapacity, onBusy }: Pipeli
       metrics.discoveryError();
       logger.error({ err: error }, `discovery failed: ${errorMessage(error)}`);
     },
+    discoveryFinished: (found, fresh) =>
+      logger.info({ found, new: fresh }, `discovery found ${found} node${found === 1 ? '' : 's'} in provisioning mode, ${fresh} new`),
     discoverySkipped: () => logger.warn('Skipping discovery while paused'),
     droppedWhilePaused: (s) =>
       logger.debug(

@@ -110,15 +110,22 @@ export interface MessageOutput {
 const ajv = new Ajv({ useDefaults: true, strict: true, strictTypes: false });
 const strings = (...names: string[]) => Object.fromEntries(names.map((n) => [n, { type: 'string' }]));
 
+// The DDL's output defaults (go-choria's choria_provision DDL), filled in as upstream's generated
+// client fills them (`SetOutputDefaults` before the reply is read): a server before 0.23 sends
+// `edch_public`, not `ecdh_public`, which reads as "" (fatal only when a private key must be sent
+// to it), and an empty `jwt` is a reply that fails at once with "no JWT received", not a malformed
+// one that waits out three timeouts.
 const validJwt = lazyValidator<JwtOutput>(ajv, {
   type: 'object',
-  required: ['jwt', 'ecdh_public'],
-  properties: { jwt: { type: 'string', minLength: 1 }, ecdh_public: { type: 'string' } },
+  properties: { jwt: { type: 'string', default: '' }, ecdh_public: { type: 'string', default: '' } },
 });
 const validGen25519 = lazyValidator<Gen25519Output>(ajv, {
   type: 'object',
-  required: ['public_key', 'directory', 'signature'],
-  properties: strings('public_key', 'directory', 'signature'),
+  properties: {
+    public_key: { type: 'string', default: '' },
+    directory: { type: 'string', default: '' },
+    signature: { type: 'string', default: '' },
+  },
 });
 const validInventory = lazyValidator<InventoryOutput>(ajv, {
   type: 'object',

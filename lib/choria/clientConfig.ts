@@ -1,5 +1,9 @@
 import { withoutCredentials } from '../redact';
 import { hostname } from 'node:os';
+import { parseGoDuration } from '../duration';
+import { ENVIRONMENT_OVERRIDES, parseMiddlewareHosts, unsupportedKeyWarning } from './clientConfigKeys';
+
+export { parseMiddlewareHosts } from './clientConfigKeys';
 
 /**
  * The part of a Choria client configuration (`choria.cfg`, `client.conf`) the provisioner reads.
@@ -44,6 +48,8 @@ export interface ChoriaClientConfig {
   discoveryTimeoutSeconds: number;
   /** `ttl` of requests in seconds; default 60. */
   requestTtlSeconds: number;
+  /** `plugin.choria.network.connect_timeout` in ms (the NATS connection's timeout); default 2 s, at most 120 s. */
+  connectTimeoutMs: number;
 }
 
 /** The values go-choria accepts for `plugin.security.provider` (its validator refuses any other). */
@@ -75,6 +81,13 @@ export interface ParseChoriaConfigOptions {
   defaultIdentity?: string;
   /** The home directory a path starting `~` is expanded with, as go-choria does; unset: left as written. */
   home?: string;
+  /**
+   * go-choria's `plugin.d/choria.cfg` beside the file, read after it: its keys are under
+   * `plugin.choria.` (`use_srv = false` is `plugin.choria.use_srv`), and its lines win.
+   */
+  dropIns?: Array<{ file: string; text: string; prefix: string }>;
+  /** The environment the overrides of {@link ENVIRONMENT_OVERRIDES} are read from; unset: none. */
+  env?: Record<string, string | undefined>;
 }
 
 /** The keys holding file names: a leading `~` is the home directory (go-choria's `path_string`). */
@@ -105,25 +118,52 @@ const PATH_KEYS = new Set([
  */
 export function parseChoriaClientConfig(text: string, options: ParseChoriaConfigOptions = {}): ChoriaConfigResult {
   const file = options.file;
-  const where = (line: number, key: string): string => `${file ?? 'choria config'}:${line} ${key}`.trim();
   const problems: ChoriaConfigProblem[] = [];
-  const settings = new Map<string, { value: string; line: number }>();
-  text.split(/\r?\n/).forEach((raw, index) => {
-    const line = raw.trim();
-    if (line === '' || line.startsWith('#')) return;
-    const eq = line.indexOf('=');
-    if (eq <= 0) {
-      // Only what looks like the key: the rest may be a password written with the wrong separator.
-      const key = /^[A-Za-z0-9_.-]+/.exec(line)?.[0];
-      problems.push({
-        path: where(index + 1, ''),
-        message: `expected "key = value"${key === undefined ? '' : ` (a line starting ${JSON.stringify(key)})`}; line ignored`,
-        severity: 'warning',
-      });
-      return;
-    }
-    settings.set(line.slice(0, eq).trim(), { value: line.slice(eq + 1).trim(), line: index + 1 });
-  });
+  const settings = new Map<string, { value: string; line: number; file: string | undefined }>();
+  const sources = [{ file, text, prefix: '' }, ...(options.dropIns ?? [])];
+  const at = (source: string | undefined, line: number, key: string): string => `${source ?? 'choria config'}:${line} ${key}`.trim();
+  for (const source of sources) {
+    source.text.split(/\r?\n/).forEach((raw, index) => {
+      const line = raw.trim();
+      if (line === '' || line.startsWith('#')) return;
+      const eq = line.indexOf('=');
+      if (eq <= 0) {
+        // Only what looks like the key: the rest may be a password written with the wrong separator.
+        const key = /^[A-Za-z0-9_.-]+/.exec(line)?.[0];
+        problems.push({
+          path: at(source.file, index + 1, ''),
+          message: `expected "key = value"${key === undefined ? '' : ` (a line starting ${JSON.stringify(key)})`}; line ignored`,
+          severity: 'warning',
+        });
+        return;
+      }
+      const key = `${source.prefix}${line.slice(0, eq).trim()}`;
+      settings.set(key, { value: line.slice(eq + 1).trim(), line: index + 1, file: source.file });
+    });
+  }
+  // As confkey sets a key: the environment variable wins, where the key is in a file.
+  for (const [key, variable] of Object.entries(ENVIRONMENT_OVERRIDES)) {
+    const entry = settings.get(key);
+    const value = options.env?.[variable];
+    if (entry !== undefined && value !== undefined) settings.set(key, { ...entry, value: value.trim() });
+  }
+  const puppetSslDir = settings.get('plugin.security.puppet.ssldir');
+  if (puppetSslDir !== undefined && puppetSslDir.value !== '')
+    problems.push({
+      path: at(puppetSslDir.file, puppetSslDir.line, 'plugin.security.puppet.ssldir'),
+      message: settings.has('plugin.choria.ssldir')
+        ? 'not a go-choria key: plugin.choria.ssldir is used, as go-choria uses it'
+        : "not a go-choria key: rxfleet reads the Puppet SSL layout there, where go-choria would use its default directory (set plugin.choria.ssldir, go-choria's key); the certname is not affected",
+      severity: 'warning',
+    });
+  for (const [key, entry] of settings) {
+    const warning = unsupportedKeyWarning(key);
+    if (warning !== undefined) problems.push({ path: at(entry.file, entry.line, key), message: warning, severity: 'warning' });
+  }
+  const where = (_line: number, key: string): string => {
+    const entry = settings.get(key);
+    return at(entry?.file ?? file, entry?.line ?? _line, key);
+  };
 
   const stringSetting = (key: string): string | undefined => {
     const v = settings.get(key)?.value;
@@ -172,12 +212,38 @@ export function parseChoriaClientConfig(text: string, options: ParseChoriaConfig
   if (hosts !== undefined && hosts.value !== '') {
     const parsed = parseMiddlewareHosts(hosts.value);
     middlewareHosts = parsed.urls;
+    const path = where(hosts.line, 'plugin.choria.middleware_hosts');
     for (const bad of parsed.invalid) {
       problems.push({
-        path: where(hosts.line, 'plugin.choria.middleware_hosts'),
+        path,
         message: `expected host:port or nats://host:port, got ${JSON.stringify(withoutCredentials(bad))}`,
         severity: 'error',
       });
+    }
+    if (parsed.withoutPort.length > 0)
+      problems.push({
+        path,
+        message: `${parsed.withoutPort.join(', ')} without a port: go-choria refuses it; rxfleet uses NATS's 4222`,
+        severity: 'warning',
+      });
+    if (parsed.withCredentials > 0)
+      problems.push({
+        path,
+        message:
+          'user:password in a host is dropped, as go-choria drops it: the login is plugin.nats.user and plugin.nats.pass (or the provisioner file)',
+        severity: 'warning',
+      });
+  }
+  let connectTimeoutMs = 2000;
+  const connectTimeout = settings.get('plugin.choria.network.connect_timeout');
+  if (connectTimeout !== undefined && connectTimeout.value !== '') {
+    const path = where(connectTimeout.line, 'plugin.choria.network.connect_timeout');
+    try {
+      const ms = parseGoDuration(connectTimeout.value);
+      if (ms > 120_000) problems.push({ path, message: 'must not exceed 120 seconds (go-choria refuses to connect)', severity: 'error' });
+      else if (ms > 0) connectTimeoutMs = ms;
+    } catch (error) {
+      problems.push({ path, message: (error as Error).message, severity: 'error' });
     }
   }
 
@@ -203,31 +269,12 @@ export function parseChoriaClientConfig(text: string, options: ParseChoriaConfig
     natsCredentials: stringSetting('plugin.nats.credentials'),
     discoveryTimeoutSeconds: seconds('discovery_timeout', 2),
     requestTtlSeconds: seconds('ttl', 60),
+    connectTimeoutMs,
   };
-  // Reported in file order, whatever order the keys were checked in.
-  const lineOf = (p: ChoriaConfigProblem): number => Number(/:(\d+)/.exec(p.path)?.[1] ?? 0);
-  return { config, problems: [...problems].sort((a, b) => lineOf(a) - lineOf(b)) };
-}
-
-/**
- * Splits `plugin.choria.middleware_hosts`: comma-separated `host:port`, `nats://host:port` or
- * `tls://host:port` (an IPv6 host in brackets), returned as `nats://host:port` / `tls://host:port`
- * URLs. A host without a port gets NATS's 4222. Entries that are not host:port are returned in
- * `invalid`, never thrown.
- */
-export function parseMiddlewareHosts(value: string): { urls: string[]; invalid: string[] } {
-  const urls: string[] = [];
-  const invalid: string[] = [];
-  for (const raw of value.split(',')) {
-    const entry = raw.trim();
-    if (entry === '') continue;
-    const m = /^(?:(nats|tls):\/\/)?(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.-]+)(?::(\d{1,5}))?$/.exec(entry);
-    const port = m?.[3] === undefined ? 4222 : Number(m[3]);
-    if (m === null || port < 1 || port > 65535) {
-      invalid.push(entry);
-      continue;
-    }
-    urls.push(`${m[1] ?? 'nats'}://${m[2]}:${port}`);
-  }
-  return { urls, invalid };
+  // Reported in file order (the file, then its drop-ins), whatever order the keys were checked in.
+  const order = (p: ChoriaConfigProblem): number => {
+    const source = sources.findIndex((s) => s.file !== undefined && p.path.startsWith(`${s.file}:`));
+    return Math.max(0, source) * 1e6 + Number(/:(\d+)/.exec(p.path)?.[1] ?? 0);
+  };
+  return { config, problems: [...problems].sort((a, b) => order(a) - order(b)) };
 }

@@ -1,4 +1,5 @@
 import { PausedError } from '@rxfleet/operators';
+import { formatGoDuration } from '../duration';
 
 /**
  * The typed failures of the Choria wire layer, one class per failure, each keeping what a caller
@@ -78,7 +79,7 @@ export class RpcTimeoutError extends Error {
     readonly refused = 0,
   ) {
     super(
-      `${rpc}: no reply from ${identity} within ${timeoutMs} ms${refused > 0 ? ` (${refused} malformed or foreign repl${refused === 1 ? 'y' : 'ies'} skipped)` : ''}`,
+      `${rpc}: no reply from ${identity} within ${formatGoDuration(timeoutMs)}${refused > 0 ? ` (${refused} malformed or foreign repl${refused === 1 ? 'y' : 'ies'} skipped)` : ''}`,
     );
   }
 }

@@ -37,6 +37,8 @@ export interface AttemptContext {
 export interface RetryRpcOptions {
   /** The label: `choria_provision#configure`, `rpcutil#inventory`. */
   rpc: string;
+  /** The node asked, named in the debug lines of each try. */
+  identity?: string;
   /** Attempts at most (the table of §3.2: jwt 3, gen25519 5, inventory 5, gencsr 1, configure 5, ...). */
   tries: number;
   /** Checked before the first attempt and before each one; closing it aborts an attempt or a pause at once. */
@@ -108,7 +110,9 @@ export function retryRpc<T>(attempt: (context: AttemptContext) => Observable<T>,
     onAttempt,
     onFailed,
     logger = silentLogger,
+    identity,
   } = options;
+  const on = identity === undefined ? '' : ` on ${identity}`;
 
   return new Observable<T>((subscriber) => {
     let done = false;
@@ -170,7 +174,7 @@ export function retryRpc<T>(attempt: (context: AttemptContext) => Observable<T>,
       const stop = interruption();
       if (stop !== undefined) return finish(stop);
       const n = ++attempts;
-      logger.debug({ rpc, attempt: n, tries }, `trying ${rpc} ${n}/${tries}`);
+      logger.debug({ rpc, identity, attempt: n, tries }, `trying ${rpc}${on} ${n}/${tries}`);
       const startedAt = scheduler.now();
       const record = (error?: unknown): void =>
         onAttempt?.({ rpc, attempt: n, tries, seconds: (scheduler.now() - startedAt) / 1000, ...(error !== undefined ? { error } : {}) });
@@ -206,7 +210,7 @@ export function retryRpc<T>(attempt: (context: AttemptContext) => Observable<T>,
     };
 
     const failed = (n: number, error: unknown): void => {
-      logger.debug({ rpc, attempt: n, err: error }, `${rpc} attempt ${n} failed: ${errorMessage(error)}`);
+      logger.debug({ rpc, identity, attempt: n, err: error }, `${rpc}${on} attempt ${n} failed: ${errorMessage(error)}`);
       if (error instanceof PausedError || error instanceof RpcAbortedError) return finish(error);
       if (n >= tries || !retryable(error)) return finish(new RpcRetryError(rpc, n, error));
       listen((interrupted) => finish(interrupted));

@@ -63,8 +63,9 @@ export function defaultPuppetSslDir(env: SecurityEnvironment): string | undefine
  *   `<$USER>.mcollective` for a user other than root, else the identity.
  * - `puppet`: the Puppet SSL layout under `plugin.choria.ssldir` (default `/etc/puppetlabs/puppet/ssl`
  *   for root, `~/.puppetlabs/etc/puppet/ssl` otherwise): `certs/<certname>.pem`,
- *   `private_keys/<certname>.pem`, `certs/ca.pem`, each present. Certname `plugin.security.certname`,
- *   else `$MCOLLECTIVE_CERTNAME`, else `<$USER>.mcollective`.
+ *   `private_keys/<certname>.pem`, `certs/ca.pem`, each present. Certname `$MCOLLECTIVE_CERTNAME`,
+ *   else `<$USER>.mcollective`, as go-choria; `plugin.security.certname` (not a go-choria key) only
+ *   when neither is set (go-choria would refuse to start), with a warning either way.
  * - `choria`: `plugin.security.choria.token_file` and `.seed_file` required and present; TLS with
  *   `.certificate` and `.key` when both exist, verified against `.ca` when it exists and otherwise
  *   encrypted without verification (a configured file that is missing is a warning, since
@@ -112,8 +113,18 @@ export function clientSecurity(
       });
     }
     case 'puppet': {
-      const certname =
-        choria.certname ?? env.certname ?? (env.user !== undefined && env.user !== '' ? `${env.user}.mcollective` : undefined);
+      // go-choria's puppet provider: MCOLLECTIVE_CERTNAME, else <USER>.mcollective (root too). The
+      // file's plugin.security.certname (not a go-choria key) never changes that choice.
+      const upstream = env.certname ?? (env.user !== undefined && env.user !== '' ? `${env.user}.mcollective` : undefined);
+      const certname = upstream ?? choria.certname;
+      if (choria.certname !== undefined && upstream === undefined)
+        warn(
+          `plugin.security.certname is not a go-choria key: rxfleet names the certificate ${choria.certname} by it, where go-choria would refuse to start (neither MCOLLECTIVE_CERTNAME nor USER is set)`,
+        );
+      else if (choria.certname !== undefined && choria.certname !== upstream)
+        warn(
+          `plugin.security.certname is not a go-choria key and does not change the certname: ${upstream} (MCOLLECTIVE_CERTNAME, else <USER>.mcollective), as go-choria chooses it`,
+        );
       const sslDir = choria.sslDir ?? defaultPuppetSslDir(env);
       if (certname === undefined)
         error(

@@ -88,6 +88,7 @@ export class CycleRpc {
             ),
       {
         rpc,
+        identity,
         tries: spec.tries,
         gate,
         signal,

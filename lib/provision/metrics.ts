@@ -117,7 +117,12 @@ export class ProvisionerMetrics {
       'choria_provisioner_work_queue_entries',
       'Number of nodes on the work queue waiting to be provisioned',
     );
-    this.waitingNodesGauge = gauge('choria_provisioner_waiting_nodes', 'The number of nodes currently waiting to be provisioned');
+    // Upstream's name and meaning (its map of known hosts); its HELP said "waiting to be provisioned",
+    // which a node held after its cycle is not, so the HELP says what is counted.
+    this.waitingNodesGauge = gauge(
+      'choria_provisioner_waiting_nodes',
+      'The number of nodes the provisioner holds: queued, being provisioned, or held after a cycle until the next interval',
+    );
     this.pausedGauge = gauge('choria_provisioner_paused', 'Indicates if the provisioner is paused');
     this.rpcTimeSummary = summary('choria_provisioner_rpc_time', 'How long it took to perform RPC requests', ['site', 'rpc']);
     this.rpcErrorsCounter = counter('choria_provisioner_rpc_errors', 'How many rpc related errors were encountered', ['site', 'rpc']);

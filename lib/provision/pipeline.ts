@@ -61,6 +61,8 @@ export interface ClaimStage {
 export interface PipelineHooks {
   discoveryStarted?(): void;
   discoveryFailed?(error: unknown): void;
+  /** A discovery round answered: how many nodes it found, and how many of them were not already held. */
+  discoveryFinished?(found: number, fresh: number): void;
   /** A sighting was admitted; `ticket.value.readmission` says it superseded an older ticket. */
   admitted?(ticket: HostTicket): void;
   refused?(refusal: Refusal<Sighting, string>): void;
@@ -171,6 +173,9 @@ export function provisionPipeline(config: ProvisionPipelineConfig): Observable<P
     exhaustMap(() => {
       hooks.discoveryStarted?.();
       return from(discover()).pipe(
+        tap((identities) =>
+          hooks.discoveryFinished?.(identities.length, identities.filter((id) => ledger.holder(id) === undefined).length),
+        ),
         catchError((error: unknown) => {
           hooks.discoveryFailed?.(error);
           return EMPTY;

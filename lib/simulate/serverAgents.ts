@@ -188,7 +188,15 @@ function jwt(node: SimulatedNode, data: Record<string, unknown>, context: Server
   if (refused !== undefined) return refused;
   // Regenerated on every call: a configure must use the key of the latest jwt call (§3.8).
   node.ecdh = generateX25519KeyPair();
-  return ok({ jwt: context.keys.jwt, ecdh_public: node.ecdh.publicKey.toString('hex') }, 'jwt');
+  // Servers before 0.23 named the output `edch_public`; a configure needs no key from them unless one is sent.
+  const ecdhKey = sentEdchPublic(node.version) ? 'edch_public' : 'ecdh_public';
+  return ok({ jwt: context.keys.jwt, [ecdhKey]: node.ecdh.publicKey.toString('hex') }, 'jwt');
+}
+
+/** Whether a server of this version answers `jwt` with `edch_public` (go-choria before 0.23). */
+export function sentEdchPublic(version: string): boolean {
+  const match = /^v?(\d+)\.(\d+)/.exec(version);
+  return match !== null && Number(match[1]) === 0 && Number(match[2]) < 23;
 }
 
 function gen25519(node: SimulatedNode, data: Record<string, unknown>, context: ServerContext): AgentReply {

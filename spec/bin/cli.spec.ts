@@ -36,6 +36,20 @@ describe('the rxfleet command', () => {
     expect(stderr).toMatch(/unknown command 'provisoin'/);
   });
 
+  it("upstream's default command without its name (choria-provisioner --config x.yaml) says what to type instead", async () => {
+    const plain = await rxfleet('--config', 'x.yaml', '--choria-config', 'c.cfg');
+    expect(plain.code).toBe(1);
+    expect(plain.stderr.trim()).toBe(
+      "error: no command given (upstream's default command is run): did you mean: rxfleet run --config x.yaml --choria-config c.cfg",
+    );
+    const debug = await rxfleet('--debug', '--config=x.yaml');
+    expect(debug.stderr.trim()).toBe(
+      "error: no command given (upstream's default command is run): did you mean: rxfleet --debug run --config=x.yaml",
+    );
+    // With a command named, nothing is suggested.
+    expect((await rxfleet('validate', '--config', 'missing.yaml')).stderr).not.toContain('did you mean');
+  });
+
   it('prints its version and help', async () => {
     expect((await rxfleet('--version')).stdout.trim()).toBe(version);
     const help = (await rxfleet('--help')).stdout;

@@ -171,11 +171,13 @@ describe('rxfleet provision', () => {
     );
     expect(lines.find((l) => l.includes('cannot connect'))).toMatch(
       new RegExp(
-        `^time="[^"]+" level=warning msg="cannot connect to NATS at nats://127\\.0\\.0\\.1:${port}: (connection refused|connect ECONNREFUSED 127\\.0\\.0\\.1:${port}); attempt 1, next try in \\d\\.\\d s" attempt=1 `,
+        `^time="[^"]+" level=warning msg="cannot connect to NATS at nats://127\\.0\\.0\\.1:${port}: (connection refused|connect ECONNREFUSED 127\\.0\\.0\\.1:${port}); attempt 1, next try in \\d+ms" attempt=1 `,
       ),
     );
     provisioner.child.kill('SIGTERM');
     expect(await provisioner.exited).toEqual({ code: 0, signal: null });
+    // It ends as every stop ends: with `stopped`.
+    expect(provisioner.stdout().trim().split('\n').at(-1)).toMatch(/^time="[^"]+" level=info msg=stopped /);
   });
 
   it('a second signal exits at once, killing the helper in flight', async () => {

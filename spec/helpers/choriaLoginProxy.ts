@@ -26,6 +26,8 @@ export interface ChoriaLoginProxyOptions {
   provisionerPassword: string;
   /** The broker's TLS: its certificate and key, and a CA when client certificates are verified. */
   tls: { cert: string; key: string; ca?: string };
+  /** Listen on this loopback port (a broker restarted in place). Default a free one. */
+  port?: number;
 }
 
 /** A Choria broker's front door for the provisioner user, in front of a real nats-server. */
@@ -174,7 +176,7 @@ export async function startChoriaLoginProxy(options: ChoriaLoginProxyOptions): P
     upstream.on('data', onInfo);
   };
 
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
     url: `nats://127.0.0.1:${port}`,

@@ -25,11 +25,12 @@ export interface ClientCredentials {
 /**
  * A client JWT as `choria jwt client ... --server-provisioner` makes one for the provisioner:
  * purpose `choria_client_id`, the caller id, the client's public key, the `provisioner`
- * permission (unless `permissions` says otherwise), signed EdDSA by the issuer.
+ * permission (unless `permissions` says otherwise), valid an hour (or until `expiresAt`), signed
+ * EdDSA by the issuer.
  */
 export async function clientCredentials(
   issuer: OrganisationIssuer,
-  options: { callerId?: string; permissions?: Record<string, boolean> } = {},
+  options: { callerId?: string; permissions?: Record<string, boolean>; expiresAt?: Date } = {},
 ): Promise<ClientCredentials> {
   const { privateKey, publicKey } = generateKeyPairSync('ed25519');
   const raw = publicKey.export({ format: 'der', type: 'spki' }).subarray(-32);
@@ -43,7 +44,7 @@ export async function clientCredentials(
     .setProtectedHeader({ alg: 'EdDSA', typ: 'JWT' })
     .setIssuer('I-spec')
     .setIssuedAt()
-    .setExpirationTime('1h')
+    .setExpirationTime(options.expiresAt ?? '1h')
     .sign(issuer.privateKey);
   return { token, seedHex: privateKey.export({ format: 'der', type: 'pkcs8' }).subarray(-32).toString('hex') };
 }

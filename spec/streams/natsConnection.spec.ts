@@ -107,7 +107,7 @@ describe('the daemon NATS connection', () => {
       expect(first).toMatchObject({ level: 40, attempt: 1, retryInMs: 100, servers: [`nats://[redacted]@127.0.0.1:${port}`] });
       expect(first.msg).toMatch(
         new RegExp(
-          `^cannot connect to NATS at nats://\\[redacted\\]@127\\.0\\.0\\.1:${port}: (connection refused|connect ECONNREFUSED 127\\.0\\.0\\.1:${port}); attempt 1, next try in 0\\.1 s$`,
+          `^cannot connect to NATS at nats://\\[redacted\\]@127\\.0\\.0\\.1:${port}: (connection refused|connect ECONNREFUSED 127\\.0\\.0\\.1:${port}); attempt 1, next try in 100ms$`,
         ),
       );
       // The second line is the first failure a second or more after the first; the attempts in
@@ -115,7 +115,7 @@ describe('the daemon NATS connection', () => {
       const attempt = Number(second.attempt);
       expect(attempt).toBeGreaterThanOrEqual(2);
       const since = attempt > 2 ? ` (${attempt - 1} failed since the last line)` : '';
-      expect(second.msg).toMatch(new RegExp(`; attempt ${attempt}${since.replace(/[()]/g, '\\$&')}, next try in 0\\.1 s$`));
+      expect(second.msg).toMatch(new RegExp(`; attempt ${attempt}${since.replace(/[()]/g, '\\$&')}, next try in 100ms$`));
       expect(lines.map((l) => l.msg)).toContain('connected to NATS');
       expect(JSON.stringify(lines)).not.toContain('PASS');
       // The connection's name is its own key: `name` is the logger's.
@@ -145,7 +145,7 @@ describe('the daemon NATS connection', () => {
       expect(reconnected).toBeGreaterThan(failed);
       expect(lines[disconnected].level).toBe(40);
       expect(lines[failed]).toMatchObject({ level: 40, attempt: 1 });
-      expect(messages[failed]).toBe(`cannot reconnect to NATS at ${own.url}: attempt 1 failed, next try within 0.2 s`);
+      expect(messages[failed]).toBe(`cannot reconnect to NATS at ${own.url}: attempt 1 failed, next try within 200ms`);
     } finally {
       await connection.drain();
       await own.stop();

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { promises as dns } from 'node:dns';
 import { homedir, hostname } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { ChoriaConfigResult, parseChoriaClientConfig } from '../../lib/choria/clientConfig';
 
 /** Options for {@link defaultChoriaConfigPath}: where home is and how to test a file, for tests. */
@@ -45,6 +45,26 @@ export async function hostFqdn(): Promise<string> {
 export interface LoadChoriaConfigOptions {
   /** Used when the file sets no `identity`; default {@link hostFqdn}. */
   defaultIdentity?: string;
+  /** The environment (overrides, home); default `process.env`. */
+  env?: Record<string, string | undefined>;
+  /** The home directory; default `os.homedir()`. */
+  home?: string;
+}
+
+/**
+ * go-choria's `plugin.d/choria.cfg` beside `file` (`config.dotdDir`), when it exists and `file` is
+ * not under the home directory (upstream skips drop-ins for a user's own file). The other files in
+ * `plugin.d/` only fill go-choria's raw option map, which no setting rxfleet reads comes from.
+ */
+export function choriaDropIns(file: string, home: string): Array<{ file: string; text: string; prefix: string }> {
+  const path = resolve(file);
+  if (home !== '' && path.startsWith(home)) return [];
+  const dropIn = join(dirname(path), 'plugin.d', 'choria.cfg');
+  try {
+    return [{ file: dropIn, text: readFileSync(dropIn, 'utf8'), prefix: 'plugin.choria.' }];
+  } catch {
+    return [];
+  }
 }
 
 /**
@@ -53,6 +73,8 @@ export interface LoadChoriaConfigOptions {
  */
 export async function loadChoriaClientConfig(file: string, options: LoadChoriaConfigOptions = {}): Promise<ChoriaConfigResult> {
   const defaultIdentity = options.defaultIdentity ?? (await hostFqdn());
+  const env = options.env ?? process.env;
+  const home = options.home ?? homedir();
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -61,5 +83,5 @@ export async function loadChoriaClientConfig(file: string, options: LoadChoriaCo
     const { config } = parseChoriaClientConfig('', { file, defaultIdentity });
     return { config, problems: [{ path: file, message: reason, severity: 'error' }] };
   }
-  return parseChoriaClientConfig(text, { file, defaultIdentity, home: homedir() });
+  return parseChoriaClientConfig(text, { file, defaultIdentity, home, env, dropIns: choriaDropIns(file, home) });
 }

@@ -1,7 +1,7 @@
 import { BrokerSource, brokerSource } from '../../lib/choria/brokerSource';
 import { ChoriaClientConfig } from '../../lib/choria/clientConfig';
 import { readClientToken } from '../../lib/choria/clientToken';
-import { ed25519PrivateKeyFromSeed, ed25519Sign } from '../../lib/choria/ed25519Keys';
+import { ed25519PrivateKeyFromSeed } from '../../lib/choria/ed25519Keys';
 import { EncodeRequestOptions } from '../../lib/choria/protocol/codec';
 import { callerIdFor } from '../../lib/choria/protocol/subjects';
 import { x509RequestSigner, x509SignerProblem } from '../../lib/choria/requestSigner';
@@ -10,6 +10,8 @@ import { SiteFiles } from '../../lib/siteFiles';
 import type { NatsConnectionConfig } from '../natsConnection';
 import { ConfigProblem, ProvisionerConfig } from '../../lib/provision/config';
 import { nodeSiteFiles } from '../siteFiles';
+import type { WatchedCredential } from '../credentialWatch';
+import { rereadLogin } from './rereadLogin';
 
 /** How the daemon reaches NATS and speaks to nodes, worked out from both configuration files. */
 export interface ConnectionPlan {
@@ -29,6 +31,8 @@ export interface ConnectionPlan {
   security: ClientSecurity | undefined;
   /** Problems that stop the daemon (errors) or deserve a line (warnings). */
   problems: ConfigProblem[];
+  /** The credential files the connection reads at every attempt, for a `CredentialWatch`. */
+  credentials: WatchedCredential[];
 }
 
 /** The inbox prefix every reply uses: the provisioning account may only subscribe under it (DECISIONS P13). */
@@ -82,6 +86,7 @@ export function connectionPlan(config: ProvisionerConfig, choria: ChoriaClientCo
     servers: brokers.kind === 'srv' ? [] : brokers.servers,
     name: choria.identity,
     inboxPrefix: PROVISIONING_INBOX_PREFIX,
+    timeoutMs: choria.connectTimeoutMs,
   };
 
   const provisionerLogin = config.brokerProvisioningPassword !== '';
@@ -127,18 +132,41 @@ export function connectionPlan(config: ProvisionerConfig, choria: ChoriaClientCo
     const token = read('token_file', tokenFile, (text) => ({ text, info: readClientToken(text) }));
     const seed = read('seed_file', seedFile, (text) => ed25519PrivateKeyFromSeed(Buffer.from(text, 'hex')));
     if (token !== undefined && seed !== undefined) {
-      const sign = (bytes: Buffer): Uint8Array => ed25519Sign(seed, bytes);
+      // Read again for every connection and request, as go-choria: a renewed token is used without a restart.
+      const login = rereadLogin({ files, tokenFile, seedFile, token: token.text, seed, now });
       if (token.info.expiresAt !== undefined && token.info.expiresAt <= now()) {
         warn(
           choriaFile,
           `plugin.security.choria.token_file: the token expired at ${new Date(token.info.expiresAt).toISOString()}: the broker will refuse every connection until it is renewed`,
         );
       }
-      nats.jwtLogin = { jwt: token.text, sign };
+      nats.jwtLogin = login;
       nats.inboxPrefix = `${PROVISIONING_INBOX_PREFIX}.${token.info.uniqueId}`;
       callerId = token.info.callerId;
-      protocol = { version: 'v2', security: { callerJwt: token.text, sign } };
+      protocol = { version: 'v2', security: login };
     }
   }
-  return { nats, brokers, protocol, callerId, security: problems.some((p) => p.severity === 'error') ? undefined : security, problems };
+  return {
+    nats,
+    brokers,
+    protocol,
+    callerId,
+    security: problems.some((p) => p.severity === 'error') ? undefined : security,
+    problems,
+    credentials: watchedCredentials(nats, security?.jwt),
+  };
+}
+
+/** The files a connection with this plan logs in with, each under its `kind` label. */
+function watchedCredentials(nats: NatsConnectionConfig, jwt: { tokenFile: string; seedFile: string } | undefined): WatchedCredential[] {
+  const list: WatchedCredential[] = [];
+  if (nats.tls?.cert !== undefined) list.push({ kind: 'tls_certificate', file: nats.tls.cert, format: 'certificate' });
+  if (nats.tls?.key !== undefined) list.push({ kind: 'tls_key', file: nats.tls.key, format: 'secret' });
+  if (nats.tls?.ca !== undefined) list.push({ kind: 'tls_ca', file: nats.tls.ca, format: 'certificate' });
+  if (jwt !== undefined) {
+    list.push({ kind: 'choria_token', file: jwt.tokenFile, format: 'token' });
+    list.push({ kind: 'choria_seed', file: jwt.seedFile, format: 'secret' });
+  }
+  if (nats.credentials !== undefined) list.push({ kind: 'nats_credentials', file: nats.credentials, format: 'creds' });
+  return list;
 }

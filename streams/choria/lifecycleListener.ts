@@ -5,6 +5,7 @@ import { LifecycleEvent, LifecycleType, PROVISION_MODE_COMPONENT, lifecycleSubje
 import { errorMessage } from '../../lib/choria/errors';
 import { DEFAULT_MAX_BYTES } from '../../lib/choria/protocol/codec';
 import { Logger, silentLogger } from '../../lib/logger';
+import { formatGoDuration } from '../../lib/duration';
 
 /** Options for {@link lifecycleEvents}. */
 export interface LifecycleListenerOptions {
@@ -62,7 +63,7 @@ export function lifecycleEvents(nc: NatsConnection, options: LifecycleListenerOp
             refusals++;
             logger.error(
               { err: error, subject, retryInMs: waitMs },
-              `the broker refused the lifecycle subscription: ${errorMessage(error)}; nodes are found by discovery only until it is accepted; subscribing again in ${waitMs} ms`,
+              `the broker refused the lifecycle subscription: ${errorMessage(error)}; nodes are found by discovery only until it is accepted; subscribing again in ${formatGoDuration(waitMs)}`,
             );
             retry = scheduler.schedule(subscribe, waitMs);
             return;

@@ -2,6 +2,7 @@ import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node'
 import { SchedulerLike, Subscription as RxSubscription, asyncScheduler } from 'rxjs';
 import { errorMessage } from '../../lib/choria/errors';
 import { Logger, silentLogger } from '../../lib/logger';
+import { formatGoDuration } from '../../lib/duration';
 
 /** Options for {@link ReplyInbox}. */
 export interface ReplyInboxOptions {
@@ -118,7 +119,7 @@ export class ReplyInbox {
     this.refusals++;
     this.logger.error(
       { err: error, subject: `${this.prefix}.*`, retryInMs: waitMs },
-      `the broker refused the reply subscription: ${errorMessage(error)}; subscribing again in ${waitMs} ms`,
+      `the broker refused the reply subscription: ${errorMessage(error)}; subscribing again in ${formatGoDuration(waitMs)}`,
     );
     this.resubscribe = this.scheduler.schedule(() => {
       this.resubscribe = undefined;

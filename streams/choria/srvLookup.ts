@@ -2,6 +2,7 @@ import { Resolver } from 'node:dns/promises';
 import { BrokerSource, DEFAULT_BROKERS, MIDDLEWARE_SRV_RECORDS, domainOf, srvServers } from '../../lib/choria/brokerSource';
 import { Logger, silentLogger } from '../../lib/logger';
 import { hostFqdn } from './clientConfigFile';
+import { facterDomain } from './facter';
 
 /** Options for {@link resolveBrokers}. */
 export interface ResolveBrokersOptions {
@@ -9,6 +10,8 @@ export interface ResolveBrokersOptions {
   dnsServers?: string[];
   /** The host's fully qualified name, whose domain is searched when no SRV domain is set. Default {@link hostFqdn}. */
   fqdn?: () => Promise<string>;
+  /** The domain facter reports (`networking.domain`), as go-choria asks it; default runs facter when installed. */
+  facterDomain?: () => Promise<string | undefined>;
   /** Per query. Default 2 s, two tries. */
   timeoutMs?: number;
   logger?: Logger;
@@ -27,13 +30,14 @@ export interface ResolvedBrokers {
  * The brokers to connect to, as go-choria's `MiddlewareServers` finds them: a listed set as it is;
  * otherwise, with SRV lookups on, the first of `_mcollective-server._tcp.<domain>` and
  * `_x-puppet-mcollective._tcp.<domain>` that has records (`domain` is `plugin.choria.srv_domain`,
- * else the host's); when neither has any, or the domain is unknown, or SRV is off, `puppet:4222`.
+ * else facter's `networking.domain` when facter is installed, else the domain of the host's name); when neither has any, or the domain is unknown, or SRV is off, `puppet:4222`.
  * A failed lookup is logged at warn, as upstream, and never rejects.
  */
 export async function resolveBrokers(source: BrokerSource, options: ResolveBrokersOptions = {}): Promise<ResolvedBrokers> {
   const logger = options.logger ?? silentLogger;
   if (source.kind !== 'srv') return { servers: source.servers, from: source.kind };
-  const domain = source.domain ?? domainOf(await (options.fqdn ?? hostFqdn)());
+  // go-choria asks facter only; without facter rxfleet takes the domain of the host's name instead.
+  const domain = source.domain ?? (await (options.facterDomain ?? facterDomain)()) ?? domainOf(await (options.fqdn ?? hostFqdn)());
   if (domain === undefined) {
     const detail = 'the host has no domain to look SRV records up in (set plugin.choria.srv_domain)';
     logger.warn(`Could not resolve Middleware Server SRV records: ${detail}; using ${DEFAULT_BROKERS.join(', ')}`);

@@ -144,7 +144,11 @@ export class HelperRunner {
     } finally {
       const seconds = (performance.now() - started) / 1000;
       this.options.metrics?.observeHelper(seconds);
-      this.logger.debug({ seconds }, 'helper run finished');
+      const identity = typeof input === 'string' ? undefined : input.identity;
+      this.logger.debug(
+        { seconds, identity },
+        `helper run${identity === undefined ? '' : ` for ${identity}`} finished in ${formatGoDuration(Math.round(seconds * 1000))}`,
+      );
     }
   }
 

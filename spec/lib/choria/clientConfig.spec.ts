@@ -44,6 +44,7 @@ describe('parseChoriaClientConfig', () => {
       natsCredentials: undefined,
       discoveryTimeoutSeconds: 5,
       requestTtlSeconds: 60,
+      connectTimeoutMs: 2000,
     });
   });
 
@@ -189,7 +190,12 @@ describe('the Choria client configuration never echoes a secret (issue 14 item 3
 
 describe('parseMiddlewareHosts', () => {
   it("gives a host without a port NATS's 4222", () => {
-    expect(parseMiddlewareHosts('broker')).toEqual({ urls: ['nats://broker:4222'], invalid: [] });
+    expect(parseMiddlewareHosts('broker')).toEqual({
+      urls: ['nats://broker:4222'],
+      invalid: [],
+      withoutPort: ['broker'],
+      withCredentials: 0,
+    });
   });
 });
 

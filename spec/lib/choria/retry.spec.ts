@@ -35,6 +35,31 @@ describe('the retry wrapper', () => {
     expect(backoffDelay(TWENTY_SEC_BACKOFF_MS, 99, exact)).toBe(20000);
   });
 
+  it('names the node in the debug line of every try and every failed attempt', () => {
+    const lines: Array<{ fields: Record<string, unknown>; msg: string }> = [];
+    const logger = { debug: (fields: Record<string, unknown>, msg: string) => lines.push({ fields, msg }) } as never;
+    ts.run(({ cold, expectObservable }) => {
+      const attempts = [cold('-#', undefined, timeout), cold('-a|', { a: 'ok' })];
+      let n = 0;
+      const result = retryRpc(() => attempts[n++], {
+        rpc: 'choria_provision#jwt',
+        identity: 'n1.example.net',
+        tries: 3,
+        gate: new PauseGate(),
+        scheduler: ts,
+        random: exact,
+        logger,
+      });
+      expectObservable(result).toBe('- 752ms (a|)', { a: 'ok' });
+    });
+    expect(lines.map((l) => l.msg)).toEqual([
+      'trying choria_provision#jwt on n1.example.net 1/3',
+      'choria_provision#jwt on n1.example.net attempt 1 failed: choria_provision#configure: no reply from n1 within 22s',
+      'trying choria_provision#jwt on n1.example.net 2/3',
+    ]);
+    expect(lines.every((l) => l.fields.identity === 'n1.example.net')).toBe(true);
+  });
+
   it('makes T attempts with a pause between them, none after the last, and fails with the P5 error', () => {
     ts.run(({ cold, expectObservable, expectSubscriptions }) => {
       const attempts = [
@@ -68,7 +93,7 @@ describe('the retry wrapper', () => {
       ]);
       expect(failures).toHaveLength(1);
       expect(failures[0].message).toBe(
-        'choria_provision#configure failed after 3 attempts: choria_provision#configure: no reply from n1 within 22000 ms',
+        'choria_provision#configure failed after 3 attempts: choria_provision#configure: no reply from n1 within 22s',
       );
       expect(failures[0].cause).toBe(timeout);
     });

@@ -56,14 +56,16 @@ describe('clientSecurity: the file provider', () => {
 });
 
 describe("clientSecurity: the puppet provider (go-choria's default)", () => {
-  it('the Puppet SSL layout under plugin.choria.ssldir, named by plugin.security.certname', () => {
+  it('the Puppet SSL layout under plugin.choria.ssldir, named by plugin.security.certname only where go-choria could name nothing', () => {
     const files = present('/pssl/certs/prov.mcollective.pem', '/pssl/private_keys/prov.mcollective.pem', '/pssl/certs/ca.pem');
     const result = clientSecurity(choria('plugin.choria.ssldir = /pssl', 'plugin.security.certname = prov.mcollective'), {
       insecure: false,
       env: ROOT,
       files,
     });
-    expect(result.problems).toEqual([]);
+    expect(messages(result)).toEqual([
+      'warning: plugin.security.certname is not a go-choria key: rxfleet names the certificate prov.mcollective by it, where go-choria would refuse to start (neither MCOLLECTIVE_CERTNAME nor USER is set)',
+    ]);
     expect(result.security).toEqual({
       provider: 'puppet',
       certname: 'prov.mcollective',

@@ -251,6 +251,22 @@ describe('parseProvisionerConfig: refusals', () => {
     expect(parse('helper: h\njwt_verify_cert: /exists.pem\n', (p) => p === '/exists.pem').problems).toEqual([]);
   });
 
+  it('an indentation error names the line that is wrong, once', () => {
+    // Line 5 is indented deeper than the key above it: yaml places the error on line 4.
+    expect(errors('helper: h\nchoria_insecure: true\nrxfleet:\n  shutdown_grace: 10s\n   queue_capacity: 5\nsite: x\n')).toEqual([
+      {
+        path: 'rxfleet.shutdown_grace',
+        severity: 'error',
+        message:
+          'not valid YAML at line 5, column 4: the line is indented more than line 4 above it (a key must line up with the keys beside it)',
+      },
+    ]);
+    // Indented less than the keys it belongs with: yaml already names that line.
+    expect(errors('helper: h\nfeatures:\n  pki: true\n jwt: true\n').map((p) => p.message)).toEqual([
+      'not valid YAML at line 4, column 1: the indentation is wrong',
+    ]);
+  });
+
   it('refuses YAML that does not parse, naming the key and the line but not quoting it', () => {
     const problems = errors('helper: h\ntoken: [s3cret\n');
     expect(problems).toHaveLength(1);

@@ -54,6 +54,27 @@ describe('provisionPipeline', () => {
     ]);
   });
 
+  it('reports each discovery round: how many nodes it found and how many were not already held', () => {
+    const scheduler = newScheduler();
+    const rounds: string[] = [];
+    let round = 0;
+    scheduler.run(({ cold, expectObservable }) => {
+      const result = provisionPipeline({
+        discover: () => of(round++ === 0 ? ['n1', 'n2'] : ['n1', 'n2', 'n3']),
+        startupEvents: cold('-'),
+        gate: new PauseGate(),
+        // Still running at the second round: n1 and n2 are held then.
+        provision: () => cold('-----------------d', { d: done('provisioned') as CycleOutcome }),
+        interval: 10,
+        workers: 4,
+        hooks: { discoveryFinished: (found, fresh) => rounds.push(`${scheduler.now()} found ${found}, new ${fresh}`) },
+        scheduler,
+      }).pipe(map(summary));
+      expectObservable(result, '15ms !').toBe('-');
+    });
+    expect(rounds).toEqual(['0 found 2, new 2', '10 found 3, new 1']);
+  });
+
   it('while paused: no discovery round and events dropped; resuming lets the next tick discover; winning discovers at once', () => {
     const scheduler = newScheduler();
     const { hooks, log } = recorder(scheduler);

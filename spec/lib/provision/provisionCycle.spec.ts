@@ -250,6 +250,19 @@ describe('ProvisionCycle', () => {
     });
   });
 
+  it('an empty jwt fails the node at once with "no JWT received", after one attempt, as upstream', async () => {
+    const client = scriptedClient(node(keys, { 'choria_provision#jwt': { jwt: '', ecdh_public: '' } }));
+    const run = new ProvisionCycle({
+      config: config(['features: {jwt: true}', `jwt_verify_cert: ${keys.jwtVerifyKey}`]),
+      client,
+      helper: helperReturning({}),
+      clock,
+      ...fast,
+    }).run(sighting);
+    await expect(run).rejects.toMatchObject({ step: 'jwt', message: 'could not validate JWT: n1.example.net: no JWT received' });
+    expect(client.rpcs()).toEqual(['choria_provision#jwt']);
+  });
+
   it('a CSR for another name or a denied one is refused before the helper runs', async () => {
     for (const [cn, why] of [
       ['other.example.net', 'common name other.example.net does not match identity n1.example.net'],

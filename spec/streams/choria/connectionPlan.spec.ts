@@ -72,6 +72,7 @@ describe('connectionPlan', () => {
       servers: ['nats://b1:4222', 'nats://b2:4223'],
       name: 'prov.example.net',
       inboxPrefix: 'provisioning.reply',
+      timeoutMs: 2000,
       user: 'provisioner',
       password: 'pw-1234',
       tls: { ca: '/ssl/ca.pem', cert: '/ssl/cert.pem', key: '/ssl/key.pem', verify: true },
@@ -96,6 +97,7 @@ describe('connectionPlan', () => {
       servers: ['x:1'],
       name: 'prov.example.net',
       inboxPrefix: 'provisioning.reply',
+      timeoutMs: 2000,
       user: 'u',
       password: 'p',
       credentials: '/u.creds',
@@ -120,11 +122,10 @@ describe('connectionPlan', () => {
   });
 
   it("reports every problem: a missing creds file, the default puppet provider's missing files, an unsupported provider", () => {
-    const plan = connectionPlan(
-      provisioner('rxfleet: {nats_credentials: /gone.creds}'),
-      choria('plugin.security.certname = prov.mcollective', 'plugin.choria.ssldir = /pssl'),
-      { files: files({}), env: ROOT },
-    );
+    const plan = connectionPlan(provisioner('rxfleet: {nats_credentials: /gone.creds}'), choria('plugin.choria.ssldir = /pssl'), {
+      files: files({}),
+      env: { ...ROOT, certname: 'prov.mcollective' },
+    });
     expect(problems(plan)).toEqual([
       'error rxfleet.nats_credentials: file "/gone.creds" does not exist',
       'error choria.cfg: the puppet security provider needs the certificate "/pssl/certs/prov.mcollective.pem" (plugin.choria.ssldir /pssl, certname prov.mcollective), which does not exist',
@@ -138,13 +139,13 @@ describe('connectionPlan', () => {
 
   it('the puppet provider signs with the key of its certname, and the caller id is choria=<certname>', async () => {
     const puppetCert = await ca.issue('prov.mcollective');
-    const plan = connectionPlan(provisioner(), choria('plugin.security.certname = prov.mcollective', 'plugin.choria.ssldir = /pssl'), {
+    const plan = connectionPlan(provisioner(), choria('plugin.choria.ssldir = /pssl'), {
       files: files({
         '/pssl/certs/prov.mcollective.pem': puppetCert.cert,
         '/pssl/private_keys/prov.mcollective.pem': puppetCert.key,
         '/pssl/certs/ca.pem': ca.cert,
       }),
-      env: ROOT,
+      env: { ...ROOT, certname: 'prov.mcollective' },
     });
     expect(plan.problems).toEqual([]);
     expect(plan.callerId).toBe('choria=prov.mcollective');

@@ -133,7 +133,7 @@ describe('the lifecycle listener on a broker that refuses the subscription', () 
       await waitFor(() => chunks.length >= 3, 'three refusals', 10_000);
       const lines = chunks.map((c) => JSON.parse(c) as { msg: string; retryInMs: number });
       expect(lines[0].msg).toMatch(
-        /^the broker refused the lifecycle subscription: Permissions Violation for Subscription to "choria\.lifecycle\.event\.startup\.provision_mode_server"; nodes are found by discovery only until it is accepted; subscribing again in 50 ms$/,
+        /^the broker refused the lifecycle subscription: Permissions Violation for Subscription to "choria\.lifecycle\.event\.startup\.provision_mode_server"; nodes are found by discovery only until it is accepted; subscribing again in 50ms$/,
       );
       expect(lines.slice(0, 3).map((l) => l.retryInMs)).toEqual([50, 100, 200]);
       expect(failed).toBeUndefined();

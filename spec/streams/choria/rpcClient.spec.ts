@@ -128,7 +128,7 @@ describe('the Choria RPC client over a real nats-server', () => {
     expect(error).toMatchObject({ rpc: 'rpcutil#inventory', attempts: 3 });
     expect((error as Error).cause).toBeInstanceOf(RpcTimeoutError);
     expect((error as Error).message).toBe(
-      `rpcutil#inventory failed after 3 attempts: rpcutil#inventory: no reply from ${silent} within 100 ms`,
+      `rpcutil#inventory failed after 3 attempts: rpcutil#inventory: no reply from ${silent} within 100ms`,
     );
     expect(attempts.map((a) => [a.attempt, a.error instanceof RpcTimeoutError])).toEqual([
       [1, true],
@@ -246,9 +246,22 @@ describe('the Choria RPC client over a real nats-server', () => {
       expect(error).toBeInstanceOf(RpcTimeoutError);
       expect(error).toMatchObject({ refused: 1 });
       expect((error as Error).message).toBe(
-        `choria_provision#jwt: no reply from ${ROGUE} within 300 ms (1 malformed or foreign reply skipped)`,
+        `choria_provision#jwt: no reply from ${ROGUE} within 300ms (1 malformed or foreign reply skipped)`,
       );
       expect(client.badMessages.count('reply', 'payload')).toBe(1);
+    });
+
+    it("fills the DDL's output defaults as upstream's generated client: a 0.22 server's edch_public reply and an empty jwt are answers", async () => {
+      // Servers before 0.23 sent `edch_public`: ecdh_public reads as "", as upstream reads it.
+      answers.push((_to, id) => [reply(id, { jwt: 'a.b.c', edch_public: 'ab'.repeat(32) }, ROGUE, 'choria_provision')]);
+      const old = await firstValueFrom(client.call(PROVISION_RPCS.jwt, ROGUE, { token: 'x' }, { timeoutMs: 2000 }));
+      expect(old.data).toMatchObject({ jwt: 'a.b.c', ecdh_public: '' });
+      // An empty jwt is an answer (the cycle then fails with "no JWT received"), not a malformed reply to wait past.
+      const before = client.badMessages.count('reply', 'payload');
+      answers.push((_to, id) => [reply(id, {}, ROGUE, 'choria_provision')]);
+      const empty = await firstValueFrom(client.call(PROVISION_RPCS.jwt, ROGUE, { token: 'x' }, { timeoutMs: 2000 }));
+      expect(empty.data).toEqual({ jwt: '', ecdh_public: '' });
+      expect(client.badMessages.count('reply', 'payload')).toBe(before);
     });
 
     it('still ends the attempt on a real answer with a non-zero status', async () => {

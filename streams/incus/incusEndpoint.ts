@@ -1,9 +1,11 @@
-import { X509Certificate, createHash, createPrivateKey } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { createConnection as netConnect, isIP } from 'node:net';
 import { join } from 'node:path';
 import { Duplex } from 'node:stream';
-import { SecureContext, connect as tlsConnect, createSecureContext } from 'node:tls';
+import { SecureContext, connect as tlsConnect } from 'node:tls';
+import { IncusEndpointError, TlsCredentials, certificateFingerprint, tlsCredentials } from './incusTlsCredentials';
+
+export { IncusEndpointError, certificateFingerprint, normaliseFingerprint } from './incusTlsCredentials';
 
 /** Where an Incus or LXD server is, and how to prove who we are and who it is. */
 export interface IncusEndpointOptions {
@@ -46,14 +48,6 @@ export interface IncusEndpoint {
   createConnection(options: unknown, callback: (error: Error | null, socket?: Duplex) => void): undefined;
 }
 
-/** A configuration that cannot work: a bad URL, an unreadable or invalid certificate, no pin. */
-export class IncusEndpointError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'IncusEndpointError';
-  }
-}
-
 /** The server's certificate is not the pinned one. */
 export class IncusPinError extends Error {
   constructor(
@@ -79,40 +73,6 @@ export function defaultIncusSocket(env: NodeJS.ProcessEnv = process.env, exists:
   return DEFAULT_SOCKETS.find((path) => exists(path)) ?? '/var/lib/lxd/unix.socket';
 }
 
-/** A fingerprint in the one form we compare: 64 lowercase hex digits. */
-export function normaliseFingerprint(fingerprint: string): string {
-  const hex = fingerprint.replace(/[:\s]/g, '').toLowerCase();
-  if (!/^[0-9a-f]{64}$/.test(hex))
-    throw new IncusEndpointError('serverFingerprint must be a SHA-256 fingerprint: 64 hex digits, colons allowed');
-  return hex;
-}
-
-/** The SHA-256 fingerprint of a DER certificate, as {@link normaliseFingerprint} writes it. */
-export function certificateFingerprint(der: Buffer): string {
-  return createHash('sha256').update(der).digest('hex');
-}
-
-// Either the PEM text itself or a path to it. What reaches an error message is the option's name
-// and, for a path, the path: never the content, which for the key is a secret.
-function pemOption(what: string, value: string): string {
-  if (value.includes('-----BEGIN')) return value;
-  try {
-    return readFileSync(value, 'utf8');
-  } catch (error) {
-    throw new IncusEndpointError(`cannot read ${what} from ${value}: ${(error as NodeJS.ErrnoException).code ?? 'unreadable'}`, {
-      cause: error,
-    });
-  }
-}
-
-function parseCertificate(what: string, pem: string): X509Certificate {
-  try {
-    return new X509Certificate(pem);
-  } catch (error) {
-    throw new IncusEndpointError(`${what} is not a PEM certificate`, { cause: error });
-  }
-}
-
 function unixEndpoint(path: string): IncusEndpoint {
   return {
     kind: 'unix',
@@ -134,18 +94,26 @@ function unixEndpoint(path: string): IncusEndpoint {
 interface TlsSettings {
   host: string;
   port: number;
-  pin: string;
-  context: SecureContext;
+  credentials: () => TlsCredentials;
   connectTimeoutMs: number;
 }
 
 function httpsEndpoint(origin: string, settings: TlsSettings): IncusEndpoint {
-  const { host, port, pin, context, connectTimeoutMs } = settings;
+  const { host, port, credentials, connectTimeoutMs } = settings;
   return {
     kind: 'https',
     address: origin,
     host: port === 443 ? host : `${host.includes(':') ? `[${host}]` : host}:${port}`,
     createConnection(_options, callback) {
+      // Read again if a file changed since the last connection (a renewed certificate or pin).
+      let pin: string;
+      let context: SecureContext;
+      try {
+        ({ pin, context } = credentials());
+      } catch (error) {
+        callback(error as Error);
+        return undefined;
+      }
       // The chain is not verified: LXD and Incus certificates are self-signed. The pin is the whole
       // check, made before the socket is handed over, so nothing is sent to another server.
       const socket = tlsConnect({
@@ -181,14 +149,16 @@ function httpsEndpoint(origin: string, settings: TlsSettings): IncusEndpoint {
 }
 
 /**
- * Resolves where the server is and what proves who is who, once, at configuration time: every
+ * Resolves where the server is and what proves who is who at configuration time: every
  * problem (a URL that is neither a socket nor https, a missing or unreadable file, a certificate
  * that does not parse, a key that does not match its certificate, https without a pin, a pin given
  * twice that disagrees) throws an {@link IncusEndpointError} here, with a message that never
  * includes the key.
  *
  * For https, the server is accepted if and only if its certificate's SHA-256 fingerprint is the
- * pinned one (from `serverFingerprint`, or computed from `serverCert`), whoever signed it.
+ * pinned one (from `serverFingerprint`, or computed from `serverCert`), whoever signed it. The
+ * certificate, key and pinned certificate files are read again at the next connection once one of
+ * them changes on disk (`incusTlsCredentials.ts`), so a renewal needs no restart.
  */
 export function incusEndpoint(options: IncusEndpointOptions = {}): IncusEndpoint {
   const url = options.url ?? defaultIncusSocket();
@@ -217,30 +187,17 @@ export function incusEndpoint(options: IncusEndpointOptions = {}): IncusEndpoint
     throw new IncusEndpointError(`${parsed.origin}: https needs the server certificate pinned (serverCert or serverFingerprint)`);
   }
 
-  let pin: string | undefined;
-  if (serverFingerprint !== undefined) pin = normaliseFingerprint(serverFingerprint);
-  if (serverCert !== undefined) {
-    const fromCert = certificateFingerprint(parseCertificate('serverCert', pemOption('serverCert', serverCert)).raw);
-    if (pin !== undefined && pin !== fromCert) throw new IncusEndpointError('serverCert and serverFingerprint name different certificates');
-    pin = fromCert;
-  }
-
-  const certPem = pemOption('clientCert', clientCert);
-  const keyPem = pemOption('clientKey', clientKey);
-  const certificate = parseCertificate('clientCert', certPem);
-  let key;
-  try {
-    key = createPrivateKey(keyPem);
-  } catch (error) {
-    throw new IncusEndpointError('clientKey is not a PEM private key', { cause: error });
-  }
-  if (!certificate.checkPrivateKey(key)) throw new IncusEndpointError('clientKey is not the key of clientCert');
-  const context = createSecureContext({ cert: certPem, key: keyPem });
+  const credentials = tlsCredentials({
+    clientCert,
+    clientKey,
+    ...(serverCert !== undefined ? { serverCert } : {}),
+    ...(serverFingerprint !== undefined ? { serverFingerprint } : {}),
+  });
 
   const host = parsed.hostname.startsWith('[') ? parsed.hostname.slice(1, -1) : parsed.hostname;
   const port = parsed.port === '' ? 8443 : Number(parsed.port);
   const origin = `https://${parsed.host}${parsed.port === '' ? ':8443' : ''}`;
-  return httpsEndpoint(origin, { host, port, pin: pin as string, context, connectTimeoutMs });
+  return httpsEndpoint(origin, { host, port, credentials, connectTimeoutMs });
 }
 
 /** An endpoint as given, or resolved from options. */

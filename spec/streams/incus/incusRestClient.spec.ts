@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { IncomingMessage, Server, ServerResponse, createServer } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { AddressInfo, Socket } from 'node:net';
@@ -386,6 +386,60 @@ describe('IncusRestClient over https with a pinned server certificate', () => {
     expect(await rest.getProject('p')).toEqual({ name: 'p', config: {} });
     rest.close();
     expect(seen).toHaveLength(1);
+  });
+
+  it('reads the certificate, key and pinned certificate files again once they change on disk: a renewal needs no restart', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rxfleet-incus-tls-'));
+    try {
+      const file = (name: string, text: string): string => {
+        // Written beside and renamed over, as a renewal tool would: the old inode stays whole.
+        writeFileSync(join(dir, `${name}.new`), text);
+        renameSync(join(dir, `${name}.new`), join(dir, name));
+        return join(dir, name);
+      };
+      const endpoint = incusEndpoint({
+        url: `https://127.0.0.1:${port}`,
+        clientCert: file('client.crt', clientCert.cert),
+        clientKey: file('client.key', clientCert.key),
+        serverCert: file('server.crt', serverCert.cert),
+      });
+      const once = async (): Promise<unknown> => {
+        const rest = new IncusRestClient({ endpoint });
+        try {
+          return await rest.getProject('p');
+        } finally {
+          rest.close();
+        }
+      };
+      await once();
+      const renewed = await selfSignedCertificate('rxfleet-client-renewed');
+      file('client.crt', renewed.cert);
+      file('client.key', renewed.key);
+      await once();
+      expect(seen.map((s) => s.clientFingerprint)).toEqual([clientCert.fingerprint, renewed.fingerprint]);
+      // The pinned certificate renewed too (here to one the server does not have): the next
+      // connection is held to the new pin.
+      const next = await selfSignedCertificate('incus-standin-renewed');
+      file('server.crt', next.cert);
+      const refused = await once().then(
+        () => undefined,
+        (error: unknown) => error as IncusApiError,
+      );
+      expect(refused?.cause).toBeInstanceOf(IncusPinError);
+      expect(seen).toHaveLength(2);
+      // A renewal caught half written fails that connection alone, saying which file; once whole, it is read.
+      file('server.crt', 'not yet');
+      const half = await once().then(
+        () => undefined,
+        (error: unknown) => error as IncusApiError,
+      );
+      expect(half?.cause).toBeInstanceOf(IncusEndpointError);
+      expect(String((half?.cause as Error).message)).toBe('serverCert is not a PEM certificate');
+      file('server.crt', serverCert.cert);
+      expect(await once()).toEqual({ name: 'p', config: {} });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('refuses any other server before sending it a single request', async () => {

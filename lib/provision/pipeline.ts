@@ -168,14 +168,29 @@ export function provisionPipeline(config: ProvisionPipelineConfig): Observable<P
       scheduler,
     });
 
+  // A round's answers may predate an upgrade that ended while the round was open: the node answered
+  // at its old version and restarts in a moment, and its startup event will announce it. Admitted,
+  // such an answer would upgrade it a second time. So a node's upgrade is remembered until a round
+  // that began after it, or its startup event, says where it is now.
+  const upgradedAt = new Map<string, number>();
+  const answeredBeforeUpgrade = (identity: string, roundStartedAt: number): boolean => {
+    const at = upgradedAt.get(identity);
+    if (at === undefined) return false;
+    if (roundStartedAt <= at) return true;
+    upgradedAt.delete(identity);
+    return false;
+  };
+
   const discoveryRounds$ = merge(timer(0, interval, scheduler), won, discoverNow).pipe(
     pauseWhen(gate.paused$, { onDrop: () => hooks.discoverySkipped?.() }),
     exhaustMap(() => {
       hooks.discoveryStarted?.();
+      const startedAt = scheduler.now();
       return from(discover()).pipe(
         tap((identities) =>
           hooks.discoveryFinished?.(identities.length, identities.filter((id) => ledger.holder(id) === undefined).length),
         ),
+        map((identities) => identities.filter((identity) => !answeredBeforeUpgrade(identity, startedAt))),
         catchError((error: unknown) => {
           hooks.discoveryFailed?.(error);
           return EMPTY;
@@ -185,7 +200,10 @@ export function provisionPipeline(config: ProvisionPipelineConfig): Observable<P
     mergeMap((identities) => identities.map((identity): Sighting => ({ identity, via: 'discovery' }))),
   );
 
-  const eventSightings$ = startupEvents.pipe(map((identity): Sighting => ({ identity, via: 'event' })));
+  const eventSightings$ = startupEvents.pipe(
+    tap((identity) => upgradedAt.delete(identity)),
+    map((identity): Sighting => ({ identity, via: 'event' })),
+  );
   const incusSightings$ = (config.incusSightings ?? EMPTY).pipe(map((identity): Sighting => ({ identity, via: 'incus' })));
 
   const sightings$ = merge(discoveryRounds$, eventSightings$, incusSightings$).pipe(
@@ -205,6 +223,7 @@ export function provisionPipeline(config: ProvisionPipelineConfig): Observable<P
         return outcome$.pipe(
           map((outcome): CycleOutcome => {
             if (outcome.status !== 'done') return outcome;
+            if (outcome.value === 'upgraded') upgradedAt.set(ticket.key, scheduler.now());
             const hold = holdFor[outcome.value];
             return hold > 0 ? { status: 'done', value: outcome.value, freeAfter: hold } : { status: 'done', value: outcome.value };
           }),

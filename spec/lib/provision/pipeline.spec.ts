@@ -204,6 +204,38 @@ describe('provisionPipeline', () => {
     ]);
   });
 
+  it("does not upgrade a node twice: a round's answer from before its upgrade is dropped; its startup event, and any later round, admit it", () => {
+    const scheduler = newScheduler();
+    const { hooks, log } = recorder(scheduler);
+    let cycles = 0;
+    scheduler.run(({ cold, hot }) => {
+      // Round 1 (frame 0) answers `up` at once; round 2 opens at frame 2, while `up`'s upgrade is
+      // under way, and answers at frame 10, after it ended (frame 5): that answer is from before.
+      const rounds = [cold('(a|)', { a: ['up'] }), cold('----------(a|)', { a: ['up'] }), cold('(a|)', { a: ['up'] })];
+      const sub = provisionPipeline({
+        discover: () => rounds.shift() ?? of([]),
+        discoverNow: hot('--n----------------------------n', { n: undefined }),
+        startupEvents: hot('--------------------e', { e: 'up' }),
+        gate: new PauseGate(),
+        provision: () => cold('-----d', { d: cycles++ === 0 ? 'upgraded' : 'provisioned' }).pipe(map((v) => done(v as 'upgraded'))),
+        interval: 1000,
+        workers: 2,
+        settleMs: 5,
+        hooks,
+        scheduler,
+      }).subscribe();
+      scheduler.schedule(() => sub.unsubscribe(), 40);
+    });
+    expect(log).toEqual([
+      '0 discover',
+      '0 admit up via discovery',
+      '2 discover',
+      '20 admit up via event',
+      '31 discover',
+      '31 admit up via discovery',
+    ]);
+  });
+
   it('a node whose lock another provisioner holds keeps its key for the lock hold time, then is admitted again (P10)', () => {
     const scheduler = newScheduler();
     const { hooks, log } = recorder(scheduler);

@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import { addLogOptions } from '../options';
 import { addProvisionSourceOptions } from '../provisionSources';
-import type { ProvisionOptions } from '../provisionRun';
+import type { ProvisionOptions } from '../provision/run';
 
 /** `rxfleet provision` (alias `run`, as upstream): the Choria provisioner daemon. */
 export function registerProvision(program: Command): void {
@@ -16,7 +16,7 @@ export function registerProvision(program: Command): void {
   addLogOptions(command, { defaultLevel: 'loglevel of the configuration, info', stream: 'stdout, or logfile of the configuration' }).action(
     async (options: Omit<ProvisionOptions, 'version'>) => {
       // Loaded when the command runs, so --help and other commands do not pay for NATS, crypto and ajv.
-      const { runProvision } = await import('../provisionRun.js');
+      const { runProvision } = await import('../provision/run.js');
       // `rxfleet --debug run ...` (upstream's spelling) sets the program's --debug.
       const debug = options.debug === true || program.opts<{ debug?: boolean }>().debug === true;
       process.exitCode = await runProvision({ ...options, debug, version: program.version() ?? '0.0.0' });

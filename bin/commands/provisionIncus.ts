@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import { addIncusOptions, addLogOptions } from '../options';
 import { addProvisionSourceOptions } from '../provisionSources';
-import type { EnricherFlags, ProvisionOptions } from '../provisionRun';
+import type { EnricherFlags, ProvisionOptions } from '../provision/run';
 
 /**
  * `rxfleet provision-incus`: `rxfleet provision` with `rxfleet enrich` in the same process, the
@@ -25,7 +25,7 @@ export function registerProvisionIncus(program: Command): void {
   addLogOptions(command, { defaultLevel: 'loglevel of the configuration, info', stream: 'stdout, or logfile of the configuration' }).action(
     async (options: Omit<ProvisionOptions, 'version'> & EnricherFlags) => {
       // Loaded when the command runs, so --help and other commands do not pay for the daemons.
-      const { runProvision } = await import('../provisionRun.js');
+      const { runProvision } = await import('../provision/run.js');
       const debug = options.debug === true || program.opts<{ debug?: boolean }>().debug === true;
       const { enrichConfig, incus, clientCert, clientKey, serverCert, serverFingerprint, dataDir, ...provision } = options;
       const enricher: EnricherFlags = { enrichConfig, incus, clientCert, clientKey, serverCert, serverFingerprint, dataDir };

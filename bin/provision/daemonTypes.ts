@@ -3,6 +3,7 @@
  * status and its stop report. `daemon.ts` starts it.
  */
 import { Registry } from 'prom-client';
+import { Daemon } from '../daemon/contract';
 import { Observable, SchedulerLike } from 'rxjs';
 import { AdmissionLedger, PauseGate, PoolResult } from '@rxfleet/operators';
 import { ChoriaClientConfig } from '../../lib/choria/clientConfig';
@@ -93,8 +94,8 @@ export interface ProvisionerDaemonOptions {
   tuning?: DaemonTuning;
 }
 
-/** What a running daemon is doing, for /health, /ready, the demo and tests. */
-export interface DaemonStatus {
+/** What a running provisioner is doing, for /health, /ready, the demo and tests. */
+export interface ProvisionerStatus {
   state: 'running' | 'stopping' | 'stopped';
   connection: ConnectionState;
   paused: boolean;
@@ -109,42 +110,15 @@ export interface DaemonStatus {
   queued: number;
 }
 
-/** How a stop went. */
-export interface StopReport {
-  /** Cycles still running when the grace period ended, aborted. */
-  abandoned: number;
-  /** Set when the daemon stopped itself because its pipeline failed (a bug): the reason. */
-  failed?: string;
-}
-
-/** A running provisioner. */
-export interface ProvisionerDaemon {
+/** A running provisioner: the daemon contract, and what the demo, specs and benches watch it by. */
+export interface ProvisionerDaemon extends Daemon<ProvisionerStatus> {
   readonly identity: string;
-  readonly registry: Registry;
   readonly metrics: ProvisionerMetrics;
   /** The pause state every reader shares (the election drives it; tests may too). */
   readonly gate: PauseGate;
   readonly ledger: AdmissionLedger<Sighting, string>;
-  /** The port /metrics is served on, when it is. */
-  readonly monitorPort: number | undefined;
   /** Every finished cycle (and every skipped stale ticket). Completes when the daemon stops. */
   readonly results$: Observable<PoolResult<HostTicket, CycleResult>>;
   /** Election events as they happen (never emits without leader_election). Completes on stop. */
   readonly election$: Observable<ElectionEvent>;
-  status(): DaemonStatus;
-  /** Ready: connected and, with leader_election, campaigning (standing by counts as ready). */
-  ready(): boolean;
-  /**
-   * DECISIONS P9: stops discovery, events and admission at once (queued nodes are dropped), lets
-   * the cycles in flight finish within `graceMs` (default `rxfleet.shutdown_grace`), then aborts
-   * what is left, closes the endpoint and drains its own connection. Idempotent.
-   */
-  stop(options?: { graceMs?: number }): Promise<StopReport>;
-  /**
-   * Aborts every cycle in flight at once, synchronously: RPC waits end and helpers' process groups
-   * are killed. For a process about to exit on a second signal, so no helper outlives it.
-   */
-  abort(reason?: string): void;
-  /** Resolves once stopped. */
-  readonly stopped: Promise<StopReport>;
 }

@@ -131,7 +131,7 @@ describe('examples/grafana/rxfleet-provisioner.json', () => {
       tuning: { monitorPort: 0, electionStartSplayMs: 0 },
     });
     try {
-      const series = await exported(daemon.monitorPort as number, registry);
+      const series = await exported(daemon.port as number, registry);
       const dashboard = read('rxfleet-provisioner.json');
       expect(missing(dashboard, series)).toEqual([]);
       const queried = new Set(queries(dashboard).flatMap((q) => readsOf(q).metrics));

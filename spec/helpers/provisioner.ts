@@ -107,7 +107,7 @@ export async function startProvisionerWorld(url: string, options: WorldOptions =
   });
   if (!options.fleetFirst && !options.noFleet) await startFleet();
   const scrape = async (): Promise<string> => {
-    const response = await fetch(`http://127.0.0.1:${daemon.monitorPort}/metrics`);
+    const response = await fetch(`http://127.0.0.1:${daemon.port}/metrics`);
     return response.text();
   };
   return {

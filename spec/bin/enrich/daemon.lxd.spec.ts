@@ -346,7 +346,7 @@ describe.each(DAEMON_KINDS)('rxfleet enrich against a real %s daemon', (kind) =>
     'writes the cold store 0600 and, started again, is warm from it at once and silent over an unchanged fleet (E1)',
     async () => {
       await daemon.stop();
-      expect(await daemon.done).toBe('stopped');
+      expect(await daemon.stopped).toEqual({ abandoned: 0 });
       expect(statSync(join(dir, COLD_STORE_FILE)).mode & 0o777).toBe(0o600);
       const held = Object.keys(storeView()).sort();
       expect(held).toEqual(Object.keys(await lxdView()).sort());

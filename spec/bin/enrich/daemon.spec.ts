@@ -218,7 +218,7 @@ describe('rxfleet enrich in-process (fake Incus, real NATS)', () => {
     expect(await metricValue(daemon.registry, 'enricher_published_total', { output: 'nats', result: 'dropped' })).toBe(0);
     await daemon.stop();
     expect(await metricValue(daemon.registry, 'enricher_published_total', { output: 'nats', result: 'dropped' })).toBe(3);
-    expect(await daemon.done).toBe('stopped');
+    expect(await daemon.stopped).toEqual({ abandoned: 0 });
   });
 
   it('on stop hands on an event whose read has not landed, writes the cold store 0600, and the next start is warm from it (E1)', async () => {
@@ -288,10 +288,10 @@ describe('rxfleet enrich in-process (fake Incus, real NATS)', () => {
     const events = new Subject<IncusStreamItem>();
     const daemon = await start(daemonSettings(undefined), world(), events);
     events.complete();
-    expect(await daemon.done).toBe('stream-ended');
+    expect(await daemon.stopped).toEqual({ abandoned: 0, failed: 'the Incus event stream ended' });
   });
 
-  it('stops, saying why, when a stage of its pipeline throws (a bug): done says failed, and what went out before it stays out', async () => {
+  it('stops, saying why, when a stage of its pipeline throws (a bug): stopped says failed, and what went out before it stays out', async () => {
     const fake = world();
     const events = new Subject<IncusStreamItem>();
     const stdout = lineSink();
@@ -312,7 +312,7 @@ describe('rxfleet enrich in-process (fake Incus, real NATS)', () => {
         throw new Error('a bug in a stage');
       },
     } as unknown as IncusStreamItem);
-    expect(await daemon.done).toBe('failed');
+    expect((await daemon.stopped).failed).toBe('the enricher pipeline failed: a bug in a stage');
     expect(messages()).toContain('the enricher pipeline failed (a bug): stopping');
     expect(stdout.lines.some((line) => about('instance-updated', 'c1')(lineOf(line)))).toBe(true);
   });

@@ -29,7 +29,7 @@ describe('stopping the daemon (DECISIONS P9)', () => {
       expect(fleet.stats().configured).toBe(inFlight);
       // Nobody else was sent anything, before or after the stop.
       expect(fleet.nodes().filter((n) => Object.keys(n.requests).length > 0)).toHaveLength(inFlight);
-      await expect(fetch(`http://127.0.0.1:${world.daemon.monitorPort}/health`)).rejects.toThrow();
+      await expect(fetch(`http://127.0.0.1:${world.daemon.port}/health`)).rejects.toThrow();
     } finally {
       if (!stopped) await world.daemon.stop();
       await world.stop();
@@ -145,7 +145,7 @@ describe('leader_election: true', () => {
       expect(messages().filter((m) => m.startsWith('leader election set-up failed')).length).toBeGreaterThanOrEqual(3);
       expect(world.daemon.status()).toMatchObject({ paused: true, electionReady: false });
       expect(world.daemon.ready()).toBe(false);
-      expect((await fetch(`http://127.0.0.1:${world.daemon.monitorPort}/ready`)).status).toBe(503);
+      expect((await fetch(`http://127.0.0.1:${world.daemon.port}/ready`)).status).toBe(503);
       expect(world.fleet().stats().requests).toBe(0);
     } finally {
       for (const world of worlds.splice(0)) await world.stop();

@@ -1,0 +1,51 @@
+import { Registry } from 'prom-client';
+import { SchedulerLike, Subscription } from 'rxjs';
+import { AdmissionLedger, PauseGate } from '@rxfleet/operators';
+import { ElectionMetrics } from '../../lib/choria/electionMetrics';
+import { ProvisionerConfig } from '../../lib/provision/config';
+import { ProvisionerMetrics } from '../../lib/provision/metrics';
+import { Sighting } from '../../lib/provision/pipeline';
+import { registerProcessMetrics } from '../../streams/processMetrics';
+import { ELECTION_KEY } from './daemonTypes';
+
+/** The provisioner's shared state and the series that follow it. */
+export interface ProvisionerGauges {
+  metrics: ProvisionerMetrics;
+  electionMetrics: ElectionMetrics;
+  /** Closed at start with leader_election (until won) and in active-active (until the claims bucket is read). */
+  gate: PauseGate;
+  ledger: AdmissionLedger<Sighting, string>;
+  /** Stops the gauges following the gate and the ledger. */
+  close(): void;
+}
+
+/**
+ * Every series at zero before anything runs (P2), the election's too, so a dashboard's query finds
+ * them; the pause gate and the admission ledger, with `paused` following the gate and (P4)
+ * `waiting_nodes` the identities held and `work_queue_entries` those admitted and not started.
+ */
+export function provisionerGauges(
+  config: ProvisionerConfig,
+  parts: { registry: Registry; identity: string; intervalMs: number; scheduler: SchedulerLike; processMetrics: boolean },
+): ProvisionerGauges {
+  const { registry, identity, intervalMs, scheduler } = parts;
+  const metrics = new ProvisionerMetrics({ registry, site: config.site });
+  const electionMetrics = new ElectionMetrics({ registry, election: ELECTION_KEY, identity });
+  if (parts.processMetrics) registerProcessMetrics(registry);
+  const gate = new PauseGate(config.leaderElection || config.rxfleet.mode === 'active-active');
+  const ledger = new AdmissionLedger<Sighting, string>({
+    key: (s) => s.identity,
+    window: intervalMs,
+    capacity: config.rxfleet.queueCapacity,
+    scheduler,
+  });
+  const watches = new Subscription();
+  watches.add(gate.paused$.subscribe((paused) => metrics.setPaused(paused)));
+  watches.add(
+    ledger.sizes$.subscribe(({ held, queued }) => {
+      metrics.setWaitingNodes(held);
+      metrics.setWorkQueueEntries(queued);
+    }),
+  );
+  return { metrics, electionMetrics, gate, ledger, close: () => watches.unsubscribe() };
+}

@@ -77,7 +77,7 @@ export function startActiveActive(options: ActiveActiveOptions): ActiveActive {
 
   const setUp: Subscription = readClaimsTtl(store, {
     scheduler,
-    ...(options.setupRetryMs !== undefined ? { retryMs: options.setupRetryMs } : {}),
+    retryMs: options.setupRetryMs,
     onFailure: (error, attempt) => {
       metrics.error('setup');
       logger.error(

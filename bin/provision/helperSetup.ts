@@ -34,7 +34,7 @@ export interface HelperSetup {
  */
 export function startHelper(config: ProvisionerConfig, setup: HelperSetup): DaemonHelper {
   const { gate, metrics, logger, env } = setup;
-  const common = { command: config.helper, timeoutMs: config.rxfleet.helperTimeoutMs, gate, logger, ...(env !== undefined ? { env } : {}) };
+  const common = { command: config.helper, timeoutMs: config.rxfleet.helperTimeoutMs, gate, logger, env };
   if (config.rxfleet.helperMode === 'per-node') {
     return { helper: new HelperRunner({ ...common, metrics }), close: async () => undefined, kill: () => undefined };
   }

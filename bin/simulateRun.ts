@@ -2,7 +2,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import type { LifecycleFormat } from '../lib/choria/lifecycle';
 import { createLogger } from '../streams/logOutput';
 import { redactUrlCredentials } from '../lib/redact';
-import { handleShutdownSignals } from './shutdown';
+import { handleShutdownSignals } from './daemon/shutdownSignals';
 import type { JwtKeyType } from '../lib/simulate/fleetKeys';
 import { ReportFormat, eventLine, progressLine, readyLine, requestLine, summaryLines } from './fleetReport';
 import { seededRandom } from '../lib/simulate/seededRandom';

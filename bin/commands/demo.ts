@@ -67,7 +67,7 @@ export function registerDemo(program: Command): void {
   addLogOptions(command, { defaultLevel: 'silent', stream: 'stderr' }).action(async (flags: DemoFlags) => {
     // Loaded when the command runs, so --help and other commands do not pay for NATS and the fleet.
     const { runDemo } = await import('../demoRun.js');
-    const { handleShutdownSignals } = await import('../shutdown.js');
+    const { handleShutdownSignals } = await import('../daemon/shutdownSignals.js');
     const { createLogger } = await import('../../streams/logOutput.js');
     const { level, format } = logSettings(flags, 'silent');
     const logger = createLogger({ level, ...(format !== undefined ? { format } : {}), destination: 'stderr', name: 'rxfleet-demo' });

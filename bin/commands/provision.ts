@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import { addLogOptions } from '../options';
-import { addProvisionSourceOptions } from '../provisionSources';
+import { addProvisionSourceOptions } from '../provision/sources';
 import type { ProvisionOptions } from '../provision/run';
 
 /** `rxfleet provision` (alias `run`, as upstream): the Choria provisioner daemon. */

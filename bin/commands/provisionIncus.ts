@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import { addIncusOptions, addLogOptions } from '../options';
-import { addProvisionSourceOptions } from '../provisionSources';
+import { addProvisionSourceOptions } from '../provision/sources';
 import type { EnricherFlags, ProvisionOptions } from '../provision/run';
 
 /**

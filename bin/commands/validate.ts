@@ -4,7 +4,7 @@ import { brokerSource } from '../../lib/choria/brokerSource';
 import { ProvisionerConfig, helperCommandProblem } from '../../lib/provision/config';
 import { splitHelperCommand } from '../../lib/provision/helperCommand';
 import { redactUrlCredentials } from '../../lib/redact';
-import { ProvisionFlags, addProvisionSourceOptions, provisionSources } from '../provisionSources';
+import { ProvisionFlags, addProvisionSourceOptions, provisionSources } from '../provision/sources';
 
 /** What `rxfleet validate` prints and how it exits. */
 export interface ValidationReport {

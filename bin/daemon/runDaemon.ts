@@ -2,7 +2,7 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { Logger } from '../../lib/logger';
 import { redactUrlCredentials } from '../../lib/redact';
 import { cleanUpOnExit } from '../../streams/exitCleanup';
-import { handleShutdownSignals } from '../shutdown';
+import { handleShutdownSignals } from './shutdownSignals';
 import { Daemon } from './contract';
 import { notStarted } from './notStarted';
 

@@ -4,7 +4,7 @@ import { createLogger } from '../../streams/logOutput';
 import { notStarted } from '../daemon/notStarted';
 import { runDaemon } from '../daemon/runDaemon';
 import { IncusFlags, LogFlags, logSettings } from '../options';
-import { ProvisionFlags, provisionSources } from '../provisionSources';
+import { ProvisionFlags, provisionSources } from './sources';
 import { startProvisioner } from './daemon';
 import { applyDaemonHeapPolicy } from './heapPolicy';
 import { preflight } from './preflight';

@@ -1,4 +1,4 @@
-import { handleShutdownSignals } from '../../bin/shutdown';
+import { handleShutdownSignals } from '../../../bin/daemon/shutdownSignals';
 
 // A signal nobody else in the test process listens to, raised by hand.
 const SIGNAL: NodeJS.Signals = 'SIGUSR2';

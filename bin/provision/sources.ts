@@ -1,7 +1,7 @@
 import { Command, Option } from 'commander';
-import { ListenAddress } from '../lib/addresses';
-import { NatsFlags, REQUIRED, addMonitorOption, addNatsOptions, natsServers } from './options';
-import type { ProvisionSources } from './provision/preflight';
+import { ListenAddress } from '../../lib/addresses';
+import { NatsFlags, REQUIRED, addMonitorOption, addNatsOptions, natsServers } from '../options';
+import type { ProvisionSources } from './preflight';
 
 /** The flags `rxfleet provision` and `rxfleet validate` share: what the provisioner starts from. */
 export interface ProvisionFlags extends NatsFlags {

@@ -1,4 +1,4 @@
-import { Logger, silentLogger } from '../lib/logger';
+import { Logger, silentLogger } from '../../lib/logger';
 
 /** Options for {@link handleShutdownSignals}. */
 export interface ShutdownOptions {

@@ -11,7 +11,8 @@ export interface ClaimHooks {
   /**
    * A write could not be made for another reason (no stream leader, no quorum, the broker
    * unreachable, no rights): `create` waits for the bucket, `refresh` holds the cycle at its next
-   * attempt; `release` is only reported. `first` is true for the first such failure of a cycle.
+   * attempt; `release` (a delete) is tried again until it can be made. `first` is true for the
+   * first such failure of a cycle (or of a release).
    */
   failed?(operation: 'create' | 'refresh' | 'release', identity: string, error: unknown, first?: boolean): void;
   /** Claims held now. */

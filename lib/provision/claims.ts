@@ -3,10 +3,10 @@ import { failed } from '@rxfleet/operators';
 import { formatGoDuration } from '../choria/duration';
 import type { ClaimStage, CycleOutcome, CycleResult, HostTicket } from './pipeline';
 import { CycleError, nodeDidNotAnswer } from './provisionCycle';
-import { ClaimHeldError, claimKey, once } from './claimStore';
+import { ClaimHeldError, ClaimStoreClosedError, claimKey, once } from './claimStore';
 import { ClaimHooks, NodeClaimsOptions } from './claimOptions';
 
-export { ClaimHeldError, claimKey, readClaimsTtl, rotateRound } from './claimStore';
+export { ClaimHeldError, ClaimStoreClosedError, claimKey, readClaimsTtl, rotateRound } from './claimStore';
 export type { ClaimStore, ReadClaimsTtlOptions } from './claimStore';
 export type { ClaimHooks, NodeClaimsOptions } from './claimOptions';
 
@@ -63,7 +63,8 @@ interface Lease {
  *   claim is written one last time and left to age out, so for one lifetime no other instance
  *   takes the node while it restarts; after any other ending, or an unsubscribe, it is deleted at
  *   once so another instance (or the next sighting) may take the node, unless the node may hold
- *   this instance's configuration (above).
+ *   this instance's configuration (above). A delete the bucket cannot take is tried again every
+ *   `retryMs` until it can be, the claim would have aged out, or the store is closed.
  * - A store failure never throws past the stage.
  */
 export class NodeClaims implements ClaimStage {
@@ -146,8 +147,8 @@ export class NodeClaims implements ClaimStage {
         holding = false;
         this.leases.delete(identity);
         this.setHeld(-1);
-        if (keep) this.fireAndForget('release', identity, () => store.update(key, owner, revision));
-        else if (release) this.fireAndForget('release', identity, () => store.release(key, revision));
+        if (keep) this.fireAndForget(identity, () => store.update(key, owner, revision), false);
+        else if (release) this.fireAndForget(identity, () => store.release(key, revision), true);
       };
       const lapse = (why: string, takenOver: boolean): void => {
         letGo(false);
@@ -298,8 +299,24 @@ export class NodeClaims implements ClaimStage {
     this.hooks.held?.(this.heldCount);
   }
 
-  /** A write whose outcome nobody waits for (a release): its failure is only reported. */
-  private fireAndForget(operation: 'release', identity: string, write: () => ObservableInput<unknown>): void {
-    once(write).subscribe({ error: (error: unknown) => this.hooks.failed?.(operation, identity, error) });
+  /**
+   * A write whose outcome nobody waits for (a release), its failures only reported. A delete the
+   * bucket cannot take (no leader, no quorum) is tried again every `retryMs` until the claim would
+   * have aged out anyway or the store is closed: a node given back is free as soon as the bucket
+   * answers again, not a lifetime later.
+   */
+  private fireAndForget(identity: string, write: () => ObservableInput<unknown>, retry: boolean): void {
+    const until = this.scheduler.now() + this.options.ttlMs;
+    let failures = 0;
+    const attempt = (): void => {
+      once(write).subscribe({
+        error: (error: unknown) => {
+          this.hooks.failed?.('release', identity, error, failures++ === 0);
+          if (retry && !(error instanceof ClaimStoreClosedError) && this.scheduler.now() + this.retryMs < until)
+            this.scheduler.schedule(attempt, this.retryMs);
+        },
+      });
+    };
+    attempt();
   }
 }

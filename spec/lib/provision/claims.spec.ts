@@ -1,6 +1,14 @@
 import { Observable, defer, map, of, throwError } from 'rxjs';
 import { done, failed } from '@rxfleet/operators';
-import { ClaimHeldError, ClaimStore, NodeClaims, claimKey, readClaimsTtl, rotateRound } from '../../../lib/provision/claims';
+import {
+  ClaimHeldError,
+  ClaimStore,
+  ClaimStoreClosedError,
+  NodeClaims,
+  claimKey,
+  readClaimsTtl,
+  rotateRound,
+} from '../../../lib/provision/claims';
 import { CycleOutcome, HostTicket } from '../../../lib/provision/pipeline';
 import { CycleError } from '../../../lib/provision/provisionCycle';
 import { NoRespondersError } from '../../../lib/choria/errors';
@@ -338,6 +346,43 @@ describe('NodeClaims: a cycle under a claim in a KV bucket (virtual time)', () =
         expect(silent).toBe(6);
         expect(answered).toBe(2);
       });
+    });
+  });
+
+  it('a delete the bucket cannot take (no leader) is tried again every retryMs, so the node is free as soon as the bucket answers; never after the store is closed', () => {
+    const scheduler = newScheduler();
+    scheduler.run(({ cold, expectObservable, flush }) => {
+      const bucket = new MemoryClaimBucket({ ttlMs: 30, now: () => scheduler.now() });
+      const real = bucket.store();
+      // Deletes fail from 0 to 11 (a stream leader election); n2's store is closed at 4.
+      const store = (closedAt = Infinity): ClaimStore => ({
+        ...real,
+        release: (k, r) =>
+          defer(() =>
+            scheduler.now() >= closedAt
+              ? throwError(() => new ClaimStoreClosedError(k))
+              : scheduler.now() < 12
+                ? throwError(() => new Error('timeout'))
+                : real.release(k, r),
+          ),
+      });
+      const { hooks, log } = recording(() => scheduler.now());
+      const claims = new NodeClaims({ store: store(), owner: OWNER, ttlMs: 30, retryMs: 5, scheduler, hooks });
+      const closing = new NodeClaims({ store: store(4), owner: OWNER, ttlMs: 30, retryMs: 5, scheduler });
+      const helperFailed = failed(new Error('helper')) as CycleOutcome;
+      expectObservable(claims.around(ticket('n1'), () => cold('--f', { f: helperFailed })).pipe(map(said))).toBe('--(f|)', {
+        f: 'failed:Error: helper',
+      });
+      expectObservable(closing.around(ticket('n2'), () => cold('--f', { f: helperFailed })).pipe(map(said))).toBe('--(f|)', {
+        f: 'failed:Error: helper',
+      });
+      const seen: string[] = [];
+      for (const at of [11, 13])
+        scheduler.schedule(() => seen.push(`${at} ${bucket.holder('n1') ?? '-'} ${bucket.holder('n2') ?? '-'}`), at);
+      flush();
+      // Tried at 2 and 7 (failed), at 12 deleted; n2 left to age out from its write at 0.
+      expect(log).toEqual(['0 won n1', '2 release failed n1', '7 release failed n1']);
+      expect(seen).toEqual([`11 ${OWNER} ${OWNER}`, `13 - ${OWNER}`]);
     });
   });
 

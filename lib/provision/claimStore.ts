@@ -13,6 +13,14 @@ export interface ClaimStore {
   /** Writes `value` if nobody wrote since `revision`; emits the new revision; errors {@link ClaimHeldError} otherwise. */
   update(key: string, value: string, revision: number): ObservableInput<number>;
   /**
+   * Writes `value` over the key when its last value is `value` (this owner's own write: a create
+   * that timed out and was written all the same, while a stream leader was being elected), from the
+   * revision read, which the write must still find; emits the new revision; errors
+   * {@link ClaimHeldError} when anything else holds the key, or nothing does. Nothing is decided by
+   * the read: only an acknowledged write wins. Optional: without it such a node waits a lifetime.
+   */
+  adopt?(key: string, value: string): ObservableInput<number>;
+  /**
    * Deletes the key if nobody wrote since `revision`; a key somebody else holds now is left alone.
    * Errors {@link ClaimStoreClosedError} once the store's connection is closed or closing.
    */

@@ -1,4 +1,4 @@
-import { Observable, ObservableInput, SchedulerLike, Subscription, asyncScheduler, timer } from 'rxjs';
+import { Observable, ObservableInput, SchedulerLike, Subscription, asyncScheduler, catchError, from, throwError, timer } from 'rxjs';
 import { failed } from '@rxfleet/operators';
 import { formatGoDuration } from '../choria/duration';
 import type { ClaimStage, CycleOutcome, CycleResult, HostTicket } from './pipeline';
@@ -40,6 +40,9 @@ interface Lease {
  * - A claim that cannot be written for any other reason (no stream leader, no quorum, a timeout)
  *   is not a failed node: the create is tried again every `retryMs` and the cycle starts as soon
  *   as one is acknowledged, or the sighting is refused as stale once it is older than a claim lives.
+ *   Such a create may have been written all the same: a later one that finds the key held by this
+ *   owner's value adopts it (`adopt`, a write from the revision read), so the node is not lost to
+ *   this instance's own claim for a lifetime.
  * - While the cycle runs its claim is written again every `refreshMs`, from the revision last
  *   written. A refresh that fails for a reason other than someone else's write leaves the claim
  *   unconfirmed: it is tried again every `retryMs`, and the cycle's next RPC attempt
@@ -257,10 +260,20 @@ export class NodeClaims implements ClaimStage {
         );
       };
 
+      // Set once a create's outcome is unknown (it failed, but not as held): it may have been
+      // written all the same, and then the key is this owner's, to adopt rather than lose.
+      let mayHaveCreated = false;
       const claim = (): void => {
         const sentAt = this.scheduler.now();
+        const adopting = mayHaveCreated && store.adopt !== undefined;
+        const write = (): ObservableInput<number> =>
+          adopting
+            ? from(store.create(key, owner)).pipe(
+                catchError((e: unknown) => (e instanceof ClaimHeldError ? store.adopt!(key, owner) : throwError(() => e))),
+              )
+            : store.create(key, owner);
         work.add(
-          once(() => store.create(key, owner)).subscribe({
+          once(write).subscribe({
             next: (created) => {
               revision = created;
               lease.lastSentAt = sentAt;
@@ -274,6 +287,7 @@ export class NodeClaims implements ClaimStage {
                 return;
               }
               // The bucket cannot take the write now (no leader, no quorum): wait for it, claiming nothing.
+              mayHaveCreated = true;
               this.hooks.failed?.('create', identity, error, failures++ === 0);
               work.add(
                 this.scheduler.schedule(() => {

@@ -81,6 +81,18 @@ export function natsClaimStore(config: NatsClaimStoreConfig): ClaimStore {
           throw held(key, error);
         }
       }),
+    adopt: (key, value) =>
+      defer(async () => {
+        const bucket = await open();
+        // Possibly from a lagging replica (direct get): then the write below finds a newer revision and is refused.
+        const entry = await bucket.get(key);
+        if (entry === null || entry.operation !== 'PUT' || entry.string() !== value) throw new ClaimHeldError(key);
+        try {
+          return await bucket.update(key, value, entry.revision);
+        } catch (error) {
+          throw held(key, error);
+        }
+      }),
     release: (key, revision) =>
       defer(async () => {
         const closing = (): boolean => nc.isClosed() || nc.isDraining();

@@ -1,4 +1,4 @@
-import { Observable, defer, map, of, throwError } from 'rxjs';
+import { Observable, defer, from, map, of, throwError } from 'rxjs';
 import { done, failed } from '@rxfleet/operators';
 import {
   ClaimHeldError,
@@ -234,6 +234,36 @@ describe('NodeClaims: a cycle under a claim in a KV bucket (virtual time)', () =
       flush();
       expect(log).toEqual(['0 create failed n1', '5 create failed n1', '10 create failed n1', '15 won n1']);
       expect(bucket.holder('n2')).toBeUndefined();
+    });
+  });
+
+  it('a create that timed out yet was written (a stream leader election) is adopted when tried again, rather than the node lost to this instance for a lifetime; one another instance wrote is not', () => {
+    const scheduler = newScheduler();
+    scheduler.run(({ cold, expectObservable, flush }) => {
+      const bucket = new MemoryClaimBucket({ ttlMs: 30, now: () => scheduler.now() });
+      const real = bucket.store();
+      // Before frame 3 a create is written but its acknowledgement lost.
+      const store: ClaimStore = {
+        ...real,
+        create: (k, v) =>
+          defer(() => {
+            if (scheduler.now() >= 3) return from(real.create(k, v));
+            bucket.put(k, v);
+            return throwError(() => new Error('timeout'));
+          }),
+      };
+      const { hooks, log } = recording(() => scheduler.now());
+      const claims = new NodeClaims({ store, owner: OWNER, ttlMs: 30, retryMs: 3, scheduler, hooks });
+      expectObservable(claims.around(ticket('n1'), () => cold('--d', { d: provisioned })).pipe(map(said))).toBe('-----(d|)', {
+        d: 'done:provisioned',
+      });
+      // n2's lost create is overwritten by another instance before the retry: not ours to adopt.
+      scheduler.schedule(() => bucket.put('n2', 'prov-b.example.net'), 1);
+      expectObservable(claims.around(ticket('n2'), () => cold('--d', { d: provisioned })).pipe(map(said))).toBe('---(c|)', {
+        c: 'done:claimed',
+      });
+      flush();
+      expect(log).toEqual(['0 create failed n1', '0 create failed n2', '3 won n1', '3 lost n2']);
     });
   });
 

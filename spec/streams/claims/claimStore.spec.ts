@@ -57,6 +57,18 @@ function claimStoreCases(name: 'in memory' | 'through the grant', make: () => Pr
       await expect(value(store.update(key, 'a', refreshed))).rejects.toBeInstanceOf(ClaimHeldError);
     });
 
+    it("adopts the key when its last value is the owner's own (a create written but not acknowledged), from the revision read; refuses another's or a free key", async () => {
+      const store = await make();
+      const key = fresh();
+      const first = await value(store.create(key, 'a'));
+      const adopted = await value(store.adopt!(key, 'a'));
+      expect(adopted).toBeGreaterThan(first);
+      await expect(value(store.update(key, 'a', first))).rejects.toBeInstanceOf(ClaimHeldError);
+      await expect(value(store.adopt!(key, 'b'))).rejects.toBeInstanceOf(ClaimHeldError);
+      await value(store.release(key, adopted));
+      await expect(value(store.adopt!(key, 'a'))).rejects.toBeInstanceOf(ClaimHeldError);
+    });
+
     it('takes any identity through its claim key', async () => {
       const store = await make();
       const key = claimKey(`odd identity ${++keys} *>`);

@@ -1,8 +1,12 @@
 import { Counter, Gauge, Registry } from 'prom-client';
 import { ClaimHooks } from './claims';
 
-/** How a claim went: `won` (this instance provisions the node), `lost` (another holds it), `lapsed` (lost during the cycle). */
-export const CLAIM_RESULTS = ['won', 'lost', 'lapsed'] as const;
+/**
+ * How a claim went: `won` (this instance provisions the node), `lost` (another holds it), `lapsed`
+ * (lost during the cycle), `kept` (its node, which may hold this instance's configuration, did not
+ * answer: the claim kept and the cycle run again; once per run).
+ */
+export const CLAIM_RESULTS = ['won', 'lost', 'lapsed', 'kept'] as const;
 /** What a failed claims-bucket operation was. */
 export const CLAIM_OPERATIONS = ['setup', 'create', 'refresh', 'release'] as const;
 
@@ -31,7 +35,7 @@ export class ClaimMetrics {
     this.labels = { site: options.site, identity: options.identity };
     this.claims = new Counter({
       name: 'choria_provisioner_claims_total',
-      help: 'Claims on nodes by this instance (active-active): won (it provisions the node), lost (another instance holds it), lapsed (lost while its cycle ran, which was stopped)',
+      help: "Claims on nodes by this instance (active-active): won (it provisions the node), lost (another instance holds it), lapsed (lost while its cycle ran, which was stopped), kept (a run of a cycle whose node may hold this instance's configuration and did not answer: the claim kept, the cycle run again)",
       labelNames: ['site', 'identity', 'result'],
       registers,
     });
@@ -68,7 +72,12 @@ export class ClaimMetrics {
   }
 
   /** The claim stage's hooks that count; the daemon adds its log lines. */
-  hooks(): Required<Pick<ClaimHooks, 'won' | 'lost' | 'held'>> {
-    return { won: () => this.claim('won'), lost: () => this.claim('lost'), held: (n) => this.setHeld(n) };
+  hooks(): Required<Pick<ClaimHooks, 'won' | 'lost' | 'held' | 'kept'>> {
+    return {
+      won: () => this.claim('won'),
+      lost: () => this.claim('lost'),
+      held: (n) => this.setHeld(n),
+      kept: () => this.claim('kept'),
+    };
   }
 }

@@ -12,7 +12,18 @@ export interface ClaimStore {
   create(key: string, value: string): ObservableInput<number>;
   /** Writes `value` if nobody wrote since `revision`; emits the new revision; errors {@link ClaimHeldError} otherwise. */
   update(key: string, value: string, revision: number): ObservableInput<number>;
-  /** Deletes the key if nobody wrote since `revision`; a key somebody else holds now is left alone. */
+  /**
+   * Writes `value` over the key when its last value is `value` (this owner's own write: a create
+   * that timed out and was written all the same, while a stream leader was being elected), from the
+   * revision read, which the write must still find; emits the new revision; errors
+   * {@link ClaimHeldError} when anything else holds the key, or nothing does. Nothing is decided by
+   * the read: only an acknowledged write wins. Optional: without it such a node waits a lifetime.
+   */
+  adopt?(key: string, value: string): ObservableInput<number>;
+  /**
+   * Deletes the key if nobody wrote since `revision`; a key somebody else holds now is left alone.
+   * Errors {@link ClaimStoreClosedError} once the store's connection is closed or closing.
+   */
   release(key: string, revision: number): ObservableInput<unknown>;
 }
 
@@ -21,6 +32,14 @@ export class ClaimHeldError extends Error {
   override readonly name = 'ClaimHeldError';
   constructor(key: string, detail = 'held by another provisioner') {
     super(`${key}: ${detail}`);
+  }
+}
+
+/** The store's connection is closed or closing (a daemon stopping): nothing more can be written, so nothing is tried again. */
+export class ClaimStoreClosedError extends Error {
+  override readonly name = 'ClaimStoreClosedError';
+  constructor(key: string) {
+    super(`${key}: the claims bucket's connection is closed`);
   }
 }
 

@@ -1,44 +1,14 @@
-import { Observable, ObservableInput, SchedulerLike, Subscription, asyncScheduler, timer } from 'rxjs';
+import { Observable, ObservableInput, SchedulerLike, Subscription, asyncScheduler, catchError, from, throwError, timer } from 'rxjs';
 import { failed } from '@rxfleet/operators';
 import { formatGoDuration } from '../choria/duration';
 import type { ClaimStage, CycleOutcome, CycleResult, HostTicket } from './pipeline';
-import { CycleError } from './provisionCycle';
-import { ClaimHeldError, ClaimStore, claimKey, once } from './claimStore';
+import { CycleError, nodeDidNotAnswer } from './provisionCycle';
+import { ClaimHeldError, ClaimStoreClosedError, claimKey, once } from './claimStore';
+import { ClaimHooks, NodeClaimsOptions } from './claimOptions';
 
-export { ClaimHeldError, claimKey, readClaimsTtl, rotateRound } from './claimStore';
+export { ClaimHeldError, ClaimStoreClosedError, claimKey, readClaimsTtl, rotateRound } from './claimStore';
 export type { ClaimStore, ReadClaimsTtlOptions } from './claimStore';
-
-/** What the claim stage reports, for metrics and logs. */
-export interface ClaimHooks {
-  won?(identity: string): void;
-  /** Another instance holds the node: its cycle was not run. */
-  lost?(identity: string): void;
-  /** A claim held through a cycle was lost (taken, or not refreshed within its lifetime): the cycle was stopped. */
-  lapsed?(identity: string, why: string): void;
-  /**
-   * A write could not be made for another reason (no stream leader, no quorum, the broker
-   * unreachable, no rights): `create` waits for the bucket, `refresh` holds the cycle at its next
-   * attempt; `release` is only reported. `first` is true for the first such failure of a cycle.
-   */
-  failed?(operation: 'create' | 'refresh' | 'release', identity: string, error: unknown, first?: boolean): void;
-  /** Claims held now. */
-  held?(count: number): void;
-}
-
-/** Options for {@link NodeClaims}. */
-export interface NodeClaimsOptions {
-  store: ClaimStore;
-  /** The claim's value: this instance's identity, so an administrator can see who holds what. */
-  owner: string;
-  /** The bucket's max age, ms (see {@link readClaimsTtl}). */
-  ttlMs: number;
-  /** How often a held claim is written again. Default a third of the TTL. */
-  refreshMs?: number;
-  /** The pause before a write the bucket could not take is tried again. Default a tenth of the TTL, at most 1 s. */
-  retryMs?: number;
-  scheduler?: SchedulerLike;
-  hooks?: ClaimHooks;
-}
+export type { ClaimHooks, NodeClaimsOptions } from './claimOptions';
 
 /** Outcomes after which the node leaves provisioning mode: its claim is kept until it ages out. */
 const LEAVING: ReadonlySet<CycleResult> = new Set<CycleResult>(['provisioned', 'shutdown']);
@@ -70,6 +40,9 @@ interface Lease {
  * - A claim that cannot be written for any other reason (no stream leader, no quorum, a timeout)
  *   is not a failed node: the create is tried again every `retryMs` and the cycle starts as soon
  *   as one is acknowledged, or the sighting is refused as stale once it is older than a claim lives.
+ *   Such a create may have been written all the same: a later one that finds the key held by this
+ *   owner's value adopts it (`adopt`, a write from the revision read), so the node is not lost to
+ *   this instance's own claim for a lifetime.
  * - While the cycle runs its claim is written again every `refreshMs`, from the revision last
  *   written. A refresh that fails for a reason other than someone else's write leaves the claim
  *   unconfirmed: it is tried again every `retryMs`, and the cycle's next RPC attempt
@@ -82,16 +55,26 @@ interface Lease {
  *   been acknowledged within the TTL of the last one sent, the claim has lapsed too and the cycle
  *   is stopped the same way, but the node is no failed node: it is claimed again (waiting for the
  *   bucket) and its cycle run afresh, unless the sighting is stale by then.
+ * - A node this instance may have configured is configured by no other instance while this one
+ *   can write the bucket. When the cycle fails with `nodeMayBeConfigured` (its `configure`, or the
+ *   configured node's `restart`, went unanswered: the node was cut off mid-cycle), the claim is
+ *   kept and refreshed and the cycle run again after `rerunMs` (reported as `kept`), as is each
+ *   later run that fails with the node not answering, for one claim lifetime from the first such
+ *   failure. Any other failure (the cycle's own stale check included), or the end of that
+ *   lifetime, fails the cycle with that run's error and leaves the claim to age out, not deleted.
  * - When the cycle ends with the node leaving provisioning mode (`provisioned`, `shutdown`), the
  *   claim is written one last time and left to age out, so for one lifetime no other instance
  *   takes the node while it restarts; after any other ending, or an unsubscribe, it is deleted at
- *   once so another instance (or the next sighting) may take the node.
+ *   once so another instance (or the next sighting) may take the node, unless the node may hold
+ *   this instance's configuration (above). A delete the bucket cannot take is tried again every
+ *   `retryMs` until it can be, the claim would have aged out, or the store is closed.
  * - A store failure never throws past the stage.
  */
 export class NodeClaims implements ClaimStage {
   private readonly scheduler: SchedulerLike;
   private readonly refreshMs: number;
   private readonly retryMs: number;
+  private readonly rerunMs: number;
   private readonly hooks: ClaimHooks;
   private readonly leases = new Map<string, Lease>();
   private heldCount = 0;
@@ -101,6 +84,7 @@ export class NodeClaims implements ClaimStage {
     this.scheduler = options.scheduler ?? asyncScheduler;
     this.refreshMs = options.refreshMs ?? Math.max(1, Math.floor(options.ttlMs / 3));
     this.retryMs = options.retryMs ?? Math.max(1, Math.min(1000, Math.floor(options.ttlMs / 10)));
+    this.rerunMs = options.rerunMs ?? Math.min(5000, this.refreshMs);
     this.hooks = options.hooks ?? {};
   }
 
@@ -166,8 +150,8 @@ export class NodeClaims implements ClaimStage {
         holding = false;
         this.leases.delete(identity);
         this.setHeld(-1);
-        if (keep) this.fireAndForget('release', identity, () => store.update(key, owner, revision));
-        else if (release) this.fireAndForget('release', identity, () => store.release(key, revision));
+        if (keep) this.fireAndForget(identity, () => store.update(key, owner, revision), false);
+        else if (release) this.fireAndForget(identity, () => store.release(key, revision), true);
       };
       const lapse = (why: string, takenOver: boolean): void => {
         letGo(false);
@@ -225,32 +209,71 @@ export class NodeClaims implements ClaimStage {
         this.hooks.won?.(identity);
         armDeadline();
         work.add(timer(this.refreshMs, this.refreshMs, this.scheduler).subscribe(refresh));
-        work.add(
+        run();
+      };
+      // When a run first failed leaving the node possibly configured by this instance: from then
+      // on the claim is kept, since another instance would configure the node a second time.
+      let keptSince: number | undefined;
+      const keeps = (error: unknown): boolean => {
+        const mayBeConfigured = error instanceof CycleError && error.nodeMayBeConfigured;
+        if (keptSince === undefined) {
+          if (!mayBeConfigured) return false;
+          keptSince = this.scheduler.now();
+        } else if (!mayBeConfigured && !nodeDidNotAnswer(error)) return false;
+        return this.scheduler.now() - keptSince < ttlMs;
+      };
+      const run = (): void => {
+        let kept = false;
+        const thisRun = new Subscription();
+        work.add(thisRun);
+        const rerun = (error: unknown): void => {
+          kept = true;
+          thisRun.unsubscribe();
+          this.hooks.kept?.(identity, error);
+          work.add(this.scheduler.schedule(run, this.rerunMs));
+        };
+        const end = (): void => {
+          letGo(true, keptSince !== undefined);
+          work.unsubscribe();
+        };
+        thisRun.add(
           cycle().subscribe({
             next: (outcome) => {
-              letGo(true, outcome.status === 'done' && LEAVING.has(outcome.value));
-              work.unsubscribe();
+              if (kept) return;
+              if (outcome.status === 'failed' && keeps(outcome.error)) return rerun(outcome.error);
+              if (outcome.status === 'done' && LEAVING.has(outcome.value)) letGo(true, true);
+              end();
               subscriber.next(outcome);
               subscriber.complete();
             },
             error: (error: unknown) => {
-              letGo(true);
-              work.unsubscribe();
+              if (keeps(error)) return rerun(error);
+              end();
               subscriber.error(error);
             },
             complete: () => {
-              letGo(true);
-              work.unsubscribe();
+              if (kept) return;
+              end();
               subscriber.complete();
             },
           }),
         );
       };
 
+      // Set once a create's outcome is unknown (it failed, but not as held): it may have been
+      // written all the same, and then the key is this owner's, to adopt rather than lose.
+      let mayHaveCreated = false;
       const claim = (): void => {
         const sentAt = this.scheduler.now();
+        const adopting = mayHaveCreated && store.adopt !== undefined;
+        const write = (): ObservableInput<number> =>
+          adopting
+            ? from(store.create(key, owner)).pipe(
+                catchError((e: unknown) => (e instanceof ClaimHeldError ? store.adopt!(key, owner) : throwError(() => e))),
+              )
+            : store.create(key, owner);
         work.add(
-          once(() => store.create(key, owner)).subscribe({
+          once(write).subscribe({
             next: (created) => {
               revision = created;
               lease.lastSentAt = sentAt;
@@ -264,6 +287,7 @@ export class NodeClaims implements ClaimStage {
                 return;
               }
               // The bucket cannot take the write now (no leader, no quorum): wait for it, claiming nothing.
+              mayHaveCreated = true;
               this.hooks.failed?.('create', identity, error, failures++ === 0);
               work.add(
                 this.scheduler.schedule(() => {
@@ -276,8 +300,9 @@ export class NodeClaims implements ClaimStage {
       };
       claim();
       return () => {
-        // Unsubscribed before the cycle ended (a hard stop, the pool torn down): free the node at once.
-        letGo(true);
+        // Unsubscribed before the cycle ended (a hard stop, the pool torn down): free the node at
+        // once, unless it may hold this instance's configuration.
+        letGo(true, keptSince !== undefined);
         work.unsubscribe();
       };
     });
@@ -288,8 +313,24 @@ export class NodeClaims implements ClaimStage {
     this.hooks.held?.(this.heldCount);
   }
 
-  /** A write whose outcome nobody waits for (a release): its failure is only reported. */
-  private fireAndForget(operation: 'release', identity: string, write: () => ObservableInput<unknown>): void {
-    once(write).subscribe({ error: (error: unknown) => this.hooks.failed?.(operation, identity, error) });
+  /**
+   * A write whose outcome nobody waits for (a release), its failures only reported. A delete the
+   * bucket cannot take (no leader, no quorum) is tried again every `retryMs` until the claim would
+   * have aged out anyway or the store is closed: a node given back is free as soon as the bucket
+   * answers again, not a lifetime later.
+   */
+  private fireAndForget(identity: string, write: () => ObservableInput<unknown>, retry: boolean): void {
+    const until = this.scheduler.now() + this.options.ttlMs;
+    let failures = 0;
+    const attempt = (): void => {
+      once(write).subscribe({
+        error: (error: unknown) => {
+          this.hooks.failed?.('release', identity, error, failures++ === 0);
+          if (retry && !(error instanceof ClaimStoreClosedError) && this.scheduler.now() + this.retryMs < until)
+            this.scheduler.schedule(attempt, this.retryMs);
+        },
+      });
+    };
+    attempt();
   }
 }

@@ -5,7 +5,7 @@ import { SiteFiles } from '../siteFiles';
 import { CertDenyList } from './certDenyList';
 import { CycleResult } from './pipeline';
 import { CsrReply, validateCsr } from './csrValidation';
-import { failStep } from './cycleError';
+import { failStep, nodeDidNotAnswer } from './cycleError';
 import { CycleMetrics, CycleSettings } from './cycleOptions';
 import { CycleRpc, NodeGoneAfterLostReply, NonOkReply } from './cycleRpc';
 import { Ed25519Reply, newGen25519Nonce, validateGen25519Reply } from './gen25519Reply';
@@ -153,7 +153,11 @@ export class CycleNodeCalls {
     return false;
   }
 
-  /** `configure`: every field always sent, empty values as "" or {}; an empty configuration is refused before. */
+  /**
+   * `configure`: every field always sent, empty values as "" or {}; an empty configuration is
+   * refused before. A failure after an attempt that went unanswered once it may have reached the
+   * node says so (`nodeMayBeConfigured`): the node may hold this configuration.
+   */
   async configure(
     identity: string,
     response: HelperResponse,
@@ -164,6 +168,7 @@ export class CycleNodeCalls {
     const { config, rpc } = this.options;
     if (Object.keys(response.configuration).length === 0) failStep(identity, 'configure', 'configuration failed: empty configuration');
     const ssldir = csr !== null && csr.ssldir !== '' ? csr.ssldir : response.ssldir;
+    let mayBeApplied = false;
     try {
       await rpc.call(
         PROVISION_RPCS.configure,
@@ -181,19 +186,25 @@ export class CycleNodeCalls {
           server_jwt: signed.serverJwt,
         },
         signal,
+        { onUnansweredDelivery: () => (mayBeApplied = true) },
       );
     } catch (error) {
-      return failStep(identity, 'configure', `configuration failed: ${errorMessage(error)}`, error);
+      return failStep(identity, 'configure', `configuration failed: ${errorMessage(error)}`, error, mayBeApplied);
     }
   }
 
-  /** Restart into the new configuration, after a splay of 1 (2 s on the server). */
+  /**
+   * Restart into the new configuration, after a splay of 1 (2 s on the server). The node holds
+   * that configuration now: a restart that fails because the node did not answer says so
+   * (`nodeMayBeConfigured`); one the node refused does not.
+   */
   async restart(identity: string, signal: AbortSignal | undefined): Promise<void> {
     const { config, rpc, logger } = this.options;
     try {
       await rpc.call(PROVISION_RPCS.restart, identity, { token: config.token, splay: 1 }, signal, { lostReplyMeansGone: true });
     } catch (error) {
-      if (!(error instanceof NodeGoneAfterLostReply)) return failStep(identity, 'restart', `restart failed: ${errorMessage(error)}`, error);
+      if (!(error instanceof NodeGoneAfterLostReply))
+        return failStep(identity, 'restart', `restart failed: ${errorMessage(error)}`, error, nodeDidNotAnswer(error));
       // The node was configured, had the restart (its reply was lost with the broker) and is no
       // longer in provisioning mode: counting it as failed would disagree with the fleet.
       logger.warn(

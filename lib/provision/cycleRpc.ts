@@ -29,6 +29,12 @@ export interface CycleRpcCallOptions {
   acceptStatusErrors?: boolean;
   /** A node that stops answering after a reply to it was lost with the connection did what it was asked: rejected as {@link NodeGoneAfterLostReply} (restart). */
   lostReplyMeansGone?: boolean;
+  /**
+   * Told of each attempt that ended with no answer after its request may have reached the node (a
+   * timeout, or the reply lost with the connection; `nothing is listening` reached nobody): the
+   * node may have done what it was asked (configure).
+   */
+  onUnansweredDelivery?: () => void;
 }
 
 /** A node that stopped answering after a reply to it was lost with the connection (restart). */
@@ -99,6 +105,8 @@ export class CycleRpc {
         retryable,
         onAttempt: (record) => {
           if (record.error instanceof RpcConnectionLostError) lostReply = true;
+          if (findCause(record.error, (e): e is Error => e instanceof RpcTimeoutError || e instanceof RpcConnectionLostError))
+            options.onUnansweredDelivery?.();
           metrics?.observeRpc(rpc, record.seconds);
         },
         onFailed: (error) => {

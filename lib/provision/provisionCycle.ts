@@ -11,7 +11,7 @@ import { CycleRpc } from './cycleRpc';
 import { CycleOutcome, CycleResult, HostTicket } from './pipeline';
 import { staleSightingError } from './staleSighting';
 
-export { CycleError } from './cycleError';
+export { CycleError, nodeDidNotAnswer } from './cycleError';
 export type { CycleStep } from './cycleError';
 export type { CycleHelper, CycleMetrics, CycleRpcClient, CycleSettings, CycleSighting, ProvisionCycleOptions } from './cycleOptions';
 

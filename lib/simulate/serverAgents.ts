@@ -41,7 +41,11 @@ export interface ServerContext {
   /** Stop after `delaySeconds`. */
   shutdown(node: SimulatedNode, delaySeconds: number): void;
   /** Tell the fleet something happened that its statistics count. */
-  note(event: 'configured' | 'lock-refused' | 'token-refused' | 'upgraded' | 'upgrade-failed', node: SimulatedNode): void;
+  /** `configured-by-two` follows `configured` once per node: when a second caller's configure succeeds. */
+  note(
+    event: 'configured' | 'configured-by-two' | 'lock-refused' | 'token-refused' | 'upgraded' | 'upgrade-failed',
+    node: SimulatedNode,
+  ): void;
 }
 
 const ok = (data: unknown, action: string): AgentReply => ({ statuscode: StatusCode.OK, statusmsg: 'OK', data, action });
@@ -152,7 +156,7 @@ export function handleRpc(
     case 'gencsr':
       return gencsr(node, data, context);
     case 'configure':
-      return configure(node, data, context);
+      return configure(node, request, data, context);
     case 'restart':
       return restart(node, data, context);
     case 'shutdown':
@@ -222,7 +226,7 @@ async function gencsr(node: SimulatedNode, data: Record<string, unknown>, contex
   }
 }
 
-function configure(node: SimulatedNode, data: Record<string, unknown>, context: ServerContext): AgentReply {
+function configure(node: SimulatedNode, request: ChoriaRequest, data: Record<string, unknown>, context: ServerContext): AgentReply {
   if (node.state !== 'provisioning') return abort(NOT_PROVISIONING, 'configure');
   const refused = tokenRefusal(node, data.token, 'configure', context);
   if (refused !== undefined) return refused;
@@ -284,7 +288,11 @@ function configure(node: SimulatedNode, data: Record<string, unknown>, context: 
   if (Object.keys(actionPolicies).length > 0) node.actionPolicies = actionPolicies;
   if (Object.keys(opaPolicies).length > 0) node.opaPolicies = opaPolicies;
   node.configured++;
+  const callers = node.configuredBy.size;
+  node.configuredBy.add(request.callerId);
   context.note('configured', node);
+  // Counted once per node, at the second caller: a third caller, or the first again, is only a duplicate.
+  if (callers === 1 && node.configuredBy.size === 2) context.note('configured-by-two', node);
   context.publishLifecycle(node, 'provisioned');
   return ok({ message: `Wrote ${Object.keys(settings).length + 1} lines to ${context.configFile}` }, 'configure');
 }

@@ -17,6 +17,8 @@ export interface NodeRecord {
   boots: number;
   /** Successful `configure` calls. More than one is a duplicate provisioning. */
   configured: number;
+  /** The callers (`callerid`) whose `configure` succeeded, in the order each first did. More than one: configured by two provisioners. */
+  configuredBy: string[];
   /** Times it came back from a restart as a provisioned server. */
   provisioned: number;
   /** Restarts that came back still in provisioning mode (a configuration without `plugin.choria.server.provision=false`). */
@@ -61,6 +63,8 @@ export class SimulatedNode {
   lock: { holder: string; until: number } | undefined;
   boots = 0;
   configured = 0;
+  /** Insertion-ordered: the first caller to configure the node comes first. */
+  readonly configuredBy = new Set<string>();
   provisioned = 0;
   provisioningLoops = 0;
   configuration: Record<string, string> | undefined;
@@ -96,6 +100,7 @@ export class SimulatedNode {
       silent: this.silent,
       boots: this.boots,
       configured: this.configured,
+      configuredBy: [...this.configuredBy],
       provisioned: this.provisioned,
       provisioningLoops: this.provisioningLoops,
       ...optional('configuration', this.configuration === undefined ? undefined : { ...this.configuration }),

@@ -2,7 +2,7 @@ import { JetStreamApiCodes, JetStreamApiError, jetstream, jetstreamManager } fro
 import { KV, Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { defer } from 'rxjs';
-import { ClaimHeldError, ClaimStore } from '../../lib/provision/claims';
+import { ClaimHeldError, ClaimStore, ClaimStoreClosedError } from '../../lib/provision/claims';
 import { BucketLayout, bucketLayout } from '../../lib/bucketLayout';
 import { DEFAULT_CLAIMS_BUCKET } from './claimsBucket';
 
@@ -81,13 +81,28 @@ export function natsClaimStore(config: NatsClaimStoreConfig): ClaimStore {
           throw held(key, error);
         }
       }),
+    adopt: (key, value) =>
+      defer(async () => {
+        const bucket = await open();
+        // Possibly from a lagging replica (direct get): then the write below finds a newer revision and is refused.
+        const entry = await bucket.get(key);
+        if (entry === null || entry.operation !== 'PUT' || entry.string() !== value) throw new ClaimHeldError(key);
+        try {
+          return await bucket.update(key, value, entry.revision);
+        } catch (error) {
+          throw held(key, error);
+        }
+      }),
     release: (key, revision) =>
       defer(async () => {
+        const closing = (): boolean => nc.isClosed() || nc.isDraining();
+        if (closing()) throw new ClaimStoreClosedError(key);
         try {
           await (await open()).delete(key, { previousSeq: revision });
         } catch (error) {
           // Written by someone else since: not ours to delete any more.
-          if (!isWrongLastSequence(error)) throw error;
+          if (isWrongLastSequence(error)) return;
+          throw closing() ? new ClaimStoreClosedError(key) : error;
         }
       }),
   };

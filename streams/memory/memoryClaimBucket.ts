@@ -57,6 +57,12 @@ export class MemoryClaimBucket {
       ttl: () => of(this.ttlMs),
       create: (key, value) => this.write(key, value, 0),
       update: (key, value, revision) => this.write(key, value, revision),
+      adopt: (key, value) =>
+        defer(() => {
+          const entry = this.live(key);
+          if (entry?.value !== value) return throwError(() => new ClaimHeldError(key, 'held by another provisioner'));
+          return this.write(key, value, entry.revision);
+        }),
       release: (key, revision) =>
         defer(() => {
           if (this.live(key)?.revision === revision) this.entries.delete(key);

@@ -12,8 +12,13 @@ export interface FleetStats {
   silent: number;
   /** Successful configure calls. */
   configured: number;
-  /** Configure calls on a node that had been configured before. */
+  /** Configure calls on a node that had been configured before (by anyone, the same caller included). */
   duplicates: number;
+  /**
+   * Nodes configured by two or more different callers (`callerid`): what active-active must never
+   * do. A node counts once, when a second caller's configure succeeds.
+   */
+  configuredByTwo: number;
   /** Restarts that came back in provisioning mode. */
   provisioningLoops: number;
   upgraded: number;
@@ -49,6 +54,7 @@ export interface FleetEvent {
     | 'booted'
     | 'configured'
     | 'duplicate'
+    | 'configured-by-two'
     | 'provisioned'
     | 'provisioning-loop'
     | 'upgraded'
@@ -68,6 +74,7 @@ export function newFleetCounters(): FleetCounters {
   return {
     configured: 0,
     duplicates: 0,
+    configuredByTwo: 0,
     provisioningLoops: 0,
     upgraded: 0,
     upgradeFailures: 0,

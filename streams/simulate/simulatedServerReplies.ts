@@ -70,7 +70,8 @@ export class SimulatedServerReplies {
             counters.duplicates++;
             runtime.emit('duplicate', node);
           }
-        } else if (event === 'lock-refused') counters.lockRefusals++;
+        } else if (event === 'configured-by-two') counters.configuredByTwo++;
+        else if (event === 'lock-refused') counters.lockRefusals++;
         else if (event === 'token-refused') counters.tokenRefusals++;
         else if (event === 'upgraded') counters.upgraded++;
         else counters.upgradeFailures++;

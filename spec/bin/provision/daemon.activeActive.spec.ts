@@ -57,7 +57,7 @@ describe('the provisioner daemon in active-active mode', () => {
     });
     try {
       await waitFor(() => world.daemon.ready(), 'the claims bucket to be read');
-      for (const result of ['won', 'lost', 'lapsed'])
+      for (const result of ['won', 'lost', 'lapsed', 'kept'])
         expect(await world.metric('choria_provisioner_claims_total', { site: 'spec', identity: 'prov.example.net', result })).toBe(0);
       for (const operation of ['setup', 'create', 'refresh', 'release'])
         expect(await world.metric('choria_provisioner_claim_errors_total', { operation })).toBe(0);

@@ -1,8 +1,17 @@
-import { Observable, defer, map, of, throwError } from 'rxjs';
+import { Observable, defer, from, map, of, throwError } from 'rxjs';
 import { done, failed } from '@rxfleet/operators';
-import { ClaimHeldError, ClaimStore, NodeClaims, claimKey, readClaimsTtl, rotateRound } from '../../../lib/provision/claims';
+import {
+  ClaimHeldError,
+  ClaimStore,
+  ClaimStoreClosedError,
+  NodeClaims,
+  claimKey,
+  readClaimsTtl,
+  rotateRound,
+} from '../../../lib/provision/claims';
 import { CycleOutcome, HostTicket } from '../../../lib/provision/pipeline';
 import { CycleError } from '../../../lib/provision/provisionCycle';
+import { NoRespondersError } from '../../../lib/choria/errors';
 import { MemoryClaimBucket } from '../../../streams/memory/memoryClaimBucket';
 import { newScheduler } from '../../helpers/marbles';
 
@@ -228,6 +237,36 @@ describe('NodeClaims: a cycle under a claim in a KV bucket (virtual time)', () =
     });
   });
 
+  it('a create that timed out yet was written (a stream leader election) is adopted when tried again, rather than the node lost to this instance for a lifetime; one another instance wrote is not', () => {
+    const scheduler = newScheduler();
+    scheduler.run(({ cold, expectObservable, flush }) => {
+      const bucket = new MemoryClaimBucket({ ttlMs: 30, now: () => scheduler.now() });
+      const real = bucket.store();
+      // Before frame 3 a create is written but its acknowledgement lost.
+      const store: ClaimStore = {
+        ...real,
+        create: (k, v) =>
+          defer(() => {
+            if (scheduler.now() >= 3) return from(real.create(k, v));
+            bucket.put(k, v);
+            return throwError(() => new Error('timeout'));
+          }),
+      };
+      const { hooks, log } = recording(() => scheduler.now());
+      const claims = new NodeClaims({ store, owner: OWNER, ttlMs: 30, retryMs: 3, scheduler, hooks });
+      expectObservable(claims.around(ticket('n1'), () => cold('--d', { d: provisioned })).pipe(map(said))).toBe('-----(d|)', {
+        d: 'done:provisioned',
+      });
+      // n2's lost create is overwritten by another instance before the retry: not ours to adopt.
+      scheduler.schedule(() => bucket.put('n2', 'prov-b.example.net'), 1);
+      expectObservable(claims.around(ticket('n2'), () => cold('--d', { d: provisioned })).pipe(map(said))).toBe('---(c|)', {
+        c: 'done:claimed',
+      });
+      flush();
+      expect(log).toEqual(['0 create failed n1', '0 create failed n2', '3 won n1', '3 lost n2']);
+    });
+  });
+
   it('the attempt boundary: after a refresh the bucket could not take, no attempt starts until a write is acknowledged again; a confirmed claim lets attempts through at once', () => {
     const scheduler = newScheduler();
     scheduler.run(({ cold, expectObservable, flush }) => {
@@ -252,6 +291,128 @@ describe('NodeClaims: a cycle under a claim in a KV bucket (virtual time)', () =
       expectObservable(claims.attemptReady('other')).toBe('(x|)', { x: undefined });
       flush();
       expect(attempts).toEqual(['5->5', '21->26', '24->26']);
+    });
+  });
+
+  describe('a node this instance may have configured (cut off between its configure and its restart)', () => {
+    // The partition spec's path to a node configured by two instances: a configure reached the node
+    // and its reply was lost with the route (or the configured node's restart found nothing
+    // listening); the cycle failed, its claim was deleted, and after the heal another instance
+    // claimed the node and configured it again.
+    const mayBeConfigured = failed(
+      new CycleError('n1', 'configure', 'configuration failed: nothing is listening for n1', { nodeMayBeConfigured: true }),
+    ) as CycleOutcome;
+    const unanswered = failed(
+      new CycleError('n1', 'jwt', 'could not fetch and validate JWT', { cause: new NoRespondersError('choria_provision#jwt', 'n1') }),
+    ) as CycleOutcome;
+    const refused = failed(new CycleError('n1', 'defer', 'configuration defered: later')) as CycleOutcome;
+
+    it('keeps its claim and runs the cycle again while the node does not answer, so no other instance configures it; the node is provisioned when it answers', () => {
+      const scheduler = newScheduler();
+      scheduler.run(({ cold, expectObservable, expectSubscriptions, flush }) => {
+        const bucket = new MemoryClaimBucket({ ttlMs: 30, now: () => scheduler.now() });
+        const { hooks, log } = recording(() => scheduler.now());
+        const kept: string[] = [];
+        const claims = new NodeClaims({
+          store: bucket.store(),
+          owner: OWNER,
+          ttlMs: 30,
+          rerunMs: 5,
+          scheduler,
+          hooks: { ...hooks, kept: (id, e) => kept.push(`${scheduler.now()} ${id} ${said(failed(e) as CycleOutcome)}`) },
+        });
+        const other = new NodeClaims({ store: bucket.store(), owner: 'prov-b.example.net', ttlMs: 30, scheduler });
+        const runs = [cold('--f', { f: mayBeConfigured }), cold('--u', { u: unanswered }), cold('--d', { d: provisioned })];
+        let run = 0;
+        expectObservable(claims.around(ticket('n1'), () => runs[run++]).pipe(map(said))).toBe('16ms (d|)', { d: 'done:provisioned' });
+        expectSubscriptions(runs[0].subscriptions).toBe('^-!');
+        expectSubscriptions(runs[1].subscriptions).toBe('-------^-!');
+        expectSubscriptions(runs[2].subscriptions).toBe('--------------^-!');
+        // Another instance finds the node claimed while it waits for its node, in either pause.
+        const tries: string[] = [];
+        for (const at of [4, 12])
+          scheduler.schedule(
+            () => other.around(ticket('n1', at), () => of(provisioned)).subscribe((o) => tries.push(`${at} ${said(o)}`)),
+            at,
+          );
+        flush();
+        expect(tries).toEqual(['4 done:claimed', '12 done:claimed']);
+        expect(kept).toEqual(['2 n1 failed:configure', '9 n1 failed:jwt']);
+        expect(log).toEqual(['0 won n1']);
+        expect(bucket.holder('n1')).toBe(OWNER);
+      });
+    });
+
+    it('gives the node up one claim lifetime after the first failure if it never answers, or at once when it answers with a failure; the claim is left to age out, not deleted', () => {
+      const scheduler = newScheduler();
+      scheduler.run(({ cold, expectObservable, flush }) => {
+        const bucket = new MemoryClaimBucket({ ttlMs: 30, now: () => scheduler.now() });
+        const claims = new NodeClaims({ store: bucket.store(), owner: OWNER, ttlMs: 30, rerunMs: 5, scheduler });
+        // Fails at 2 (kept from then), then runs at 7, 14, 21, 28 and 35, each failing 2 frames
+        // later: the failure at 37 comes a lifetime (30) after 2, and stands.
+        let silent = 0;
+        expectObservable(
+          claims
+            .around(ticket('n1'), () => (silent++ === 0 ? cold('--f', { f: mayBeConfigured }) : cold('--u', { u: unanswered })))
+            .pipe(map(said)),
+        ).toBe('37ms (u|)', { u: 'failed:jwt' });
+        // Answers at its second run (7): its failure at 9 stands.
+        let answered = 0;
+        expectObservable(
+          claims
+            .around(ticket('n2'), () => (answered++ === 0 ? cold('--f', { f: mayBeConfigured }) : cold('--r', { r: refused })))
+            .pipe(map(said)),
+        ).toBe('9ms (r|)', { r: 'failed:defer' });
+        // A failure that cannot have left the node configured frees it at once, as before.
+        expectObservable(claims.around(ticket('n3'), () => cold('--u', { u: unanswered })).pipe(map(said))).toBe('--(u|)', {
+          u: 'failed:jwt',
+        });
+        const holders = (): Array<string | undefined> => ['n1', 'n2', 'n3'].map((n) => bucket.holder(n));
+        const seen: string[] = [];
+        // Written last at 37 and at 9, each left to live a lifetime from then.
+        for (const at of [3, 38, 39, 66, 67]) scheduler.schedule(() => seen.push(`${at} ${holders().join(',')}`), at);
+        flush();
+        expect(seen).toEqual([`3 ${OWNER},${OWNER},`, `38 ${OWNER},${OWNER},`, `39 ${OWNER},,`, `66 ${OWNER},,`, '67 ,,']);
+        expect(silent).toBe(6);
+        expect(answered).toBe(2);
+      });
+    });
+  });
+
+  it('a delete the bucket cannot take (no leader) is tried again every retryMs, so the node is free as soon as the bucket answers; never after the store is closed', () => {
+    const scheduler = newScheduler();
+    scheduler.run(({ cold, expectObservable, flush }) => {
+      const bucket = new MemoryClaimBucket({ ttlMs: 30, now: () => scheduler.now() });
+      const real = bucket.store();
+      // Deletes fail from 0 to 11 (a stream leader election); n2's store is closed at 4.
+      const store = (closedAt = Infinity): ClaimStore => ({
+        ...real,
+        release: (k, r) =>
+          defer(() =>
+            scheduler.now() >= closedAt
+              ? throwError(() => new ClaimStoreClosedError(k))
+              : scheduler.now() < 12
+                ? throwError(() => new Error('timeout'))
+                : real.release(k, r),
+          ),
+      });
+      const { hooks, log } = recording(() => scheduler.now());
+      const claims = new NodeClaims({ store: store(), owner: OWNER, ttlMs: 30, retryMs: 5, scheduler, hooks });
+      const closing = new NodeClaims({ store: store(4), owner: OWNER, ttlMs: 30, retryMs: 5, scheduler });
+      const helperFailed = failed(new Error('helper')) as CycleOutcome;
+      expectObservable(claims.around(ticket('n1'), () => cold('--f', { f: helperFailed })).pipe(map(said))).toBe('--(f|)', {
+        f: 'failed:Error: helper',
+      });
+      expectObservable(closing.around(ticket('n2'), () => cold('--f', { f: helperFailed })).pipe(map(said))).toBe('--(f|)', {
+        f: 'failed:Error: helper',
+      });
+      const seen: string[] = [];
+      for (const at of [11, 13])
+        scheduler.schedule(() => seen.push(`${at} ${bucket.holder('n1') ?? '-'} ${bucket.holder('n2') ?? '-'}`), at);
+      flush();
+      // Tried at 2 and 7 (failed), at 12 deleted; n2 left to age out from its write at 0.
+      expect(log).toEqual(['0 won n1', '2 release failed n1', '7 release failed n1']);
+      expect(seen).toEqual([`11 ${OWNER} ${OWNER}`, `13 - ${OWNER}`]);
     });
   });
 

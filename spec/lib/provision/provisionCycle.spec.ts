@@ -359,6 +359,52 @@ describe('ProvisionCycle', () => {
     ).rejects.toMatchObject({ step: 'configure' });
   });
 
+  it('a failure that may leave the node holding its configuration says so: a configure gone unanswered after it may have reached the node, a restart of the configured node gone unanswered', async () => {
+    const configure = 'choria_provision#configure';
+    const restart = 'choria_provision#restart';
+    const status = (rpc: string) => new RpcStatusError(rpc, 'n1.example.net', 5, 'simulated failure');
+    const cases: Array<[string, Script, string, boolean]> = [
+      // Its first attempt may have been applied (its reply lost with the route), the rest reached nobody.
+      [
+        'configure timed out, then nothing listening',
+        (rpc, input, n) =>
+          rpc !== configure
+            ? node(keys)(rpc, input, n)
+            : n === 1
+              ? new RpcTimeoutError(configure, 'n1', 22_000)
+              : new NoRespondersError(configure, 'n1'),
+        'configure',
+        true,
+      ],
+      [
+        'configure reply lost with the connection, then refused',
+        (rpc, input, n) =>
+          rpc !== configure ? node(keys)(rpc, input, n) : n === 1 ? new RpcConnectionLostError(configure, 'n1') : status(configure),
+        'configure',
+        true,
+      ],
+      ['configure never reached the node', node(keys, { [configure]: new NoRespondersError(configure, 'n1') }), 'configure', false],
+      ['configure refused', node(keys, { [configure]: status(configure) }), 'configure', false],
+      ['restart of the configured node unanswered', node(keys, { [restart]: new NoRespondersError(restart, 'n1') }), 'restart', true],
+      ['restart timed out', node(keys, { [restart]: new RpcTimeoutError(restart, 'n1', 22_000) }), 'restart', true],
+      ['restart refused', node(keys, { [restart]: status(restart) }), 'restart', false],
+      [
+        'inventory unanswered',
+        node(keys, { 'rpcutil#inventory': new RpcTimeoutError('rpcutil#inventory', 'n1', 4000) }),
+        'inventory',
+        false,
+      ],
+    ];
+    for (const [what, script, step, mayBeConfigured] of cases) {
+      const cycle = new ProvisionCycle({ config: config(), client: scriptedClient(script), helper: helperReturning({}), clock, ...fast });
+      const error = await cycle.run(sighting).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect({ what, error }).toMatchObject({ what, error: { step, nodeMayBeConfigured: mayBeConfigured } });
+    }
+  });
+
   it('a provisioning-lock refusal ends the cycle as locked: one attempt, counted as a lock refusal, not an RPC error (P10)', async () => {
     const client = scriptedClient(
       node(keys, {

@@ -1,6 +1,6 @@
 import { NatsConnection, connect } from '@nats-io/transport-node';
 import { ObservableInput, from, lastValueFrom } from 'rxjs';
-import { ClaimHeldError, ClaimStore, claimKey } from '../../../lib/provision/claims';
+import { ClaimHeldError, ClaimStore, ClaimStoreClosedError, claimKey } from '../../../lib/provision/claims';
 import { createClaimsBucket } from '../../../streams/claims/claimsBucket';
 import { MemoryClaimBucket } from '../../../streams/memory/memoryClaimBucket';
 import { natsClaimStore } from '../../../streams/claims/natsClaimStore';
@@ -57,6 +57,18 @@ function claimStoreCases(name: 'in memory' | 'through the grant', make: () => Pr
       await expect(value(store.update(key, 'a', refreshed))).rejects.toBeInstanceOf(ClaimHeldError);
     });
 
+    it("adopts the key when its last value is the owner's own (a create written but not acknowledged), from the revision read; refuses another's or a free key", async () => {
+      const store = await make();
+      const key = fresh();
+      const first = await value(store.create(key, 'a'));
+      const adopted = await value(store.adopt!(key, 'a'));
+      expect(adopted).toBeGreaterThan(first);
+      await expect(value(store.update(key, 'a', first))).rejects.toBeInstanceOf(ClaimHeldError);
+      await expect(value(store.adopt!(key, 'b'))).rejects.toBeInstanceOf(ClaimHeldError);
+      await value(store.release(key, adopted));
+      await expect(value(store.adopt!(key, 'a'))).rejects.toBeInstanceOf(ClaimHeldError);
+    });
+
     it('takes any identity through its claim key', async () => {
       const store = await make();
       const key = claimKey(`odd identity ${++keys} *>`);
@@ -101,6 +113,19 @@ describe('the claims bucket', () => {
       const missing = natsClaimStore({ nc: connections[0], bucket: 'NO_SUCH_BUCKET', apiPrefix: 'choria.streams', timeoutMs: 500 });
       await expect(value(missing.ttl())).rejects.toThrow();
       await expect(value(missing.create('n1', 'a'))).rejects.not.toBeInstanceOf(ClaimHeldError);
+    });
+
+    it('a release once its connection is closed says so (the claim stage then stops trying it again)', async () => {
+      const nc = await connect({
+        servers: server().url,
+        user: PROVISIONER.user,
+        pass: PROVISIONER.password,
+        inboxPrefix: 'provisioning.reply',
+      });
+      const closing = natsClaimStore({ nc, bucket: CLAIMS_BUCKET, apiPrefix: 'choria.streams' });
+      const revision = await value(closing.create('closing-node', 'a'));
+      await nc.close();
+      await expect(value(closing.release('closing-node', revision))).rejects.toBeInstanceOf(ClaimStoreClosedError);
     });
   });
 });

@@ -224,6 +224,36 @@ describe('the simulated fleet over a real nats-server', () => {
     });
   });
 
+  describe('configured by two callers', () => {
+    it('counts a node once when a second caller configures it, and a configure by the same caller again only as a duplicate', async () => {
+      // No node-side lock, so that two callers can both configure: what the count is there to catch.
+      const world = await startChoriaWorld(server().url, { nodes: 2, lockWindowMs: 0 });
+      try {
+        const [first, second] = ['node-1.example.net', 'node-2.example.net'];
+        const other = world.newClient({ identity: 'other.example.net' });
+        const third = world.newClient({ identity: 'third.example.net' });
+        const configure = (client: typeof other, id: string) =>
+          firstValueFrom(client.call(PROVISION_RPCS.configure, id, configureInput(PROVISIONED_CONFIG)));
+
+        await configure(world.client, first);
+        await configure(world.client, first);
+        expect(world.fleet.stats()).toMatchObject({ configured: 2, duplicates: 1, configuredByTwo: 0 });
+
+        const byTwo = nextEvent(world.fleet.events$, 'configured-by-two', second);
+        await configure(world.client, second);
+        await configure(other, second);
+        await byTwo;
+        await configure(third, second);
+        await configure(world.client, second);
+        expect(world.fleet.stats()).toMatchObject({ configured: 6, duplicates: 4, configuredByTwo: 1 });
+        expect(world.fleet.node(first)?.configuredBy).toEqual([world.client.callerId]);
+        expect(world.fleet.node(second)?.configuredBy).toEqual([world.client.callerId, other.callerId, third.callerId]);
+      } finally {
+        await world.stop();
+      }
+    });
+  });
+
   describe('upgrades', () => {
     it('reports version and upgradable, publishes upgraded on release_update and comes back in provisioning mode with the new version', async () => {
       const world = await startChoriaWorld(server().url, { nodes: 2, upgradable: true, version: '0.28.0', restartDelayMs: 5 });

@@ -25,7 +25,7 @@ export function progressLine(format: ReportFormat, stats: FleetStats, elapsedMs:
   if (format === 'json') return JSON.stringify({ type: 'progress', elapsed_s: round(elapsedMs / 1000), ...stats });
   return (
     `${(elapsedMs / 1000).toFixed(1).padStart(6)}s booted ${stats.booted}/${stats.nodes} provisioning ${stats.provisioning} provisioned ${stats.provisioned}` +
-    ` configured ${stats.configured} duplicates ${stats.duplicates} lock-refusals ${stats.lockRefusals} token-refusals ${stats.tokenRefusals} failures ${stats.injectedFailures}`
+    ` configured ${stats.configured} duplicates ${stats.duplicates} by-two ${stats.configuredByTwo} lock-refusals ${stats.lockRefusals} token-refusals ${stats.tokenRefusals} failures ${stats.injectedFailures}`
   );
 }
 
@@ -52,6 +52,7 @@ export function summaryLines(format: ReportFormat, stats: FleetStats, elapsedMs:
     ['shut down', stats.shutdown],
     ['configured', stats.configured],
     ['duplicates', stats.duplicates],
+    ['configured by two', stats.configuredByTwo],
     ['provisioning loops', stats.provisioningLoops],
     ['upgraded', stats.upgraded],
     ['lock refusals', stats.lockRefusals],

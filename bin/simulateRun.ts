@@ -192,7 +192,7 @@ async function runFleet(options: SimulateOptions, run: FleetRun): Promise<number
   run.setFinish(finish);
 
   const events = fleet.events$.subscribe((event) => {
-    if (event.type === 'duplicate') print(eventLine(format, event));
+    if (event.type === 'duplicate' || event.type === 'configured-by-two') print(eventLine(format, event));
     if (options.exitWhenProvisioned === true && (event.type === 'provisioned' || event.type === 'shutdown')) {
       const stats = fleet.stats();
       if (stats.provisioned + stats.shutdown === stats.nodes) void finish();

@@ -97,6 +97,13 @@ export function startActiveActive(options: ActiveActiveOptions): ActiveActive {
           metrics.claim('lost');
           logger.debug({ identity: node }, `${node} is claimed by another provisioner: leaving it`);
         },
+        kept: (node, error) => {
+          metrics.claim('kept');
+          logger.warn(
+            { identity: node },
+            `${node} may hold this instance's configuration and did not answer (${errorMessage(error)}): its claim is kept and its cycle run again`,
+          );
+        },
         lapsed: (node, why) => {
           metrics.claim('lapsed');
           logger.warn({ identity: node }, `the claim on ${node} lapsed (${why}): its cycle was stopped`);

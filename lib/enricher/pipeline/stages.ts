@@ -127,7 +127,7 @@ export function debounceSubjects(config: DebounceSubjectsConfig): MonoTypeOperat
     filter((input): input is OwnerInput => {
       if (!isEvent(input)) return input.kind !== 'flush';
       if (input.status !== 'dropped') return true;
-      metrics.eventsDropped.labels('debounce').inc();
+      metrics.dropped('debounce');
       return false;
     }),
   );
@@ -163,11 +163,10 @@ export function archiveFilter(archive: Archive, metrics: EnricherMetrics): Opera
     map((answer) => {
       const verdict = archive.judge(answer);
       if ('out' in verdict) {
-        metrics.eventsEmitted.labels(verdict.out.status).inc();
+        metrics.emitted(verdict.out.status);
         return verdict.out;
       }
-      if (verdict.drop === 'stale' || (verdict.drop !== 'silent' && answer.event.origin === 'incus'))
-        metrics.eventsDropped.labels(verdict.drop).inc();
+      if (verdict.drop === 'stale' || (verdict.drop !== 'silent' && answer.event.origin === 'incus')) metrics.dropped(verdict.drop);
       return undefined;
     }),
     filter((out): out is EnrichedEvent => out !== undefined),

@@ -51,8 +51,14 @@ export class EnricherMetrics {
   readonly storeStale: Gauge;
   /** When a cold store write last landed, Unix seconds (0 before the first). */
   readonly storeLastSuccess: Gauge;
-  // Label children looked up once: a read's outcome is counted on the hot path.
+  // Label children looked up once: a read's outcome and every event's fate are counted on the hot
+  // path, and `labels()` validates the labels and binds a fresh child on every call.
   private readonly readChildren = new Map<string, { count: Counter.Internal; seconds: Histogram.Internal<'kind'> }>();
+  private readonly droppedChildren = new Map<string, Counter.Internal>();
+  private readonly emittedChildren = new Map<string, Counter.Internal>();
+  // What the model's gauges were last set to: they are refreshed after every task of the owner,
+  // and a gauge's `set` allocates, while the counts rarely change.
+  private modelCounts = { projects: NaN, instances: NaN, networks: NaN };
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -131,8 +137,16 @@ export class EnricherMetrics {
         this.readChildren.set(`${kind}/${result}`, { count, seconds });
       }
     }
-    for (const reason of DROP_REASONS) this.eventsDropped.labels(reason).inc(0);
-    for (const status of ['ok', 'failed']) this.eventsEmitted.labels(status).inc(0);
+    for (const reason of DROP_REASONS) {
+      const child = this.eventsDropped.labels(reason);
+      child.inc(0);
+      this.droppedChildren.set(reason, child);
+    }
+    for (const status of ['ok', 'failed']) {
+      const child = this.eventsEmitted.labels(status);
+      child.inc(0);
+      this.emittedChildren.set(status, child);
+    }
     for (const result of ['ok', 'failed']) this.storeWrites.labels(result).inc(0);
   }
 
@@ -142,5 +156,25 @@ export class EnricherMetrics {
     if (child === undefined) return;
     child.count.inc();
     if (outcome !== 'aborted') child.seconds.observe(ms / 1000);
+  }
+
+  /** Counts one event that went nowhere, by `reason` (as `eventsDropped.labels(reason).inc()`). */
+  dropped(reason: DropReason): void {
+    (this.droppedChildren.get(reason) ?? this.eventsDropped.labels(reason)).inc();
+  }
+
+  /** Counts one event handed on, by `status` (as `eventsEmitted.labels(status).inc()`). */
+  emitted(status: string): void {
+    (this.emittedChildren.get(status) ?? this.eventsEmitted.labels(status)).inc();
+  }
+
+  /** Sets the model's gauges (projects, instances, networks); a gauge whose count did not change is left alone. */
+  setModelCounts(projects: number, instances: number, networks: number): void {
+    const last = this.modelCounts;
+    if (projects === last.projects && instances === last.instances && networks === last.networks) return;
+    if (projects !== last.projects) this.projects.set(projects);
+    if (instances !== last.instances) this.instances.set(instances);
+    if (networks !== last.networks) this.networks.set(networks);
+    this.modelCounts = { projects, instances, networks };
   }
 }

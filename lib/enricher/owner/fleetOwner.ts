@@ -62,11 +62,7 @@ export function fleetOwner(config: FleetOwnerConfig): OperatorFunction<OwnerInpu
       const slots = new SlotPool(config.workers);
       const serves = servesAnswer(config.instances);
       const mailbox = new Mailbox(
-        () => {
-          metrics.projects.set(model.projectCount);
-          metrics.instances.set(model.instanceCount);
-          metrics.networks.set(model.networkCount);
-        },
+        () => metrics.setModelCounts(model.projectCount, model.instanceCount, model.networkCount),
         (error) => subscriber.error(error),
         // By the time the inbox runs dry every read of a deleted key asked before the delete has
         // been cancelled or has landed: the markers are not needed, and would grow with every name
@@ -148,7 +144,7 @@ export function fleetOwner(config: FleetOwnerConfig): OperatorFunction<OwnerInpu
         accept: (input) => {
           const route = routeEvent(owner.view, input);
           if (route.place.kind === 'drop') {
-            if (input.origin === 'incus') metrics.eventsDropped.labels('unserved').inc();
+            if (input.origin === 'incus') metrics.dropped('unserved');
             return;
           }
           for (const effect of route.effects) owner.apply(effect);

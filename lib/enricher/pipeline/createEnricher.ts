@@ -32,7 +32,7 @@ import { FleetModel } from '../model/FleetModel';
 import { fleetOwner } from '../owner/fleetOwner';
 import { OwnerNotice, isLineEntry, isOwnerNotice } from '../owner/ownerParts';
 import { EnricherMetrics } from '../metrics/metrics';
-import { ObservableIncusReader, observableReader, timedReader } from '../reads/observableReader';
+import { ObservableIncusReader, timedReader } from '../reads/observableReader';
 import { attachProject } from '../owner/route';
 import { Ladder } from '../owner/repairs';
 import { RoundEnd } from '../rounds/roundFeed';
@@ -168,7 +168,7 @@ export function createEnricher(deps: EnricherDeps): Enricher {
     warm = initial !== undefined;
     metrics.warm.set(warm ? 1 : 0);
     const archive = seededArchive(model);
-    const reader = timedReader(observableReader(deps.reader), {
+    const reader = timedReader(deps.reader, {
       readTimeout: config.readTimeout,
       scheduler,
       onRead: (kind, outcome, ms) => metrics.read(kind, outcome, ms),

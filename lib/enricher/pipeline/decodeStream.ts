@@ -61,7 +61,7 @@ function decodeItems(config: DecodeStreamConfig, badInput: RateLimitedLog): Oper
         const decoded = decodeEvent(item.event, wanted, scheduler.now());
         if (!isRefusal(decoded)) return of(decoded);
         if (decoded.refused === 'unwanted') {
-          metrics.eventsDropped.labels('unwanted').inc();
+          metrics.dropped('unwanted');
         } else {
           metrics.eventsMalformed.inc();
           badInput.log('malformed_event', { reason: decoded.reason, source: item.event?.source }, 'malformed Incus event ignored');

@@ -127,32 +127,26 @@ export function debounceSubjects(config: DebounceSubjectsConfig): MonoTypeOperat
     filter((input): input is OwnerInput => {
       if (!isEvent(input)) return input.kind !== 'flush';
       if (input.status !== 'dropped') return true;
-      metrics.eventsDropped.labels('debounce').inc();
+      metrics.dropped('debounce');
       return false;
     }),
   );
 }
 
-/** An entry's answer, as the line waits for it: one value, whenever the owner settles the entry. */
-const answerOf = (entry: LineEntry): Observable<Answer> =>
-  new Observable<Answer>((subscriber) =>
-    entry.whenSettled((answer) => {
-      subscriber.next(answer);
-      subscriber.complete();
-    }),
-  );
-
 /**
- * The ordered line (`releaseInOrder`, on a ring): each entry leaves with its answer once
- * everything that arrived before it has left, whatever order the answers come in. When the owner
- * is done (the stream ended, or a drain), the whole line is handed on at once, in order: an entry
- * not answered yet leaves as it arrived. `onLength` follows how many entries wait.
+ * The ordered line (`releaseInOrder` in its self-settling form, on a ring): each entry leaves with
+ * its answer once everything that arrived before it has left, whatever order the answers come in.
+ * The owner answers each entry through a callback, so the line holds one place per entry and no
+ * subscription (an Observable per entry only for the line to subscribe to it cost a subscriber, a
+ * subscription and a teardown per event). When the owner is done (the stream ended, or a drain),
+ * the whole line is handed on at once, in order: an entry not answered yet leaves as it arrived.
+ * `onLength` follows how many entries wait.
  */
 export function releaseLine(onLength: (length: number) => void): OperatorFunction<LineEntry, Answer> {
   let length = 0;
   return pipe(
     tap(() => onLength(++length)),
-    connect((entries$) => entries$.pipe(releaseInOrder(answerOf, { drain: entries$.pipe(ignoreElements(), endWith(true)) }))),
+    connect((entries$) => entries$.pipe(releaseInOrder({ drain: entries$.pipe(ignoreElements(), endWith(true)) }))),
     tap(() => onLength(--length)),
     map((out: LineEntry | Answer): Answer => (out instanceof LineEntry ? { event: out.event } : out)),
   );
@@ -169,11 +163,10 @@ export function archiveFilter(archive: Archive, metrics: EnricherMetrics): Opera
     map((answer) => {
       const verdict = archive.judge(answer);
       if ('out' in verdict) {
-        metrics.eventsEmitted.labels(verdict.out.status).inc();
+        metrics.emitted(verdict.out.status);
         return verdict.out;
       }
-      if (verdict.drop === 'stale' || (verdict.drop !== 'silent' && answer.event.origin === 'incus'))
-        metrics.eventsDropped.labels(verdict.drop).inc();
+      if (verdict.drop === 'stale' || (verdict.drop !== 'silent' && answer.event.origin === 'incus')) metrics.dropped(verdict.drop);
       return undefined;
     }),
     filter((out): out is EnrichedEvent => out !== undefined),

@@ -2,8 +2,8 @@
  * The reader as the enricher uses it: every call an Observable, aborted by unsubscribing, timed
  * out on the enricher's scheduler, and counted.
  */
-import { Observable, SchedulerLike, finalize, tap, throwError, timeout } from 'rxjs';
-import { fromAbortable } from '@rxfleet/operators';
+import { Observable, SchedulerLike, Subscription, finalize, tap, throwError, timeout } from 'rxjs';
+import { UnsubscribedError, fromAbortable } from '@rxfleet/operators';
 import { IncusApiError, IncusInstance, IncusInstanceState, IncusNetwork, IncusProject, IncusReader } from '../../incus/api';
 
 /**
@@ -76,8 +76,133 @@ export interface TimedReaderOptions {
  * {@link ReadTimeoutError}) and reports each outcome. "One instance read or one listing" takes at
  * most `readTimeout`: a server that does not answer fails that read, and the line behind it
  * moves on.
+ *
+ * A promise-based reader (the REST client) is timed where its calls are made: each call is one
+ * Observable owning its `AbortController` and its timeout ({@link timedCall}), the same contract
+ * as `fromAbortable` under `timeout`, `tap` and `finalize`, which cost four subscribers a call
+ * and the enricher makes two calls an event. An Observable reader (a fake answering in virtual
+ * time) is wrapped in those operators.
  */
-export function timedReader(reader: ObservableIncusReader, options: TimedReaderOptions): ObservableIncusReader {
+export function timedReader(reader: IncusReader | ObservableIncusReader, options: TimedReaderOptions): ObservableIncusReader {
+  if (isObservableReader(reader)) return timedObservableReader(reader, options);
+  const call = <T>(kind: ReadKind, what: () => string, work: (signal: AbortSignal) => PromiseLike<T>): Observable<T> =>
+    timedCall(kind, what, work, options);
+  return {
+    instance$: (p, n) =>
+      call(
+        'instance',
+        () => `GET instance ${p}/${n}`,
+        (signal) => reader.getInstance(p, n, signal),
+      ),
+    instanceState$: (p, n) =>
+      call(
+        'instance_state',
+        () => `GET instance state ${p}/${n}`,
+        (signal) => reader.getInstanceState(p, n, signal),
+      ),
+    network$: (p, n) =>
+      call(
+        'network',
+        () => `GET network ${p}/${n}`,
+        (signal) => reader.getNetwork(p, n, signal),
+      ),
+    project$: (n) =>
+      call(
+        'project',
+        () => `GET project ${n}`,
+        (signal) => reader.getProject(n, signal),
+      ),
+    projectNames$: () =>
+      call(
+        'listing',
+        () => 'list projects',
+        (signal) => reader.listProjectNames(signal),
+      ),
+    networkNames$: (p) =>
+      call(
+        'listing',
+        () => `list networks of ${p}`,
+        (signal) => reader.listNetworkNames(p, signal),
+      ),
+    instanceNames$: (p) =>
+      call(
+        'listing',
+        () => `list instances of ${p}`,
+        (signal) => reader.listInstanceNames(p, signal),
+      ),
+  };
+}
+
+/**
+ * One call of a promise-based reader as an Observable, timed and counted: what
+ * `fromAbortable(work).pipe(timeout(...), tap(...), finalize(...))` does, in one subscriber.
+ *
+ * - `work` is called at subscription with a signal of its own; a resolved value is emitted once
+ *   and the Observable completes; a rejection (or a throw) errors it, counted `not_found` when
+ *   Incus says the thing does not exist, else `error`.
+ * - No answer within `readTimeout` (on `scheduler`): the signal is aborted (reason
+ *   `UnsubscribedError`, as `fromAbortable` does when `timeout` drops it) and the Observable
+ *   errors with a {@link ReadTimeoutError} naming `what()`, counted `timeout`.
+ * - Unsubscribing before the answer aborts the signal the same way, counted `aborted`; a late
+ *   settlement is ignored.
+ * - `onRead` is told once, after the Observable has ended and the call is aborted if it had to
+ *   be, with the outcome and the ms from subscription on the scheduler's clock.
+ */
+export function timedCall<T>(
+  kind: ReadKind,
+  what: () => string,
+  work: (signal: AbortSignal) => PromiseLike<T>,
+  options: TimedReaderOptions,
+): Observable<T> {
+  const { readTimeout, scheduler, onRead } = options;
+  return new Observable<T>((subscriber) => {
+    const started = scheduler.now();
+    const controller = new AbortController();
+    let outcome: ReadOutcome = 'aborted';
+    // Answered, failed or timed out: nothing more to abort, and a late settlement is ignored.
+    let over = false;
+    const timer: Subscription = scheduler.schedule(() => {
+      if (over) return;
+      over = true;
+      controller.abort(new UnsubscribedError());
+      outcome = 'timeout';
+      subscriber.error(new ReadTimeoutError(what(), readTimeout));
+    }, readTimeout);
+    const failed = (error: unknown): void => {
+      if (over) return;
+      over = true;
+      timer.unsubscribe();
+      outcome = isNotFound(error) ? 'not_found' : 'error';
+      subscriber.error(error);
+    };
+    subscriber.add(() => {
+      timer.unsubscribe();
+      if (!over) {
+        over = true;
+        controller.abort(new UnsubscribedError());
+      }
+      onRead?.(kind, outcome, scheduler.now() - started);
+    });
+    let pending: PromiseLike<T>;
+    try {
+      pending = work(controller.signal);
+    } catch (error) {
+      failed(error);
+      return;
+    }
+    Promise.resolve(pending).then((value) => {
+      if (over) return;
+      over = true;
+      timer.unsubscribe();
+      outcome = 'ok';
+      subscriber.next(value);
+      subscriber.complete();
+    }, failed);
+  });
+}
+
+// An Observable reader's calls (a fake in virtual time), each wrapped in rxjs's own operators.
+function timedObservableReader(reader: ObservableIncusReader, options: TimedReaderOptions): ObservableIncusReader {
   const { readTimeout, scheduler, onRead } = options;
   const timed = <T>(kind: ReadKind, what: string, call: () => Observable<T>): Observable<T> =>
     new Observable<T>((subscriber) => {

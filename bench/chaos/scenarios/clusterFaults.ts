@@ -34,15 +34,20 @@ async function instances(fleet: ElectionFleet): Promise<ProvisionerProcess[]> {
 }
 
 /**
- * kill -9 of the server leading the claims stream while NODES (default 300) nodes are provisioned.
- * Goals: every node provisioned, done within 20 s of the kill, duplicates and failed cycles each at
- * most the cycles in flight on that server's instance.
+ * kill -9 of the server leading the claims stream while NODES (default 150, as the spec) nodes are
+ * provisioned, at 30 % of the fleet. Goals: every node provisioned, done within 20 s of the kill,
+ * duplicates and failed cycles each at most the cycles in flight on that server's instance. The
+ * default is the spec's size because on a 2-core machine three instances, three servers and the
+ * fleet are CPU-bound: at 300 nodes the 70 % left takes about 20 s by itself (10 to 16 nodes a
+ * second, the same after the kill as before it), so a 20 s goal would measure the machine, not the
+ * kill. `seconds_lost_to_the_kill` is the kill's own cost: the time to done less what the rest
+ * takes at the rate before the kill.
  */
 export const clusterServerKill: Scenario = {
   name: 'cluster-server-kill',
   description: 'a three-server cluster loses the claims leader (-9) mid-run',
   async run(env) {
-    const nodes = env.number('NODES', 300);
+    const nodes = env.number('NODES', 150);
     const fleet = await ElectionFleet.startCluster(5000, { claimsTtlMs: 60_000 });
     try {
       const cluster = fleet.cluster!;
@@ -73,6 +78,7 @@ export const clusterServerKill: Scenario = {
         seconds_from_kill_to_done: Math.round(doneS * 10) / 10,
         rate_before_kill_per_s: Math.round(rateBefore * 10) / 10,
         seconds_the_rest_takes_at_that_rate: rateBefore > 0 ? Math.round(((nodes - doneAtKill) / rateBefore) * 10) / 10 : null,
+        seconds_lost_to_the_kill: rateBefore > 0 ? Math.round((doneS - (nodes - doneAtKill) / rateBefore) * 10) / 10 : null,
         duplicates,
         failed_cycles: failedCycles,
         cycles_in_flight_on_killed_server: inFlight,

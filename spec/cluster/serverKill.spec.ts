@@ -83,7 +83,10 @@ describe('a server of the cluster killed (SIGKILL) under running provisioners', 
         ['--nodes', '150', '--latency', '200ms', '--restart-delay', '100ms', '--lock-window', '2s', '--exit-when-provisioned'],
         survivor.url,
       );
-      await waitFor(() => work(nodes).filter((r) => r.action === 'restart').length >= 50, '50 nodes provisioned', 90_000);
+      // Killed with two thirds provisioned: what is timed is then the recovery and a short tail, not
+      // the bulk of a CPU-bound fleet (three servers, three instances and the fleet share 2 cores:
+      // at a third, the rest alone took 7 s idle and 12 s on a slow run, beside the kill's 8.5 s).
+      await waitFor(() => work(nodes).filter((r) => r.action === 'restart').length >= 100, '100 nodes provisioned', 90_000);
       const killedAt = Date.now();
       await victim.kill();
 

@@ -11,13 +11,14 @@
  * 3. three active-active instances, the server of the first one killed with SIGKILL at 40 % of the
  *    fleet: every node still provisioned, seconds from the kill to full rate again (the rate before
  *    the kill, over 3 s), and the fleet's duplicates beside the cycles in flight on that server's
- *    instance at the kill (nodes it had begun and not yet told to restart).
+ *    instance at the kill (nodes it had begun, past discovery, that no instance had yet told to
+ *    restart).
  *
  * NODES (default 100000), WORKERS (64), LATENCY (200), CLAIMS_TTL (seconds, 120), RUNS
  * (one,three,kill) and RUN_TIMEOUT_MINUTES (30) change the run. One JSON line per figure, with its
  * goals; the exact command and the load average at the start and the end.
  */
-import { ElectionFleet, ProvisionerProcess, tracedRequests } from '../spec/helpers/electionFleet';
+import { ElectionFleet, ProvisionerProcess, cyclesInFlightAt, tracedRequests } from '../spec/helpers/electionFleet';
 import { sampleHelperPath } from '../bin/sampleHelpers';
 import { RxfleetProcess } from '../spec/helpers/rxfleetProcess';
 import { waitFor } from '../spec/helpers/waitFor';
@@ -93,9 +94,15 @@ async function run(kind: 'one' | 'three' | 'kill', baseline: RunResult | undefin
         const victim = provisioners[0];
         const at = Date.now();
         await cluster.servers[0].kill();
-        const requests = fleets.flatMap((f) => tracedRequests(f)).filter((r) => r.caller === victim.callerId && r.at < at);
-        const restarted = new Set(requests.filter((r) => r.action === 'restart').map((r) => r.identity));
-        killed = { at, hr: now(), inFlight: new Set(requests.map((r) => r.identity).filter((id) => !restarted.has(id))).size };
+        killed = {
+          at,
+          hr: now(),
+          inFlight: cyclesInFlightAt(
+            fleets.flatMap((f) => tracedRequests(f)),
+            at,
+            victim.callerId,
+          ),
+        };
       }
     }
     const seconds = (now() - started) / 1000;

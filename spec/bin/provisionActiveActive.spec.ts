@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { SAMPLE_HELPERS, SCRIPTED_HELPER, sampleValue } from '../helpers/provisioner';
 import type { RequestRecord } from '../../streams/simulate/simulatedFleet';
-import { ElectionFleet, ProvisionerProcess, tracedRequests } from '../helpers/electionFleet';
+import { ElectionFleet, ProvisionerProcess, cyclesInFlightAt, tracedRequests } from '../helpers/electionFleet';
 import { RxfleetProcess } from '../helpers/rxfleetProcess';
 import { waitFor } from '../helpers/waitFor';
 
@@ -31,12 +31,6 @@ const setUp = (provisioners: ProvisionerProcess[]): Promise<void[]> =>
       ),
     ),
   );
-/** Nodes begun and not yet told to restart before `at`, by anyone or by `caller`: the cycles in flight then. */
-const inFlightAt = (requests: RequestRecord[], at: number, caller?: string): number => {
-  const mine = requests.filter((r) => r.at < at && (caller === undefined || r.caller === caller));
-  const restarted = new Set(mine.filter((r) => r.action === 'restart').map((r) => r.identity));
-  return new Set(mine.map((r) => r.identity).filter((id) => !restarted.has(id))).size;
-};
 
 describe("rxfleet provision active-active, as processes on a broker laid out as Choria's", () => {
   let aa: ElectionFleet | undefined;
@@ -109,7 +103,7 @@ describe("rxfleet provision active-active, as processes on a broker laid out as 
     const summary = summaryOf(fleet);
     expect(summary).toMatchObject({ nodes: 60, provisioned: 60 });
     const requests = work(tracedRequests(fleet));
-    const inFlight = inFlightAt(requests, killedAt, victim.callerId);
+    const inFlight = cyclesInFlightAt(requests, killedAt, victim.callerId);
     expect(inFlight).toBeGreaterThan(0);
     expect(summary?.duplicates).toBeLessThanOrEqual(inFlight);
     expect(requests.filter((r) => r.caller === victim.callerId && r.at > killedAt + 100)).toEqual([]);
@@ -168,7 +162,7 @@ describe("rxfleet provision active-active, as processes on a broker laid out as 
     expect((await fleet.exited).code).toBe(0);
     const summary = summaryOf(fleet);
     expect(summary).toMatchObject({ nodes: 60, provisioned: 60 });
-    expect(summary?.duplicates).toBeLessThanOrEqual(inFlightAt(work(tracedRequests(fleet)), downAt));
+    expect(summary?.duplicates).toBeLessThanOrEqual(cyclesInFlightAt(work(tracedRequests(fleet)), downAt));
     expect(await sum(provisioners, 'choria_provisioner_claims_total', { result: 'lapsed' })).toBe(0);
     // Each ran a round at once after reconnecting (startup events sent meanwhile would have been lost).
     for (const p of provisioners) {

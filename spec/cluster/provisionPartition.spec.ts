@@ -1,6 +1,5 @@
 import { cutOff } from '../../streams/natsPartition';
-import type { RequestRecord } from '../../streams/simulate/simulatedFleet';
-import { ElectionFleet, ProvisionerProcess, tracedRequests } from '../helpers/electionFleet';
+import { ElectionFleet, ProvisionerProcess, cyclesInFlightAt, tracedRequests } from '../helpers/electionFleet';
 import { sampleValue } from '../helpers/provisioner';
 import type { RxfleetProcess } from '../helpers/rxfleetProcess';
 import { waitFor } from '../helpers/waitFor';
@@ -25,12 +24,6 @@ const CUT_MS = 30_000;
 const summaryOf = (fleet: RxfleetProcess): Record<string, unknown> | undefined => fleet.lines.find((l) => l.type === 'summary');
 const metric = async (p: ProvisionerProcess, name: string, labels: Record<string, string> = {}): Promise<number> =>
   sampleValue(await p.metrics(), name, { site: p.name, ...labels });
-/** Nodes `caller` had begun and not told to restart before `at`: its cycles in flight then. */
-const inFlightAt = (requests: RequestRecord[], at: number, caller: string): number => {
-  const mine = requests.filter((r) => r.at < at && r.caller === caller && r.agent !== 'discovery');
-  const restarted = new Set(mine.filter((r) => r.action === 'restart').map((r) => r.identity));
-  return new Set(mine.map((r) => r.identity).filter((id) => !restarted.has(id))).size;
-};
 
 describe('active-active on a three-server cluster, one server cut off (iptables)', () => {
   let aa: ElectionFleet | undefined;
@@ -110,7 +103,7 @@ describe('active-active on a three-server cluster, one server cut off (iptables)
     // reached the node as the cut came and its reply was lost, and the instance kept the node (its
     // claim kept and its cycle run again) until the node answered.
     expect(await metric(minority, 'choria_provisioner_provision_errors')).toBe(0);
-    const stranded = majority.reduce((n, p) => n + inFlightAt(requests, cutAt, p.callerId), 0);
+    const stranded = majority.reduce((n, p) => n + cyclesInFlightAt(requests, cutAt, p.callerId), 0);
     let majorityErrors = 0;
     for (const p of majority) majorityErrors += await metric(p, 'choria_provisioner_provision_errors');
     expect({ majorityErrors, duplicates: summary?.duplicates, stranded }).toEqual({

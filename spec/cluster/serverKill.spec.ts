@@ -1,5 +1,5 @@
 import type { RequestRecord } from '../../streams/simulate/simulatedFleet';
-import { ElectionFleet, ProvisionerProcess, leaderOf, tracedRequests } from '../helpers/electionFleet';
+import { ElectionFleet, ProvisionerProcess, leaderOf, cyclesInFlightAt, tracedRequests } from '../helpers/electionFleet';
 import { sampleValue } from '../helpers/provisioner';
 import type { RxfleetProcess } from '../helpers/rxfleetProcess';
 import { waitFor } from '../helpers/waitFor';
@@ -16,12 +16,6 @@ const summaryOf = (fleet: RxfleetProcess): Record<string, unknown> | undefined =
 const metric = async (p: ProvisionerProcess, name: string, labels: Record<string, string> = {}): Promise<number> =>
   sampleValue(await p.metrics(), name, { site: p.name, ...labels });
 const work = (fleet: RxfleetProcess): RequestRecord[] => tracedRequests(fleet).filter((r) => r.agent !== 'discovery');
-/** Nodes `caller` had begun and not told to restart before `at`: its cycles in flight then. */
-const inFlightAt = (requests: RequestRecord[], at: number, caller: string): number => {
-  const mine = requests.filter((r) => r.at < at && r.caller === caller);
-  const restarted = new Set(mine.filter((r) => r.action === 'restart').map((r) => r.identity));
-  return new Set(mine.map((r) => r.identity).filter((id) => !restarted.has(id))).size;
-};
 const setUp = (provisioners: ProvisionerProcess[]): Promise<void[]> =>
   Promise.all(
     provisioners.map((p) =>
@@ -94,7 +88,7 @@ describe('a server of the cluster killed (SIGKILL) under running provisioners', 
       expect(Date.now() - killedAt).toBeLessThan(20_000);
       const summary = summaryOf(nodes);
       expect(summary).toMatchObject({ nodes: 150, provisioned: 150 });
-      const inFlight = inFlightAt(work(nodes), killedAt, onVictim.callerId);
+      const inFlight = cyclesInFlightAt(work(nodes), killedAt, onVictim.callerId);
       let errors = 0;
       for (const p of provisioners) errors += await metric(p, 'choria_provisioner_provision_errors');
       expect(summary?.duplicates).toBeLessThanOrEqual(inFlight);

@@ -226,6 +226,17 @@ export function tracedRequests(fleet: RxfleetProcess): RequestRecord[] {
   return fleet.lines.filter((l) => l.type === 'request') as unknown as RequestRecord[];
 }
 
+/**
+ * The cycles in flight at `at` (by `caller`, or by anyone): nodes with a provisioning-agent request
+ * before `at` (discovery pings are not a cycle: every round pings the whole fleet) and no restart
+ * from the same caller before it.
+ */
+export function cyclesInFlightAt(requests: RequestRecord[], at: number, caller?: string): number {
+  const mine = requests.filter((r) => r.at < at && r.agent !== 'discovery' && (caller === undefined || r.caller === caller));
+  const restarted = new Set(mine.filter((r) => r.action === 'restart').map((r) => r.identity));
+  return new Set(mine.map((r) => r.identity).filter((id) => !restarted.has(id))).size;
+}
+
 /** Waits until exactly one of these leads, and returns it. */
 export async function leaderOf(provisioners: ProvisionerProcess[], timeoutMs: number): Promise<ProvisionerProcess> {
   let leading: ProvisionerProcess[] = [];

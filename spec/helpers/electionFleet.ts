@@ -56,6 +56,10 @@ export interface ProvisionerSettings {
   debug?: boolean;
   /** The brokers it is given (`plugin.choria.middleware_hosts`). Default the fleet's first server. */
   servers?: string[];
+  /** `interval`, the discovery period (and twice it the stale cut-off). Default upstream's 1m. */
+  interval?: string;
+  /** `rxfleet.queue_capacity`, the sightings admitted and waiting for a worker. Default 50,000. */
+  queueCapacity?: number;
 }
 
 /** A broker, its election bucket, and the processes started on it; `stop()` ends them all. */
@@ -141,11 +145,12 @@ export class ElectionFleet {
         `token: ${ELECTION_TOKEN}`,
         'choria_insecure: true',
         `workers: ${settings.workers ?? 4}`,
+        ...(settings.interval !== undefined ? [`interval: ${settings.interval}`] : []),
         `monitor_port: ${monitorPort}`,
         `site: ${name}`,
         ...(settings.logLevel !== undefined ? [`loglevel: ${settings.logLevel}`] : []),
         settings.mode === undefined || settings.mode === 'leader_election' ? 'leader_election: true' : 'leader_election: false',
-        `rxfleet: {nats_user: ${PROVISIONER.user}, nats_password: ${PROVISIONER.password}, shutdown_grace: 2s${settings.mode === 'active-active' ? ', mode: active-active' : ''}${settings.helperMode !== undefined ? `, helper_mode: ${settings.helperMode}` : ''}}`,
+        `rxfleet: {nats_user: ${PROVISIONER.user}, nats_password: ${PROVISIONER.password}, shutdown_grace: 2s${settings.mode === 'active-active' ? ', mode: active-active' : ''}${settings.helperMode !== undefined ? `, helper_mode: ${settings.helperMode}` : ''}${settings.queueCapacity !== undefined ? `, queue_capacity: ${settings.queueCapacity}` : ''}}`,
       ].join('\n'),
     );
     const hosts = (settings.servers ?? [this.server.url]).join(',');

@@ -15,12 +15,13 @@
  *    restart).
  *
  * NODES (default 100000), WORKERS (64), LATENCY (200), INTERVAL (the discovery period, 15m, so
- * that discovery rounds over the whole fleet are not what is measured), CLAIMS_TTL (seconds, 120), RUNS
+ * that discovery rounds over the whole fleet are not what is measured), CLAIMS_TTL (seconds, twice the interval), RUNS
  * (one,three,kill) and RUN_TIMEOUT_MINUTES (30) change the run. One JSON line per figure, with its
  * goals; the exact command and the load average at the start and the end.
  */
 import { ElectionFleet, ProvisionerProcess, cyclesInFlightAt, tracedRequests } from '../spec/helpers/electionFleet';
 import { sampleHelperPath } from '../bin/sampleHelpers';
+import { parseChoriaDuration } from '../lib/choria/duration';
 import { RxfleetProcess } from '../spec/helpers/rxfleetProcess';
 import { waitFor } from '../spec/helpers/waitFor';
 import { now, onInterrupt, print, printFooter, printHeader, round, sleep, tracked } from './provisionHarness';
@@ -28,13 +29,17 @@ import { now, onInterrupt, print, printFooter, printHeader, round, sleep, tracke
 const NODES = Number(process.env.NODES ?? 100_000);
 const WORKERS = Number(process.env.WORKERS ?? 64);
 const LATENCY = Number(process.env.LATENCY ?? 200);
-const CLAIMS_TTL_MS = Number(process.env.CLAIMS_TTL ?? 120) * 1000;
+
 const RUNS = (process.env.RUNS ?? 'one,three,kill').split(',');
 const RUN_TIMEOUT_MS = Number(process.env.RUN_TIMEOUT_MINUTES ?? 30) * 60_000;
 // Every instance pings the whole fleet each round: at upstream's 1m, three instances' rounds over
 // 100,000 nodes (and the stale cut-off at two rounds, re-queueing what waited longer) take more of
 // two cores than the provisioning measured.
 const INTERVAL = process.env.INTERVAL ?? '15m';
+// A sighting older than a claim lives is refused (another instance may have finished it): the
+// docs' rule, a TTL of at least twice the interval, so that a queue of the whole fleet is worked
+// through rather than its tail refused until the next round.
+const CLAIMS_TTL_MS = process.env.CLAIMS_TTL !== undefined ? Number(process.env.CLAIMS_TTL) * 1000 : 2 * parseChoriaDuration(INTERVAL);
 const HELPER = sampleHelperPath('persistent-helper.sh');
 
 interface RunResult {

@@ -16,8 +16,9 @@
  *
  * NODES (default 100000), WORKERS (50), LATENCY (200), INTERVAL (the discovery period, 15m, so
  * that discovery rounds over the whole fleet are not what is measured), CLAIMS_TTL (seconds,
- * twice the interval), RUNS (one,three,kill) and RUN_TIMEOUT_MINUTES (30) change the run. One JSON line per figure, with its
- * goals; the exact command and the load average at the start and the end.
+ * twice the interval), RUNS (one,three,kill) and RUN_TIMEOUT_MINUTES (30) change the run. One
+ * JSON line per figure, with its goals; the exact command and the load average at the start and
+ * the end.
  */
 import { ElectionFleet, ProvisionerProcess, cyclesInFlightAt, tracedRequests } from '../spec/helpers/electionFleet';
 import { sampleHelperPath } from '../bin/sampleHelpers';

@@ -4,8 +4,9 @@
 #
 # The specs use real parts: a private nats-server per suite, private LXD and Incus daemons (with
 # iptables and dnsmasq for their bridges, and a static busybox for the test image), promtool,
-# systemd-analyze (the example units are verified), lintian (the Debian package is checked) and strip
-# from binutils (npm run package strips the binary). Incus 6.0 LTS comes from bookworm-backports,
+# systemd-analyze (the example units are verified), lintian (the Debian package is checked), strip
+# from binutils (npm run package strips the binary), and the real Go peers: go-choria's broker,
+# servers and client, and a current nats-server, built from the Go module proxy (go-peers.sh). Incus 6.0 LTS comes from bookworm-backports,
 # which is added as a deb822 source (/etc/apt/sources.list.d/) when no configured source has it. On
 # Debian, run as root, the missing packages are installed with
 # apt-get; otherwise the exact command is printed and the run stops. When everything is there this
@@ -72,3 +73,7 @@ if [ "$(id -u)" != 0 ]; then
   say "the LXD/Incus specs start private LXD and Incus daemons, which needs root: run npm test as root"
   exit 1
 fi
+
+# The real peers (go-choria, a current nats-server, the Go provisioner when the proxy serves it),
+# pinned, from the Go module proxy into .cache/peers/ (scripts/go-peers.sh; skipped when there).
+sh "${RXFLEET_GO_PEERS_SCRIPT:-$(dirname "$0")/go-peers.sh}"

@@ -34,11 +34,13 @@ function check(options: { uid: number; missing: string[]; codename?: string; sou
   );
   stub('id', `echo ${options.uid}`);
   stub('apt-get', `echo "$*" >> ${join(dir, 'apt.log')}`);
+  stub('go-peers', `echo go-peers >> ${join(dir, 'apt.log')}`);
   const env = {
     ...process.env,
     PATH: `${dir}:${process.env.PATH ?? ''}`,
     RXFLEET_APT_DIR: join(dir, 'apt'),
     RXFLEET_OS_RELEASE: join(dir, 'os-release'),
+    RXFLEET_GO_PEERS_SCRIPT: join(dir, 'go-peers'),
   };
   const result = spawnSync('sh', [SCRIPT], { env, encoding: 'utf8' });
   const log = join(dir, 'apt.log');
@@ -47,14 +49,14 @@ function check(options: { uid: number; missing: string[]; codename?: string; sou
 
 describe('scripts/test-prerequisites.sh (npm pretest)', () => {
   it('with everything installed, as root: passes without touching apt', () => {
-    expect(check({ uid: 0, missing: [] })).toEqual({ code: 0, stderr: '', apt: [] });
+    expect(check({ uid: 0, missing: [] })).toEqual({ code: 0, stderr: '', apt: ['go-peers'] });
   });
 
   it('as root, installs exactly the missing packages, then passes', () => {
     const { code, stderr, apt } = check({ uid: 0, missing: ['nats-server', 'prometheus'] });
     expect(code).toBe(0);
     expect(stderr.trim()).toBe('npm test: installing the Debian packages the specs need: nats-server prometheus');
-    expect(apt).toEqual(['update -qq', 'install -y -qq --no-install-recommends nats-server prometheus']);
+    expect(apt).toEqual(['update -qq', 'install -y -qq --no-install-recommends nats-server prometheus', 'go-peers']);
   });
 
   it('not as root, says once what to install and how, and stops before jest', () => {
@@ -93,6 +95,7 @@ describe('scripts/test-prerequisites.sh (npm pretest)', () => {
       'update -qq',
       'install -y -qq --no-install-recommends lxd',
       'install -y -qq --no-install-recommends -t bookworm-backports incus-base incus-client',
+      'go-peers',
     ]);
   });
 
@@ -100,12 +103,12 @@ describe('scripts/test-prerequisites.sh (npm pretest)', () => {
     const listed = check({ uid: 0, missing: ['incus-base'], sources: 'Types: deb\nSuites: bookworm bookworm-backports\n' });
     expect(listed.code).toBe(0);
     expect(existsSync(join(dir, 'apt', 'sources.list.d', 'bookworm-backports.sources'))).toBe(false);
-    expect(listed.apt).toEqual(['update -qq', 'install -y -qq --no-install-recommends -t bookworm-backports incus-base']);
+    expect(listed.apt).toEqual(['update -qq', 'install -y -qq --no-install-recommends -t bookworm-backports incus-base', 'go-peers']);
     rmSync(join(dir, 'apt.log'));
     const trixie = check({ uid: 0, missing: ['incus-base'], codename: 'trixie' });
     expect(trixie.code).toBe(0);
     expect(existsSync(join(dir, 'apt', 'sources.list.d', 'bookworm-backports.sources'))).toBe(false);
-    expect(trixie.apt).toEqual(['update -qq', 'install -y -qq --no-install-recommends incus-base']);
+    expect(trixie.apt).toEqual(['update -qq', 'install -y -qq --no-install-recommends incus-base', 'go-peers']);
   });
 
   it('not as root, names the backports command for Incus', () => {

@@ -38,8 +38,11 @@ export interface OutgoingRequest {
   /** The agent payload text (mcorpc JSON, or `ping` for discovery). */
   payload: string;
   /**
-   * v1 only: how the payload goes into `message`. Go RPC clients send the JSON raw; discovery sends
-   * base64. Servers accept both. Default `raw`.
+   * How the payload goes into `message`, in either protocol: Go RPC clients send the JSON raw;
+   * discovery sends base64 (`cGluZw==`). A server base64-decodes what it receives and keeps it raw
+   * when that fails (go-choria's `SetBase64Payload`, its error ignored), so both reach the agent;
+   * in v2 the base64 text is itself carried as bytes, base64 again on the wire, or a server would
+   * decode `ping` as base64. Default `raw`.
    */
   payloadEncoding?: 'raw' | 'base64';
   replyTo: string;
@@ -110,8 +113,8 @@ export function decodeReply(data: Uint8Array | string, options: DecodeOptions = 
 
 /** The NATS payload of a request in the chosen protocol. */
 export function encodeRequest(request: OutgoingRequest, options: EncodeRequestOptions): string {
-  if (options.version === 'v2') return encodeRequestV2(request, options.security);
   const message = request.payloadEncoding === 'base64' ? Buffer.from(request.payload).toString('base64') : request.payload;
+  if (options.version === 'v2') return encodeRequestV2({ ...request, payload: message }, options.security);
   return encodeRequestV1({ ...request, message }, options.signer);
 }
 

@@ -49,8 +49,8 @@ export function base64Field(text: string, layer: string, field: string): Decoded
 }
 
 /**
- * go-choria servers accept a v1 agent payload either raw or base64 (they try base64 and ignore
- * its failure): the same here, so a payload decodes exactly as a real server would read it.
+ * go-choria servers accept an agent payload, v1 or v2, either raw or base64 (they try base64 and
+ * ignore its failure): the same here, so a payload decodes exactly as a real server would read it.
  */
 export function lenientBase64(text: string): string {
   return decodeBase64Strict(text)?.toString('utf8') ?? text;

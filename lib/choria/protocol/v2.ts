@@ -1,5 +1,5 @@
 import { decodeBase64Strict, sha256, sha256Base64, toBase64 } from './encoding';
-import { base64Field, parseLayer, refuse } from './layers';
+import { base64Field, lenientBase64, parseLayer, refuse } from './layers';
 import { compileSchema, replyV2Schema, requestV2Schema, secureReplyV2Schema, secureRequestV2Schema, transportV2Schema } from './schemas';
 import { ChoriaReply, ChoriaRequest, Decoded, Filter, newFilter } from './types';
 
@@ -131,7 +131,9 @@ export function decodeRequestV2(transport: TransportV2): Decoded<ChoriaRequest> 
       ttl: r.ttl,
       time: r.time / 1e6,
       filter: r.filter === undefined ? newFilter() : { ...newFilter(), ...r.filter },
-      payload: payload.value,
+      // The bytes go through the same lenient base64 step as v1's message (go-choria's
+      // SetBase64Payload on every request): discovery's `ping` arrives as `cGluZw==`.
+      payload: lenientBase64(payload.value),
       replyTo,
       security: {
         signature: secure.value.signature,

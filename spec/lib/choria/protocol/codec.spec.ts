@@ -230,6 +230,18 @@ describe('the Choria protocol codec', () => {
       );
     });
 
+    it('carries discovery as go-choria does: the base64 text of ping as the message bytes, read back as ping', () => {
+      // A go-choria server base64-decodes every request's message bytes (SetBase64Payload): sent as
+      // the bytes `ping`, discovery reached its agent as \xa6)\xe0 and got no pong (found against
+      // go-choria 0.29.4's servers).
+      const text = encodeRequest(outgoing({ agent: 'discovery', payload: 'ping', payloadEncoding: 'base64' }), { version: 'v2', security });
+      const secure = JSON.parse(Buffer.from(JSON.parse(text).data, 'base64').toString());
+      const request = JSON.parse(Buffer.from(secure.request, 'base64').toString());
+      expect(Buffer.from(request.message, 'base64').toString()).toBe('cGluZw==');
+      const decoded = decodeRequest(text, { now: NOW });
+      expect(decoded.ok && decoded.value.payload).toBe('ping');
+    });
+
     it('signs the request bytes when given a signer', () => {
       let signed = '';
       const transport = JSON.parse(

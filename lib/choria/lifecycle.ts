@@ -189,8 +189,8 @@ export function lifecycleEventJson(event: LifecycleEvent, format: LifecycleForma
     source: 'io.choria.lifecycle',
     type: event.protocol,
     subject: event.identity,
-    time: new Date(event.timestamp * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z'),
     datacontenttype: 'application/json',
+    time: new Date(event.timestamp * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z'),
     data: legacy,
   });
 }

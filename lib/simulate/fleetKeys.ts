@@ -1,7 +1,8 @@
 import 'reflect-metadata';
 import * as x509 from '@peculiar/x509';
 import { SignJWT } from 'jose';
-import { KeyObject, createPrivateKey, createPublicKey, generateKeyPairSync, randomUUID, sign, webcrypto } from 'node:crypto';
+import { KeyObject, createPrivateKey, createPublicKey, generateKeyPairSync, sign, webcrypto } from 'node:crypto';
+import { newKsuid } from '../choria/ksuid';
 import { encodePem } from '../choria/pem';
 
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
@@ -21,7 +22,7 @@ export interface ProvisioningClaimsInput {
   allowUpdates?: boolean;
   /** `v2`: whether the fleet speaks protocol v2. */
   v2?: boolean;
-  /** `iss`. Default `rxfleet simulate`. */
+  /** `iss`. Default `Choria Tokens Package`, as `choria jwt prov` writes it. */
   issuer?: string;
 }
 
@@ -102,6 +103,7 @@ export async function createFleetKeys(options: FleetKeysOptions): Promise<FleetK
 
   const { claims: input } = options;
   const now = Math.floor(Date.now() / 1000);
+  // In the order choria-io/tokens' ProvisioningClaims marshals them (`choria jwt prov`'s JWT).
   const claims: Record<string, unknown> = {
     cht: input.token,
     chs: input.secure ?? false,
@@ -112,12 +114,12 @@ export async function createFleetKeys(options: FleetKeysOptions): Promise<FleetK
     ...(input.v2 === true ? { v2: true } : {}),
     ...(input.allowUpdates === true ? { update: true } : {}),
     purpose: 'choria_provisioning',
-    iss: input.issuer ?? 'rxfleet simulate',
+    iss: input.issuer ?? 'Choria Tokens Package',
     sub: 'choria_provisioning',
-    iat: now,
-    nbf: now,
     exp: now + 365 * 24 * 3600,
-    jti: randomUUID(),
+    nbf: now,
+    iat: now,
+    jti: newKsuid(now * 1000),
   };
   const jwt = await new SignJWT(claims).setProtectedHeader({ alg: keyType === 'ed25519' ? 'EdDSA' : 'RS256', typ: 'JWT' }).sign(signingKey);
 
@@ -139,7 +141,8 @@ export async function createFleetKeys(options: FleetKeysOptions): Promise<FleetK
       });
       const spki = Buffer.from(await webcrypto.subtle.exportKey('spki', keys.publicKey));
       const pkcs1 = createPublicKey({ key: spki, format: 'der', type: 'spki' }).export({ format: 'der', type: 'pkcs1' });
-      return { csr: request.toString('pem'), publicKey: encodePem({ type: 'PUBLIC KEY', headers: {}, bytes: pkcs1 }) };
+      // PEM as Go's pem.Encode writes it, ending in a newline.
+      return { csr: `${request.toString('pem')}\n`, publicKey: encodePem({ type: 'PUBLIC KEY', headers: {}, bytes: pkcs1 }) };
     },
     ed25519: () => sharedEd25519 ?? ed25519Key(),
   };

@@ -141,7 +141,12 @@ export function handleRpc(
   if (!(PROVISIONING_AGENTS as readonly string[]).includes(agent)) return undefined;
   const label = `${agent}#${action}`;
   node.requests[label] = (node.requests[label] ?? 0) + 1;
-  if (agent === 'rpcutil') return action === 'inventory' ? ok(inventory(node, context), action) : unknownAction(agent, action);
+  if (agent === 'rpcutil') {
+    if (action === 'inventory') return ok(inventory(node, context), action);
+    // rpcutil#ping answers the server's clock, in seconds.
+    if (action === 'ping') return ok({ pong: Math.floor(context.now() / 1000) }, action);
+    return unknownAction(agent, action);
+  }
   if (agent !== 'choria_provision') return unknownAction(agent, action);
   if (LOCKED_ACTIONS.has(action) && !takeLock(node, request, context)) {
     node.lockRefusals++;
@@ -163,6 +168,10 @@ export function handleRpc(
       return shutdown(node, data, context);
     case 'release_update':
       return releaseUpdate(node, data, context);
+    case 'reprovision':
+      // Only a configured server can be put back into provisioning mode, and a simulated server
+      // answers on the provisioning collective only while in provisioning mode.
+      return abort('Server is already in provisioning mode, cannot enable provisioning mode again', action);
     default:
       return unknownAction(agent, action);
   }
@@ -318,10 +327,11 @@ function shutdown(node: SimulatedNode, data: Record<string, unknown>, context: S
 }
 
 function releaseUpdate(node: SimulatedNode, data: Record<string, unknown>, context: ServerContext): AgentReply {
-  if (node.state !== 'provisioning') return abort(NOT_PROVISIONING, 'release_update');
+  if (node.state !== 'provisioning') return abort('Cannot update a server that is not in provisioning mode', 'release_update');
+  // The JWT's `update` claim becomes the server's configuration, checked before the token.
+  if (!context.allowUpdates) return abort('Version updates is not enabled in the configuration', 'release_update');
   const refused = tokenRefusal(node, data.token, 'release_update', context);
   if (refused !== undefined) return refused;
-  if (!context.allowUpdates) return abort('Provisioning token does not allow updates', 'release_update');
   const version = text(data.version);
   if (version === '' || context.failUpgrades) {
     context.note('upgrade-failed', node);

@@ -42,6 +42,14 @@ export class SimulatedFleetRuntime {
     this.timers.add(timer);
   }
 
+  /**
+   * The broker this fleet is connected to, as go-choria's connector names it in the `seen-by` hop
+   * it records on every reply (`nats://host:port`).
+   */
+  connectedServer(): string {
+    return `nats://${this.nc.getServer()}`;
+  }
+
   /** Publishes on the shared connection; a failure is logged, never thrown into a server's work. */
   publish(subject: string, body: string): void {
     if (this.halted || this.nc.isClosed()) return;

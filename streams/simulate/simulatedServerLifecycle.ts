@@ -63,11 +63,14 @@ export class SimulatedServerLifecycle {
     this.runtime.later(this.settings.restartDelayMs ?? seconds * 1000, () => this.reboot(node, upgradeTo));
   }
 
-  /** A shutdown after `seconds` (or `shutdownDelayMs`): the node stops answering for good. */
+  /**
+   * A shutdown after `seconds` (or `shutdownDelayMs`): the node stops answering for good. Without a
+   * `shutdown` event: go-choria's shutdown action stops processing and exits (`restartViaExit`),
+   * publishing nothing, where its restart publishes one first.
+   */
   shutdown(node: SimulatedNode, seconds: number): void {
     this.runtime.counters.shutdownRequests++;
     this.runtime.later(this.settings.shutdownDelayMs ?? seconds * 1000, () => {
-      this.publish(node, 'shutdown');
       node.state = 'shutdown';
       this.runtime.emit('shutdown', node);
     });

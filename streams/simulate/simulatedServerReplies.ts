@@ -168,11 +168,13 @@ export class SimulatedServerReplies {
   }
 
   private send(node: SimulatedNode, request: ChoriaRequest, payload: string): void {
+    const broker = this.runtime.connectedServer();
     this.runtime.publish(
       request.replyTo,
       encodeReply(
         { requestId: request.requestId, senderId: node.identity, agent: request.agent, time: Date.now(), payload },
         request.version,
+        [[broker, node.identity, broker]],
       ),
     );
   }

@@ -118,7 +118,11 @@ export function encodeRequest(request: OutgoingRequest, options: EncodeRequestOp
   return encodeRequestV1({ ...request, message }, options.signer);
 }
 
-/** The NATS payload of a reply in the chosen protocol (a server answers in the protocol it was asked in). */
-export function encodeReply(reply: Omit<ChoriaReply, 'version' | 'sender'>, version: ProtocolVersion): string {
-  return version === 'v1' ? encodeReplyV1(reply) : encodeReplyV2(reply);
+/**
+ * The NATS payload of a reply in the chosen protocol (a server answers in the protocol it was asked
+ * in). `seenBy`: the hops go-choria's connector records on what it publishes (`seen-by`), for a
+ * server that answers as go-choria's does.
+ */
+export function encodeReply(reply: Omit<ChoriaReply, 'version' | 'sender'>, version: ProtocolVersion, seenBy?: string[][]): string {
+  return version === 'v1' ? encodeReplyV1(reply, seenBy) : encodeReplyV2(reply, seenBy);
 }

@@ -34,13 +34,13 @@ export function decodeAgentRequest(payload: string): Decoded<AgentRequest> {
   return { ok: true, value: { agent, action, data: data ?? {} } };
 }
 
-/** The JSON a server puts in a reply's message. */
+/** The JSON a server puts in a reply's message, its fields in go-choria's order (`action` first). */
 export function encodeAgentReply(reply: AgentReply): string {
   return JSON.stringify({
+    ...(reply.action !== undefined ? { action: reply.action } : {}),
     statuscode: reply.statuscode,
     statusmsg: reply.statusmsg,
     data: reply.data ?? {},
-    ...(reply.action !== undefined ? { action: reply.action } : {}),
   });
 }
 

@@ -160,15 +160,19 @@ export function decodeRequestV1(transport: TransportV1): Decoded<ChoriaRequest> 
   };
 }
 
-/** The transport JSON of a v1 reply, with the SHA-256 hash go-choria's client checks. */
-export function encodeReplyV1(reply: Omit<ChoriaReply, 'version' | 'sender'>): string {
+/**
+ * The transport JSON of a v1 reply, with the SHA-256 hash go-choria's client checks. `seenBy`: the
+ * network hops go-choria's connector records on everything it publishes (`[in, processor, out]`).
+ */
+export function encodeReplyV1(reply: Omit<ChoriaReply, 'version' | 'sender'>, seenBy?: string[][]): string {
   const body = JSON.stringify({
     protocol: V1.reply,
     message: reply.payload,
     envelope: { requestid: reply.requestId, senderid: reply.senderId, agent: reply.agent, time: Math.floor(reply.time / 1000) },
   });
   const secure = JSON.stringify({ protocol: V1.secureReply, message: body, hash: sha256Base64(body) });
-  return JSON.stringify({ protocol: V1.transport, data: toBase64(secure), headers: { mc_sender: reply.senderId } });
+  const headers = { mc_sender: reply.senderId, ...(seenBy !== undefined ? { 'seen-by': seenBy } : {}) };
+  return JSON.stringify({ protocol: V1.transport, data: toBase64(secure), headers });
 }
 
 /** Decodes a v1 reply from its already-parsed transport, refusing it when the hash does not match. */

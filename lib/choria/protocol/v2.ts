@@ -144,8 +144,11 @@ export function decodeRequestV2(transport: TransportV2): Decoded<ChoriaRequest> 
   };
 }
 
-/** The transport JSON of a v2 reply. The hash is base64 SHA-256 of the reply JSON, as go-choria's code writes it. */
-export function encodeReplyV2(reply: Omit<ChoriaReply, 'version' | 'sender'>): string {
+/**
+ * The transport JSON of a v2 reply. The hash is base64 SHA-256 of the reply JSON, as go-choria's
+ * code writes it. `seenBy`: the network hops, as in v1, in the `trace` header.
+ */
+export function encodeReplyV2(reply: Omit<ChoriaReply, 'version' | 'sender'>, seenBy?: string[][]): string {
   const body = JSON.stringify({
     protocol: V2.reply,
     message: toBase64(reply.payload),
@@ -155,7 +158,9 @@ export function encodeReplyV2(reply: Omit<ChoriaReply, 'version' | 'sender'>): s
     time: Math.floor(reply.time / 1000),
   });
   const secure = JSON.stringify({ protocol: V2.secureReply, reply: toBase64(body), hash: sha256Base64(body) });
-  return JSON.stringify({ protocol: V2.transport, data: toBase64(secure), headers: { sender: reply.senderId } });
+  // v2 names the hops `trace` (go-choria's v2 TransportHeaders), where v1 says `seen-by`.
+  const headers = { sender: reply.senderId, ...(seenBy !== undefined ? { trace: seenBy } : {}) };
+  return JSON.stringify({ protocol: V2.transport, data: toBase64(secure), headers });
 }
 
 /**

@@ -6,6 +6,7 @@ import { MemoryClaimBucket } from '../../../streams/memory/memoryClaimBucket';
 import { natsClaimStore } from '../../../streams/claims/natsClaimStore';
 import { CHORIA_ADMIN, CLAIMS_BUCKET, PROVISIONER, choriaAccountsConfig } from '../../helpers/choriaBroker';
 import { useNatsServer } from '../../helpers/nats';
+import { NATS_SERVERS } from '../../helpers/natsServers';
 
 const TTL_MS = 1500;
 const value = <T>(input: ObservableInput<T>): Promise<T> => lastValueFrom(from(input));
@@ -81,51 +82,54 @@ function claimStoreCases(name: 'in memory' | 'through the grant', make: () => Pr
 describe('the claims bucket', () => {
   claimStoreCases('in memory', async () => new MemoryClaimBucket({ ttlMs: TTL_MS }).store());
 
-  describe('on a nats-server laid out as a Choria broker (the provisioning account reaches it through choria.streams)', () => {
-    const server = useNatsServer({ config: choriaAccountsConfig });
-    const connections: NatsConnection[] = [];
-    let store: ClaimStore | undefined;
-    beforeAll(async () => {
-      const admin = await connect({ servers: server().url, user: CHORIA_ADMIN.user, pass: CHORIA_ADMIN.password });
-      await createClaimsBucket(admin, { ttlMs: TTL_MS });
-      await admin.close();
-      const nc = await connect({
-        servers: server().url,
-        user: PROVISIONER.user,
-        pass: PROVISIONER.password,
-        inboxPrefix: 'provisioning.reply',
+  describe.each(NATS_SERVERS)(
+    'on $name laid out as a Choria broker (the provisioning account reaches it through choria.streams)',
+    ({ binary }) => {
+      const server = useNatsServer({ config: choriaAccountsConfig, binary });
+      const connections: NatsConnection[] = [];
+      let store: ClaimStore | undefined;
+      beforeAll(async () => {
+        const admin = await connect({ servers: server().url, user: CHORIA_ADMIN.user, pass: CHORIA_ADMIN.password });
+        await createClaimsBucket(admin, { ttlMs: TTL_MS });
+        await admin.close();
+        const nc = await connect({
+          servers: server().url,
+          user: PROVISIONER.user,
+          pass: PROVISIONER.password,
+          inboxPrefix: 'provisioning.reply',
+        });
+        connections.push(nc);
+        store = natsClaimStore({ nc, bucket: CLAIMS_BUCKET, apiPrefix: 'choria.streams' });
       });
-      connections.push(nc);
-      store = natsClaimStore({ nc, bucket: CLAIMS_BUCKET, apiPrefix: 'choria.streams' });
-    });
-    afterAll(async () => {
-      await Promise.all(connections.map((nc) => nc.close()));
-    });
-
-    claimStoreCases('through the grant', async () => store as ClaimStore);
-
-    it('the provisioning account has no JetStream of its own: without the prefix nothing works', async () => {
-      const direct = natsClaimStore({ nc: connections[0], bucket: CLAIMS_BUCKET, apiPrefix: '$JS.API' });
-      await expect(value(direct.ttl())).rejects.toThrow();
-    });
-
-    it('a bucket that is not there is an error, not a claim', async () => {
-      const missing = natsClaimStore({ nc: connections[0], bucket: 'NO_SUCH_BUCKET', apiPrefix: 'choria.streams', timeoutMs: 500 });
-      await expect(value(missing.ttl())).rejects.toThrow();
-      await expect(value(missing.create('n1', 'a'))).rejects.not.toBeInstanceOf(ClaimHeldError);
-    });
-
-    it('a release once its connection is closed says so (the claim stage then stops trying it again)', async () => {
-      const nc = await connect({
-        servers: server().url,
-        user: PROVISIONER.user,
-        pass: PROVISIONER.password,
-        inboxPrefix: 'provisioning.reply',
+      afterAll(async () => {
+        await Promise.all(connections.map((nc) => nc.close()));
       });
-      const closing = natsClaimStore({ nc, bucket: CLAIMS_BUCKET, apiPrefix: 'choria.streams' });
-      const revision = await value(closing.create('closing-node', 'a'));
-      await nc.close();
-      await expect(value(closing.release('closing-node', revision))).rejects.toBeInstanceOf(ClaimStoreClosedError);
-    });
-  });
+
+      claimStoreCases('through the grant', async () => store as ClaimStore);
+
+      it('the provisioning account has no JetStream of its own: without the prefix nothing works', async () => {
+        const direct = natsClaimStore({ nc: connections[0], bucket: CLAIMS_BUCKET, apiPrefix: '$JS.API' });
+        await expect(value(direct.ttl())).rejects.toThrow();
+      });
+
+      it('a bucket that is not there is an error, not a claim', async () => {
+        const missing = natsClaimStore({ nc: connections[0], bucket: 'NO_SUCH_BUCKET', apiPrefix: 'choria.streams', timeoutMs: 500 });
+        await expect(value(missing.ttl())).rejects.toThrow();
+        await expect(value(missing.create('n1', 'a'))).rejects.not.toBeInstanceOf(ClaimHeldError);
+      });
+
+      it('a release once its connection is closed says so (the claim stage then stops trying it again)', async () => {
+        const nc = await connect({
+          servers: server().url,
+          user: PROVISIONER.user,
+          pass: PROVISIONER.password,
+          inboxPrefix: 'provisioning.reply',
+        });
+        const closing = natsClaimStore({ nc, bucket: CLAIMS_BUCKET, apiPrefix: 'choria.streams' });
+        const revision = await value(closing.create('closing-node', 'a'));
+        await nc.close();
+        await expect(value(closing.release('closing-node', revision))).rejects.toBeInstanceOf(ClaimStoreClosedError);
+      });
+    },
+  );
 });

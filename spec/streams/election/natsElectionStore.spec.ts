@@ -5,12 +5,13 @@ import { ElectionEvent, campaign } from '../../../lib/election/campaign';
 import { JetStreamApiError, natsElectionStore } from '../../../streams/election/natsElectionStore';
 import { CHORIA_ADMIN, PROVISIONER, choriaAccountsConfig } from '../../helpers/choriaBroker';
 import { useNatsServer } from '../../helpers/nats';
+import { NATS_SERVERS } from '../../helpers/natsServers';
 import { waitFor } from '../../helpers/waitFor';
 
 const TTL_MS = 2000;
 
-describe("the election over a real nats-server, with only the provisioning account's rights", () => {
-  const server = useNatsServer({ config: choriaAccountsConfig });
+describe.each(NATS_SERVERS)("the election over $name, with only the provisioning account's rights", ({ binary }) => {
+  const server = useNatsServer({ config: choriaAccountsConfig, binary });
   let admin: NatsConnection;
   const provisioners: NatsConnection[] = [];
 

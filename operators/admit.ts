@@ -46,14 +46,14 @@ export function admit<V, K>(ledger: AdmissionLedger<V, K>, config: AdmitConfig<V
   return (source) =>
     new Observable<Ticket<V, K>>((subscriber) => {
       if (reset !== undefined) {
-        subscribeWith(subscriber, subscriber, reset, {
+        subscribeWith(subscriber, reset, {
           next: () => ledger.reset(),
           // A reset notifier that completes leaves the ledger as it is.
           complete: () => undefined,
         });
         if (subscriber.closed) return;
       }
-      subscribeWith(subscriber, subscriber, source, {
+      subscribeWith(subscriber, source, {
         next: (value) => {
           const ticket = ledger.decide(value, onRefuse);
           if (ticket !== undefined) subscriber.next(ticket);

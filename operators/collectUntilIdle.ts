@@ -88,14 +88,19 @@ export function collectUntilIdle<T>(config: CollectUntilIdleConfig = {}): Operat
 
       subscriber.add(scheduler.schedule(finish, timeout));
       subscriber.add(upstream);
-      subscribeWith(upstream, subscriber, source, {
-        next: (value) => {
-          if (done) return;
-          gathered.push(value);
-          lastAt = scheduler.now();
-          if (idleTimer === undefined) armIdle(idle);
+      subscribeWith(
+        subscriber,
+        source,
+        {
+          next: (value) => {
+            if (done) return;
+            gathered.push(value);
+            lastAt = scheduler.now();
+            if (idleTimer === undefined) armIdle(idle);
+          },
+          complete: finish,
         },
-        complete: finish,
-      });
+        upstream,
+      );
     });
 }

@@ -139,7 +139,7 @@ export function debounceByKey<T, K>(config: DebounceByKeyConfig<T, K>): MonoType
         }
       };
 
-      subscribeWith(subscriber, subscriber, source, {
+      subscribeWith(subscriber, source, {
         next: accept,
         complete: () => {
           for (const [k, open] of [...windows]) close(k, open);

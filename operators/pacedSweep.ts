@@ -214,36 +214,46 @@ export function pacedSweep<N>(config: PacedSweepConfig<N>): Observable<SweepEven
       if (isPromiseLike(listing)) {
         // The whole listing at once: its items go into the queue together, to be handed on (and
         // paced) one by one. What it resolves to not being iterable fails the round.
-        subscribeWith(current, subscriber, listing, {
-          next: (all) => {
-            let items: N[];
-            try {
-              items = [...all];
-            } catch (error) {
-              fail(error);
-              return;
-            }
-            for (const item of items) queue.push(item);
-            handOn();
+        subscribeWith(
+          subscriber,
+          listing,
+          {
+            next: (all) => {
+              let items: N[];
+              try {
+                items = [...all];
+              } catch (error) {
+                fail(error);
+                return;
+              }
+              for (const item of items) queue.push(item);
+              handOn();
+            },
+            error: fail,
+            complete,
           },
-          error: fail,
-          complete,
-        });
+          current,
+        );
       } else {
-        subscribeWith(current, subscriber, listing as ObservableInput<N>, {
-          next: (item) => {
-            queue.push(item);
-            handOn();
+        subscribeWith(
+          subscriber,
+          listing as ObservableInput<N>,
+          {
+            next: (item) => {
+              queue.push(item);
+              handOn();
+            },
+            error: fail,
+            complete,
           },
-          error: fail,
-          complete,
-        });
+          current,
+        );
       }
     };
 
     subscriber.add(() => phase?.unsubscribe());
     if (restart !== undefined) {
-      subscribeWith(subscriber, subscriber, restart, {
+      subscribeWith(subscriber, restart, {
         next: () => {
           failures = 0;
           startRound(false);

@@ -42,7 +42,7 @@ export function pauseWhen<T>(paused: ObservableInput<boolean>, config: PauseWhen
   return (source) =>
     new Observable<T>((subscriber) => {
       let isPaused = initiallyPaused;
-      subscribeWith(subscriber, subscriber, paused, {
+      subscribeWith(subscriber, paused, {
         next: (state) => {
           isPaused = state;
         },
@@ -50,7 +50,7 @@ export function pauseWhen<T>(paused: ObservableInput<boolean>, config: PauseWhen
         complete: () => undefined,
       });
       if (subscriber.closed) return;
-      subscribeWith(subscriber, subscriber, source, {
+      subscribeWith(subscriber, source, {
         next: (value) => {
           if (isPaused) onDrop?.(value);
           else subscriber.next(value);

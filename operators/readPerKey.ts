@@ -125,14 +125,14 @@ export function readPerKey<T, K, R>(config: ReadPerKeyConfig<T, K, R>): Operator
         onError: (error) => subscriber.error(error),
       });
       if (config.cancel !== undefined) {
-        subscribeWith(subscriber, subscriber, config.cancel, {
+        subscribeWith(subscriber, config.cancel, {
           next: (key) => reads.cancel(key),
           // `cancel` completing only means nothing more will be cancelled.
           complete: () => undefined,
         });
         if (subscriber.closed) return;
       }
-      subscribeWith(subscriber, subscriber, source, {
+      subscribeWith(subscriber, source, {
         next: (request) => reads.request(request),
         complete: () => {
           sourceDone = true;

@@ -149,7 +149,7 @@ export function releaseInOrder<T, R>(
       new Observable<T | R>((subscriber) => {
         const ordering = new InOrder<T, R>(subscriber, settle);
         if (!drainWith(subscriber, ordering.out, settleConfig, () => ordering.drain())) return;
-        subscribeWith(subscriber, subscriber, source, {
+        subscribeWith(subscriber, source, {
           next: (value) => ordering.accept(value),
           complete: () => ordering.out.sourceCompleted(),
         });
@@ -161,7 +161,7 @@ export function releaseInOrder<T, R>(
     new Observable<T | R>((subscriber) => {
       const out = new LineOutput<T | R, Told<T | R>>(subscriber);
       if (!drainWith(subscriber, out, config, () => out.drain())) return;
-      subscribeWith(subscriber, subscriber, source as Observable<T & Settling<R>>, {
+      subscribeWith(subscriber, source as Observable<T & Settling<R>>, {
         next: (value) => {
           if (out.drained) return;
           const place = new Told<T | R>(value);
@@ -188,7 +188,7 @@ function drainWith(
   drain: () => void,
 ): boolean {
   if (config?.drain == null) return true;
-  subscribeWith(subscriber, subscriber, from(config.drain).pipe(take(1)), {
+  subscribeWith(subscriber, from(config.drain).pipe(take(1)), {
     next: drain,
     // A drain that completes without emitting changes nothing.
     complete: () => undefined,

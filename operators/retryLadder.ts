@@ -74,7 +74,7 @@ export function retryLadder<K>(config: RetryLadderConfig = {}): OperatorFunction
         onDue: (key) => subscriber.next(key),
         onError: (error) => subscriber.error(error),
       });
-      subscribeWith(subscriber, subscriber, source, {
+      subscribeWith(subscriber, source, {
         next: (report) => {
           if (report.ok) schedule.succeed(report.key);
           else schedule.fail(report.key);

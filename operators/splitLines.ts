@@ -66,7 +66,7 @@ export function splitLines(config: SplitLinesConfig = {}): OperatorFunction<Uint
         if (tooLong) subscriber.error(new LineTooLongError(maxBytes));
         else if (ended) subscriber.complete();
       };
-      subscribeWith(subscriber, subscriber, source, {
+      subscribeWith(subscriber, source, {
         next: (chunk) => {
           if (tooLong || ended) return;
           const found = splitter.push(chunk);

@@ -91,7 +91,7 @@ export function workerPool<T extends PoolTicket, R>(config: WorkerPoolConfig<T, 
   return (source) =>
     new Observable<PoolResult<T, R>>((subscriber) => {
       const pool = new Pool<T, R>(subscriber, config);
-      subscribeWith(subscriber, subscriber, source, {
+      subscribeWith(subscriber, source, {
         next: (ticket) => pool.accept(ticket),
         complete: () => pool.sourceCompleted(),
       });

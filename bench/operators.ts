@@ -18,7 +18,7 @@
  */
 import { cpus } from 'node:os';
 import { Observable, Subject, Subscription, asyncScheduler, distinct, from, mergeMap } from 'rxjs';
-import { AdmissionLedger, OrderedLine, RingQueue, Settling, TRASH, admit, done, releaseInOrder, workerPool } from '@rxfleet/operators';
+import { AdmissionLedger, OrderedLine, RingQueue, Settling, TRASH, admit, workDone, releaseInOrder, workerPool } from '@rxfleet/operators';
 import { benchOutput } from './machineLoad';
 
 const DEPTHS = (process.env.BENCH_DEPTHS ?? '1000,100000,1000000').split(',').map(Number);
@@ -130,7 +130,7 @@ function ticketsOf(depth: number): () => ReturnType<AdmissionLedger<number, numb
 
 const pool = workerPool({
   concurrency: CONCURRENCY,
-  work: (t: NonNullable<ReturnType<AdmissionLedger<number, number>['decide']>>) => microtask(done(t.value)),
+  work: (t: NonNullable<ReturnType<AdmissionLedger<number, number>['decide']>>) => microtask(workDone(t.value)),
 });
 const unordered = mergeMap((i: number) => microtask(i), CONCURRENCY);
 // The head answers last (a macrotask later), so every other item waits in the line first.

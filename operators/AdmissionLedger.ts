@@ -1,4 +1,5 @@
 import { Observable, SchedulerLike, Subject, asyncScheduler } from 'rxjs';
+import { checkCount, checkFunction, checkSpan } from './internal/checks.js';
 
 /** Why an offer was refused: the key is held by a recent sighting, or the queue is full. */
 export type RefusalReason = 'held' | 'full';
@@ -20,11 +21,11 @@ export interface AdmissionLedgerConfig<V, K = unknown> {
    */
   key: (value: V) => K;
   /**
-   * Milliseconds. A key already held is refused while the sighting held is younger than this;
-   * once it is older, a new sighting supersedes it.
+   * Milliseconds, 0 or more. A key already held is refused while the sighting held is younger
+   * than this; once it is older, a new sighting supersedes it. `Infinity`: never by age.
    */
   window: number;
-  /** Most tickets that may be admitted and not yet started at once. */
+  /** Most tickets that may be admitted and not yet started at once: a whole number, at least 1 (`Infinity`: no bound). */
   capacity: number;
   /** Its `now()` is the clock sightings are timed by. Defaults to `asyncScheduler`. */
   scheduler?: SchedulerLike;
@@ -275,11 +276,13 @@ export class AdmissionLedger<V, K = unknown> {
 
   /**
    * @param config `key`, `window`, `capacity`, `scheduler`.
-   * @throws RangeError if `window` or `capacity` is negative or not a number.
+   * @throws RangeError if `window` is negative or not a number, or `capacity` is not a whole
+   * number of at least 1 (nor `Infinity`); TypeError if `key` is not a function.
    */
   constructor(config: AdmissionLedgerConfig<V, K>) {
-    if (!(config.window >= 0)) throw new RangeError(`window must be >= 0, got ${config.window}`);
-    if (!(config.capacity >= 0)) throw new RangeError(`capacity must be >= 0, got ${config.capacity}`);
+    checkFunction('AdmissionLedger', 'key', config.key);
+    checkSpan('AdmissionLedger', 'window', config.window);
+    checkCount('AdmissionLedger', 'capacity', config.capacity, 1);
     const books = new Books<V, K>(config.scheduler ?? asyncScheduler);
     this.#books = books;
     this.#keyOf = config.key;

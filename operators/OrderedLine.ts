@@ -52,6 +52,16 @@ class OrderedPlace<T> implements Place<T>, LinePlace<T> {
  * neither the ring cell nor the handle keeps it alive afterwards.
  *
  * Not thread-safe by design: one owner pushes, settles and flushes, as an operator's closure does.
+ *
+ * @example An update whose read is still running holds back the delete behind it
+ * ```ts
+ * const line = new OrderedLine<string>();
+ * const update = line.push('instance-updated'); // its read is still running
+ * line.push('instance-deleted', true); // needs no read: settled at once
+ * line.flush(); // []: the delete may not overtake the update
+ * line.settle(update, 'instance-updated (read)');
+ * line.flush(); // ['instance-updated (read)', 'instance-deleted']
+ * ```
  */
 export class OrderedLine<T> {
   private readonly line = new Line<T, OrderedPlace<T>>();

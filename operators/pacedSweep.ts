@@ -1,4 +1,5 @@
 import { InteropObservable, Observable, ObservableInput, ReadableStreamLike, SchedulerLike, Subscription, asyncScheduler } from 'rxjs';
+import { LONGEST_DELAY, checkDelay, checkFunction, checkOptionalFunction } from './internal/checks.js';
 import { subscribeWith } from './internal/OperatorSubscriber.js';
 import { RingQueue } from './RingQueue.js';
 
@@ -52,15 +53,16 @@ export interface PacedSweepConfig<N> {
    * listing); subscribed once per round, unsubscribed when the round ends or is abandoned.
    */
   list: (round: number) => Listing<N>;
-  /** Ms between two items handed on in a paced round. */
+  /** Ms between two items handed on in a paced round, from 0 to 2147483647 (the longest a timer waits). */
   delay: number;
-  /** Ms between the end of a successful round and the start of the next (paced) one. */
+  /** Ms between the end of a successful round and the start of the next (paced) one, from 0 to 2147483647. */
   interval: number;
   /** Each emission abandons the round in progress (or the wait between rounds) and starts a fast round at once. */
   restart?: ObservableInput<unknown>;
   /**
-   * Ms to wait after a failed round, given how many rounds in a row have failed (1 for the first).
-   * Default: 5 s, doubling, at most 5 min.
+   * Ms to wait after a failed round, given how many rounds in a row have failed (1 for the first):
+   * from 0 to 2147483647, or the output errors with a `RangeError` naming the value. Default: 5 s,
+   * doubling, at most 5 min.
    */
   failureDelay?: (consecutiveFailures: number) => number;
   /** Where the waits are timed. Default `asyncScheduler`; pass a `TestScheduler` in specs. */
@@ -110,10 +112,14 @@ function defaultFailureDelay(consecutiveFailures: number): number {
  *   count, and starts a fast round at once. A restart that emits synchronously on subscription
  *   starts round 1 rather than abandoning it. `restart` completing is ignored; `restart` erroring
  *   errors the output.
- * - Never completes. Errors only if `restart` errors or `failureDelay` throws (a callback that
- *   throws errors the output, as in rxjs; `list` throwing is a failed round instead, like its
- *   listing erroring).
+ * - Never completes. Errors only if `restart` errors or `failureDelay` throws or returns a wait
+ *   that is not from 0 to 2147483647 ms (a callback that throws errors the output, as in rxjs;
+ *   `list` throwing is a failed round instead, like its listing erroring).
  * - Unsubscribing unsubscribes the listing in progress, `restart` and every pending timer.
+ * - Bad options are refused when the sweep is made: a `delay` or `interval` that is negative, not
+ *   a number or longer than a timer can wait is a `RangeError` (an `interval` of NaN would start
+ *   round after round at once, the opposite of a sweep); `list` or `failureDelay` not a function a
+ *   `TypeError`.
  *
  * @example Go over a fleet every 6 h, one name every 5 s, at once after a reconnect
  * ```ts
@@ -126,9 +132,15 @@ function defaultFailureDelay(consecutiveFailures: number): number {
  * ```
  *
  * @param config `list`, `delay`, `interval` (required), `restart`, `failureDelay`, `scheduler`.
+ * @return An Observable of the items and the rounds' ends; it never completes.
+ * @throws RangeError or TypeError (when called) for a bad option, as above.
  */
 export function pacedSweep<N>(config: PacedSweepConfig<N>): Observable<SweepEvent<N>> {
   const { list, delay, interval, restart, failureDelay = defaultFailureDelay, scheduler = asyncScheduler } = config;
+  checkFunction('pacedSweep', 'list', list);
+  checkDelay('pacedSweep', 'delay', delay);
+  checkDelay('pacedSweep', 'interval', interval);
+  checkOptionalFunction('pacedSweep', 'failureDelay', config.failureDelay);
   return new Observable<SweepEvent<N>>((subscriber) => {
     let round = 0;
     let failures = 0;
@@ -168,6 +180,15 @@ export function pacedSweep<N>(config: PacedSweepConfig<N>): Observable<SweepEven
           ms = failureDelay(failures);
         } catch (thrown) {
           subscriber.error(thrown);
+          return;
+        }
+        // A wait that is not one (NaN, negative, past what a timer holds) would retry at once, for ever.
+        if (typeof ms !== 'number' || !(ms >= 0 && ms <= LONGEST_DELAY)) {
+          subscriber.error(
+            new RangeError(
+              `pacedSweep: failureDelay(${failures}) must return a number of milliseconds from 0 to ${LONGEST_DELAY}, got ${String(ms)}`,
+            ),
+          );
           return;
         }
         wait(ms, false);

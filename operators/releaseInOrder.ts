@@ -104,10 +104,7 @@ export type SettledAnswer<T> = T extends Settling<infer R> ? R : never;
  * result: -----(AB)----|
  * ```
  *
- * ## Example
- * Read each changed instance concurrently, but emit the enriched events in the order the changes
- * arrived, dropping those that say nothing new
- *
+ * @example Read each changed instance concurrently, but emit the enriched events in the order the changes arrived, dropping those that say nothing new
  * ```ts
  * import { delay, of } from 'rxjs';
  * import { releaseInOrder, TRASH } from '@rxfleet/operators';

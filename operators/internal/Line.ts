@@ -30,6 +30,11 @@ export class Trash {
 /**
  * The answer that trashes a place in an ordered line: the value is skipped on the way out, but still
  * holds back everything that arrived after it until everything before it has left.
+ *
+ * @example A read that finds nothing new skips its event, in its place
+ * ```ts
+ * events$.pipe(releaseInOrder((e) => read(e).pipe(map((found) => (found.changed ? found : TRASH)))));
+ * ```
  */
 export const TRASH: Trash = /* @__PURE__ */ new Trash();
 

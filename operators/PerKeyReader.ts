@@ -1,5 +1,6 @@
 import { ObservableInput } from 'rxjs';
 import { NoAnswerError } from './errors.js';
+import { checkFunction, checkOptionalFunction } from './internal/checks.js';
 import { OperatorSubscriber, Output, subscribeInner } from './internal/OperatorSubscriber.js';
 import { reportUnhandled } from './internal/unhandled.js';
 import type { SlotClaim, SlotPool } from './SlotPool.js';
@@ -37,8 +38,8 @@ export interface ReadCancelled<T, K> extends ReadLanded<T, K> {
 /** How one read ended, for all the requests that waited on it. */
 export type ReadResult<T, K, R> = ReadAnswered<T, K, R> | ReadFailed<T, K> | ReadCancelled<T, K>;
 
-/** Options for {@link ReadsPerKey}. */
-export interface ReadsPerKeyConfig<T, K, R> {
+/** Options for {@link PerKeyReader}. */
+export interface PerKeyReaderConfig<T, K, R> {
   /** What a request reads: requests with the same key share one read. */
   key: (request: T) => K;
   /**
@@ -161,11 +162,34 @@ const withLate = <T>(flight: { requests: T[]; all: T[] | undefined }): T[] => fl
  *
  * Not thread-safe by design: one owner asks, as an operator's closure does. `onLanded` may ask
  * for more reads.
+ *
+ * @example An owner that reads an instance, and the network it sits on once the instance is read
+ * ```ts
+ * const reads: PerKeyReader<string, string, Answer> = new PerKeyReader<string, string, Answer>({
+ *   key: (subject) => subject,
+ *   read: (subject) => fromAbortable((signal) => incus.get(subject, { signal })),
+ *   onLanded: (result) => {
+ *     if (result.status === 'answered' && result.value.network !== undefined) reads.request(`net/${result.value.network}`);
+ *   },
+ *   slots: new SlotPool(8),
+ * });
+ * reads.request('ins/default/web1');
+ * ```
  */
-export class ReadsPerKey<T, K, R> {
+export class PerKeyReader<T, K, R> {
   readonly #reads: Reads<T, K, R>;
 
-  constructor(config: ReadsPerKeyConfig<T, K, R>) {
+  /**
+   * @param config `key`, `read`, `onLanded` (required), `slots`, `supersedes`, `fresh`, `onError`.
+   * @throws TypeError if a callback is not a function.
+   */
+  constructor(config: PerKeyReaderConfig<T, K, R>) {
+    checkFunction('PerKeyReader', 'key', config.key);
+    checkFunction('PerKeyReader', 'read', config.read);
+    checkFunction('PerKeyReader', 'onLanded', config.onLanded);
+    checkOptionalFunction('PerKeyReader', 'supersedes', config.supersedes);
+    checkOptionalFunction('PerKeyReader', 'fresh', config.fresh);
+    checkOptionalFunction('PerKeyReader', 'onError', config.onError);
     this.#reads = new Reads(config);
   }
 
@@ -195,14 +219,14 @@ export class ReadsPerKey<T, K, R> {
   }
 }
 
-/** The books behind a {@link ReadsPerKey}, kept out of its public type. */
+/** The books behind a {@link PerKeyReader}, kept out of its public type. */
 class Reads<T, K, R> {
   readonly flights = new Map<K, Flight<T, K, R>>();
   private disposed = false;
   /** Where a throw from a handler of a read's subscriber goes. */
   readonly output: Output;
 
-  constructor(private readonly config: ReadsPerKeyConfig<T, K, R>) {
+  constructor(private readonly config: PerKeyReaderConfig<T, K, R>) {
     const { onError } = config;
     // A throw in a read subscriber's handler, or from `onLanded`, goes here.
     this.output = { error: onError ?? reportUnhandled, complete: () => undefined };

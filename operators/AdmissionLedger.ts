@@ -1,10 +1,18 @@
 import { Observable, SchedulerLike, Subject, asyncScheduler } from 'rxjs';
 import { checkCount, checkFunction, checkSpan } from './internal/checks.js';
 
-/** Why an offer was refused: the key is held by a recent sighting, or the queue is full. */
+/**
+ * Why an offer was refused: the key is held by a recent sighting, or the queue is full.
+ *
+ * @group What the operators take and give
+ */
 export type RefusalReason = 'held' | 'full';
 
-/** How many keys the ledger holds, and how many of them are admitted but not yet started. */
+/**
+ * How many keys the ledger holds, and how many of them are admitted but not yet started.
+ *
+ * @group What the operators take and give
+ */
 export interface LedgerSizes {
   /** Keys held: queued, being worked on, or held a while after their work. */
   readonly held: number;
@@ -12,7 +20,11 @@ export interface LedgerSizes {
   readonly queued: number;
 }
 
-/** What the ledger needs to know to decide. */
+/**
+ * What the ledger needs to know to decide.
+ *
+ * @group Options
+ */
 export interface AdmissionLedgerConfig<V, K = unknown> {
   /**
    * The identity of a value: two values with the same key are sightings of the same thing. A
@@ -31,7 +43,11 @@ export interface AdmissionLedgerConfig<V, K = unknown> {
   scheduler?: SchedulerLike;
 }
 
-/** A refused offer, with the reason and, when the key was held, the ticket that holds it. */
+/**
+ * A refused offer, with the reason and, when the key was held, the ticket that holds it.
+ *
+ * @group What the operators take and give
+ */
 export interface Refusal<V, K = unknown> {
   /** Tells a refusal from an {@link Admitted}. */
   readonly admitted: false;
@@ -45,7 +61,11 @@ export interface Refusal<V, K = unknown> {
   readonly holder?: Ticket<V, K>;
 }
 
-/** An admitted offer. */
+/**
+ * An admitted offer.
+ *
+ * @group What the operators take and give
+ */
 export interface Admitted<V, K = unknown> {
   /** Tells an admission from a {@link Refusal}. */
   readonly admitted: true;
@@ -55,12 +75,18 @@ export interface Admitted<V, K = unknown> {
   readonly superseded?: Ticket<V, K>;
 }
 
-/** What {@link AdmissionLedger.offer} decided. */
+/**
+ * What {@link AdmissionLedger.offer} decided.
+ *
+ * @group What the operators take and give
+ */
 export type Admission<V, K = unknown> = Admitted<V, K> | Refusal<V, K>;
 
 /**
  * Where a ticket is in its life. `queued`, `started` and `holding` (the work is done, the key is
  * kept a while longer) are current; `stale` and `freed` are not.
+ *
+ * @group What the operators take and give
  */
 export type TicketState = 'queued' | 'started' | 'holding' | 'stale' | 'freed';
 
@@ -125,6 +151,8 @@ const HOLDING_BASE = -2;
  * The ledger's receipt for one admitted sighting. A worker holds it while it works, asks it
  * whether it is still current, and frees it when done. Only an {@link AdmissionLedger} issues
  * tickets.
+ *
+ * @group Cores
  */
 export class Ticket<V, K = unknown> {
   // Five fields, as few as a ticket can have (its books, two times, its value and key): a million
@@ -264,6 +292,8 @@ export class Ticket<V, K = unknown> {
  * const ledger = new AdmissionLedger({ key: (node: Node) => node.id, window: 60_000, capacity: 50_000 });
  * ledger.sizes$.subscribe(({ held, queued }) => gauges.set(held, queued));
  * ```
+ *
+ * @group Cores
  */
 export class AdmissionLedger<V, K = unknown> {
   readonly #books: Books<V, K>;

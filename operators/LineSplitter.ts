@@ -3,7 +3,11 @@ import { checkCount } from './internal/checks.js';
 /** The longest line a {@link LineSplitter} or `splitLines` accepts unless told otherwise: 1 MiB. */
 export const DEFAULT_MAX_LINE_BYTES = 1024 * 1024;
 
-/** What {@link LineSplitter.push} found in a chunk. */
+/**
+ * What {@link LineSplitter.push} found in a chunk.
+ *
+ * @group What the operators take and give
+ */
 export interface ChunkLines {
   /** Complete lines, without their `\n` (nor a `\r` before it), in order. */
   readonly lines: string[];
@@ -31,7 +35,7 @@ export interface ChunkLines {
  *
  * Not thread-safe by design: one owner pushes.
  *
- * @example Lines from a child process's `data` events, the process killed past the limit
+ * @example Lines from a child process's data events, the process killed past the limit
  * ```ts
  * const splitter = new LineSplitter(64 * 1024);
  * child.stdout.on('data', (chunk: Uint8Array) => {
@@ -44,6 +48,8 @@ export interface ChunkLines {
  *   if (last !== undefined) handle(JSON.parse(last));
  * });
  * ```
+ *
+ * @group Cores
  */
 export class LineSplitter {
   private pending: Uint8Array[] = [];

@@ -6,6 +6,8 @@ import { Line, LinePlace, PlaceState } from './internal/Line.js';
  * the place has left (when settling or trashing it is a harmless no-op).
  *
  * Only the line that issued a place can change it; the two fields are for looking.
+ *
+ * @group What the operators take and give
  */
 export interface Place<T> {
   /** Where the place stands; see {@link PlaceState}. */
@@ -62,6 +64,8 @@ class OrderedPlace<T> implements Place<T>, LinePlace<T> {
  * line.settle(update, 'instance-updated (read)');
  * line.flush(); // ['instance-updated (read)', 'instance-deleted']
  * ```
+ *
+ * @group Cores
  */
 export class OrderedLine<T> {
   private readonly line = new Line<T, OrderedPlace<T>>();

@@ -23,6 +23,8 @@ import { PausedError } from './errors.js';
  * if (gate.paused) throw new PausedError();
  * await fetch(url, { signal: gate.signal() });
  * ```
+ *
+ * @group Cores
  */
 export class PauseGate {
   private readonly state: BehaviorSubject<boolean>;

@@ -5,7 +5,11 @@ import { OperatorSubscriber, Output, subscribeInner } from './internal/OperatorS
 import { reportUnhandled } from './internal/unhandled.js';
 import type { SlotClaim, SlotPool } from './SlotPool.js';
 
-/** What every {@link ReadResult} carries. */
+/**
+ * What every {@link ReadResult} carries.
+ *
+ * @group What the operators take and give
+ */
 export interface ReadLanded<T, K> {
   /** The key that was read. */
   readonly key: K;
@@ -13,7 +17,11 @@ export interface ReadLanded<T, K> {
   readonly requests: readonly T[];
 }
 
-/** The read answered. */
+/**
+ * The read answered.
+ *
+ * @group What the operators take and give
+ */
 export interface ReadAnswered<T, K, R> extends ReadLanded<T, K> {
   /** Tells an answer from the other endings. */
   readonly status: 'answered';
@@ -21,7 +29,11 @@ export interface ReadAnswered<T, K, R> extends ReadLanded<T, K> {
   readonly value: R;
 }
 
-/** The read errored, its factory threw, or it completed without an answer (`NoAnswerError`). */
+/**
+ * The read errored, its factory threw, or it completed without an answer (`NoAnswerError`).
+ *
+ * @group What the operators take and give
+ */
 export interface ReadFailed<T, K> extends ReadLanded<T, K> {
   /** Tells a failure from the other endings. */
   readonly status: 'failed';
@@ -29,16 +41,28 @@ export interface ReadFailed<T, K> extends ReadLanded<T, K> {
   readonly error: unknown;
 }
 
-/** The read was cancelled through `cancel` before it answered. */
+/**
+ * The read was cancelled through `cancel` before it answered.
+ *
+ * @group What the operators take and give
+ */
 export interface ReadCancelled<T, K> extends ReadLanded<T, K> {
   /** Tells a cancel from the other endings. */
   readonly status: 'cancelled';
 }
 
-/** How one read ended, for all the requests that waited on it. */
+/**
+ * How one read ended, for all the requests that waited on it.
+ *
+ * @group What the operators take and give
+ */
 export type ReadResult<T, K, R> = ReadAnswered<T, K, R> | ReadFailed<T, K> | ReadCancelled<T, K>;
 
-/** Options for {@link PerKeyReader}. */
+/**
+ * Options for {@link PerKeyReader}.
+ *
+ * @group Options
+ */
 export interface PerKeyReaderConfig<T, K, R> {
   /** What a request reads: requests with the same key share one read. */
   key: (request: T) => K;
@@ -175,6 +199,8 @@ const withLate = <T>(flight: { requests: T[]; all: T[] | undefined }): T[] => fl
  * });
  * reads.request('ins/default/web1');
  * ```
+ *
+ * @group Cores
  */
 export class PerKeyReader<T, K, R> {
   readonly #reads: Reads<T, K, R>;

@@ -2,7 +2,11 @@ import { SchedulerLike, Subscription, asyncScheduler } from 'rxjs';
 import { checkCount, checkDelay, checkFunction, checkOptionalFunction } from './internal/checks.js';
 import { reportUnhandled } from './internal/unhandled.js';
 
-/** Options for {@link RetryLadderSchedule}. */
+/**
+ * Options for {@link RetryLadderSchedule}.
+ *
+ * @group Options
+ */
 export interface RetryLadderScheduleConfig<K> {
   /** Delay in ms before each of the first `fastAttempts` retries of a key, from 0. Default 1000. */
   fast?: number;
@@ -96,6 +100,8 @@ interface Ladder {
  * });
  * retries.fail('web1'); // read again in 1 s, 2 s, 3 s, then every 5 s until it succeeds
  * ```
+ *
+ * @group Cores
  */
 export class RetryLadderSchedule<K> {
   private readonly ladders = new Map<K, Ladder>();

@@ -25,6 +25,8 @@
  * queue.shift(); // 'a'
  * queue.length; // 1
  * ```
+ *
+ * @group Cores
  */
 export class RingQueue<T> {
   private cells: (T | undefined)[] = [];

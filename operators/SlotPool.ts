@@ -3,7 +3,11 @@ import { OperatorSubscriber, subscribeInner } from './internal/OperatorSubscribe
 import { RingQueue } from './RingQueue.js';
 import { checkCount } from './internal/checks.js';
 
-/** A place in a {@link SlotPool}'s line, then a slot: see {@link SlotPool.acquire}. */
+/**
+ * A place in a {@link SlotPool}'s line, then a slot: see {@link SlotPool.acquire}.
+ *
+ * @group What the operators take and give
+ */
 export interface SlotClaim {
   /** Gives the slot back, or leaves the line if it is still waiting. Later calls do nothing. */
   giveBack(): void;
@@ -102,6 +106,8 @@ class Slots {
  * const web2$ = server.run(() => fromAbortable((signal) => incus.getInstance('default', 'web2', { signal })));
  * server.acquire((held) => void poll().finally(() => held.giveBack())); // a slot for each poll, none between them
  * ```
+ *
+ * @group Cores
  */
 export class SlotPool {
   readonly #slots: Slots;

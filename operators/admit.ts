@@ -3,7 +3,11 @@ import { AdmissionLedger, Refusal, Ticket } from './AdmissionLedger.js';
 import { checkFunction, checkOptionalFunction } from './internal/checks.js';
 import { subscribeWith } from './internal/OperatorSubscriber.js';
 
-/** Options for {@link admit}. */
+/**
+ * Options for {@link admit}.
+ *
+ * @group Options
+ */
 export interface AdmitConfig<V, K = unknown> {
   /** Each emission clears the ledger (for example a lost election): every outstanding ticket goes stale. */
   reset?: ObservableInput<unknown>;
@@ -56,6 +60,8 @@ export interface AdmitConfig<V, K = unknown> {
  * @param config `reset` notifier and `onRefuse` report.
  * @return A function that returns an Observable of the admitted {@link Ticket}s.
  * @throws TypeError (when called) if `ledger` is not a ledger or `onRefuse` not a function.
+ *
+ * @group Operators
  */
 export function admit<V, K>(ledger: AdmissionLedger<V, K>, config: AdmitConfig<V, K> = {}): OperatorFunction<V, Ticket<V, K>> {
   const { reset, onRefuse } = config;

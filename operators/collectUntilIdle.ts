@@ -2,7 +2,11 @@ import { Observable, OperatorFunction, SchedulerLike, Subscription, asyncSchedul
 import { checkDelay } from './internal/checks.js';
 import { subscribeWith } from './internal/OperatorSubscriber.js';
 
-/** Options for {@link collectUntilIdle}. */
+/**
+ * Options for {@link collectUntilIdle}.
+ *
+ * @group Options
+ */
 export interface CollectUntilIdleConfig {
   /** Ms of silence after the last value that end the collection, from 0 to 2147483647. Default 300. */
   idle?: number;
@@ -56,6 +60,8 @@ export interface CollectUntilIdleConfig {
  * @param config `idle`, `timeout`, `scheduler`.
  * @return A function that returns an Observable of one array, then completion.
  * @throws RangeError (when called) for a bad `idle` or `timeout`, as above.
+ *
+ * @group Operators
  */
 export function collectUntilIdle<T>(config: CollectUntilIdleConfig = {}): OperatorFunction<T, T[]> {
   const { idle = 300, timeout = 2000, scheduler = asyncScheduler } = config;

@@ -5,6 +5,8 @@ import { subscribeWith } from './internal/OperatorSubscriber.js';
 /**
  * Options for {@link debounceByKey}: `T` is what comes in, `K` its key, `M` what a superseded value
  * goes out as (`T` itself unless `superseded` marks it as something else).
+ *
+ * @group Options
  */
 export interface DebounceByKeyConfig<T, K, M = T> {
   /** The key a value collapses under; `undefined` means the value is about nothing and passes straight through. */
@@ -90,6 +92,8 @@ interface KeyWindow<T> {
  * @return A function that returns an Observable of the values that survived the windows, and of
  * the superseded ones as `superseded` marked them.
  * @throws RangeError or TypeError (when called) for a bad option, as above.
+ *
+ * @group Operators
  */
 export function debounceByKey<T, K, M = T>(config: DebounceByKeyConfig<T, K, M>): OperatorFunction<T, T | M> {
   const { key, window = 250, collapsible, superseded, scheduler = asyncScheduler } = config;

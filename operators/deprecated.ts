@@ -12,12 +12,22 @@ import { RetryLadderSchedule, RetryLadderScheduleConfig } from './RetryLadderSch
  *
  * @deprecated Renamed `PerKeyReader` (its nouns now those of `readPerKey`, whose core it is);
  * this name goes in the next release.
+ *
+ * @group Deprecated
  */
 export const ReadsPerKey = PerKeyReader;
-/** @deprecated Renamed `PerKeyReader`; this name goes in the next release. */
+/**
+ * @deprecated Renamed `PerKeyReader`; this name goes in the next release.
+ *
+ * @group Deprecated
+ */
 export type ReadsPerKey<T, K, R> = PerKeyReader<T, K, R>;
 
-/** @deprecated Renamed `PerKeyReaderConfig`; this name goes in the next release. */
+/**
+ * @deprecated Renamed `PerKeyReaderConfig`; this name goes in the next release.
+ *
+ * @group Deprecated
+ */
 export type ReadsPerKeyConfig<T, K, R> = PerKeyReaderConfig<T, K, R>;
 
 /**
@@ -25,12 +35,22 @@ export type ReadsPerKeyConfig<T, K, R> = PerKeyReaderConfig<T, K, R>;
  *
  * @deprecated Renamed `RetryLadderSchedule` (the schedule of `retryLadder`, whose core it is);
  * this name goes in the next release.
+ *
+ * @group Deprecated
  */
 export const RetrySchedule = RetryLadderSchedule;
-/** @deprecated Renamed `RetryLadderSchedule`; this name goes in the next release. */
+/**
+ * @deprecated Renamed `RetryLadderSchedule`; this name goes in the next release.
+ *
+ * @group Deprecated
+ */
 export type RetrySchedule<K> = RetryLadderSchedule<K>;
 
-/** @deprecated Renamed `RetryLadderScheduleConfig`; this name goes in the next release. */
+/**
+ * @deprecated Renamed `RetryLadderScheduleConfig`; this name goes in the next release.
+ *
+ * @group Deprecated
+ */
 export type RetryScheduleConfig<K> = RetryLadderScheduleConfig<K>;
 
 /**
@@ -38,6 +58,8 @@ export type RetryScheduleConfig<K> = RetryLadderScheduleConfig<K>;
  *
  * @deprecated Renamed `workDone` (`done` says nothing of what is done, and meets every other
  * `done` in scope); this name goes in the next release.
+ *
+ * @group Deprecated
  */
 export function done<R>(value: R, options: { freeAfter?: number } = {}): Done<R> {
   return workDone(value, options);
@@ -48,6 +70,8 @@ export function done<R>(value: R, options: { freeAfter?: number } = {}): Done<R>
  *
  * @deprecated Renamed `workFailed` (`failed` says nothing of what failed); this name goes in the
  * next release.
+ *
+ * @group Deprecated
  */
 export function failed(error: unknown): Failed {
   return workFailed(error);

@@ -2,7 +2,11 @@ import { Observable } from 'rxjs';
 import { UnsubscribedError } from './errors.js';
 import { checkFunction } from './internal/checks.js';
 
-/** Options for {@link fromAbortable}. */
+/**
+ * Options for {@link fromAbortable}.
+ *
+ * @group Options
+ */
 export interface FromAbortableOptions {
   /** Another signal that aborts the work (for example a {@link PauseGate}'s), with its own reason. */
   signal?: AbortSignal;
@@ -13,7 +17,9 @@ export interface FromAbortableOptions {
  * any operator of the kit that takes work as an Observable.
  *
  * ```
- * fromAbortable(signal => fetch(url, { signal }).then(r => r.json()))
+ * work(signal) resolves with v 3 ms after it is called
+ * fromAbortable(work):            ---(v|)
+ * the same, unsubscribed at 2:    --!        (the signal aborts with UnsubscribedError; v is ignored)
  * ```
  *
  * Guarantees:
@@ -37,6 +43,8 @@ export interface FromAbortableOptions {
  * @param options `signal`: another signal that aborts the work.
  * @return An Observable of the one value the work resolves to.
  * @throws TypeError (when called) for a bad `work` or `options.signal`, as above.
+ *
+ * @group Observable factories
  */
 export function fromAbortable<T>(work: (signal: AbortSignal) => PromiseLike<T>, options: FromAbortableOptions = {}): Observable<T> {
   checkFunction('fromAbortable', 'work', work);

@@ -1,7 +1,11 @@
 // What the pool needs of a ticket, and how a unit of work ends: the vocabulary of workerPool.
 import { checkDelay } from './internal/checks.js';
 
-/** What the pool needs of a ticket: the {@link Ticket} of an {@link AdmissionLedger} fits. */
+/**
+ * What the pool needs of a ticket: the {@link Ticket} of an {@link AdmissionLedger} fits.
+ *
+ * @group What the operators take and give
+ */
 export interface PoolTicket {
   /** Called when a worker picks the ticket up; `false` means it went stale and must be skipped. */
   start(): boolean;
@@ -11,7 +15,11 @@ export interface PoolTicket {
   hold?(): void;
 }
 
-/** The work finished; free the key now, or `freeAfter` milliseconds from now. */
+/**
+ * The work finished; free the key now, or `freeAfter` milliseconds from now.
+ *
+ * @group What the operators take and give
+ */
 export interface Done<R> {
   /** Tells a done outcome from the others. */
   readonly status: 'done';
@@ -26,7 +34,11 @@ export interface Done<R> {
   readonly freeAfter?: number;
 }
 
-/** The work failed; the key is freed now so the next sighting can try again. */
+/**
+ * The work failed; the key is freed now so the next sighting can try again.
+ *
+ * @group What the operators take and give
+ */
 export interface Failed {
   /** Tells a failed outcome from the others. */
   readonly status: 'failed';
@@ -34,16 +46,28 @@ export interface Failed {
   readonly error: unknown;
 }
 
-/** The ticket was stale when a worker reached it: its work never ran. */
+/**
+ * The ticket was stale when a worker reached it: its work never ran.
+ *
+ * @group What the operators take and give
+ */
 export interface Skipped {
   /** Tells a skipped ticket from one whose work ran. */
   readonly status: 'skipped';
 }
 
-/** How one unit of work ended. */
+/**
+ * How one unit of work ended.
+ *
+ * @group What the operators take and give
+ */
 export type Outcome<R> = Done<R> | Failed;
 
-/** One ticket's result, emitted when its work ends (or when it is skipped). */
+/**
+ * One ticket's result, emitted when its work ends (or when it is skipped).
+ *
+ * @group What the operators take and give
+ */
 export interface PoolResult<T, R> {
   /** The ticket, as the pool took it. */
   readonly ticket: T;
@@ -66,6 +90,8 @@ export interface PoolResult<T, R> {
  * @param options `freeAfter`: milliseconds the key stays held after the work, from 0 to
  * 2147483647 (the longest a timer waits). Absent or 0: freed at once.
  * @throws RangeError if `freeAfter` is negative, not a number, or longer than a timer can wait.
+ *
+ * @group What the operators take and give
  */
 export function workDone<R>(value: R, options: { freeAfter?: number } = {}): Done<R> {
   const { freeAfter } = options;
@@ -85,6 +111,8 @@ export function workDone<R>(value: R, options: { freeAfter?: number } = {}): Don
  * ```
  *
  * @param error What the work failed with.
+ *
+ * @group What the operators take and give
  */
 export function workFailed(error: unknown): Failed {
   return { status: 'failed', error };

@@ -6,6 +6,8 @@ import { RingQueue } from './RingQueue.js';
 /**
  * What {@link pacedSweep} emits: each item a round hands on, and the end of each round that was not
  * abandoned, successful or not.
+ *
+ * @group What the operators take and give
  */
 export type SweepEvent<N> =
   | {
@@ -42,11 +44,17 @@ export type SweepEvent<N> =
  * `ObservableInput` but a promise), or all of them at once as a promise of an array (or of any
  * iterable). `Promise<string[]>` is a listing of strings, handed on (and paced) one string at a
  * time; an Observable of arrays is a listing of arrays.
+ *
+ * @group What the operators take and give
  */
 export type Listing<N> =
   Observable<N> | InteropObservable<N> | AsyncIterable<N> | ArrayLike<N> | Iterable<N> | ReadableStreamLike<N> | PromiseLike<Iterable<N>>;
 
-/** Options for {@link pacedSweep}. */
+/**
+ * Options for {@link pacedSweep}.
+ *
+ * @group Options
+ */
 export interface PacedSweepConfig<N> {
   /**
    * Lists what round `round` goes over (see {@link Listing}: a promise resolves to the whole
@@ -134,6 +142,8 @@ function defaultFailureDelay(consecutiveFailures: number): number {
  * @param config `list`, `delay`, `interval` (required), `restart`, `failureDelay`, `scheduler`.
  * @return An Observable of the items and the rounds' ends; it never completes.
  * @throws RangeError or TypeError (when called) for a bad option, as above.
+ *
+ * @group Observable factories
  */
 export function pacedSweep<N>(config: PacedSweepConfig<N>): Observable<SweepEvent<N>> {
   const { list, delay, interval, restart, failureDelay = defaultFailureDelay, scheduler = asyncScheduler } = config;

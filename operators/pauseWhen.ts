@@ -2,7 +2,11 @@ import { MonoTypeOperatorFunction, Observable, ObservableInput } from 'rxjs';
 import { checkOptionalFunction } from './internal/checks.js';
 import { subscribeWith } from './internal/OperatorSubscriber.js';
 
-/** Options for {@link pauseWhen}. */
+/**
+ * Options for {@link pauseWhen}.
+ *
+ * @group Options
+ */
 export interface PauseWhenConfig<T> {
   /** The state before `paused` first emits. Default `false` (open). */
   initiallyPaused?: boolean;
@@ -48,6 +52,8 @@ export interface PauseWhenConfig<T> {
  * @param config `initiallyPaused` and `onDrop`.
  * @return A function that returns an Observable of the values that arrived while open.
  * @throws TypeError (when called) for a bad option, as above.
+ *
+ * @group Operators
  */
 export function pauseWhen<T>(paused: ObservableInput<boolean>, config: PauseWhenConfig<T> = {}): MonoTypeOperatorFunction<T> {
   const { initiallyPaused = false, onDrop } = config;

@@ -4,7 +4,11 @@ import { subscribeWith } from './internal/OperatorSubscriber.js';
 import { ReadResult, PerKeyReader } from './PerKeyReader.js';
 import { SlotPool } from './SlotPool.js';
 
-/** Options for {@link readPerKey}. */
+/**
+ * Options for {@link readPerKey}.
+ *
+ * @group Options
+ */
 export interface ReadPerKeyConfig<T, K, R> {
   /** What a request reads: requests with the same key share one read. */
   key: (request: T) => K;
@@ -111,6 +115,8 @@ export interface ReadPerKeyConfig<T, K, R> {
  * `Infinity`); TypeError if a callback is not a function, or both `concurrency` and `slots` are
  * given.
  * @return A function that returns an Observable of one {@link ReadResult} per read that landed.
+ *
+ * @group Operators
  */
 export function readPerKey<T, K, R>(config: ReadPerKeyConfig<T, K, R>): OperatorFunction<T, ReadResult<T, K, R>> {
   const { concurrency = Infinity, slots } = config;

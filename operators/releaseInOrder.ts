@@ -3,7 +3,11 @@ import { LinePlace, PlaceState, TRASH, Trash, settlePlace } from './internal/Lin
 import { LineOutput } from './internal/LineOutput.js';
 import { OperatorSubscriber, subscribeInner, subscribeWith } from './internal/OperatorSubscriber.js';
 
-/** Options for {@link releaseInOrder}. */
+/**
+ * Options for {@link releaseInOrder}.
+ *
+ * @group Options
+ */
 export interface ReleaseInOrderConfig {
   /**
    * When this emits (its first value; completing without one does nothing), everything still in
@@ -21,6 +25,8 @@ export interface ReleaseInOrderConfig {
 /**
  * A value that settles itself, for {@link releaseInOrder} without a `settle` function: its owner
  * answers it through a callback, whenever the answer comes.
+ *
+ * @group What the operators take and give
  */
 export interface Settling<R> {
   /**
@@ -30,7 +36,11 @@ export interface Settling<R> {
   whenSettled(settled: (answer: R | Trash) => void): void;
 }
 
-/** What a {@link Settling} value settles with: `SettledAnswer<LineEntry>` is the entry's answer type. */
+/**
+ * What a {@link Settling} value settles with: `SettledAnswer<LineEntry>` is the entry's answer type.
+ *
+ * @group What the operators take and give
+ */
 export type SettledAnswer<T> = T extends Settling<infer R> ? R : never;
 
 /**
@@ -123,6 +133,8 @@ export type SettledAnswer<T> = T extends Settling<infer R> ? R : never;
  * @param config Optional; see {@link ReleaseInOrderConfig}.
  * @return A function that returns an Observable of the answers in arrival order (with `drain`,
  * also the source values still unanswered when it fired).
+ *
+ * @group Operators
  */
 export function releaseInOrder<T, R = T>(
   settle: (value: T, index: number) => ObservableInput<R | Trash>,

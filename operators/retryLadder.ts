@@ -3,7 +3,11 @@ import { subscribeWith } from './internal/OperatorSubscriber.js';
 import { TrackedOutput } from './internal/TrackedOutput.js';
 import { RetryLadderSchedule, RetryLadderScheduleConfig, checkLadder } from './RetryLadderSchedule.js';
 
-/** The outcome of one attempt at a key, as {@link retryLadder} consumes it. */
+/**
+ * The outcome of one attempt at a key, as {@link retryLadder} consumes it.
+ *
+ * @group What the operators take and give
+ */
 export interface Attempt<K> {
   /** The key attempted. */
   key: K;
@@ -15,6 +19,8 @@ export interface Attempt<K> {
  * Options for {@link retryLadder}: the {@link RetryLadderSchedule}'s, less what the operator does itself
  * (`onDue` is its output, `onError` its error). `onPendingChange` is also told 0 when the
  * subscription ends with retries still pending, unless it has thrown before.
+ *
+ * @group Options
  */
 export type RetryLadderConfig = Omit<RetryLadderScheduleConfig<unknown>, 'onDue' | 'onError'>;
 
@@ -74,6 +80,8 @@ export type RetryLadderConfig = Omit<RetryLadderScheduleConfig<unknown>, 'onDue'
  * @param config `fast`, `fastAttempts`, `slow`, `maxSlow`, `onPendingChange`, `scheduler`.
  * @return A function that returns an Observable of the keys to try again, each when it is due.
  * @throws RangeError or TypeError (when called) for a bad option, as above.
+ *
+ * @group Operators
  */
 export function retryLadder<K>(config: RetryLadderConfig = {}): OperatorFunction<Attempt<K>, K> {
   checkLadder('retryLadder', config);

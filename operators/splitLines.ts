@@ -5,7 +5,11 @@ import { subscribeWith } from './internal/OperatorSubscriber.js';
 import { DEFAULT_MAX_LINE_BYTES, LineSplitter } from './LineSplitter.js';
 import { RingQueue } from './RingQueue.js';
 
-/** Options for {@link splitLines}. */
+/**
+ * Options for {@link splitLines}.
+ *
+ * @group Options
+ */
 export interface SplitLinesConfig {
   /** The longest line accepted, in bytes of UTF-8: a whole number, at least 1 (`Infinity`: no limit). Default 1 MiB. */
   maxBytes?: number;
@@ -50,6 +54,8 @@ export interface SplitLinesConfig {
  * @param config `maxBytes`.
  * @return A function that returns an Observable of the lines.
  * @throws RangeError (when called) if `maxBytes` is not a whole number of at least 1 (nor `Infinity`).
+ *
+ * @group Operators
  */
 export function splitLines(config: SplitLinesConfig = {}): OperatorFunction<Uint8Array | string, string> {
   const { maxBytes = DEFAULT_MAX_LINE_BYTES } = config;

@@ -1,6 +1,10 @@
 import type { PoolTicket } from './outcomes.js';
 
-/** A {@link PoolTicket} for a plain value, made by {@link valueTicket}: always current, nothing to free. */
+/**
+ * A {@link PoolTicket} for a plain value, made by {@link valueTicket}: always current, nothing to free.
+ *
+ * @group What the operators take and give
+ */
 export interface ValueTicket<V> extends PoolTicket {
   /** The value the ticket carries to the work and back in its result. */
   readonly value: V;
@@ -46,6 +50,8 @@ class PlainTicket<V> implements ValueTicket<V> {
  *
  * @param value What the ticket carries.
  * @return A ticket that is always current and whose `free` and `hold` do nothing.
+ *
+ * @group What the operators take and give
  */
 export function valueTicket<V>(value: V): ValueTicket<V> {
   return new PlainTicket(value);

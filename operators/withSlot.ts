@@ -32,6 +32,8 @@ import type { SlotPool } from './SlotPool.js';
  * @param pool The slots shared with whatever else runs in them.
  * @return A function that returns the source, run in a slot.
  * @throws TypeError (when called) if `pool` is not a slot pool.
+ *
+ * @group Operators
  */
 export function withSlot<T>(pool: SlotPool): MonoTypeOperatorFunction<T> {
   checkFunction('withSlot', 'pool.run', (pool as Partial<SlotPool> | undefined)?.run);

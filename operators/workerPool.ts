@@ -4,7 +4,11 @@ import { subscribeWith } from './internal/OperatorSubscriber.js';
 import { checkCount, checkFunction, checkOptionalFunction } from './internal/checks.js';
 import type { Outcome, PoolResult, PoolTicket } from './outcomes.js';
 
-/** Options for {@link workerPool}. */
+/**
+ * Options for {@link workerPool}.
+ *
+ * @group Options
+ */
 export interface WorkerPoolConfig<T, R> {
   /** Most units of work running at once: a whole number, at least 1 (`Infinity`: no bound, as `mergeMap`'s). */
   concurrency: number;
@@ -109,6 +113,8 @@ export interface WorkerPoolConfig<T, R> {
  * @return A function that returns an Observable of one {@link PoolResult} per ticket.
  * @throws RangeError (when called) if `concurrency` is not a whole number of at least 1 (nor
  * `Infinity`); TypeError if `work` or `onBusy` is not a function.
+ *
+ * @group Operators
  */
 export function workerPool<T extends PoolTicket, R>(config: WorkerPoolConfig<T, R>): OperatorFunction<T, PoolResult<T, R>> {
   checkCount('workerPool', 'concurrency', config.concurrency, 1);

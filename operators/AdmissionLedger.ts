@@ -152,6 +152,18 @@ const HOLDING_BASE = -2;
  * whether it is still current, and frees it when done. Only an {@link AdmissionLedger} issues
  * tickets.
  *
+ * @example A worker of your own, where the worker pool does not fit
+ * ```ts
+ * tickets$.subscribe(async (ticket) => {
+ *   if (!ticket.start()) return; // stale: a newer sighting or a reset took its key
+ *   try {
+ *     await provision(ticket.value);
+ *   } finally {
+ *     ticket.free(); // the next sighting of this key is admitted
+ *   }
+ * });
+ * ```
+ *
  * @group Cores
  */
 export class Ticket<V, K = unknown> {

@@ -187,13 +187,14 @@ const withLate = <T>(flight: { requests: T[]; all: T[] | undefined }): T[] => fl
  * Not thread-safe by design: one owner asks, as an operator's closure does. `onLanded` may ask
  * for more reads.
  *
- * @example An owner that reads an instance, and the network it sits on once the instance is read
+ * @example An owner that reads an instance, then the network it sits on, which the first read found
  * ```ts
- * const reads: PerKeyReader<string, string, Answer> = new PerKeyReader<string, string, Answer>({
- *   key: (subject) => subject,
+ * const reads: PerKeyReader<string, string, { network?: string }> = new PerKeyReader({
+ *   key: (subject: string) => subject,
  *   read: (subject) => fromAbortable((signal) => incus.get(subject, { signal })),
  *   onLanded: (result) => {
- *     if (result.status === 'answered' && result.value.network !== undefined) reads.request(`net/${result.value.network}`);
+ *     const network = result.status === 'answered' ? result.value.network : undefined;
+ *     if (network !== undefined) reads.request(`net/${network}`);
  *   },
  *   slots: new SlotPool(8),
  * });

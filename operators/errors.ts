@@ -34,6 +34,13 @@ function mark(kitClass: { prototype: object }, name: string): void {
 /**
  * Base of every error the kit raises.
  *
+ * @example Tell the kit's own failures from your work's
+ * ```ts
+ * results$.subscribe(({ outcome }) => {
+ *   if (outcome.status === 'failed' && outcome.error instanceof NoOutcomeError) log.warn('work ended without an outcome');
+ * });
+ * ```
+ *
  * @group Errors
  */
 export class OperatorKitError extends Error {
@@ -120,6 +127,14 @@ export class UnsubscribedError extends OperatorKitError {
 /**
  * The reason carried by a {@link PauseGate.signal} that aborted because the gate paused. Extend it
  * for a domain-specific pause error (its `name` can be overridden).
+ *
+ * @example
+ * ```ts
+ * class LostLeadership extends PausedError {
+ *   override readonly name = 'LostLeadership';
+ * }
+ * if (error instanceof PausedError) return; // paused, not failed: try again once resumed
+ * ```
  *
  * @group Errors
  */

@@ -14,11 +14,11 @@
  * managed (`baseline_finished: false`): the rate it reached is still a rate.
  *
  * BENCH_ONLY=pool|ordered|settled|admission|memory runs one group and BENCH_DEPTHS=1000 picks depths (for
- * profiling: see operators/README.md).
+ * profiling: see docs/operators-benchmarks.md).
  */
 import { cpus } from 'node:os';
 import { Observable, Subject, Subscription, asyncScheduler, distinct, from, mergeMap } from 'rxjs';
-import { AdmissionLedger, OrderedLine, RingQueue, Settling, TRASH, admit, done, releaseInOrder, workerPool } from '@rxfleet/operators';
+import { AdmissionLedger, OrderedLine, RingQueue, Settling, TRASH, admit, workDone, releaseInOrder, workerPool } from '@rxfleet/operators';
 import { benchOutput } from './machineLoad';
 
 const DEPTHS = (process.env.BENCH_DEPTHS ?? '1000,100000,1000000').split(',').map(Number);
@@ -130,7 +130,7 @@ function ticketsOf(depth: number): () => ReturnType<AdmissionLedger<number, numb
 
 const pool = workerPool({
   concurrency: CONCURRENCY,
-  work: (t: NonNullable<ReturnType<AdmissionLedger<number, number>['decide']>>) => microtask(done(t.value)),
+  work: (t: NonNullable<ReturnType<AdmissionLedger<number, number>['decide']>>) => microtask(workDone(t.value)),
 });
 const unordered = mergeMap((i: number) => microtask(i), CONCURRENCY);
 // The head answers last (a macrotask later), so every other item waits in the line first.
@@ -356,7 +356,7 @@ function benchAdmission(): void {
 /**
  * What any admission that hands out a ticket per new key and remembers it must pay, with no logic at
  * all: a Map keeping one five-field object per key. `distinct` keeps only the key, so this floor,
- * not `distinct`, bounds what a ledger can reach (see operators/README.md, "What the profile said").
+ * not `distinct`, bounds what a ledger can reach (see docs/operators-benchmarks.md, "What the profile said").
  */
 function retainedFloor(input: number[], objects: boolean, rounds = 1): number {
   const rates: number[] = [];

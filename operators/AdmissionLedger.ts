@@ -1,9 +1,18 @@
 import { Observable, SchedulerLike, Subject, asyncScheduler } from 'rxjs';
+import { checkCount, checkFunction, checkSpan } from './internal/checks.js';
 
-/** Why an offer was refused: the key is held by a recent sighting, or the queue is full. */
+/**
+ * Why an offer was refused: the key is held by a recent sighting, or the queue is full.
+ *
+ * @group What the operators take and give
+ */
 export type RefusalReason = 'held' | 'full';
 
-/** How many keys the ledger holds, and how many of them are admitted but not yet started. */
+/**
+ * How many keys the ledger holds, and how many of them are admitted but not yet started.
+ *
+ * @group What the operators take and give
+ */
 export interface LedgerSizes {
   /** Keys held: queued, being worked on, or held a while after their work. */
   readonly held: number;
@@ -11,7 +20,11 @@ export interface LedgerSizes {
   readonly queued: number;
 }
 
-/** What the ledger needs to know to decide. */
+/**
+ * What the ledger needs to know to decide.
+ *
+ * @group Options
+ */
 export interface AdmissionLedgerConfig<V, K = unknown> {
   /**
    * The identity of a value: two values with the same key are sightings of the same thing. A
@@ -20,17 +33,21 @@ export interface AdmissionLedgerConfig<V, K = unknown> {
    */
   key: (value: V) => K;
   /**
-   * Milliseconds. A key already held is refused while the sighting held is younger than this;
-   * once it is older, a new sighting supersedes it.
+   * Milliseconds, 0 or more. A key already held is refused while the sighting held is younger
+   * than this; once it is older, a new sighting supersedes it. `Infinity`: never by age.
    */
   window: number;
-  /** Most tickets that may be admitted and not yet started at once. */
+  /** Most tickets that may be admitted and not yet started at once: a whole number, at least 1 (`Infinity`: no bound). */
   capacity: number;
   /** Its `now()` is the clock sightings are timed by. Defaults to `asyncScheduler`. */
   scheduler?: SchedulerLike;
 }
 
-/** A refused offer, with the reason and, when the key was held, the ticket that holds it. */
+/**
+ * A refused offer, with the reason and, when the key was held, the ticket that holds it.
+ *
+ * @group What the operators take and give
+ */
 export interface Refusal<V, K = unknown> {
   /** Tells a refusal from an {@link Admitted}. */
   readonly admitted: false;
@@ -44,7 +61,11 @@ export interface Refusal<V, K = unknown> {
   readonly holder?: Ticket<V, K>;
 }
 
-/** An admitted offer. */
+/**
+ * An admitted offer.
+ *
+ * @group What the operators take and give
+ */
 export interface Admitted<V, K = unknown> {
   /** Tells an admission from a {@link Refusal}. */
   readonly admitted: true;
@@ -54,12 +75,18 @@ export interface Admitted<V, K = unknown> {
   readonly superseded?: Ticket<V, K>;
 }
 
-/** What {@link AdmissionLedger.offer} decided. */
+/**
+ * What {@link AdmissionLedger.offer} decided.
+ *
+ * @group What the operators take and give
+ */
 export type Admission<V, K = unknown> = Admitted<V, K> | Refusal<V, K>;
 
 /**
  * Where a ticket is in its life. `queued`, `started` and `holding` (the work is done, the key is
  * kept a while longer) are current; `stale` and `freed` are not.
+ *
+ * @group What the operators take and give
  */
 export type TicketState = 'queued' | 'started' | 'holding' | 'stale' | 'freed';
 
@@ -124,6 +151,20 @@ const HOLDING_BASE = -2;
  * The ledger's receipt for one admitted sighting. A worker holds it while it works, asks it
  * whether it is still current, and frees it when done. Only an {@link AdmissionLedger} issues
  * tickets.
+ *
+ * @example A worker of your own, where the worker pool does not fit
+ * ```ts
+ * tickets$.subscribe(async (ticket) => {
+ *   if (!ticket.start()) return; // stale: a newer sighting or a reset took its key
+ *   try {
+ *     await provision(ticket.value);
+ *   } finally {
+ *     ticket.free(); // the next sighting of this key is admitted
+ *   }
+ * });
+ * ```
+ *
+ * @group Cores
  */
 export class Ticket<V, K = unknown> {
   // Five fields, as few as a ticket can have (its books, two times, its value and key): a million
@@ -263,6 +304,8 @@ export class Ticket<V, K = unknown> {
  * const ledger = new AdmissionLedger({ key: (node: Node) => node.id, window: 60_000, capacity: 50_000 });
  * ledger.sizes$.subscribe(({ held, queued }) => gauges.set(held, queued));
  * ```
+ *
+ * @group Cores
  */
 export class AdmissionLedger<V, K = unknown> {
   readonly #books: Books<V, K>;
@@ -275,11 +318,13 @@ export class AdmissionLedger<V, K = unknown> {
 
   /**
    * @param config `key`, `window`, `capacity`, `scheduler`.
-   * @throws RangeError if `window` or `capacity` is negative or not a number.
+   * @throws RangeError if `window` is negative or not a number, or `capacity` is not a whole
+   * number of at least 1 (nor `Infinity`); TypeError if `key` is not a function.
    */
   constructor(config: AdmissionLedgerConfig<V, K>) {
-    if (!(config.window >= 0)) throw new RangeError(`window must be >= 0, got ${config.window}`);
-    if (!(config.capacity >= 0)) throw new RangeError(`capacity must be >= 0, got ${config.capacity}`);
+    checkFunction('AdmissionLedger', 'key', config.key);
+    checkSpan('AdmissionLedger', 'window', config.window);
+    checkCount('AdmissionLedger', 'capacity', config.capacity, 1);
     const books = new Books<V, K>(config.scheduler ?? asyncScheduler);
     this.#books = books;
     this.#keyOf = config.key;

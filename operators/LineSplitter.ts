@@ -1,7 +1,13 @@
+import { checkCount } from './internal/checks.js';
+
 /** The longest line a {@link LineSplitter} or `splitLines` accepts unless told otherwise: 1 MiB. */
 export const DEFAULT_MAX_LINE_BYTES = 1024 * 1024;
 
-/** What {@link LineSplitter.push} found in a chunk. */
+/**
+ * What {@link LineSplitter.push} found in a chunk.
+ *
+ * @group What the operators take and give
+ */
 export interface ChunkLines {
   /** Complete lines, without their `\n` (nor a `\r` before it), in order. */
   readonly lines: string[];
@@ -28,6 +34,22 @@ export interface ChunkLines {
  * - It calls nothing of yours and throws nothing.
  *
  * Not thread-safe by design: one owner pushes.
+ *
+ * @example Lines from a child process's data events, the process killed past the limit
+ * ```ts
+ * const splitter = new LineSplitter(64 * 1024);
+ * child.stdout.on('data', (chunk: Uint8Array) => {
+ *   const { lines, oversize } = splitter.push(chunk);
+ *   if (oversize) child.kill();
+ *   else lines.forEach((line) => handle(JSON.parse(line)));
+ * });
+ * child.stdout.on('end', () => {
+ *   const last = splitter.end();
+ *   if (last !== undefined) handle(JSON.parse(last));
+ * });
+ * ```
+ *
+ * @group Cores
  */
 export class LineSplitter {
   private pending: Uint8Array[] = [];
@@ -36,12 +58,12 @@ export class LineSplitter {
   private readonly decoder = new TextDecoder();
   private encoder: { encode(text: string): Uint8Array } | undefined;
 
-  /** @throws RangeError if `maxBytes` is below 1. */
+  /** @throws RangeError if `maxBytes` is not a whole number of at least 1 (nor `Infinity`). */
   constructor(
-    /** The longest line accepted, in bytes of UTF-8. */
+    /** The longest line accepted, in bytes of UTF-8: a whole number, at least 1 (`Infinity`: no limit). */
     readonly maxBytes: number = DEFAULT_MAX_LINE_BYTES,
   ) {
-    if (!(maxBytes >= 1)) throw new RangeError(`maxBytes must be >= 1, got ${maxBytes}`);
+    checkCount('LineSplitter', 'maxBytes', maxBytes, 1);
   }
 
   /** The lines a chunk completes. */

@@ -6,6 +6,8 @@ import { Line, LinePlace, PlaceState } from './internal/Line.js';
  * the place has left (when settling or trashing it is a harmless no-op).
  *
  * Only the line that issued a place can change it; the two fields are for looking.
+ *
+ * @group What the operators take and give
  */
 export interface Place<T> {
   /** Where the place stands; see {@link PlaceState}. */
@@ -52,6 +54,18 @@ class OrderedPlace<T> implements Place<T>, LinePlace<T> {
  * neither the ring cell nor the handle keeps it alive afterwards.
  *
  * Not thread-safe by design: one owner pushes, settles and flushes, as an operator's closure does.
+ *
+ * @example An update whose read is still running holds back the delete behind it
+ * ```ts
+ * const line = new OrderedLine<string>();
+ * const update = line.push('instance-updated'); // its read is still running
+ * line.push('instance-deleted', true); // needs no read: settled at once
+ * line.flush(); // []: the delete may not overtake the update
+ * line.settle(update, 'instance-updated (read)');
+ * line.flush(); // ['instance-updated (read)', 'instance-deleted']
+ * ```
+ *
+ * @group Cores
  */
 export class OrderedLine<T> {
   private readonly line = new Line<T, OrderedPlace<T>>();

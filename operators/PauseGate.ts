@@ -13,6 +13,18 @@ import { PausedError } from './errors.js';
  * - `paused$` emits the current state on subscription, then every change, never a repeat.
  * - A signal from `signal()` aborts (reason {@link PausedError}) at the next `pause()`; one taken
  *   while paused is already aborted. Resuming never un-aborts a signal: take a fresh one per attempt.
+ *
+ * @example One gate for the stream, the loop and the request in flight
+ * ```ts
+ * const gate = new PauseGate(true); // start paused; the election resumes it
+ * sightings$.pipe(pauseWhen(gate.paused$)).subscribe(provision);
+ *
+ * // inside a retry loop: check before each attempt, abort inside it
+ * if (gate.paused) throw new PausedError();
+ * await fetch(url, { signal: gate.signal() });
+ * ```
+ *
+ * @group Cores
  */
 export class PauseGate {
   private readonly state: BehaviorSubject<boolean>;
@@ -21,7 +33,10 @@ export class PauseGate {
   /** The current state on subscription, then every change. */
   readonly paused$: Observable<boolean>;
 
+  /** @throws TypeError if `initiallyPaused` is not a boolean. */
   constructor(initiallyPaused = false) {
+    if (typeof initiallyPaused !== 'boolean')
+      throw new TypeError(`PauseGate: initiallyPaused must be a boolean, got ${String(initiallyPaused)}`);
     this.state = new BehaviorSubject(initiallyPaused);
     this.paused$ = this.state.pipe(distinctUntilChanged());
   }

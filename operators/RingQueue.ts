@@ -16,6 +16,17 @@
  *   half full and does not immediately grow again.
  *
  * Not thread-safe by design: one owner pushes and shifts, as every RxJS operator's closure does.
+ *
+ * @example
+ * ```ts
+ * const queue = new RingQueue<string>();
+ * queue.push('a');
+ * queue.push('b');
+ * queue.shift(); // 'a'
+ * queue.length; // 1
+ * ```
+ *
+ * @group Cores
  */
 export class RingQueue<T> {
   private cells: (T | undefined)[] = [];

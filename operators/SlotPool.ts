@@ -1,8 +1,13 @@
 import { Observable, ObservableInput, Subscriber } from 'rxjs';
 import { OperatorSubscriber, subscribeInner } from './internal/OperatorSubscriber.js';
 import { RingQueue } from './RingQueue.js';
+import { checkCount } from './internal/checks.js';
 
-/** A place in a {@link SlotPool}'s line, then a slot: see {@link SlotPool.acquire}. */
+/**
+ * A place in a {@link SlotPool}'s line, then a slot: see {@link SlotPool.acquire}.
+ *
+ * @group What the operators take and give
+ */
 export interface SlotClaim {
   /** Gives the slot back, or leaves the line if it is still waiting. Later calls do nothing. */
   giveBack(): void;
@@ -93,16 +98,26 @@ class Slots {
  *   granted the slot (`acquire`, or the `giveBack` that made one free) once it has; errors from several
  *   starts in one pass are thrown together as an `AggregateError`.
  * - `run(work)` and {@link withSlot} are the operator side, on this line: see {@link SlotPool.run}.
+ *
+ * @example Four calls to one server at once, from an operator, a factory and an owner's own code
+ * ```ts
+ * const server = new SlotPool(4);
+ * const web1$ = fromAbortable((signal) => incus.getInstance('default', 'web1', { signal })).pipe(withSlot(server));
+ * const web2$ = server.run(() => fromAbortable((signal) => incus.getInstance('default', 'web2', { signal })));
+ * server.acquire((held) => void poll().finally(() => held.giveBack())); // a slot for each poll, none between them
+ * ```
+ *
+ * @group Cores
  */
 export class SlotPool {
   readonly #slots: Slots;
 
-  /** @throws RangeError if `size` is below 1. */
+  /** @throws RangeError if `size` is not a whole number of at least 1 (nor `Infinity`). */
   constructor(
-    /** How many claims may hold a slot at once. */
+    /** How many claims may hold a slot at once: a whole number, at least 1 (`Infinity`: no bound). */
     readonly size: number,
   ) {
-    if (!(size >= 1)) throw new RangeError(`a SlotPool needs at least 1 slot, got ${size}`);
+    checkCount('SlotPool', 'size', size, 1);
     this.#slots = new Slots(size);
   }
 

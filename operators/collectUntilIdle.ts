@@ -1,11 +1,16 @@
 import { Observable, OperatorFunction, SchedulerLike, Subscription, asyncScheduler } from 'rxjs';
+import { checkDelay } from './internal/checks.js';
 import { subscribeWith } from './internal/OperatorSubscriber.js';
 
-/** Options for {@link collectUntilIdle}. */
+/**
+ * Options for {@link collectUntilIdle}.
+ *
+ * @group Options
+ */
 export interface CollectUntilIdleConfig {
-  /** Ms of silence after the last value that end the collection. Default 300. */
+  /** Ms of silence after the last value that end the collection, from 0 to 2147483647. Default 300. */
   idle?: number;
-  /** Ms after subscription at which the collection ends whatever is still arriving. Default 2000. */
+  /** Ms after subscription at which the collection ends whatever is still arriving, from 0 to 2147483647. Default 2000. */
   timeout?: number;
   /** Where the collection is timed. Default `asyncScheduler`; pass a `TestScheduler` in specs. */
   scheduler?: SchedulerLike;
@@ -41,6 +46,8 @@ export interface CollectUntilIdleConfig {
  * - Source error errors at once: what was gathered is lost.
  * - Unsubscribing unsubscribes the source and cancels both timers.
  * - It calls no function of yours, so nothing of yours can throw inside it.
+ * - Bad options are refused when the operator is made: an `idle` or `timeout` that is negative,
+ *   not a number or longer than a timer can wait (2147483647 ms) is a `RangeError`.
  *
  * @example Collect discovery replies, at most 2 s, stopping 300 ms after the last reply
  * ```ts
@@ -52,9 +59,14 @@ export interface CollectUntilIdleConfig {
  *
  * @param config `idle`, `timeout`, `scheduler`.
  * @return A function that returns an Observable of one array, then completion.
+ * @throws RangeError (when called) for a bad `idle` or `timeout`, as above.
+ *
+ * @group Operators
  */
 export function collectUntilIdle<T>(config: CollectUntilIdleConfig = {}): OperatorFunction<T, T[]> {
   const { idle = 300, timeout = 2000, scheduler = asyncScheduler } = config;
+  checkDelay('collectUntilIdle', 'idle', idle);
+  checkDelay('collectUntilIdle', 'timeout', timeout);
   return (source) =>
     new Observable<T[]>((subscriber) => {
       const gathered: T[] = [];
@@ -88,14 +100,19 @@ export function collectUntilIdle<T>(config: CollectUntilIdleConfig = {}): Operat
 
       subscriber.add(scheduler.schedule(finish, timeout));
       subscriber.add(upstream);
-      subscribeWith(upstream, subscriber, source, {
-        next: (value) => {
-          if (done) return;
-          gathered.push(value);
-          lastAt = scheduler.now();
-          if (idleTimer === undefined) armIdle(idle);
+      subscribeWith(
+        subscriber,
+        source,
+        {
+          next: (value) => {
+            if (done) return;
+            gathered.push(value);
+            lastAt = scheduler.now();
+            if (idleTimer === undefined) armIdle(idle);
+          },
+          complete: finish,
         },
-        complete: finish,
-      });
+        upstream,
+      );
     });
 }

@@ -1,19 +1,30 @@
-import { MonoTypeOperatorFunction, Observable, SchedulerLike, Subscription, asyncScheduler } from 'rxjs';
+import { Observable, OperatorFunction, SchedulerLike, Subscription, asyncScheduler } from 'rxjs';
+import { checkDelay, checkFunction, checkOptionalFunction } from './internal/checks.js';
 import { subscribeWith } from './internal/OperatorSubscriber.js';
 
-/** Options for {@link debounceByKey}. */
-export interface DebounceByKeyConfig<T, K> {
+/**
+ * Options for {@link debounceByKey}: `T` is what comes in, `K` its key, `M` what a superseded value
+ * goes out as (`T` itself unless `superseded` marks it as something else).
+ *
+ * @group Options
+ */
+export interface DebounceByKeyConfig<T, K, M = T> {
   /** The key a value collapses under; `undefined` means the value is about nothing and passes straight through. */
   key: (value: T) => K | undefined;
-  /** Quiet period in ms that closes a key's window; every collapsible arrival slides it. Default 250. */
+  /**
+   * Quiet period in ms that closes a key's window, from 0 to 2147483647 (the longest a timer
+   * waits); every collapsible arrival slides it. Default 250.
+   */
   window?: number;
   /** Whether a value may be collapsed. A value that may not flushes its key's window first. Default: every value. */
   collapsible?: (value: T) => boolean;
   /**
-   * How a held value is marked when a newer one supersedes it (for example "dropped by debounce").
+   * How a held value is marked when a newer one supersedes it (for example "dropped by debounce"):
+   * what it returns goes out in its place, and its type is part of the output's (`T | M`), so a
+   * mark of a type of its own (`{ ...e, dropped: 'debounce' }`) is not lost to the types.
    * Absent, or returning `undefined`: the superseded value is not emitted at all.
    */
-  superseded?: (value: T) => T | undefined;
+  superseded?: (value: T) => M | undefined;
   /** Where the windows are timed. Default `asyncScheduler`; pass a `TestScheduler` in specs. */
   scheduler?: SchedulerLike;
 }
@@ -61,6 +72,10 @@ interface KeyWindow<T> {
  * - An error thrown by `key`, `collapsible` or `superseded` errors the output (as rxjs's operators
  *   do when a callback throws), unsubscribing the source and cancelling every window.
  * - Unsubscribing unsubscribes the source and cancels every window's timer; held values are dropped.
+ * - Bad options are refused when the operator is made: a `window` that is negative, not a number
+ *   or longer than a timer can wait is a `RangeError`; `key`, `collapsible` or `superseded` not a
+ *   function a `TypeError`.
+ * - The output's type is `T | M`: what came in, or what `superseded` made of it.
  *
  * @example Collapse instance events per project/name for 250 ms, marking the superseded ones
  * ```ts
@@ -74,12 +89,20 @@ interface KeyWindow<T> {
  * ```
  *
  * @param config `key` (required), `window`, `collapsible`, `superseded`, `scheduler`.
- * @return A function that returns an Observable of the values that survived the windows.
+ * @return A function that returns an Observable of the values that survived the windows, and of
+ * the superseded ones as `superseded` marked them.
+ * @throws RangeError or TypeError (when called) for a bad option, as above.
+ *
+ * @group Operators
  */
-export function debounceByKey<T, K>(config: DebounceByKeyConfig<T, K>): MonoTypeOperatorFunction<T> {
+export function debounceByKey<T, K, M = T>(config: DebounceByKeyConfig<T, K, M>): OperatorFunction<T, T | M> {
   const { key, window = 250, collapsible, superseded, scheduler = asyncScheduler } = config;
+  checkFunction('debounceByKey', 'key', key);
+  checkDelay('debounceByKey', 'window', window);
+  checkOptionalFunction('debounceByKey', 'collapsible', collapsible);
+  checkOptionalFunction('debounceByKey', 'superseded', superseded);
   return (source) =>
-    new Observable<T>((subscriber) => {
+    new Observable<T | M>((subscriber) => {
       // Insertion order is window-opening order: a closed window is deleted, so a key that opens a
       // new window goes to the back. Completion flushes in this order.
       const windows = new Map<K, KeyWindow<T>>();
@@ -139,7 +162,7 @@ export function debounceByKey<T, K>(config: DebounceByKeyConfig<T, K>): MonoType
         }
       };
 
-      subscribeWith(subscriber, subscriber, source, {
+      subscribeWith(subscriber, source, {
         next: accept,
         complete: () => {
           for (const [k, open] of [...windows]) close(k, open);

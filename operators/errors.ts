@@ -31,7 +31,18 @@ function mark(kitClass: { prototype: object }, name: string): void {
   Object.defineProperty(kitClass.prototype, KINDS, { value: Object.freeze([...above, name]) });
 }
 
-/** Base of every error the kit raises. */
+/**
+ * Base of every error the kit raises.
+ *
+ * @example Tell the kit's own failures from your work's
+ * ```ts
+ * results$.subscribe(({ outcome }) => {
+ *   if (outcome.status === 'failed' && outcome.error instanceof NoOutcomeError) log.warn('work ended without an outcome');
+ * });
+ * ```
+ *
+ * @group Errors
+ */
 export class OperatorKitError extends Error {
   /** `'OperatorKitError'`, the same in every version: for logs and for telling errors apart without `instanceof`. */
   override readonly name: string = 'OperatorKitError';
@@ -59,6 +70,8 @@ export class OperatorKitError extends Error {
 /**
  * A unit of work given to {@link workerPool} completed without emitting its outcome: the pool's
  * form of rxjs's `EmptyError`. It is the `error` of that ticket's `failed` outcome.
+ *
+ * @group Errors
  */
 export class NoOutcomeError extends OperatorKitError {
   /** `'NoOutcomeError'`, the same in every version: for logs and for telling errors apart without `instanceof`. */
@@ -76,6 +89,8 @@ export class NoOutcomeError extends OperatorKitError {
 /**
  * A read given to {@link readPerKey} completed without emitting its answer: the keyed read's form
  * of rxjs's `EmptyError`. It is the `error` of that read's `failed` result.
+ *
+ * @group Errors
  */
 export class NoAnswerError extends OperatorKitError {
   /** `'NoAnswerError'`, the same in every version: for logs and for telling errors apart without `instanceof`. */
@@ -93,6 +108,8 @@ export class NoAnswerError extends OperatorKitError {
 /**
  * The reason {@link fromAbortable} aborts its signal with when the Observable is unsubscribed
  * before the work settled: nobody wants the answer any more.
+ *
+ * @group Errors
  */
 export class UnsubscribedError extends OperatorKitError {
   /** `'UnsubscribedError'`, the same in every version: for logs and for telling errors apart without `instanceof`. */
@@ -110,6 +127,16 @@ export class UnsubscribedError extends OperatorKitError {
 /**
  * The reason carried by a {@link PauseGate.signal} that aborted because the gate paused. Extend it
  * for a domain-specific pause error (its `name` can be overridden).
+ *
+ * @example
+ * ```ts
+ * class LostLeadership extends PausedError {
+ *   override readonly name = 'LostLeadership';
+ * }
+ * if (error instanceof PausedError) return; // paused, not failed: try again once resumed
+ * ```
+ *
+ * @group Errors
  */
 export class PausedError extends OperatorKitError {
   /** `'PausedError'`, the same in every version: for logs and for telling errors apart without `instanceof`. */
@@ -127,6 +154,8 @@ export class PausedError extends OperatorKitError {
 /**
  * A line longer than the limit reached {@link splitLines}: the stream is not read further. Its
  * `maxBytes` is the limit it broke.
+ *
+ * @group Errors
  */
 export class LineTooLongError extends OperatorKitError {
   /** `'LineTooLongError'`, the same in every version: for logs and for telling errors apart without `instanceof`. */

@@ -1,7 +1,12 @@
 import { Observable } from 'rxjs';
 import { UnsubscribedError } from './errors.js';
+import { checkFunction } from './internal/checks.js';
 
-/** Options for {@link fromAbortable}. */
+/**
+ * Options for {@link fromAbortable}.
+ *
+ * @group Options
+ */
 export interface FromAbortableOptions {
   /** Another signal that aborts the work (for example a {@link PauseGate}'s), with its own reason. */
   signal?: AbortSignal;
@@ -12,7 +17,9 @@ export interface FromAbortableOptions {
  * any operator of the kit that takes work as an Observable.
  *
  * ```
- * fromAbortable(signal => fetch(url, { signal }).then(r => r.json()))
+ * work(signal) resolves with v 3 ms after it is called
+ * fromAbortable(work):            ---(v|)
+ * the same, unsubscribed at 2:    --!        (the signal aborts with UnsubscribedError; v is ignored)
  * ```
  *
  * Guarantees:
@@ -23,12 +30,28 @@ export interface FromAbortableOptions {
  * - A signal passed in `options.signal` (for example a pause gate's) aborts the work too, with
  *   that signal's reason.
  * - A `work` that throws synchronously errors the Observable, as a rejection does.
+ * - A `work` that is not a function, or an `options.signal` that is not an `AbortSignal`, is
+ *   refused when the Observable is made, with a `TypeError`.
+ *
+ * @example A fetch that is aborted when nobody wants its answer any more, or when the gate pauses
+ * ```ts
+ * const health$ = fromAbortable((signal) => fetch(url, { signal }).then((r) => r.status), { signal: gate.signal() });
+ * health$.pipe(timeout(5_000)).subscribe(console.log); // a timeout unsubscribes, which aborts the fetch
+ * ```
  *
  * @param work Starts the work; called with a signal that aborts when the work is no longer wanted.
  * @param options `signal`: another signal that aborts the work.
  * @return An Observable of the one value the work resolves to.
+ * @throws TypeError (when called) for a bad `work` or `options.signal`, as above.
+ *
+ * @group Observable factories
  */
 export function fromAbortable<T>(work: (signal: AbortSignal) => PromiseLike<T>, options: FromAbortableOptions = {}): Observable<T> {
+  checkFunction('fromAbortable', 'work', work);
+  const given = options.signal as Partial<AbortSignal> | undefined;
+  if (given !== undefined && (typeof given.addEventListener !== 'function' || typeof given.aborted !== 'boolean')) {
+    throw new TypeError('fromAbortable: options.signal must be an AbortSignal');
+  }
   return new Observable<T>((subscriber) => {
     const controller = new AbortController();
     const outer = options.signal;

@@ -1,10 +1,13 @@
 import { InteropObservable, Observable, ObservableInput, ReadableStreamLike, SchedulerLike, Subscription, asyncScheduler } from 'rxjs';
+import { LONGEST_DELAY, checkDelay, checkFunction, checkOptionalFunction } from './internal/checks.js';
 import { subscribeWith } from './internal/OperatorSubscriber.js';
 import { RingQueue } from './RingQueue.js';
 
 /**
  * What {@link pacedSweep} emits: each item a round hands on, and the end of each round that was not
  * abandoned, successful or not.
+ *
+ * @group What the operators take and give
  */
 export type SweepEvent<N> =
   | {
@@ -41,26 +44,33 @@ export type SweepEvent<N> =
  * `ObservableInput` but a promise), or all of them at once as a promise of an array (or of any
  * iterable). `Promise<string[]>` is a listing of strings, handed on (and paced) one string at a
  * time; an Observable of arrays is a listing of arrays.
+ *
+ * @group What the operators take and give
  */
 export type Listing<N> =
   Observable<N> | InteropObservable<N> | AsyncIterable<N> | ArrayLike<N> | Iterable<N> | ReadableStreamLike<N> | PromiseLike<Iterable<N>>;
 
-/** Options for {@link pacedSweep}. */
+/**
+ * Options for {@link pacedSweep}.
+ *
+ * @group Options
+ */
 export interface PacedSweepConfig<N> {
   /**
    * Lists what round `round` goes over (see {@link Listing}: a promise resolves to the whole
    * listing); subscribed once per round, unsubscribed when the round ends or is abandoned.
    */
   list: (round: number) => Listing<N>;
-  /** Ms between two items handed on in a paced round. */
+  /** Ms between two items handed on in a paced round, from 0 to 2147483647 (the longest a timer waits). */
   delay: number;
-  /** Ms between the end of a successful round and the start of the next (paced) one. */
+  /** Ms between the end of a successful round and the start of the next (paced) one, from 0 to 2147483647. */
   interval: number;
   /** Each emission abandons the round in progress (or the wait between rounds) and starts a fast round at once. */
   restart?: ObservableInput<unknown>;
   /**
-   * Ms to wait after a failed round, given how many rounds in a row have failed (1 for the first).
-   * Default: 5 s, doubling, at most 5 min.
+   * Ms to wait after a failed round, given how many rounds in a row have failed (1 for the first):
+   * from 0 to 2147483647, or the output errors with a `RangeError` naming the value. Default: 5 s,
+   * doubling, at most 5 min.
    */
   failureDelay?: (consecutiveFailures: number) => number;
   /** Where the waits are timed. Default `asyncScheduler`; pass a `TestScheduler` in specs. */
@@ -110,10 +120,14 @@ function defaultFailureDelay(consecutiveFailures: number): number {
  *   count, and starts a fast round at once. A restart that emits synchronously on subscription
  *   starts round 1 rather than abandoning it. `restart` completing is ignored; `restart` erroring
  *   errors the output.
- * - Never completes. Errors only if `restart` errors or `failureDelay` throws (a callback that
- *   throws errors the output, as in rxjs; `list` throwing is a failed round instead, like its
- *   listing erroring).
+ * - Never completes. Errors only if `restart` errors or `failureDelay` throws or returns a wait
+ *   that is not from 0 to 2147483647 ms (a callback that throws errors the output, as in rxjs;
+ *   `list` throwing is a failed round instead, like its listing erroring).
  * - Unsubscribing unsubscribes the listing in progress, `restart` and every pending timer.
+ * - Bad options are refused when the sweep is made: a `delay` or `interval` that is negative, not
+ *   a number or longer than a timer can wait is a `RangeError` (an `interval` of NaN would start
+ *   round after round at once, the opposite of a sweep); `list` or `failureDelay` not a function a
+ *   `TypeError`.
  *
  * @example Go over a fleet every 6 h, one name every 5 s, at once after a reconnect
  * ```ts
@@ -126,9 +140,17 @@ function defaultFailureDelay(consecutiveFailures: number): number {
  * ```
  *
  * @param config `list`, `delay`, `interval` (required), `restart`, `failureDelay`, `scheduler`.
+ * @return An Observable of the items and the rounds' ends; it never completes.
+ * @throws RangeError or TypeError (when called) for a bad option, as above.
+ *
+ * @group Observable factories
  */
 export function pacedSweep<N>(config: PacedSweepConfig<N>): Observable<SweepEvent<N>> {
   const { list, delay, interval, restart, failureDelay = defaultFailureDelay, scheduler = asyncScheduler } = config;
+  checkFunction('pacedSweep', 'list', list);
+  checkDelay('pacedSweep', 'delay', delay);
+  checkDelay('pacedSweep', 'interval', interval);
+  checkOptionalFunction('pacedSweep', 'failureDelay', config.failureDelay);
   return new Observable<SweepEvent<N>>((subscriber) => {
     let round = 0;
     let failures = 0;
@@ -168,6 +190,15 @@ export function pacedSweep<N>(config: PacedSweepConfig<N>): Observable<SweepEven
           ms = failureDelay(failures);
         } catch (thrown) {
           subscriber.error(thrown);
+          return;
+        }
+        // A wait that is not one (NaN, negative, past what a timer holds) would retry at once, for ever.
+        if (typeof ms !== 'number' || !(ms >= 0 && ms <= LONGEST_DELAY)) {
+          subscriber.error(
+            new RangeError(
+              `pacedSweep: failureDelay(${failures}) must return a number of milliseconds from 0 to ${LONGEST_DELAY}, got ${String(ms)}`,
+            ),
+          );
           return;
         }
         wait(ms, false);
@@ -214,36 +245,46 @@ export function pacedSweep<N>(config: PacedSweepConfig<N>): Observable<SweepEven
       if (isPromiseLike(listing)) {
         // The whole listing at once: its items go into the queue together, to be handed on (and
         // paced) one by one. What it resolves to not being iterable fails the round.
-        subscribeWith(current, subscriber, listing, {
-          next: (all) => {
-            let items: N[];
-            try {
-              items = [...all];
-            } catch (error) {
-              fail(error);
-              return;
-            }
-            for (const item of items) queue.push(item);
-            handOn();
+        subscribeWith(
+          subscriber,
+          listing,
+          {
+            next: (all) => {
+              let items: N[];
+              try {
+                items = [...all];
+              } catch (error) {
+                fail(error);
+                return;
+              }
+              for (const item of items) queue.push(item);
+              handOn();
+            },
+            error: fail,
+            complete,
           },
-          error: fail,
-          complete,
-        });
+          current,
+        );
       } else {
-        subscribeWith(current, subscriber, listing as ObservableInput<N>, {
-          next: (item) => {
-            queue.push(item);
-            handOn();
+        subscribeWith(
+          subscriber,
+          listing as ObservableInput<N>,
+          {
+            next: (item) => {
+              queue.push(item);
+              handOn();
+            },
+            error: fail,
+            complete,
           },
-          error: fail,
-          complete,
-        });
+          current,
+        );
       }
     };
 
     subscriber.add(() => phase?.unsubscribe());
     if (restart !== undefined) {
-      subscribeWith(subscriber, subscriber, restart, {
+      subscribeWith(subscriber, restart, {
         next: () => {
           failures = 0;
           startRound(false);

@@ -1,7 +1,12 @@
 import { MonoTypeOperatorFunction, Observable, ObservableInput } from 'rxjs';
+import { checkOptionalFunction } from './internal/checks.js';
 import { subscribeWith } from './internal/OperatorSubscriber.js';
 
-/** Options for {@link pauseWhen}. */
+/**
+ * Options for {@link pauseWhen}.
+ *
+ * @group Options
+ */
 export interface PauseWhenConfig<T> {
   /** The state before `paused` first emits. Default `false` (open). */
   initiallyPaused?: boolean;
@@ -30,19 +35,35 @@ export interface PauseWhenConfig<T> {
  * - Completes and errors with the source; unsubscribing unsubscribes both.
  * - An `onDrop` that throws errors the output (as rxjs's operators do when a callback throws).
  *
+ * - Bad options are refused when the operator is made: an `initiallyPaused` that is not a
+ *   boolean, or an `onDrop` that is not a function, is a `TypeError`.
+ *
  * In-flight work that must stop at its next attempt boundary reads the same state: see
  * {@link PauseGate.signal}.
+ *
+ * @example A standby drops sightings until the election makes it leader, counting what it dropped
+ * ```ts
+ * const gate = new PauseGate(true); // paused until elected
+ * sightings$.pipe(pauseWhen(gate.paused$, { onDrop: () => droppedWhilePaused.inc() })).subscribe(provision);
+ * elected$.subscribe((leader) => (leader ? gate.resume() : gate.pause()));
+ * ```
  *
  * @param paused the pause state; `true` drops.
  * @param config `initiallyPaused` and `onDrop`.
  * @return A function that returns an Observable of the values that arrived while open.
+ * @throws TypeError (when called) for a bad option, as above.
+ *
+ * @group Operators
  */
 export function pauseWhen<T>(paused: ObservableInput<boolean>, config: PauseWhenConfig<T> = {}): MonoTypeOperatorFunction<T> {
   const { initiallyPaused = false, onDrop } = config;
+  if (typeof initiallyPaused !== 'boolean')
+    throw new TypeError(`pauseWhen: initiallyPaused must be a boolean, got ${String(initiallyPaused)}`);
+  checkOptionalFunction('pauseWhen', 'onDrop', onDrop);
   return (source) =>
     new Observable<T>((subscriber) => {
       let isPaused = initiallyPaused;
-      subscribeWith(subscriber, subscriber, paused, {
+      subscribeWith(subscriber, paused, {
         next: (state) => {
           isPaused = state;
         },
@@ -50,7 +71,7 @@ export function pauseWhen<T>(paused: ObservableInput<boolean>, config: PauseWhen
         complete: () => undefined,
       });
       if (subscriber.closed) return;
-      subscribeWith(subscriber, subscriber, source, {
+      subscribeWith(subscriber, source, {
         next: (value) => {
           if (isPaused) onDrop?.(value);
           else subscriber.next(value);

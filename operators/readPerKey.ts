@@ -1,9 +1,14 @@
 import { Observable, ObservableInput, OperatorFunction } from 'rxjs';
+import { checkCount, checkFunction, checkOptionalFunction } from './internal/checks.js';
 import { subscribeWith } from './internal/OperatorSubscriber.js';
-import { ReadResult, ReadsPerKey } from './ReadsPerKey.js';
+import { ReadResult, PerKeyReader } from './PerKeyReader.js';
 import { SlotPool } from './SlotPool.js';
 
-/** Options for {@link readPerKey}. */
+/**
+ * Options for {@link readPerKey}.
+ *
+ * @group Options
+ */
 export interface ReadPerKeyConfig<T, K, R> {
   /** What a request reads: requests with the same key share one read. */
   key: (request: T) => K;
@@ -30,7 +35,10 @@ export interface ReadPerKeyConfig<T, K, R> {
    * others). A request arriving while its key's read still waits for a slot joins it. Default: never.
    */
   fresh?: (request: T) => boolean;
-  /** Most reads in flight at once; further reads wait their turn in arrival order. Default unbounded. */
+  /**
+   * Most reads in flight at once, a whole number from 1 (`Infinity`: no bound); further reads wait
+   * their turn in arrival order. Default unbounded.
+   */
   concurrency?: number;
   /**
    * The slots reads take, shared with whatever else runs in them (other calls to the same server),
@@ -44,7 +52,7 @@ export interface ReadPerKeyConfig<T, K, R> {
  * Keeps one read in flight per key: a request for a key already being read joins that read, and
  * one that needs more supersedes it; every request waiting on a read gets its one answer.
  *
- * It is the {@link ReadsPerKey} core as an operator, one core per subscription (its `concurrency`
+ * It is the {@link PerKeyReader} core as an operator, one core per subscription (its `concurrency`
  * a {@link SlotPool} of that size, or the `slots` it is given), so the rule lives in one place.
  *
  * Coalescing saves the read, not the request: both requests come out, carrying what one read
@@ -86,6 +94,9 @@ export interface ReadPerKeyConfig<T, K, R> {
  *   `cancel` errors.
  * - Unsubscribing (or an error) unsubscribes the source and `cancel`, and aborts every running
  *   read; waiting reads are dropped unstarted.
+ * - Bad options are refused when the operator is made: a `concurrency` that is not a whole number
+ *   of at least 1 (nor `Infinity`) is a `RangeError`; `key`, `read`, `supersedes` or `fresh` not a
+ *   function, or both `concurrency` and `slots`, a `TypeError`.
  *
  * @example Read each instance once however many events name it; a start supersedes a plain read
  * ```ts
@@ -100,19 +111,26 @@ export interface ReadPerKeyConfig<T, K, R> {
  * ```
  *
  * @param config `key`, `read`, `supersedes`, `fresh`, `cancel`, `concurrency` or `slots`.
- * @throws RangeError (when called) if `concurrency` is below 1; TypeError if both `concurrency`
- * and `slots` are given.
+ * @throws RangeError (when called) if `concurrency` is not a whole number of at least 1 (nor
+ * `Infinity`); TypeError if a callback is not a function, or both `concurrency` and `slots` are
+ * given.
  * @return A function that returns an Observable of one {@link ReadResult} per read that landed.
+ *
+ * @group Operators
  */
 export function readPerKey<T, K, R>(config: ReadPerKeyConfig<T, K, R>): OperatorFunction<T, ReadResult<T, K, R>> {
   const { concurrency = Infinity, slots } = config;
-  if (!(concurrency >= 1)) throw new RangeError(`concurrency must be >= 1, got ${concurrency}`);
+  checkFunction('readPerKey', 'key', config.key);
+  checkFunction('readPerKey', 'read', config.read);
+  checkOptionalFunction('readPerKey', 'supersedes', config.supersedes);
+  checkOptionalFunction('readPerKey', 'fresh', config.fresh);
+  checkCount('readPerKey', 'concurrency', concurrency, 1);
   if (slots !== undefined && config.concurrency !== undefined) throw new TypeError('readPerKey takes `concurrency` or `slots`, not both');
   return (source) =>
     new Observable<ReadResult<T, K, R>>((subscriber) => {
       let sourceDone = false;
       // The core's books, one per subscription; its slots are this subscription's concurrency.
-      const reads: ReadsPerKey<T, K, R> = new ReadsPerKey<T, K, R>({
+      const reads: PerKeyReader<T, K, R> = new PerKeyReader<T, K, R>({
         key: config.key,
         read: config.read,
         supersedes: config.supersedes,
@@ -125,14 +143,14 @@ export function readPerKey<T, K, R>(config: ReadPerKeyConfig<T, K, R>): Operator
         onError: (error) => subscriber.error(error),
       });
       if (config.cancel !== undefined) {
-        subscribeWith(subscriber, subscriber, config.cancel, {
+        subscribeWith(subscriber, config.cancel, {
           next: (key) => reads.cancel(key),
           // `cancel` completing only means nothing more will be cancelled.
           complete: () => undefined,
         });
         if (subscriber.closed) return;
       }
-      subscribeWith(subscriber, subscriber, source, {
+      subscribeWith(subscriber, source, {
         next: (request) => reads.request(request),
         complete: () => {
           sourceDone = true;

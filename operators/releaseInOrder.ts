@@ -3,7 +3,11 @@ import { LinePlace, PlaceState, TRASH, Trash, settlePlace } from './internal/Lin
 import { LineOutput } from './internal/LineOutput.js';
 import { OperatorSubscriber, subscribeInner, subscribeWith } from './internal/OperatorSubscriber.js';
 
-/** Options for {@link releaseInOrder}. */
+/**
+ * Options for {@link releaseInOrder}.
+ *
+ * @group Options
+ */
 export interface ReleaseInOrderConfig {
   /**
    * When this emits (its first value; completing without one does nothing), everything still in
@@ -21,6 +25,8 @@ export interface ReleaseInOrderConfig {
 /**
  * A value that settles itself, for {@link releaseInOrder} without a `settle` function: its owner
  * answers it through a callback, whenever the answer comes.
+ *
+ * @group What the operators take and give
  */
 export interface Settling<R> {
   /**
@@ -30,7 +36,11 @@ export interface Settling<R> {
   whenSettled(settled: (answer: R | Trash) => void): void;
 }
 
-/** What a {@link Settling} value settles with: `SettledAnswer<LineEntry>` is the entry's answer type. */
+/**
+ * What a {@link Settling} value settles with: `SettledAnswer<LineEntry>` is the entry's answer type.
+ *
+ * @group What the operators take and give
+ */
 export type SettledAnswer<T> = T extends Settling<infer R> ? R : never;
 
 /**
@@ -104,10 +114,7 @@ export type SettledAnswer<T> = T extends Settling<infer R> ? R : never;
  * result: -----(AB)----|
  * ```
  *
- * ## Example
- * Read each changed instance concurrently, but emit the enriched events in the order the changes
- * arrived, dropping those that say nothing new
- *
+ * @example Read each changed instance concurrently, but emit the enriched events in the order the changes arrived, dropping those that say nothing new
  * ```ts
  * import { delay, of } from 'rxjs';
  * import { releaseInOrder, TRASH } from '@rxfleet/operators';
@@ -126,6 +133,8 @@ export type SettledAnswer<T> = T extends Settling<infer R> ? R : never;
  * @param config Optional; see {@link ReleaseInOrderConfig}.
  * @return A function that returns an Observable of the answers in arrival order (with `drain`,
  * also the source values still unanswered when it fired).
+ *
+ * @group Operators
  */
 export function releaseInOrder<T, R = T>(
   settle: (value: T, index: number) => ObservableInput<R | Trash>,
@@ -149,7 +158,7 @@ export function releaseInOrder<T, R>(
       new Observable<T | R>((subscriber) => {
         const ordering = new InOrder<T, R>(subscriber, settle);
         if (!drainWith(subscriber, ordering.out, settleConfig, () => ordering.drain())) return;
-        subscribeWith(subscriber, subscriber, source, {
+        subscribeWith(subscriber, source, {
           next: (value) => ordering.accept(value),
           complete: () => ordering.out.sourceCompleted(),
         });
@@ -161,7 +170,7 @@ export function releaseInOrder<T, R>(
     new Observable<T | R>((subscriber) => {
       const out = new LineOutput<T | R, Told<T | R>>(subscriber);
       if (!drainWith(subscriber, out, config, () => out.drain())) return;
-      subscribeWith(subscriber, subscriber, source as Observable<T & Settling<R>>, {
+      subscribeWith(subscriber, source as Observable<T & Settling<R>>, {
         next: (value) => {
           if (out.drained) return;
           const place = new Told<T | R>(value);
@@ -188,7 +197,7 @@ function drainWith(
   drain: () => void,
 ): boolean {
   if (config?.drain == null) return true;
-  subscribeWith(subscriber, subscriber, from(config.drain).pipe(take(1)), {
+  subscribeWith(subscriber, from(config.drain).pipe(take(1)), {
     next: drain,
     // A drain that completes without emitting changes nothing.
     complete: () => undefined,

@@ -1,12 +1,17 @@
 import { Observable, OperatorFunction } from 'rxjs';
 import { LineTooLongError } from './errors.js';
+import { checkCount } from './internal/checks.js';
 import { subscribeWith } from './internal/OperatorSubscriber.js';
 import { DEFAULT_MAX_LINE_BYTES, LineSplitter } from './LineSplitter.js';
 import { RingQueue } from './RingQueue.js';
 
-/** Options for {@link splitLines}. */
+/**
+ * Options for {@link splitLines}.
+ *
+ * @group Options
+ */
 export interface SplitLinesConfig {
-  /** The longest line accepted, in bytes of UTF-8. Default 1 MiB. */
+  /** The longest line accepted, in bytes of UTF-8: a whole number, at least 1 (`Infinity`: no limit). Default 1 MiB. */
   maxBytes?: number;
 }
 
@@ -38,14 +43,23 @@ export interface SplitLinesConfig {
  * - A consumer that feeds the source synchronously from an emission cannot get a later chunk's
  *   lines ahead of the rest of an earlier chunk's: lines are handed on by one loop, in order.
  * - Unsubscribing unsubscribes the source.
+ * - A `maxBytes` that is not a whole number of at least 1 (nor `Infinity`) is refused when the
+ *   operator is made, with a `RangeError`.
+ *
+ * @example Read a child process's NDJSON answers, refusing a line past 64 KiB
+ * ```ts
+ * chunks$.pipe(splitLines({ maxBytes: 64 * 1024 }), map((line) => JSON.parse(line))).subscribe(handle);
+ * ```
  *
  * @param config `maxBytes`.
  * @return A function that returns an Observable of the lines.
- * @throws RangeError (when called) if `maxBytes` is below 1.
+ * @throws RangeError (when called) if `maxBytes` is not a whole number of at least 1 (nor `Infinity`).
+ *
+ * @group Operators
  */
 export function splitLines(config: SplitLinesConfig = {}): OperatorFunction<Uint8Array | string, string> {
   const { maxBytes = DEFAULT_MAX_LINE_BYTES } = config;
-  if (!(maxBytes >= 1)) throw new RangeError(`maxBytes must be >= 1, got ${maxBytes}`);
+  checkCount('splitLines', 'maxBytes', maxBytes, 1);
   return (source) =>
     new Observable<string>((subscriber) => {
       const splitter = new LineSplitter(maxBytes);
@@ -66,7 +80,7 @@ export function splitLines(config: SplitLinesConfig = {}): OperatorFunction<Uint
         if (tooLong) subscriber.error(new LineTooLongError(maxBytes));
         else if (ended) subscriber.complete();
       };
-      subscribeWith(subscriber, subscriber, source, {
+      subscribeWith(subscriber, source, {
         next: (chunk) => {
           if (tooLong || ended) return;
           const found = splitter.push(chunk);

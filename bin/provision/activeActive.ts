@@ -1,7 +1,7 @@
 import { NatsConnection } from '@nats-io/transport-node';
 import { Registry } from 'prom-client';
 import { Observable, ReplaySubject, SchedulerLike, Subscription, of } from 'rxjs';
-import { PauseGate, failed } from '@rxfleet/operators';
+import { PauseGate, workFailed } from '@rxfleet/operators';
 import { formatGoDuration } from '../../lib/choria/duration';
 import { errorMessage } from '../../lib/choria/errors';
 import { Logger } from '../../lib/logger';
@@ -136,7 +136,7 @@ export function startActiveActive(options: ActiveActiveOptions): ActiveActive {
     claims: {
       around: (ticket: HostTicket, cycle: () => Observable<CycleOutcome>): Observable<CycleOutcome> =>
         claims === undefined
-          ? of(failed(new CycleError(ticket.key, 'claim', 'the claims bucket is not set up yet')))
+          ? of(workFailed(new CycleError(ticket.key, 'claim', 'the claims bucket is not set up yet')))
           : claims.around(ticket, cycle),
       attemptReady: (identity: string): Observable<void> => claims?.attemptReady(identity) ?? of(undefined),
     },

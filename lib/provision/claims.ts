@@ -1,5 +1,5 @@
 import { Observable, ObservableInput, SchedulerLike, Subscription, asyncScheduler, catchError, from, throwError, timer } from 'rxjs';
-import { failed } from '@rxfleet/operators';
+import { workFailed } from '@rxfleet/operators';
 import { formatGoDuration } from '../choria/duration';
 import type { ClaimStage, CycleOutcome, CycleResult, HostTicket } from './pipeline';
 import { CycleError, nodeDidNotAnswer } from './provisionCycle';
@@ -128,7 +128,7 @@ export class NodeClaims implements ClaimStage {
         const age = this.scheduler.now() - ticket.admittedAt;
         if (age <= ttlMs) return false;
         const why = `skipping node that's been waiting ${formatGoDuration(age)}: longer than a claim lives (${formatGoDuration(ttlMs)}), so another provisioner may have finished it`;
-        subscriber.next(failed(new CycleError(identity, 'stale', why)));
+        subscriber.next(workFailed(new CycleError(identity, 'stale', why)));
         subscriber.complete();
         return true;
       };
@@ -158,7 +158,7 @@ export class NodeClaims implements ClaimStage {
         work.unsubscribe();
         this.hooks.lapsed?.(identity, why);
         if (takenOver) {
-          subscriber.next(failed(new CycleError(identity, 'claim', `the claim on ${identity} lapsed (${why}): its cycle was stopped`)));
+          subscriber.next(workFailed(new CycleError(identity, 'claim', `the claim on ${identity} lapsed (${why}): its cycle was stopped`)));
           subscriber.complete();
           return;
         }

@@ -4,6 +4,8 @@ import { RingQueue } from '../RingQueue.js';
  * Where a place stands: `pending` until it settles, `settled` (with the value it will leave with)
  * or `trashed` (it will be skipped) while it waits for everything ahead of it, and `left` once it
  * has left the line.
+ *
+ * @group What the operators take and give
  */
 export type PlaceState = 'pending' | 'settled' | 'trashed' | 'left';
 
@@ -11,6 +13,8 @@ export type PlaceState = 'pending' | 'settled' | 'trashed' | 'left';
  * The type of {@link TRASH}, a class of its own that only the kit makes: an object literal keeps it
  * (`{ T: TRASH }` stays `{ T: Trash }`, where a `unique symbol` widens to `symbol`), and no answer
  * type matches it by accident.
+ *
+ * @group What the operators take and give
  */
 export class Trash {
   /** What makes the type nominal: only an instance of this class has it, and only the kit makes one. */
@@ -30,6 +34,13 @@ export class Trash {
 /**
  * The answer that trashes a place in an ordered line: the value is skipped on the way out, but still
  * holds back everything that arrived after it until everything before it has left.
+ *
+ * @example A read that finds nothing new skips its event, in its place
+ * ```ts
+ * events$.pipe(releaseInOrder((e) => read(e).pipe(map((found) => (found.changed ? found : TRASH)))));
+ * ```
+ *
+ * @group What the operators take and give
  */
 export const TRASH: Trash = /* @__PURE__ */ new Trash();
 

@@ -116,15 +116,25 @@ class HandlerSubscriber<T> extends OperatorSubscriber<T> {
 }
 
 /**
- * Subscribes to `input` with `handlers` guarded as {@link OperatorSubscriber} guards them, the
- * subscription added to `owner` first (the output subscriber, usually), so that unsubscribing the
- * owner reaches the input even while it is still emitting synchronously. An input that is not an
- * `ObservableInput` errors the output.
+ * Subscribes to `input` with `handlers` guarded as {@link OperatorSubscriber} guards them: a
+ * handler's throw, and the notifications the handlers leave to their defaults, go to `output`.
+ * The subscription is added to `owner` first (the output itself unless a part of it owns the
+ * input, such as a round of `pacedSweep` that abandoning it must unsubscribe, or the output is a
+ * `TrackedOutput` in front of the subscriber), so that
+ * unsubscribing the owner reaches the input even while it is still emitting synchronously. An
+ * input that is not an `ObservableInput` errors the output.
  *
  * @returns The subscription, already added to `owner`.
  */
-export function subscribeWith<T>(owner: Subscription, destination: Output, input: ObservableInput<T>, handlers: Handlers<T>): Subscription {
-  const subscriber = new HandlerSubscriber(destination, handlers);
+export function subscribeWith<T>(output: Output & Subscription, input: ObservableInput<T>, handlers: Handlers<T>): Subscription;
+export function subscribeWith<T>(output: Output, input: ObservableInput<T>, handlers: Handlers<T>, owner: Subscription): Subscription;
+export function subscribeWith<T>(
+  output: Output,
+  input: ObservableInput<T>,
+  handlers: Handlers<T>,
+  owner: Subscription = output as Output & Subscription,
+): Subscription {
+  const subscriber = new HandlerSubscriber(output, handlers);
   owner.add(subscriber);
   subscribeInner(input, subscriber);
   return subscriber;

@@ -1,8 +1,10 @@
-import { ObservableInput, SchedulerLike, Subscriber, Subscription, UnsubscriptionError, asyncScheduler } from 'rxjs';
+import { ObservableInput, SchedulerLike, Subscriber, Subscription, asyncScheduler } from 'rxjs';
 import { NoOutcomeError } from '../errors.js';
-import { Outcome, PoolResult, PoolTicket, Skipped, failed } from '../outcomes.js';
+import { Outcome, PoolResult, PoolTicket, Skipped, workFailed } from '../outcomes.js';
 import { RingQueue } from '../RingQueue.js';
+import { LONGEST_DELAY } from './checks.js';
 import { OperatorSubscriber, subscribeInner } from './OperatorSubscriber.js';
+import { TrackedOutput } from './TrackedOutput.js';
 
 const SKIPPED: Skipped = Object.freeze({ status: 'skipped' });
 
@@ -45,8 +47,12 @@ export class Pool<T extends PoolTicket, R> {
   private closed = false;
   private readonly concurrency: number;
   private readonly work: (ticket: T) => ObservableInput<Outcome<R>>;
-  private readonly onBusy: ((busy: number) => void) | undefined;
+  // Dropped once it has thrown: the output has errored, and telling a broken gauge 0 at teardown
+  // would only throw again, into whoever ended the output.
+  private onBusy: ((busy: number) => void) | undefined;
   private readonly scheduler: SchedulerLike;
+  /** Where the pool errors and completes: every throw inside it ends up here. */
+  readonly ends: TrackedOutput;
 
   constructor(
     readonly output: Subscriber<PoolResult<T, R>>,
@@ -56,6 +62,7 @@ export class Pool<T extends PoolTicket, R> {
     this.work = config.work;
     this.onBusy = config.onBusy;
     this.scheduler = config.scheduler ?? asyncScheduler;
+    this.ends = new TrackedOutput(output);
   }
 
   // Always to the back of the queue, then pull. Taking a free worker directly would let a ticket fed
@@ -71,14 +78,21 @@ export class Pool<T extends PoolTicket, R> {
     this.finishIfIdle();
   }
 
-  end(job: Job<T, R>, outcome: Outcome<R>): void {
+  end(job: Job<T, R>, ended: Outcome<R>): void {
     if (job.ended) return;
     job.ended = true;
     this.unlink(job);
     job.unsubscribe();
-    this.onBusy?.(this.busy);
+    this.tellBusy(this.busy);
     const ticket = job.ticket;
-    const after = outcome.status === 'done' ? outcome.freeAfter : undefined;
+    let outcome = ended;
+    let after = outcome.status === 'done' ? outcome.freeAfter : undefined;
+    if (after !== undefined && !(after >= 0 && after <= LONGEST_DELAY)) {
+      // An outcome built by hand past `workDone`'s check: the work did not say when to free its
+      // key, which is the work failing, not the pool.
+      outcome = workFailed(new RangeError(`workerPool: an outcome's freeAfter must be from 0 to ${LONGEST_DELAY} ms, got ${after}`));
+      after = undefined;
+    }
     if (after !== undefined && after > 0) {
       // Registered before `hold()` is called: if it throws, teardown still frees the ticket.
       this.holdFor(job, after);
@@ -91,6 +105,9 @@ export class Pool<T extends PoolTicket, R> {
     this.finishIfIdle();
   }
 
+  // Every ticket still held is freed and a busy gauge told 0, whatever throws: a throw is handed
+  // on once all is done (see TrackedOutput: out of `unsubscribe`, or to rxjs's unhandled path once
+  // the output has ended by itself, never into whoever ended it).
   teardown(): void {
     this.closed = true;
     const errors: unknown[] = [];
@@ -109,22 +126,44 @@ export class Pool<T extends PoolTicket, R> {
     }
     this.first = undefined;
     this.busy = 0;
-    for (const line of this.delayed.values()) {
-      line.timer?.unsubscribe();
-      for (let job = line.jobs.shift(); job !== undefined; job = line.jobs.shift()) free(job.ticket);
-    }
-    this.delayed.clear();
+    this.freeHeld(errors);
     if (this.starting !== undefined) free(this.starting);
     this.starting = undefined;
     for (let ticket = this.waiting.shift(); ticket !== undefined; ticket = this.waiting.shift()) free(ticket);
-    if (busyBefore > 0 && this.onBusy !== undefined) {
+    if (busyBefore > 0) {
       try {
-        this.onBusy(0);
+        this.tellBusy(0);
       } catch (error) {
         errors.push(error);
       }
     }
-    if (errors.length > 0) throw new UnsubscriptionError(errors);
+    this.ends.tearDown(errors);
+  }
+
+  /** Frees every key held after its work, now, collecting what the frees throw. */
+  private freeHeld(errors: unknown[]): void {
+    for (const line of this.delayed.values()) {
+      line.timer?.unsubscribe();
+      for (let job = line.jobs.shift(); job !== undefined; job = line.jobs.shift()) {
+        try {
+          job.ticket.free();
+        } catch (error) {
+          errors.push(error);
+        }
+      }
+    }
+    this.delayed.clear();
+  }
+
+  private tellBusy(busy: number): void {
+    const onBusy = this.onBusy;
+    if (onBusy === undefined) return;
+    try {
+      onBusy(busy);
+    } catch (error) {
+      this.onBusy = undefined;
+      throw error;
+    }
   }
 
   private holdFor(job: Job<T, R>, after: number): void {
@@ -155,7 +194,7 @@ export class Pool<T extends PoolTicket, R> {
       try {
         head.ticket.free();
       } catch (error) {
-        this.output.error(error);
+        this.ends.error(error);
         return;
       }
     }
@@ -177,12 +216,12 @@ export class Pool<T extends PoolTicket, R> {
     // and before subscribing, so that work answering synchronously finds its slot.
     const job = new Job<T, R>(this, ticket);
     this.link(job);
-    this.onBusy?.(this.busy);
+    this.tellBusy(this.busy);
     let input: ObservableInput<Outcome<R>>;
     try {
       input = this.work(ticket);
     } catch (error) {
-      this.end(job, failed(error));
+      this.end(job, workFailed(error));
       return;
     }
     subscribeInner(input, job);
@@ -200,8 +239,15 @@ export class Pool<T extends PoolTicket, R> {
     }
   }
 
+  // Keys still held after their work do not hold completion back: they are freed as the pool
+  // completes, before it does, so that a free that throws errors the output rather than coming
+  // out of the teardown.
   private finishIfIdle(): void {
-    if (this.sourceDone && this.busy === 0 && this.waiting.length === 0) this.output.complete();
+    if (this.closed || !this.sourceDone || this.busy !== 0 || this.waiting.length !== 0) return;
+    const errors: unknown[] = [];
+    this.freeHeld(errors);
+    if (errors.length === 0) this.ends.complete();
+    else this.ends.error(errors.length === 1 ? errors[0] : new AggregateError(errors, `${errors.length} tickets' free threw`));
   }
 
   private link(job: Job<T, R>): void {
@@ -232,7 +278,7 @@ class Job<T extends PoolTicket, R> extends OperatorSubscriber<Outcome<R>> {
     private readonly pool: Pool<T, R>,
     readonly ticket: T,
   ) {
-    super(pool.output);
+    super(pool.ends);
   }
 
   protected onNext(outcome: Outcome<R>): void {
@@ -240,10 +286,10 @@ class Job<T extends PoolTicket, R> extends OperatorSubscriber<Outcome<R>> {
   }
 
   protected override onError(error: unknown): void {
-    this.pool.end(this, failed(error));
+    this.pool.end(this, workFailed(error));
   }
 
   protected override onComplete(): void {
-    this.pool.end(this, failed(new NoOutcomeError()));
+    this.pool.end(this, workFailed(new NoOutcomeError()));
   }
 }

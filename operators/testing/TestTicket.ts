@@ -1,9 +1,17 @@
 import type { PoolTicket } from '../outcomes.js';
 
-/** What happened to a {@link TestTicket}, in order. */
+/**
+ * What happened to a {@link TestTicket}, in order.
+ *
+ * @group Testing
+ */
 export type TestTicketEvent = 'start' | 'skip' | 'hold' | 'free';
 
-/** Options for {@link TestTicket}. */
+/**
+ * Options for {@link TestTicket}.
+ *
+ * @group Testing
+ */
 export interface TestTicketOptions {
   /** The ticket went stale before a worker reached it: `start()` returns false. Default false. */
   stale?: boolean;
@@ -23,6 +31,8 @@ export interface TestTicketOptions {
  * expect(a.events).toEqual([{ event: 'start', at: 0 }, { event: 'free', at: 3 }]);
  * expect(a.frees).toBe(1);
  * ```
+ *
+ * @group Testing
  */
 export class TestTicket<N = string> implements PoolTicket {
   /** Every call the pool made, in order, with the time `now` gave. */

@@ -1,6 +1,10 @@
 import { SchedulerAction, SchedulerLike, Subscription } from 'rxjs';
 
-/** A scheduler that counts the timers it handed out and that are still armed. */
+/**
+ * A scheduler that counts the timers it handed out and that are still armed.
+ *
+ * @group Testing
+ */
 export interface TrackingScheduler {
   /** Pass this to the operator under test. */
   readonly scheduler: SchedulerLike;
@@ -20,6 +24,8 @@ export interface TrackingScheduler {
  * source.pipe(debounceByKey({ key, scheduler: timers.scheduler })).subscribe().unsubscribe();
  * expect(timers.armed()).toBe(0);
  * ```
+ *
+ * @group Testing
  */
 export function trackingScheduler(scheduler: SchedulerLike): TrackingScheduler {
   const timers: Subscription[] = [];

@@ -57,12 +57,17 @@ describe('OperatorSubscriber (internal)', () => {
 
     const owner = new Subscription();
     const seen: number[] = [];
-    subscribeWith(owner, out, from([1, 2, 3, 4]), {
-      next: (v) => {
-        seen.push(v);
-        if (v === 2) owner.unsubscribe();
+    subscribeWith(
+      Object.assign(new Subscription(), out),
+      from([1, 2, 3, 4]),
+      {
+        next: (v) => {
+          seen.push(v);
+          if (v === 2) owner.unsubscribe();
+        },
       },
-    });
+      owner,
+    );
     expect(seen).toEqual([1, 2]);
   });
 

@@ -1,3 +1,4 @@
+import { Observable, map } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { debounceByKey } from '@rxfleet/operators';
 import { tracking } from '../helpers/marbles';
@@ -213,6 +214,28 @@ describe('debounceByKey', () => {
       };
       expectObservable(source.pipe(debounceByKey({ key, superseded: throwing, scheduler: ts }))).toBe(expected, values, boom);
       expectSubscriptions(source.subscriptions).toBe(subs);
+    });
+  });
+
+  it('says in its type what a superseded value goes out as: a mark of a type of its own is part of the output', () => {
+    interface Event {
+      subject: string;
+      n: number;
+    }
+    const events: Record<string, Event> = { a: { subject: 's', n: 1 }, b: { subject: 's', n: 2 }, c: { subject: 's', n: 3 } };
+    ts.run(({ cold, expectObservable }) => {
+      const source = cold('abc----|', events);
+      // The output is Observable<Event | Event & { dropped: 'debounce' }>: `dropped` needs no cast to be read.
+      const out: Observable<Event | (Event & { dropped: 'debounce' })> = source.pipe(
+        debounceByKey({
+          key: (e) => e.subject,
+          window: 3,
+          superseded: (e) => ({ ...e, dropped: 'debounce' as const }),
+          scheduler: ts,
+        }),
+      );
+      const marks = out.pipe(map((e) => ('dropped' in e ? `${e.n}:${e.dropped}` : `${e.n}`)));
+      expectObservable(marks).toBe('a-b--c-|', { a: '1', b: '2:debounce', c: '3' });
     });
   });
 });

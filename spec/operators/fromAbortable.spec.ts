@@ -80,4 +80,23 @@ describe('fromAbortable', () => {
     await expect(firstValueFrom(work$)).rejects.toThrow('bad call');
     expect(getEventListeners(outer.signal, 'abort')).toHaveLength(0);
   });
+
+  it("behaves as its doc comment's diagram says: v then completion, or, unsubscribed first, an aborted signal and no v", async () => {
+    // Promises settle on microtasks, outside a TestScheduler's virtual time: the diagram's two
+    // lines, in order of events rather than frames.
+    const started: Array<{ signal: AbortSignal; resolve: (v: string) => void }> = [];
+    const work = (signal: AbortSignal): Promise<string> => new Promise<string>((resolve) => started.push({ signal, resolve }));
+    const kept: string[] = [];
+    const cut: string[] = [];
+    fromAbortable(work).subscribe({ next: (v) => kept.push(v), complete: () => kept.push('|') });
+    const unsubscribed = fromAbortable(work).subscribe({ next: (v) => cut.push(v), complete: () => cut.push('|') });
+    unsubscribed.unsubscribe();
+    for (const { resolve } of started) resolve('v');
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(kept).toEqual(['v', '|']);
+    expect(cut).toEqual([]);
+    expect(started.map(({ signal }) => signal.aborted)).toEqual([false, true]);
+    expect(started[1]?.signal.reason).toBeInstanceOf(UnsubscribedError);
+  });
 });

@@ -1,5 +1,5 @@
 import { EMPTY, Observable, Subject, map, mergeMap, of, take, throwError } from 'rxjs';
-import { NoOutcomeError, Outcome, PoolResult, done, failed, workerPool } from '@rxfleet/operators';
+import { NoOutcomeError, Outcome, PoolResult, workDone, workFailed, workerPool } from '@rxfleet/operators';
 import { TestTicket } from '@rxfleet/operators/testing';
 import { Cold, newScheduler } from '../helpers/marbles';
 import { failOnUnhandledErrors } from './unhandledErrors';
@@ -20,8 +20,8 @@ describe('workerPool: the rxjs contract', () => {
     scheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
       const all = tickets('x', 'y');
       const works: Record<string, Cold<Outcome<string>>> = {
-        x: cold('--d|', { d: done('X') }),
-        y: cold('-f|', { f: failed(new Error('no')) }),
+        x: cold('--d|', { d: workDone('X') }),
+        y: cold('-f|', { f: workFailed(new Error('no')) }),
       };
       const source = cold('xy---------|', all);
       const result = source.pipe(workerPool({ concurrency: 1, work: (t) => works[t.name] }), map(summary));
@@ -39,7 +39,7 @@ describe('workerPool: the rxjs contract', () => {
       const boom = new Error('gauge broke');
       let calls = 0;
       scheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
-        const work = cold('--d|', { d: done(1) });
+        const work = cold('--d|', { d: workDone(1) });
         const source = cold('abc|', all);
         const onBusy = (): void => {
           if (calls++ === 0) throw boom;
@@ -57,7 +57,7 @@ describe('workerPool: the rxjs contract', () => {
       const all = tickets('a', 'b', 'c');
       const boom = new Error('gauge broke');
       scheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
-        const work = cold('-----d|', { d: done(1) });
+        const work = cold('-----d|', { d: workDone(1) });
         const source = cold('abc--|', all);
         const onBusy = (busy: number): void => {
           if (busy === 2) throw boom;
@@ -79,7 +79,7 @@ describe('workerPool: the rxjs contract', () => {
         },
       });
       scheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
-        const work = cold('--d|', { d: done(1) });
+        const work = cold('--d|', { d: workDone(1) });
         const source = cold('(abc)----|', { ...all, b });
         const result = source.pipe(workerPool({ concurrency: 1, work: () => work }), map(summary));
         // a ends at 2; the worker reaches b, whose start throws.
@@ -100,7 +100,7 @@ describe('workerPool: the rxjs contract', () => {
       });
       scheduler.run(({ cold, expectObservable }) => {
         const source = cold('a---|', { a });
-        const work = cold('-d|', { d: done(1, { freeAfter: 10 }) });
+        const work = cold('-d|', { d: workDone(1, { freeAfter: 10 }) });
         expectObservable(source.pipe(workerPool({ concurrency: 1, work: () => work, scheduler }))).toBe('-#', undefined, boom);
       });
       expect(a.frees).toBe(1);
@@ -116,7 +116,7 @@ describe('workerPool: the rxjs contract', () => {
         },
       });
       scheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
-        const work = cold('-d|', { d: done(1) });
+        const work = cold('-d|', { d: workDone(1) });
         const source = cold('abc|', { a, ...all });
         expectObservable(source.pipe(workerPool({ concurrency: 1, work: () => work }))).toBe('-#', undefined, boom);
         expectSubscriptions(source.subscriptions).toBe('^!');
@@ -134,7 +134,7 @@ describe('workerPool: the rxjs contract', () => {
       });
       scheduler.run(({ cold, hot, expectObservable }) => {
         const source = hot('a-------', { a });
-        const work = cold('d|', { d: done(1, { freeAfter: 3 }) });
+        const work = cold('d|', { d: workDone(1, { freeAfter: 3 }) });
         const result = source.pipe(workerPool({ concurrency: 1, work: () => work, scheduler }), map(summary));
         expectObservable(result).toBe('a--#', { a: 'a:done' }, boom);
       });
@@ -169,7 +169,7 @@ describe('workerPool: the rxjs contract', () => {
       const all = tickets('a', 'b', 'c');
       const boom = new Error('source broke');
       scheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
-        const work = cold('----d|', { d: done(1) });
+        const work = cold('----d|', { d: workDone(1) });
         const source = cold('abc#', all, boom);
         expectObservable(source.pipe(workerPool({ concurrency: 2, work: () => work }))).toBe('---#', undefined, boom);
         expectSubscriptions(work.subscriptions).toBe(['^--!', '-^-!']);
@@ -181,7 +181,7 @@ describe('workerPool: the rxjs contract', () => {
       const scheduler = newScheduler();
       const all = tickets('a', 'b');
       scheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
-        const work = cold('--d|', { d: done(1, { freeAfter: 50 }) });
+        const work = cold('--d|', { d: workDone(1, { freeAfter: 50 }) });
         const source = cold('ab|', all);
         const result = source.pipe(workerPool({ concurrency: 1, work: () => work, scheduler }), map(summary));
         expectObservable(result).toBe('--a-(b|)', { a: 'a:done', b: 'b:done' });
@@ -198,10 +198,10 @@ describe('workerPool: the rxjs contract', () => {
     const all = tickets('a', 'b', 'c', 'd');
     scheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
       const works: Record<string, Cold<Outcome<number>>> = {
-        a: cold('-d|', { d: done(1) }),
-        b: cold('-----d|', { d: done(2) }),
-        c: cold('-----d|', { d: done(3) }),
-        d: cold('d|', { d: done(4) }),
+        a: cold('-d|', { d: workDone(1) }),
+        b: cold('-----d|', { d: workDone(2) }),
+        c: cold('-----d|', { d: workDone(3) }),
+        d: cold('d|', { d: workDone(4) }),
       };
       const source = cold('abcd----|', all);
       const result = source.pipe(workerPool({ concurrency: 2, work: (t) => works[t.name] }), map(summary), take(2));
@@ -222,12 +222,12 @@ describe('workerPool: the rxjs contract', () => {
         const source = cold('(abc)d|', tickets('a', 'b', 'c', 'd'));
         const work = (t: TestTicket): Outcome<string>[] | Observable<Outcome<string>> =>
           t.name === 'a'
-            ? [done('A1'), done('A2')]
+            ? [workDone('A1'), workDone('A2')]
             : t.name === 'b'
               ? throwError(() => new Error('sync error'))
               : t.name === 'c'
                 ? EMPTY
-                : of(done('D'));
+                : of(workDone('D'));
         const result = source.pipe(
           workerPool({ concurrency: 1, work }),
           map(
@@ -243,7 +243,7 @@ describe('workerPool: the rxjs contract', () => {
     it('a synchronous feedback loop runs flat: 100,000 tickets, each fed from the result before it', () => {
       const source = new Subject<TestTicket>();
       let last = '';
-      source.pipe(workerPool({ concurrency: 1, work: (t) => of(done(t.name)) })).subscribe((r) => {
+      source.pipe(workerPool({ concurrency: 1, work: (t) => of(workDone(t.name)) })).subscribe((r) => {
         last = r.ticket.name;
         const n = Number(r.ticket.name);
         if (n < 100_000) source.next(new TestTicket(String(n + 1)));
@@ -260,7 +260,7 @@ describe('workerPool: the rxjs contract', () => {
       const started: string[] = [];
       const work = (name: string): Observable<Outcome<string>> => {
         started.push(name);
-        return name === 't1' ? first : of(done(name));
+        return name === 't1' ? first : of(workDone(name));
       };
       const fed = new Set<string>();
       const feedBack = (name: string): void => {
@@ -293,7 +293,7 @@ describe('workerPool: the rxjs contract', () => {
       source.next('t1');
       source.next('t2');
       source.next('t3');
-      first.next(done('t1'));
+      first.next(workDone('t1'));
       return started;
     };
     expect(order('mergeMap')).toEqual(['t1', 't2', 't3', 't4']);

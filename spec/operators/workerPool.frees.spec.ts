@@ -1,6 +1,6 @@
 import { SchedulerAction, SchedulerLike, Subject, Subscription, of } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
-import { Outcome, done, workerPool } from '@rxfleet/operators';
+import { Outcome, workDone, workerPool } from '@rxfleet/operators';
 import { TestTicket, trackingScheduler } from '@rxfleet/operators/testing';
 import { newScheduler } from '../helpers/marbles';
 import { failOnUnhandledErrors } from './unhandledErrors';
@@ -42,7 +42,7 @@ describe('workerPool: delayed frees', () => {
       const delays: Record<string, number> = { a: 10, b: 10, c: 10, x: 25 };
       const source = hot('x--b(ac)', tickets);
       source
-        .pipe(workerPool({ concurrency: 4, work: (t) => of(done(t.name, { freeAfter: delays[t.name] })), scheduler: timers.scheduler }))
+        .pipe(workerPool({ concurrency: 4, work: (t) => of(workDone(t.name, { freeAfter: delays[t.name] })), scheduler: timers.scheduler }))
         .subscribe();
       ts.schedule(() => expect(timers.armed()).toBe(2), 5);
     });
@@ -56,7 +56,7 @@ describe('workerPool: delayed frees', () => {
     const { scheduler, made } = counting(ts);
     ts.run(() => {
       const source = new Subject<TestTicket<number>>();
-      source.pipe(workerPool({ concurrency: 16, work: () => of(done(0, { freeAfter: 60 })), scheduler })).subscribe();
+      source.pipe(workerPool({ concurrency: 16, work: () => of(workDone(0, { freeAfter: 60 })), scheduler })).subscribe();
       for (const t of tickets) source.next(t);
     });
     expect(tickets.every((t) => t.frees === 1)).toBe(true);
@@ -78,7 +78,7 @@ describe('workerPool: delayed frees', () => {
     });
     ts.run(() => {
       source
-        .pipe(workerPool({ concurrency: 1, work: (): Outcome<number>[] => [done(0, { freeAfter: 10 })], scheduler: timers.scheduler }))
+        .pipe(workerPool({ concurrency: 1, work: (): Outcome<number>[] => [workDone(0, { freeAfter: 10 })], scheduler: timers.scheduler }))
         .subscribe();
       ts.schedule(() => source.next(chained), 0);
       ts.schedule(() => source.complete(), 30);
@@ -95,7 +95,7 @@ describe('workerPool: delayed frees', () => {
     ts.run(() => {
       const source = new Subject<TestTicket<number>>();
       source
-        .pipe(workerPool({ concurrency: 20, work: (t) => of(done(0, { freeAfter: 1 + t.name })), scheduler: timers.scheduler }))
+        .pipe(workerPool({ concurrency: 20, work: (t) => of(workDone(0, { freeAfter: 1 + t.name })), scheduler: timers.scheduler }))
         .subscribe();
       for (const t of tickets) source.next(t);
       ts.schedule(() => source.complete(), 15);

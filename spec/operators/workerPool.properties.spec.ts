@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { Observable, map, merge, mergeMap, of, tap, throwError, timer } from 'rxjs';
-import { Outcome, done, failed, workerPool } from '@rxfleet/operators';
+import { Outcome, workDone, workFailed, workerPool } from '@rxfleet/operators';
 import { TestTicket } from '@rxfleet/operators/testing';
 import { newScheduler } from '../helpers/marbles';
 
@@ -63,7 +63,11 @@ describe('workerPool: properties', () => {
               const ending: Observable<Outcome<number>> =
                 p.ending === 'error'
                   ? throwError(() => new Error('work failed'))
-                  : of(p.ending === 'failed' ? failed(new Error('no')) : done(t.name, p.ending === 'delayed' ? { freeAfter: 5 } : {}));
+                  : of(
+                      p.ending === 'failed'
+                        ? workFailed(new Error('no'))
+                        : workDone(t.name, p.ending === 'delayed' ? { freeAfter: 5 } : {}),
+                    );
               const answer = p.duration === 0 ? ending : timer(p.duration).pipe(mergeMap(() => ending));
               return new Observable<Outcome<number>>((subscriber) => {
                 most = Math.max(most, ++active);

@@ -1,7 +1,7 @@
 import { Observable, distinctUntilChanged, map } from 'rxjs';
 import { AdmissionLedger, Ticket } from '@rxfleet/operators';
 import { admit } from '@rxfleet/operators';
-import { Outcome, PoolResult, done, failed, workerPool } from '@rxfleet/operators';
+import { Outcome, PoolResult, valueTicket, workDone, workFailed, workerPool } from '@rxfleet/operators';
 import { Cold, newScheduler } from '../helpers/marbles';
 
 type T = Ticket<string, string>;
@@ -19,10 +19,10 @@ describe('workerPool', () => {
     scheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
       const ledger = ledgerFor(scheduler);
       const works: Record<string, Cold<Outcome<string>>> = {
-        a: cold('---d|', { d: done('A') }),
-        b: cold(' -d|', { d: done('B') }),
-        c: cold('  ----d|', { d: done('C') }),
-        d: cold('   -d|', { d: done('D') }),
+        a: cold('---d|', { d: workDone('A') }),
+        b: cold(' -d|', { d: workDone('B') }),
+        c: cold('  ----d|', { d: workDone('C') }),
+        d: cold('   -d|', { d: workDone('D') }),
       };
       const source = cold('abcd-----|');
       const result = source.pipe(admit(ledger), workerPool({ concurrency: 2, work: (t) => works[t.value] }), map(summary));
@@ -40,9 +40,9 @@ describe('workerPool', () => {
     const scheduler = newScheduler();
     scheduler.run(({ cold, hot, expectObservable, expectSubscriptions }) => {
       const ledger = ledgerFor(scheduler);
-      const a = cold('----d|', { d: done('A') });
-      const b = cold('d|', { d: done('B') });
-      const c = cold('d|', { d: done('C') });
+      const a = cold('----d|', { d: workDone('A') });
+      const b = cold('d|', { d: workDone('B') });
+      const c = cold('d|', { d: workDone('C') });
       const works: Record<string, Observable<Outcome<string>>> = { a, b, c };
       const source = cold('ab-c-------|');
       const reset = hot('  --r---------');
@@ -67,9 +67,9 @@ describe('workerPool', () => {
         )
         .subscribe((n) => held.push([scheduler.now(), n]));
       const works: Record<string, Observable<Outcome<string>>> = {
-        a: cold('-f', { f: failed(new Error('boom')) }),
-        b: cold('--d', { d: done('B') }),
-        c: cold('---d', { d: done('C', { freeAfter: 5 }) }),
+        a: cold('-f', { f: workFailed(new Error('boom')) }),
+        b: cold('--d', { d: workDone('B') }),
+        c: cold('---d', { d: workDone('C', { freeAfter: 5 }) }),
       };
       const source = cold('abc----------|');
       const result = source.pipe(admit(ledger), workerPool({ concurrency: 3, work: (t) => works[t.value] }), map(summary));
@@ -138,9 +138,9 @@ describe('workerPool', () => {
     scheduler.run(({ cold, expectObservable }) => {
       const ledger = ledgerFor(scheduler);
       const works: Record<string, Observable<Outcome<string>>> = {
-        a: cold('--d', { d: done('A') }),
-        b: cold('---d', { d: done('B') }),
-        c: cold('-d', { d: done('C') }),
+        a: cold('--d', { d: workDone('A') }),
+        b: cold('---d', { d: workDone('B') }),
+        c: cold('-d', { d: workDone('C') }),
       };
       const source = cold('abc----|');
       const result = source.pipe(
@@ -166,7 +166,11 @@ describe('workerPool', () => {
     scheduler.run(({ cold, expectObservable }) => {
       const ledger = ledgerFor(scheduler);
       const source = cold('ab|');
-      const result = source.pipe(admit(ledger), workerPool({ concurrency: 1, work: () => cold('---d', { d: done('x') }) }), map(summary));
+      const result = source.pipe(
+        admit(ledger),
+        workerPool({ concurrency: 1, work: () => cold('---d', { d: workDone('x') }) }),
+        map(summary),
+      );
       expectObservable(result).toBe('---a--(b|)', { a: 'a:done', b: 'b:done' });
     });
   });
@@ -176,7 +180,7 @@ describe('workerPool', () => {
     let ledger!: AdmissionLedger<string, string>;
     scheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
       ledger = ledgerFor(scheduler);
-      const work = cold('-----d', { d: done('x') });
+      const work = cold('-----d', { d: workDone('x') });
       const source = cold('ab-#');
       const result = source.pipe(admit(ledger), workerPool({ concurrency: 1, work: () => work }), map(summary));
       expectObservable(result).toBe('---#');
@@ -193,9 +197,9 @@ describe('workerPool', () => {
     scheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
       ledger = ledgerFor(scheduler);
       const works: Record<string, Observable<Outcome<string>>> = {
-        a: cold('d', { d: done('A', { freeAfter: 50 }) }),
-        b: cold('------d', { d: done('B') }),
-        c: cold('d', { d: done('C') }),
+        a: cold('d', { d: workDone('A', { freeAfter: 50 }) }),
+        b: cold('------d', { d: workDone('B') }),
+        c: cold('d', { d: workDone('C') }),
       };
       const source = cold('abc-------|');
       const result = source.pipe(
@@ -226,7 +230,7 @@ describe('workerPool', () => {
     scheduler.run(({ cold, expectObservable }) => {
       const source = cold('ab', { a: ticket('a'), b: ticket('b') });
       const result = source.pipe(
-        workerPool({ concurrency: 2, work: (t) => cold('-d', { d: done(t.name, t.name === 'a' ? { freeAfter: 3 } : {}) }) }),
+        workerPool({ concurrency: 2, work: (t) => cold('-d', { d: workDone(t.name, t.name === 'a' ? { freeAfter: 3 } : {}) }) }),
         map((r) => r.ticket.name),
       );
       expectObservable(result).toBe('-ab');
@@ -242,7 +246,7 @@ describe('workerPool', () => {
       const tickets = { a: ticket('a'), b: ticket('b') };
       const source = cold('ab----', tickets);
       const result = source.pipe(
-        workerPool({ concurrency: 2, work: (t) => cold('-d', { d: done(t.name, { freeAfter: t.name === 'a' ? 2 : 20 }) }) }),
+        workerPool({ concurrency: 2, work: (t) => cold('-d', { d: workDone(t.name, { freeAfter: t.name === 'a' ? 2 : 20 }) }) }),
         map((r) => r.ticket.name),
       );
       expectObservable(result, '-----!').toBe('-ab---');
@@ -278,16 +282,48 @@ describe('workerPool', () => {
               ? new Observable<Outcome<number>>((s) => {
                   resolveLast = (o) => s.next(o);
                 })
-              : [done(t.value)],
+              : [workDone(t.value)],
         }),
       )
       .subscribe(() => count++);
-    resolveLast(done(0));
+    resolveLast(workDone(0));
     expect(count).toBe(100_000);
     expect(ledger.held).toBe(0);
   });
 
   it('refuses a concurrency below one', () => {
-    expect(() => workerPool({ concurrency: 0, work: () => [done(1)] })).toThrow(RangeError);
+    expect(() => workerPool({ concurrency: 0, work: () => [workDone(1)] })).toThrow(RangeError);
+  });
+
+  describe('on plain values, through valueTicket', () => {
+    it('runs each value with at most `concurrency` at once, first come first served, and every result carries its value', () => {
+      const scheduler = newScheduler();
+      scheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
+        const source = cold('abc----|', { a: 'x', b: 'y', c: 'z' });
+        const works: Record<string, Cold<Outcome<string>>> = {
+          x: cold('--d|', { d: workDone('X') }),
+          y: cold('-d|', { d: workDone('Y') }),
+          z: cold('d|', { d: workDone('Z') }),
+        };
+        const result = source.pipe(
+          map(valueTicket),
+          workerPool({ concurrency: 2, work: (ticket) => works[ticket.value] }),
+          map(({ ticket, outcome }) => `${ticket.value}:${outcome.status === 'done' ? outcome.value : outcome.status}`),
+        );
+        // x and y both end at 2, in the order they started; z, waiting for a worker, takes x's then and answers at once.
+        expectObservable(result).toBe('--(xyz)|', { x: 'x:X', y: 'y:Y', z: 'z:Z' });
+        expectSubscriptions(works.x.subscriptions).toBe('^-!');
+        expectSubscriptions(works.y.subscriptions).toBe('-^!');
+        expectSubscriptions(works.z.subscriptions).toBe('--(^!)');
+      });
+    });
+
+    it('is a ticket that is always current and that freeing or holding leaves as it was', () => {
+      const ticket = valueTicket({ id: 7 });
+      expect(ticket.start()).toBe(true);
+      ticket.hold?.();
+      ticket.free();
+      expect([ticket.start(), ticket.value]).toEqual([true, { id: 7 }]);
+    });
   });
 });

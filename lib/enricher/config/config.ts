@@ -21,6 +21,8 @@ export { ENRICHER_CONFIG_SCHEMA, ENRICHER_DEFAULTS } from './configSchema';
 export type { ListenAddress };
 export { parseListenAddress, splitNatsUrls };
 
+/** The longest a timer waits (2^31 - 1 ms): `setTimeout` fires at once past it. */
+const LONGEST_TIMER_MS = 2 ** 31 - 1;
 /** Where the Incus or LXD server is (the options of `incusEndpoint`). */
 export interface IncusSettings {
   url?: string;
@@ -213,6 +215,9 @@ export function parseEnricherConfig(raw: unknown = {}): { settings: EnricherSett
   ): number => {
     const value = c[key] === 0 ? 0 : Math.round(parseGoDuration(String(c[key])));
     if (value < min) problems.push(`${key}: must be at least ${min} ms`);
+    // Every duration here is waited by a timer, and a timer asked to wait longer fires at once.
+    if (value > LONGEST_TIMER_MS)
+      problems.push(`${key}: must be at most ${LONGEST_TIMER_MS} ms (about 24.8 days, the longest a timer waits)`);
     return value;
   };
   let http: ListenAddress | undefined;

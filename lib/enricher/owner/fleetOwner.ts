@@ -5,7 +5,7 @@
  * went looking for on its own as they land.
  */
 import { Observable, OperatorFunction } from 'rxjs';
-import { ReadsPerKey, ReadResult, SlotPool } from '@rxfleet/operators';
+import { PerKeyReader, ReadResult, SlotPool } from '@rxfleet/operators';
 import { IncusNetwork, IncusProject } from '../../incus/api';
 import { EnrichedEvent, newEvent } from '../model/event';
 import { InstanceKey } from '../model/FleetModel';
@@ -47,7 +47,7 @@ import { Enrichment, wants } from '../model/wanted';
  *   due. A task that comes while another runs (a read answering at once, a consumer feeding the
  *   input from what it was handed) waits its turn (`Mailbox`), so no task sees the model half
  *   patched. A task that throws is a bug: the output errors with it, and nothing more runs.
- * - Reads: one per subject (`ReadsPerKey`), a start supersedes a plain read, a delete cancels
+ * - Reads: one per subject (`PerKeyReader`), a start supersedes a plain read, a delete cancels
  *   (E7), an event arriving once its subject's read has begun is read again after it; at most
  *   `workers` calls at once (`SlotPool`), none held while an instance waits for its address.
  * - Completes when its input completes (the line then hands on everything it holds); every read,
@@ -69,7 +69,7 @@ export function fleetOwner(config: FleetOwnerConfig): OperatorFunction<OwnerInpu
         // ever deleted.
         () => owner.deletedAt.clear(),
       );
-      const reads = new ReadsPerKey<ReadRequest, string, Stamped>({
+      const reads = new PerKeyReader<ReadRequest, string, Stamped>({
         key: (request) => request.key,
         read: (request, release) => performRead(reader, request, seq, release, { ipTimeout: config.ipTimeout, scheduler, slots, serves }),
         slots,

@@ -3,7 +3,7 @@
  * be placed), a repair that backs off (it runs without an address yet), or a re-read after the TTL.
  */
 import { SchedulerLike } from 'rxjs';
-import { RetrySchedule } from '@rxfleet/operators';
+import { RetryLadderSchedule } from '@rxfleet/operators';
 import { KeyedTimers } from './KeyedTimers';
 
 /** A repair ladder: `fast` ms `fastAttempts` times, then `slow` ms, doubling up to `maxSlow`. */
@@ -47,8 +47,8 @@ export interface RepairsConfig {
  * an event from Incus about the instance starts its ladder over (E11).
  */
 export class Repairs {
-  private readonly failures: RetrySchedule<string>;
-  private readonly addresses: RetrySchedule<string>;
+  private readonly failures: RetryLadderSchedule<string>;
+  private readonly addresses: RetryLadderSchedule<string>;
   private readonly ttlTimers: KeyedTimers<string>;
   private readonly addressFastAttempts: number;
 
@@ -58,13 +58,13 @@ export class Repairs {
     const addresses = config.addresses ?? { fast: 1000, fastAttempts: 3, slow: 5000, maxSlow: 300_000 };
     this.addressFastAttempts = addresses.fastAttempts;
     const changed = (): void => config.onChange(this.failures.pending + this.addresses.pending, this.addresses.size);
-    this.failures = new RetrySchedule({
+    this.failures = new RetryLadderSchedule({
       ...failures,
       scheduler,
       onDue: (key) => config.onDue({ key, origin: 'repair', wait: true }),
       onPendingChange: changed,
     });
-    this.addresses = new RetrySchedule({
+    this.addresses = new RetryLadderSchedule({
       ...addresses,
       scheduler,
       onDue: (key, retry) => config.onDue({ key, origin: 'repair', wait: retry <= this.addressFastAttempts }),

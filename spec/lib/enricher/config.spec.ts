@@ -119,6 +119,12 @@ wants:
     ]);
     expect(problemsOf({ workers: 0 })).toEqual(['workers: expected a number >= 1, got 0']);
     expect(problemsOf({ sweep_interval: '0' })).toEqual(['sweep_interval: must be at least 1 ms']);
+    // A timer asked to wait longer than 2^31 - 1 ms fires at once: a 30-day sweep would be a tight loop.
+    expect(problemsOf({ sweep_interval: '720h', read_delay: '600h' })).toEqual([
+      'read_delay: must be at most 2147483647 ms (about 24.8 days, the longest a timer waits)',
+      'sweep_interval: must be at most 2147483647 ms (about 24.8 days, the longest a timer waits)',
+    ]);
+    expect(problemsOf({ sweep_interval: '596h' })).toEqual([]);
     expect(problemsOf([])).toEqual(['(top level): expected a mapping of keys']);
     expect(problemsOf({ outputs: { stdout: true, kafka: {} } })).toEqual(['outputs.kafka: unknown key']);
   });

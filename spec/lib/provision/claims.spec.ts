@@ -1,5 +1,5 @@
 import { Observable, defer, from, map, of, throwError } from 'rxjs';
-import { done, failed } from '@rxfleet/operators';
+import { workDone, workFailed } from '@rxfleet/operators';
 import {
   ClaimHeldError,
   ClaimStore,
@@ -17,7 +17,7 @@ import { newScheduler } from '../../helpers/marbles';
 
 const OWNER = 'prov-a.example.net';
 const ticket = (identity: string, admittedAt = 0): HostTicket => ({ key: identity, admittedAt }) as unknown as HostTicket;
-const provisioned = done('provisioned') as CycleOutcome;
+const provisioned = workDone('provisioned') as CycleOutcome;
 
 /** What an outcome says, in a word: `done:<value>` or `failed:<step>`. */
 const said = (o: CycleOutcome): string =>
@@ -71,9 +71,9 @@ describe('NodeClaims: a cycle under a claim in a KV bucket (virtual time)', () =
       const bucket = new MemoryClaimBucket({ ttlMs: 30, now: () => scheduler.now() });
       const claims = new NodeClaims({ store: bucket.store(), owner: OWNER, ttlMs: 30, scheduler });
       expectObservable(
-        claims.around(ticket('n1'), () => cold('--f', { f: failed(new Error('helper')) as CycleOutcome })).pipe(map(said)),
+        claims.around(ticket('n1'), () => cold('--f', { f: workFailed(new Error('helper')) as CycleOutcome })).pipe(map(said)),
       ).toBe('--(f|)', { f: 'failed:Error: helper' });
-      expectObservable(claims.around(ticket('n2'), () => cold('--u', { u: done('upgraded') as CycleOutcome })).pipe(map(said))).toBe(
+      expectObservable(claims.around(ticket('n2'), () => cold('--u', { u: workDone('upgraded') as CycleOutcome })).pipe(map(said))).toBe(
         '--(u|)',
         { u: 'done:upgraded' },
       );
@@ -299,13 +299,13 @@ describe('NodeClaims: a cycle under a claim in a KV bucket (virtual time)', () =
     // and its reply was lost with the route (or the configured node's restart found nothing
     // listening); the cycle failed, its claim was deleted, and after the heal another instance
     // claimed the node and configured it again.
-    const mayBeConfigured = failed(
+    const mayBeConfigured = workFailed(
       new CycleError('n1', 'configure', 'configuration failed: nothing is listening for n1', { nodeMayBeConfigured: true }),
     ) as CycleOutcome;
-    const unanswered = failed(
+    const unanswered = workFailed(
       new CycleError('n1', 'jwt', 'could not fetch and validate JWT', { cause: new NoRespondersError('choria_provision#jwt', 'n1') }),
     ) as CycleOutcome;
-    const refused = failed(new CycleError('n1', 'defer', 'configuration defered: later')) as CycleOutcome;
+    const refused = workFailed(new CycleError('n1', 'defer', 'configuration defered: later')) as CycleOutcome;
 
     it('keeps its claim and runs the cycle again while the node does not answer, so no other instance configures it; the node is provisioned when it answers', () => {
       const scheduler = newScheduler();
@@ -319,7 +319,7 @@ describe('NodeClaims: a cycle under a claim in a KV bucket (virtual time)', () =
           ttlMs: 30,
           rerunMs: 5,
           scheduler,
-          hooks: { ...hooks, kept: (id, e) => kept.push(`${scheduler.now()} ${id} ${said(failed(e) as CycleOutcome)}`) },
+          hooks: { ...hooks, kept: (id, e) => kept.push(`${scheduler.now()} ${id} ${said(workFailed(e) as CycleOutcome)}`) },
         });
         const other = new NodeClaims({ store: bucket.store(), owner: 'prov-b.example.net', ttlMs: 30, scheduler });
         const runs = [cold('--f', { f: mayBeConfigured }), cold('--u', { u: unanswered }), cold('--d', { d: provisioned })];
@@ -399,7 +399,7 @@ describe('NodeClaims: a cycle under a claim in a KV bucket (virtual time)', () =
       const { hooks, log } = recording(() => scheduler.now());
       const claims = new NodeClaims({ store: store(), owner: OWNER, ttlMs: 30, retryMs: 5, scheduler, hooks });
       const closing = new NodeClaims({ store: store(4), owner: OWNER, ttlMs: 30, retryMs: 5, scheduler });
-      const helperFailed = failed(new Error('helper')) as CycleOutcome;
+      const helperFailed = workFailed(new Error('helper')) as CycleOutcome;
       expectObservable(claims.around(ticket('n1'), () => cold('--f', { f: helperFailed })).pipe(map(said))).toBe('--(f|)', {
         f: 'failed:Error: helper',
       });

@@ -1,5 +1,5 @@
 import { Observable, Subject, map, of } from 'rxjs';
-import { done, failed, PauseGate } from '@rxfleet/operators';
+import { workDone, workFailed, PauseGate } from '@rxfleet/operators';
 import { CycleOutcome, HostTicket, PipelineHooks, provisionPipeline } from '../../../lib/provision/pipeline';
 import { newScheduler } from '../../helpers/marbles';
 
@@ -35,7 +35,7 @@ describe('provisionPipeline', () => {
         discover: () => of(round++ === 0 ? ['n1', 'n2'] : []),
         startupEvents: events,
         gate: new PauseGate(),
-        provision: () => cold('--d', { d: done('provisioned') as CycleOutcome }),
+        provision: () => cold('--d', { d: workDone('provisioned') as CycleOutcome }),
         interval: 10,
         workers: 4,
         hooks,
@@ -64,7 +64,7 @@ describe('provisionPipeline', () => {
         startupEvents: cold('-'),
         gate: new PauseGate(),
         // Still running at the second round: n1 and n2 are held then.
-        provision: () => cold('-----------------d', { d: done('provisioned') as CycleOutcome }),
+        provision: () => cold('-----------------d', { d: workDone('provisioned') as CycleOutcome }),
         interval: 10,
         workers: 4,
         hooks: { discoveryFinished: (found, fresh) => rounds.push(`${scheduler.now()} found ${found}, new ${fresh}`) },
@@ -90,7 +90,7 @@ describe('provisionPipeline', () => {
         startupEvents: hot('--e-----', { e: 'n2' }),
         won,
         gate,
-        provision: () => cold('d', { d: done('provisioned') as CycleOutcome }),
+        provision: () => cold('d', { d: workDone('provisioned') as CycleOutcome }),
         interval: 10,
         workers: 1,
         hooks,
@@ -119,7 +119,7 @@ describe('provisionPipeline', () => {
         discover: () => cold('----(r|)', { r: ['n1'] }),
         startupEvents: hot('-'),
         gate,
-        provision: () => cold('d', { d: done('provisioned') as CycleOutcome }),
+        provision: () => cold('d', { d: workDone('provisioned') as CycleOutcome }),
         interval: 10,
         workers: 1,
         hooks,
@@ -148,7 +148,7 @@ describe('provisionPipeline', () => {
         gate,
         provision: (t) => {
           provisioned.push(`${scheduler.now()} ${t.key}`);
-          return cold('-----d', { d: done('provisioned') as CycleOutcome });
+          return cold('-----d', { d: workDone('provisioned') as CycleOutcome });
         },
         interval: 10,
         workers: 1,
@@ -173,9 +173,9 @@ describe('provisionPipeline', () => {
     let round = 0;
     scheduler.run(({ cold, hot }) => {
       const outcomes: Record<string, CycleOutcome> = {
-        bad: failed(new Error('configure failed')),
-        up: done('upgraded'),
-        ok: done('provisioned'),
+        bad: workFailed(new Error('configure failed')),
+        up: workDone('upgraded'),
+        ok: workDone('provisioned'),
       };
       // Sightings inside the 30-frame window: only a held key refuses them.
       const events = hot('-----(xyz)----------o', { x: 'bad', y: 'up', z: 'ok', o: 'ok' });
@@ -217,7 +217,7 @@ describe('provisionPipeline', () => {
         discoverNow: hot('--n----------------------------n', { n: undefined }),
         startupEvents: hot('--------------------e', { e: 'up' }),
         gate: new PauseGate(),
-        provision: () => cold('-----d', { d: cycles++ === 0 ? 'upgraded' : 'provisioned' }).pipe(map((v) => done(v as 'upgraded'))),
+        provision: () => cold('-----d', { d: cycles++ === 0 ? 'upgraded' : 'provisioned' }).pipe(map((v) => workDone(v as 'upgraded'))),
         interval: 1000,
         workers: 2,
         settleMs: 5,
@@ -244,7 +244,7 @@ describe('provisionPipeline', () => {
         discover: () => of([]),
         startupEvents: hot('e-----e-------e', { e: 'owned' }),
         gate: new PauseGate(),
-        provision: () => cold('d', { d: done('locked') as CycleOutcome }),
+        provision: () => cold('d', { d: workDone('locked') as CycleOutcome }),
         interval: 100,
         workers: 1,
         settleMs: 3,
@@ -272,7 +272,7 @@ describe('provisionPipeline', () => {
         startupEvents: hot('-'),
         discoverNow: hot('---r----r', { r: 'reconnected' }),
         gate,
-        provision: () => cold('d', { d: done('provisioned') as CycleOutcome }),
+        provision: () => cold('d', { d: workDone('provisioned') as CycleOutcome }),
         interval: 100,
         workers: 1,
         hooks,
@@ -296,10 +296,10 @@ describe('provisionPipeline', () => {
         claims: {
           around: (ticket, cycle) => {
             around.push(`${scheduler.now()} ${ticket.key}`);
-            return ticket.key === 'theirs' ? of(done('claimed') as CycleOutcome) : cycle();
+            return ticket.key === 'theirs' ? of(workDone('claimed') as CycleOutcome) : cycle();
           },
         },
-        provision: () => cold('d', { d: done('provisioned') as CycleOutcome }),
+        provision: () => cold('d', { d: workDone('provisioned') as CycleOutcome }),
         interval: 100,
         workers: 2,
         settleMs: 10,
@@ -327,7 +327,7 @@ describe('provisionPipeline', () => {
         gate: new PauseGate(),
         provision: (t) => {
           starts.push(`${scheduler.now()} ${t.key}`);
-          return cold('15ms d', { d: done('provisioned') as CycleOutcome });
+          return cold('15ms d', { d: workDone('provisioned') as CycleOutcome });
         },
         interval: 10,
         workers: 2,
@@ -348,7 +348,7 @@ describe('provisionPipeline', () => {
         discover: () => of(['slow']),
         startupEvents: hot('-'),
         gate: new PauseGate(),
-        provision: () => cold('25ms d', { d: done('provisioned') as CycleOutcome }),
+        provision: () => cold('25ms d', { d: workDone('provisioned') as CycleOutcome }),
         interval: 10,
         workers: 2,
         hooks,
@@ -368,7 +368,7 @@ describe('provisionPipeline', () => {
         discover: () => (++round === 1 ? cold('-#', undefined, new Error('no responders')) : of(['n1'])),
         startupEvents: hot('-'),
         gate: new PauseGate(),
-        provision: () => cold('d', { d: done('provisioned') as CycleOutcome }),
+        provision: () => cold('d', { d: workDone('provisioned') as CycleOutcome }),
         interval: 10,
         workers: 1,
         hooks,
@@ -406,7 +406,7 @@ describe('provisionPipeline', () => {
         discover: () => of(['n1']),
         startupEvents: events,
         gate: new PauseGate(),
-        provision: () => cold('8ms d', { d: done('provisioned') as CycleOutcome }),
+        provision: () => cold('8ms d', { d: workDone('provisioned') as CycleOutcome }),
         interval: 10,
         workers: 1,
         stop: hot('---s', { s: 'stop' }),
@@ -430,7 +430,7 @@ describe('provisionPipeline', () => {
           startupEvents: events,
           incusSightings: incus,
           gate: new PauseGate(),
-          provision: () => cold('10ms d', { d: done('provisioned') as CycleOutcome }),
+          provision: () => cold('10ms d', { d: workDone('provisioned') as CycleOutcome }),
           interval: 6,
           workers: 2,
           hooks,
@@ -461,7 +461,7 @@ describe('provisionPipeline', () => {
           startupEvents: hot('-'),
           incusSightings: incus,
           gate,
-          provision: () => cold('d', { d: done('provisioned') as CycleOutcome }),
+          provision: () => cold('d', { d: workDone('provisioned') as CycleOutcome }),
           interval: 100,
           workers: 1,
           hooks,

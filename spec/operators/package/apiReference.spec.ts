@@ -7,8 +7,9 @@ import { promisify } from 'node:util';
 /**
  * The kit's API reference: typedoc builds it from the doc comments with the kit's own options
  * (operators/typedoc.json: `validation.notDocumented`, `treatWarningsAsErrors`), so an exported
- * name without a doc comment fails the build. `npm run docs -w @rxfleet/operators` writes it to
- * operators/dist/api.
+ * name without a doc comment fails the build, with the README as its front page and every export in
+ * a group by what it is (operators, cores, options, errors...). `npm run docs -w @rxfleet/operators`
+ * writes it to operators/dist/api, which the package's `files` leave out.
  */
 
 const root = join(__dirname, '..', '..', '..');
@@ -47,11 +48,51 @@ describe("the kit's API reference (typedoc)", () => {
     const json = join(scratch, 'api.json');
     const { code, output } = await runTypedoc(join(kit, 'typedoc.json'), ['--out', join(scratch, 'html'), '--json', json]);
     expect([code, output.match(/warning|error/gi) ?? []]).toEqual([0, []]);
-    const project = JSON.parse(readFileSync(json, 'utf8')) as { children: Array<{ name: string; children?: Array<{ name: string }> }> };
-    const documented = (module: string): string[] =>
-      (project.children.find((c) => c.name === module)?.children ?? []).map((c) => c.name).sort();
+    const project = JSON.parse(readFileSync(json, 'utf8')) as {
+      readme?: unknown[];
+      children: Array<{
+        name: string;
+        children?: Array<{ id: number; name: string }>;
+        groups?: Array<{ title: string; children: number[] }>;
+      }>;
+    };
+    const module = (name: string): (typeof project.children)[number] | undefined => project.children.find((c) => c.name === name);
+    // A deprecated class keeps its old name as a value and as a type: one name, two entries.
+    const documented = (name: string): string[] => [...new Set((module(name)?.children ?? []).map((c) => c.name))].sort();
     expect(documented('index')).toEqual(exportedNames(join(kit, 'index.ts')));
     expect(documented('testing')).toEqual(exportedNames(join(kit, 'testing', 'index.ts')));
+    // The README is the reference's front page, and every export is in a group by what it is.
+    expect(project.readme?.length ?? 0).toBeGreaterThan(0);
+    const groups = (name: string): Record<string, string[]> => {
+      const byId = new Map((module(name)?.children ?? []).map((c) => [c.id, c.name]));
+      return Object.fromEntries((module(name)?.groups ?? []).map((g) => [g.title, g.children.map((id) => byId.get(id) as string).sort()]));
+    };
+    const index = groups('index');
+    expect(Object.keys(index)).toEqual([
+      'Operators',
+      'Observable factories',
+      'Cores',
+      'What the operators take and give',
+      'Options',
+      'Errors',
+      'Deprecated',
+    ]);
+    expect(index.Operators).toEqual(
+      [
+        'admit',
+        'collectUntilIdle',
+        'debounceByKey',
+        'pauseWhen',
+        'readPerKey',
+        'releaseInOrder',
+        'retryLadder',
+        'splitLines',
+        'withSlot',
+        'workerPool',
+      ].sort(),
+    );
+    expect(index['Observable factories']).toEqual(['fromAbortable', 'pacedSweep']);
+    expect(Object.keys(groups('testing'))).toEqual(['Testing']);
   }, 180_000);
 
   it('fails on an exported name without a doc comment', async () => {

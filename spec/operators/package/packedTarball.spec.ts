@@ -172,6 +172,18 @@ describe('@rxfleet/operators as a packed tarball', () => {
     expect(missing).toEqual([]);
   });
 
+  it('ships only the package: an API reference built beside the builds (dist/api, by typedoc) stays out', async () => {
+    const stage = join(scratch, 'workspace');
+    mkdirSync(join(stage, 'dist', 'api'), { recursive: true });
+    writeFileSync(join(stage, 'dist', 'api', 'index.html'), '<html></html>');
+    // Without scripts: prepack's build would remove dist/ first and hide what `files` lets through.
+    const out = await run('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], stage, cleanEnv(join(root, 'node_modules', '.bin')));
+    const [dry] = JSON.parse(out) as Packed[];
+    expect(dry.files.map((f) => f.path).filter((p) => p.startsWith('dist/api'))).toEqual([]);
+    expect(dry.files.map((f) => f.path)).toContain('dist/cjs/index.js');
+    rmSync(join(stage, 'dist', 'api'), { recursive: true, force: true });
+  });
+
   it('says what a library needs: its licence, its repository and home page, the Node it runs on, rxjs as the only peer', () => {
     const packedManifest = JSON.parse(readFileSync(join(scratch, 'workspace', 'package.json'), 'utf8')) as Record<string, unknown>;
     expect(manifest.license).toBe('Apache-2.0');

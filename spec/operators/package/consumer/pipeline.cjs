@@ -1,4 +1,5 @@
-// A CommonJS user of the packed kit: the same small pipeline as pipeline.mjs and pipeline.ts, and the
+// A CommonJS user of the packed kit: the same small pipeline as pipeline.mjs and pipeline.ts (written
+// with the old names `done` and `failed`, kept for one release, which must still run), and the
 // kit imported from the same process (an ES module dependency would) is the very same kit.
 const { Observable, lastValueFrom, map, of, timer, toArray } = require('rxjs');
 const kit = require('@rxfleet/operators');

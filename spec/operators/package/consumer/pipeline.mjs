@@ -2,22 +2,22 @@
 // kit required from the same process (a CommonJS dependency would) is the very same kit.
 import { createRequire } from 'node:module';
 import { Observable, lastValueFrom, map, of, timer, toArray } from 'rxjs';
-import { AdmissionLedger, NoOutcomeError, PausedError, admit, done, failed, releaseInOrder, workerPool } from '@rxfleet/operators';
+import { AdmissionLedger, NoOutcomeError, PausedError, admit, workDone, workFailed, releaseInOrder, workerPool } from '@rxfleet/operators';
 import { TestTicket } from '@rxfleet/operators/testing';
 
 const required = createRequire(import.meta.url)('@rxfleet/operators');
 const ledger = new AdmissionLedger({ key: (s) => s.id, window: 60_000, capacity: 10 });
-const pool = workerPool({ concurrency: 1, work: (t) => of(done(t.value.id.toUpperCase())) });
+const pool = workerPool({ concurrency: 1, work: (t) => of(workDone(t.value.id.toUpperCase())) });
 const pooled$ = pool(of({ id: 'a' }, { id: 'b' }, { id: 'a' }).pipe(admit(ledger)));
 const inOrder$ = of(3, 1, 2).pipe(releaseInOrder((n) => timer(n * 5).pipe(map(() => n * 10))));
 const ticket = new TestTicket('t');
-const tested$ = of(ticket).pipe(workerPool({ concurrency: 1, work: () => of(failed(new Error('no'))) }));
+const tested$ = of(ticket).pipe(workerPool({ concurrency: 1, work: () => of(workFailed(new Error('no'))) }));
 const routed = new Promise((resolve) => {
   const onBusy = () => {
     throw new Error('boom');
   };
   of(new TestTicket('x'))
-    .pipe(workerPool({ concurrency: 1, work: () => of(done(1)), onBusy }))
+    .pipe(workerPool({ concurrency: 1, work: () => of(workDone(1)), onBusy }))
     .subscribe({ error: (e) => resolve(e.message) });
 });
 

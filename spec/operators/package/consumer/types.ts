@@ -1,9 +1,25 @@
 // What the kit's declarations promise a TypeScript user; only type-checked (in every mode the spec
 // compiles under), never run.
-import { Observable, OperatorFunction, Subject, of } from 'rxjs';
+import { Observable, OperatorFunction, Subject, map, of } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
-import { AdmissionLedger, OrderedLine, RingQueue, TRASH, Ticket, admit, pacedSweep, releaseInOrder } from '@rxfleet/operators';
-import type { Place, Refusal, Settling, SweepEvent, Trash } from '@rxfleet/operators';
+import {
+  AdmissionLedger,
+  OrderedLine,
+  PerKeyReader,
+  RetryLadderSchedule,
+  RingQueue,
+  TRASH,
+  Ticket,
+  admit,
+  debounceByKey,
+  done,
+  pacedSweep,
+  releaseInOrder,
+  valueTicket,
+  workDone,
+  workerPool,
+} from '@rxfleet/operators';
+import type { Done, Place, ReadsPerKey, Refusal, RetrySchedule, Settling, SweepEvent, Trash } from '@rxfleet/operators';
 
 interface Node {
   id: string;
@@ -50,3 +66,30 @@ export const ring = new RingQueue<number>();
 export const feedback = new Subject<number>();
 // @ts-expect-error only a ledger issues tickets
 export const forged = new Ticket(keyed, { id: 'a' }, 'a', 0);
+
+// debounceByKey says what a superseded value goes out as: a mark of its own type is in the output.
+interface Change {
+  subject: string;
+}
+declare const changes$: Observable<Change>;
+export const debounced$: Observable<Change | (Change & { dropped: 'debounce' })> = changes$.pipe(
+  debounceByKey({ key: (c) => c.subject, superseded: (c) => ({ ...c, dropped: 'debounce' as const }) }),
+);
+// Without `superseded`, what comes in goes out.
+export const unmarked$: Observable<Change> = changes$.pipe(debounceByKey({ key: (c) => c.subject }));
+
+// workerPool on plain values, through valueTicket: the value comes back in the result.
+export const plain$: Observable<string> = of('a', 'b').pipe(
+  map(valueTicket),
+  workerPool({ concurrency: 2, work: (t) => of(workDone(t.value.length)) }),
+  map(({ ticket: t, outcome }) => `${t.value}:${outcome.status}`),
+);
+
+// The old names compile for one release, as the very types of the new ones.
+export const oldReads: ReadsPerKey<string, string, number> = new PerKeyReader<string, string, number>({
+  key: (r) => r,
+  read: () => of(1),
+  onLanded: () => undefined,
+});
+export const oldRetries: RetrySchedule<string> = new RetryLadderSchedule<string>({ onDue: () => undefined });
+export const oldDone: Done<number> = done(1);

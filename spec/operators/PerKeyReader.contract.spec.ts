@@ -1,5 +1,5 @@
 import { Observable, Subject, config, of, throwError } from 'rxjs';
-import { ReadsPerKey, NoAnswerError, ReadResult, SlotPool } from '@rxfleet/operators';
+import { PerKeyReader, NoAnswerError, ReadResult, SlotPool } from '@rxfleet/operators';
 import { Cold, newScheduler } from '../helpers/marbles';
 import { failOnUnhandledErrors } from './unhandledErrors';
 
@@ -12,7 +12,7 @@ const needsMore = (next: string, running: string): boolean => next.endsWith('!')
 const summary = (r: Result): string =>
   `${r.key}:${r.requests.join(',')}:${r.status}${r.status === 'answered' ? `:${r.value}` : r.status === 'failed' ? `:${(r.error as Error).name}` : ''}`;
 
-describe('ReadsPerKey: the contract', () => {
+describe('PerKeyReader: the contract', () => {
   failOnUnhandledErrors();
 
   it("behaves as its doc comment's diagram says", () => {
@@ -20,7 +20,7 @@ describe('ReadsPerKey: the contract', () => {
     scheduler.run(({ cold, hot, expectObservable, expectSubscriptions }) => {
       const reads: Record<string, Cold<string>> = { a1: cold('---A'), 'a!': cold('---A'), a2: cold('---B') };
       const landed = new Subject<string>();
-      const keyed = new ReadsPerKey<string, string, string>({
+      const keyed = new PerKeyReader<string, string, string>({
         key: keyOf,
         read: (lead) => reads[lead],
         supersedes: needsMore,
@@ -42,7 +42,7 @@ describe('ReadsPerKey: the contract', () => {
       const landed: string[] = [];
       scheduler.run(({ cold, expectSubscriptions }) => {
         const read = cold('--r', { r: 'A' });
-        const keyed = new ReadsPerKey<string, string, string>({
+        const keyed = new PerKeyReader<string, string, string>({
           key: (r) => {
             if (r === 'bad') throw new Error('bad key');
             return keyOf(r);
@@ -82,7 +82,7 @@ describe('ReadsPerKey: the contract', () => {
       const boom = new Error('landing broke');
       scheduler.run(({ cold }) => {
         const pool = new SlotPool(1);
-        const keyed = new ReadsPerKey<string, string, string>({
+        const keyed = new PerKeyReader<string, string, string>({
           key: keyOf,
           read: (lead) => {
             starts.push(`${scheduler.now()} ${lead}`);
@@ -114,7 +114,7 @@ describe('ReadsPerKey: the contract', () => {
       const unhandled: unknown[] = [];
       config.onUnhandledError = (error) => unhandled.push(error);
       const answer = new Subject<string>();
-      const keyed = new ReadsPerKey<string, string, string>({
+      const keyed = new PerKeyReader<string, string, string>({
         key: keyOf,
         read: (lead) => (lead === 's1' ? of('S') : answer),
         onLanded: () => {
@@ -133,7 +133,7 @@ describe('ReadsPerKey: the contract', () => {
 
     it('`read` throwing, returning no ObservableInput, erroring or completing empty is a failed landing, not an error', () => {
       const landed: string[] = [];
-      const keyed = new ReadsPerKey<string, string, string>({
+      const keyed = new PerKeyReader<string, string, string>({
         key: keyOf,
         read: (lead): Observable<string> => {
           if (lead === 'a1') throw new Error('no reader');
@@ -156,7 +156,7 @@ describe('ReadsPerKey: the contract', () => {
       const starts: string[] = [];
       scheduler.run(({ cold, expectSubscriptions }) => {
         const read = cold('---r', { r: 'A' });
-        const keyed = new ReadsPerKey<string, string, string>({
+        const keyed = new PerKeyReader<string, string, string>({
           key: keyOf,
           read: (lead) => {
             starts.push(lead);
@@ -179,7 +179,7 @@ describe('ReadsPerKey: the contract', () => {
       const landed: string[] = [];
       scheduler.run(({ cold, expectSubscriptions }) => {
         const reads: Record<string, Cold<string>> = { a1: cold('---A'), b1: cold('-B'), c1: cold('-C') };
-        const keyed = new ReadsPerKey<string, string, string>({
+        const keyed = new PerKeyReader<string, string, string>({
           key: keyOf,
           read: (lead) => reads[lead],
           slots: new SlotPool(1),
@@ -202,7 +202,7 @@ describe('ReadsPerKey: the contract', () => {
       const landed: string[] = [];
       const starts: string[] = [];
       scheduler.run(({ cold }) => {
-        const keyed: ReadsPerKey<string, string, string> = new ReadsPerKey<string, string, string>({
+        const keyed: PerKeyReader<string, string, string> = new PerKeyReader<string, string, string>({
           key: keyOf,
           read: (lead) => {
             starts.push(`${scheduler.now()} ${lead}`);
@@ -224,7 +224,7 @@ describe('ReadsPerKey: the contract', () => {
     it('`onLanded` is told before the next read takes the slot, so a read that answers at once cannot land first', () => {
       const answer = new Subject<string>();
       const landed: string[] = [];
-      const keyed = new ReadsPerKey<string, string, string>({
+      const keyed = new PerKeyReader<string, string, string>({
         key: keyOf,
         read: (lead) => (lead === 'a1' ? answer : of(lead.toUpperCase())),
         slots: new SlotPool(1),
@@ -239,7 +239,7 @@ describe('ReadsPerKey: the contract', () => {
 
     it('a synchronous chain of 100,000 reads, each asked from the landing before it, runs flat', () => {
       let last = -1;
-      const keyed: ReadsPerKey<number, number, number> = new ReadsPerKey<number, number, number>({
+      const keyed: PerKeyReader<number, number, number> = new PerKeyReader<number, number, number>({
         key: (n) => n,
         read: (n) => of(n),
         slots: new SlotPool(1),

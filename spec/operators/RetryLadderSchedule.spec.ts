@@ -1,13 +1,13 @@
-import { RetrySchedule } from '@rxfleet/operators';
+import { RetryLadderSchedule } from '@rxfleet/operators';
 import { newScheduler } from '../helpers/marbles';
 
-describe('RetrySchedule', () => {
+describe('RetryLadderSchedule', () => {
   it('retries a failing key fast, then slow, one retry pending at a time; a success starts it over', () => {
     const scheduler = newScheduler();
     const due: string[] = [];
     const pending: number[] = [];
     scheduler.run(({ expectObservable, cold }) => {
-      const repairs = new RetrySchedule<string>({
+      const repairs = new RetryLadderSchedule<string>({
         fast: 1,
         fastAttempts: 2,
         slow: 3,
@@ -30,7 +30,7 @@ describe('RetrySchedule', () => {
     const scheduler = newScheduler();
     const due: number[] = [];
     scheduler.run(() => {
-      const repairs: RetrySchedule<string> = new RetrySchedule<string>({
+      const repairs: RetryLadderSchedule<string> = new RetryLadderSchedule<string>({
         fast: 1,
         fastAttempts: 1,
         slow: 2,
@@ -54,7 +54,7 @@ describe('RetrySchedule', () => {
     const due: string[] = [];
     const pending: number[] = [];
     scheduler.run(() => {
-      const repairs = new RetrySchedule<string>({
+      const repairs = new RetryLadderSchedule<string>({
         fast: 5,
         scheduler,
         onDue: (key) => due.push(key),

@@ -1,5 +1,5 @@
 import { Subject, config } from 'rxjs';
-import { RetrySchedule } from '@rxfleet/operators';
+import { RetryLadderSchedule } from '@rxfleet/operators';
 import { trackingScheduler } from '@rxfleet/operators/testing';
 import { newScheduler } from '../helpers/marbles';
 import { failOnUnhandledErrors } from './unhandledErrors';
@@ -7,14 +7,21 @@ import { failOnUnhandledErrors } from './unhandledErrors';
 // The core's contract: its books are brought up to date before any callback runs, so a throw never
 // leaves them half-updated, and a throw with no caller to go to goes to `onError`.
 
-describe('RetrySchedule: the contract', () => {
+describe('RetryLadderSchedule: the contract', () => {
   failOnUnhandledErrors();
 
   it("behaves as its doc comment's diagram says", () => {
     const scheduler = newScheduler();
     scheduler.run(({ cold, expectObservable }) => {
       const due = new Subject<string>();
-      const repairs = new RetrySchedule<string>({ fast: 1, fastAttempts: 1, slow: 2, maxSlow: 8, scheduler, onDue: () => due.next('d') });
+      const repairs = new RetryLadderSchedule<string>({
+        fast: 1,
+        fastAttempts: 1,
+        slow: 2,
+        maxSlow: 8,
+        scheduler,
+        onDue: () => due.next('d'),
+      });
       cold('f-ff---f------f---------s-f').subscribe((call) => (call === 'f' ? repairs.fail('k') : repairs.succeed('k')));
       expectObservable(due).toBe('-d--d------d----------d----d');
     });
@@ -26,7 +33,7 @@ describe('RetrySchedule: the contract', () => {
       const due: number[] = [];
       scheduler.run(() => {
         let broken = true;
-        const repairs = new RetrySchedule<string>({
+        const repairs = new RetryLadderSchedule<string>({
           fast: 3,
           scheduler,
           onDue: () => due.push(scheduler.now()),
@@ -49,7 +56,7 @@ describe('RetrySchedule: the contract', () => {
       const due: string[] = [];
       scheduler.run(() => {
         let broken = false;
-        const repairs = new RetrySchedule<string>({
+        const repairs = new RetryLadderSchedule<string>({
           fast: 3,
           scheduler: timers.scheduler,
           onDue: (key) => due.push(key),
@@ -75,7 +82,7 @@ describe('RetrySchedule: the contract', () => {
       const errors: unknown[] = [];
       const due: string[] = [];
       scheduler.run(() => {
-        const repairs: RetrySchedule<string> = new RetrySchedule<string>({
+        const repairs: RetryLadderSchedule<string> = new RetryLadderSchedule<string>({
           fast: 2,
           scheduler,
           onDue: (key) => {
@@ -101,7 +108,7 @@ describe('RetrySchedule: the contract', () => {
       const errors: unknown[] = [];
       const due: string[] = [];
       scheduler.run(() => {
-        const repairs = new RetrySchedule<string>({
+        const repairs = new RetryLadderSchedule<string>({
           fast: 2,
           scheduler,
           onDue: (key) => due.push(key),
@@ -122,7 +129,7 @@ describe('RetrySchedule: the contract', () => {
       const unhandled: unknown[] = [];
       config.onUnhandledError = (error) => unhandled.push(error);
       scheduler.run(() => {
-        const repairs = new RetrySchedule<string>({
+        const repairs = new RetryLadderSchedule<string>({
           fast: 2,
           scheduler,
           onDue: () => {
@@ -140,7 +147,7 @@ describe('RetrySchedule: the contract', () => {
     const scheduler = newScheduler();
     const due: string[] = [];
     scheduler.run(() => {
-      const repairs: RetrySchedule<string> = new RetrySchedule<string>({
+      const repairs: RetryLadderSchedule<string> = new RetryLadderSchedule<string>({
         fast: 1,
         fastAttempts: 2,
         slow: 4,

@@ -1,17 +1,28 @@
 import { SchedulerLike, Subscription, asyncScheduler } from 'rxjs';
+import { checkCount, checkDelay, checkFunction, checkOptionalFunction } from './internal/checks.js';
 import { reportUnhandled } from './internal/unhandled.js';
 
-/** Options for {@link RetrySchedule}. */
-export interface RetryScheduleConfig<K> {
-  /** Delay in ms before each of the first `fastAttempts` retries of a key. Default 1000. */
+/**
+ * Options for {@link RetryLadderSchedule}.
+ *
+ * @group Options
+ */
+export interface RetryLadderScheduleConfig<K> {
+  /** Delay in ms before each of the first `fastAttempts` retries of a key, from 0. Default 1000. */
   fast?: number;
-  /** How many retries of a key are fast, counted since its last success. Default 3. */
+  /**
+   * How many retries of a key are fast, counted since its last success: a whole number from 0
+   * (`Infinity`: every retry is fast). Default 3.
+   */
   fastAttempts?: number;
-  /** Delay in ms before the first slow retry. Default 5000. */
+  /**
+   * Delay in ms before the first slow retry, at least 1: a key that keeps failing is retried for
+   * ever, so 0 would be a tight loop. Default 5000.
+   */
   slow?: number;
   /**
-   * Each later slow retry waits twice the one before, up to this many ms. Default `slow`: every
-   * slow retry waits `slow`, for as long as the key keeps failing.
+   * Each later slow retry waits twice the one before, up to this many ms (raised to `slow` if
+   * lower). Default `slow`: every slow retry waits `slow`, for as long as the key keeps failing.
    */
   maxSlow?: number;
   /**
@@ -77,8 +88,22 @@ interface Ladder {
  * falls due, the scheduler called, not you: what `onPendingChange` or `onDue` throws then goes to
  * `onError` (retryLadder's is its output's error; without one, to rxjs's path for an error with
  * nowhere to go), and a throwing `onPendingChange` keeps `onDue` from being told of that retry.
+ *
+ * Bad options are refused when the schedule is made, with one error naming the option and the
+ * value: see the constructor.
+ *
+ * @example Re-read a key whose read failed, from inside an owner's own code
+ * ```ts
+ * const retries: RetryLadderSchedule<string> = new RetryLadderSchedule<string>({
+ *   onDue: (key) => void read(key).then(() => retries.succeed(key), () => retries.fail(key)),
+ *   onPendingChange: (n) => pendingGauge.set(n),
+ * });
+ * retries.fail('web1'); // read again in 1 s, 2 s, 3 s, then every 5 s until it succeeds
+ * ```
+ *
+ * @group Cores
  */
-export class RetrySchedule<K> {
+export class RetryLadderSchedule<K> {
   private readonly ladders = new Map<K, Ladder>();
   private pendingCount = 0;
   private readonly fast: number;
@@ -87,7 +112,17 @@ export class RetrySchedule<K> {
   private readonly maxSlow: number;
   private readonly scheduler: SchedulerLike;
 
-  constructor(private readonly config: RetryScheduleConfig<K>) {
+  /**
+   * @param config `onDue` (required), `fast`, `fastAttempts`, `slow`, `maxSlow`,
+   * `onPendingChange`, `onError`, `scheduler`.
+   * @throws RangeError if a delay is negative, not a number or longer than a timer can wait
+   * (2147483647 ms), `slow` is below 1, or `fastAttempts` is not a whole number from 0 (nor
+   * `Infinity`); TypeError if `onDue`, `onPendingChange` or `onError` is not a function.
+   */
+  constructor(private readonly config: RetryLadderScheduleConfig<K>) {
+    checkLadder('RetryLadderSchedule', config);
+    checkFunction('RetryLadderSchedule', 'onDue', config.onDue);
+    checkOptionalFunction('RetryLadderSchedule', 'onError', config.onError);
     this.fast = config.fast ?? 1000;
     this.fastAttempts = config.fastAttempts ?? 3;
     this.slow = config.slow ?? 5000;
@@ -177,4 +212,18 @@ export class RetrySchedule<K> {
     this.pendingCount += delta;
     this.config.onPendingChange?.(this.pendingCount);
   }
+}
+
+/**
+ * The checks of a ladder's options, shared by the core and {@link retryLadder}, each naming itself
+ * (`where`): what `delay` computes must be a wait a timer can hold, or a broken key would be
+ * retried in a tight loop.
+ */
+export function checkLadder(where: string, config: Omit<RetryLadderScheduleConfig<unknown>, 'onDue' | 'onError'>): void {
+  const { fast = 1000, fastAttempts = 3, slow = 5000, maxSlow } = config;
+  checkDelay(where, 'fast', fast);
+  checkCount(where, 'fastAttempts', fastAttempts, 0);
+  checkDelay(where, 'slow', slow, 1);
+  if (maxSlow !== undefined) checkDelay(where, 'maxSlow', maxSlow);
+  checkOptionalFunction(where, 'onPendingChange', config.onPendingChange);
 }

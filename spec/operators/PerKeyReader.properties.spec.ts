@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { Observable, mergeMap, of, throwError, timer } from 'rxjs';
-import { ReadsPerKey, ReadResult, SlotPool } from '@rxfleet/operators';
+import { PerKeyReader, ReadResult, SlotPool } from '@rxfleet/operators';
 import { newScheduler } from '../helpers/marbles';
 
 /** One step of a generated run: a request (its key, strength, freshness) or a cancel, and the gap before it. */
@@ -23,7 +23,7 @@ const step: fc.Arbitrary<Step> = fc.record({
 // A read ends after 0 (synchronously) to 4 frames, answering or failing.
 const reading = fc.record({ duration: fc.integer({ min: 0, max: 4 }), fails: fc.integer({ min: 0, max: 5 }).map((n) => n === 0) });
 
-describe('ReadsPerKey: properties', () => {
+describe('PerKeyReader: properties', () => {
   it('keeps at most one read in flight per key (and at most `slots` in all), lands every request exactly once, and never lands an aborted read', () => {
     fc.assert(
       fc.property(
@@ -42,7 +42,7 @@ describe('ReadsPerKey: properties', () => {
           const asked: string[] = [];
           const slots = size === undefined ? undefined : new SlotPool(size);
           scheduler.run(() => {
-            const keyed = new ReadsPerKey<string, string, number>({
+            const keyed = new PerKeyReader<string, string, number>({
               key: (r) => r[0],
               read: (lead): Observable<number> => {
                 const serial = reads++;

@@ -1,5 +1,5 @@
 import { filter, finalize, of, tap } from 'rxjs';
-import { ReadsPerKey, ReadResult, SlotPool } from '@rxfleet/operators';
+import { PerKeyReader, ReadResult, SlotPool } from '@rxfleet/operators';
 import { Cold, newScheduler } from '../helpers/marbles';
 
 // A request is '<key><tag>' ('a1', 'a!'); '!' marks a request that needs more than a plain read.
@@ -15,13 +15,13 @@ function recorder(scheduler: ReturnType<typeof newScheduler>): { landed: string[
   return { landed, at: (frame, work) => scheduler.schedule(work, frame) };
 }
 
-describe('ReadsPerKey', () => {
+describe('PerKeyReader', () => {
   it('a request for a key being read joins it; every request lands with the one answer; other keys read on their own', () => {
     const scheduler = newScheduler();
     const { landed, at } = recorder(scheduler);
     scheduler.run(({ cold, expectSubscriptions }) => {
       const reads: Record<string, Cold<string>> = { a1: cold('---r|', { r: 'A' }), b1: cold('-r|', { r: 'B' }) };
-      const keyed = new ReadsPerKey<string, string, string>({
+      const keyed = new PerKeyReader<string, string, string>({
         key: keyOf,
         read: (lead) => reads[lead],
         onLanded: (r) => landed.push(`${scheduler.now()} ${summary(r)}`),
@@ -41,7 +41,7 @@ describe('ReadsPerKey', () => {
     const { landed, at } = recorder(scheduler);
     scheduler.run(({ cold, expectSubscriptions }) => {
       const reads: Record<string, Cold<string>> = { a1: cold('-----r', { r: 'OLD' }), 'a!': cold('---r', { r: 'NEW' }) };
-      const keyed = new ReadsPerKey<string, string, string>({
+      const keyed = new PerKeyReader<string, string, string>({
         key: keyOf,
         read: (lead) => reads[lead],
         supersedes: needsMore,
@@ -63,7 +63,7 @@ describe('ReadsPerKey', () => {
     const starts: string[] = [];
     scheduler.run(({ cold, expectSubscriptions }) => {
       const hog = cold('--r', { r: 'B' });
-      const keyed = new ReadsPerKey<string, string, string>({
+      const keyed = new PerKeyReader<string, string, string>({
         key: keyOf,
         read: (lead) => {
           starts.push(`${scheduler.now()} ${lead}`);
@@ -89,7 +89,7 @@ describe('ReadsPerKey', () => {
     const { landed, at } = recorder(scheduler);
     const starts: string[] = [];
     scheduler.run(({ cold }) => {
-      const keyed = new ReadsPerKey<string, string, string>({
+      const keyed = new PerKeyReader<string, string, string>({
         key: keyOf,
         read: (lead, giveBack) => {
           starts.push(`${scheduler.now()} ${lead}`);
@@ -120,7 +120,7 @@ describe('ReadsPerKey', () => {
     const scheduler = newScheduler();
     const { landed, at } = recorder(scheduler);
     scheduler.run(({ cold }) => {
-      const keyed = new ReadsPerKey<string, string, string>({
+      const keyed = new PerKeyReader<string, string, string>({
         key: keyOf,
         read: (lead) => (lead === 'a1' ? cold<string>('--#', undefined, new Error('busy')) : cold('--r', { r: 'B' })),
         fresh: (request) => request[0] === 'a',
@@ -139,7 +139,7 @@ describe('ReadsPerKey', () => {
     const { landed, at } = recorder(scheduler);
     scheduler.run(({ cold, expectSubscriptions }) => {
       const read = cold('-----r', { r: 'A' });
-      const keyed = new ReadsPerKey<string, string, string>({
+      const keyed = new PerKeyReader<string, string, string>({
         key: keyOf,
         read: () => read,
         onLanded: (r) => landed.push(`${scheduler.now()} ${summary(r)}`),
@@ -156,7 +156,7 @@ describe('ReadsPerKey', () => {
   it('a read that throws, errors or completes empty fails its requests; an answer during subscribe lands once and unsubscribes the read', () => {
     const landed: string[] = [];
     let unsubscribed = 0;
-    const keyed = new ReadsPerKey<string, string, string>({
+    const keyed = new PerKeyReader<string, string, string>({
       key: keyOf,
       read: (lead) => {
         if (lead === 'a1') throw new Error('no reader');
@@ -179,7 +179,7 @@ describe('ReadsPerKey', () => {
     scheduler.run(({ cold, expectSubscriptions }) => {
       const first = cold('-r', { r: 'A' });
       const second = cold('--r', { r: 'B' });
-      const keyed: ReadsPerKey<string, string, string> = new ReadsPerKey<string, string, string>({
+      const keyed: PerKeyReader<string, string, string> = new PerKeyReader<string, string, string>({
         key: (request) => {
           if (request === 'boom') throw new Error('bad key');
           return keyOf(request);

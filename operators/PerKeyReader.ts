@@ -1,10 +1,15 @@
 import { ObservableInput } from 'rxjs';
 import { NoAnswerError } from './errors.js';
+import { checkFunction, checkOptionalFunction } from './internal/checks.js';
 import { OperatorSubscriber, Output, subscribeInner } from './internal/OperatorSubscriber.js';
 import { reportUnhandled } from './internal/unhandled.js';
 import type { SlotClaim, SlotPool } from './SlotPool.js';
 
-/** What every {@link ReadResult} carries. */
+/**
+ * What every {@link ReadResult} carries.
+ *
+ * @group What the operators take and give
+ */
 export interface ReadLanded<T, K> {
   /** The key that was read. */
   readonly key: K;
@@ -12,7 +17,11 @@ export interface ReadLanded<T, K> {
   readonly requests: readonly T[];
 }
 
-/** The read answered. */
+/**
+ * The read answered.
+ *
+ * @group What the operators take and give
+ */
 export interface ReadAnswered<T, K, R> extends ReadLanded<T, K> {
   /** Tells an answer from the other endings. */
   readonly status: 'answered';
@@ -20,7 +29,11 @@ export interface ReadAnswered<T, K, R> extends ReadLanded<T, K> {
   readonly value: R;
 }
 
-/** The read errored, its factory threw, or it completed without an answer (`NoAnswerError`). */
+/**
+ * The read errored, its factory threw, or it completed without an answer (`NoAnswerError`).
+ *
+ * @group What the operators take and give
+ */
 export interface ReadFailed<T, K> extends ReadLanded<T, K> {
   /** Tells a failure from the other endings. */
   readonly status: 'failed';
@@ -28,17 +41,29 @@ export interface ReadFailed<T, K> extends ReadLanded<T, K> {
   readonly error: unknown;
 }
 
-/** The read was cancelled through `cancel` before it answered. */
+/**
+ * The read was cancelled through `cancel` before it answered.
+ *
+ * @group What the operators take and give
+ */
 export interface ReadCancelled<T, K> extends ReadLanded<T, K> {
   /** Tells a cancel from the other endings. */
   readonly status: 'cancelled';
 }
 
-/** How one read ended, for all the requests that waited on it. */
+/**
+ * How one read ended, for all the requests that waited on it.
+ *
+ * @group What the operators take and give
+ */
 export type ReadResult<T, K, R> = ReadAnswered<T, K, R> | ReadFailed<T, K> | ReadCancelled<T, K>;
 
-/** Options for {@link ReadsPerKey}. */
-export interface ReadsPerKeyConfig<T, K, R> {
+/**
+ * Options for {@link PerKeyReader}.
+ *
+ * @group Options
+ */
+export interface PerKeyReaderConfig<T, K, R> {
   /** What a request reads: requests with the same key share one read. */
   key: (request: T) => K;
   /**
@@ -161,11 +186,37 @@ const withLate = <T>(flight: { requests: T[]; all: T[] | undefined }): T[] => fl
  *
  * Not thread-safe by design: one owner asks, as an operator's closure does. `onLanded` may ask
  * for more reads.
+ *
+ * @example An owner that reads an instance, then the network it sits on, which the first read found
+ * ```ts
+ * const reads: PerKeyReader<string, string, { network?: string }> = new PerKeyReader({
+ *   key: (subject: string) => subject,
+ *   read: (subject) => fromAbortable((signal) => incus.get(subject, { signal })),
+ *   onLanded: (result) => {
+ *     const network = result.status === 'answered' ? result.value.network : undefined;
+ *     if (network !== undefined) reads.request(`net/${network}`);
+ *   },
+ *   slots: new SlotPool(8),
+ * });
+ * reads.request('ins/default/web1');
+ * ```
+ *
+ * @group Cores
  */
-export class ReadsPerKey<T, K, R> {
+export class PerKeyReader<T, K, R> {
   readonly #reads: Reads<T, K, R>;
 
-  constructor(config: ReadsPerKeyConfig<T, K, R>) {
+  /**
+   * @param config `key`, `read`, `onLanded` (required), `slots`, `supersedes`, `fresh`, `onError`.
+   * @throws TypeError if a callback is not a function.
+   */
+  constructor(config: PerKeyReaderConfig<T, K, R>) {
+    checkFunction('PerKeyReader', 'key', config.key);
+    checkFunction('PerKeyReader', 'read', config.read);
+    checkFunction('PerKeyReader', 'onLanded', config.onLanded);
+    checkOptionalFunction('PerKeyReader', 'supersedes', config.supersedes);
+    checkOptionalFunction('PerKeyReader', 'fresh', config.fresh);
+    checkOptionalFunction('PerKeyReader', 'onError', config.onError);
     this.#reads = new Reads(config);
   }
 
@@ -195,14 +246,14 @@ export class ReadsPerKey<T, K, R> {
   }
 }
 
-/** The books behind a {@link ReadsPerKey}, kept out of its public type. */
+/** The books behind a {@link PerKeyReader}, kept out of its public type. */
 class Reads<T, K, R> {
   readonly flights = new Map<K, Flight<T, K, R>>();
   private disposed = false;
   /** Where a throw from a handler of a read's subscriber goes. */
   readonly output: Output;
 
-  constructor(private readonly config: ReadsPerKeyConfig<T, K, R>) {
+  constructor(private readonly config: PerKeyReaderConfig<T, K, R>) {
     const { onError } = config;
     // A throw in a read subscriber's handler, or from `onLanded`, goes here.
     this.output = { error: onError ?? reportUnhandled, complete: () => undefined };

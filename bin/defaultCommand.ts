@@ -1,21 +1,17 @@
-import { redactUrlCredentials } from '../lib/redact';
-
 /** The flags of upstream's `run`, its default command: given without a command, they mean `run`. */
 const RUN_FLAGS = ['--config', '--choria-config', '--pid'];
 
 /**
- * What to say when the command line is upstream's default command without its name
- * (`choria-provisioner --config x.yaml` runs `run` there): `did you mean: rxfleet run --config x.yaml`,
- * or `undefined` when a command is named or no flag of `run` is given. rxfleet does not start a
- * daemon from a command line that names no command; the line says what to type instead.
+ * The command line with upstream's default command filled in: `choria-provisioner --config x.yaml`
+ * runs `run` there (`Command("run", ...).Default()` in its `cmd/provisioner.go`), so a unit or a
+ * script written for it that omits `run` runs the provisioner here too. When no command is named
+ * and a flag of `run` is given, `run` goes after the program's own `--debug` (as
+ * `choria-provisioner --debug run ...` reads) and before the rest; otherwise the arguments are
+ * returned as they are (`--help`, `--version`, or no arguments, print what they print).
  */
-export function didYouMeanRun(args: string[], commands: string[]): string | undefined {
+export function withDefaultCommand(args: string[], commands: string[]): string[] {
   const words = args.filter((a) => !a.startsWith('-'));
-  if (words.some((w) => commands.includes(w))) return undefined;
-  if (!args.some((a) => RUN_FLAGS.some((f) => a === f || a.startsWith(`${f}=`)))) return undefined;
-  const global = args.filter((a) => a === '--debug');
-  const rest = args.filter((a) => a !== '--debug');
-  return redactUrlCredentials(
-    `error: no command given (upstream's default command is run): did you mean: rxfleet ${[...global, 'run', ...rest].join(' ')}`,
-  );
+  if (words.some((w) => commands.includes(w))) return args;
+  if (!args.some((a) => RUN_FLAGS.some((f) => a === f || a.startsWith(`${f}=`)))) return args;
+  return [...args.filter((a) => a === '--debug'), 'run', ...args.filter((a) => a !== '--debug')];
 }

@@ -10,7 +10,7 @@ import { registerEnrich } from './commands/enrich';
 import { registerProvision } from './commands/provision';
 import { registerProvisionIncus } from './commands/provisionIncus';
 import { redactUrlCredentials } from '../lib/redact';
-import { didYouMeanRun } from './defaultCommand';
+import { withDefaultCommand } from './defaultCommand';
 
 // Read at run time rather than imported, so the compiled bin does not carry its own copy.
 const { version } = JSON.parse(readFileSync(join(__dirname, '../../package.json'), 'utf8')) as { version: string };
@@ -33,13 +33,8 @@ registerProvision(program);
 registerProvisionIncus(program);
 
 const commands = program.commands.flatMap((c) => [c.name(), ...c.aliases()]);
-const suggestion = didYouMeanRun(process.argv.slice(2), commands);
-if (suggestion !== undefined) {
-  console.error(suggestion);
-  process.exit(1);
-}
 
-program.parseAsync(process.argv).catch((error: unknown) => {
+program.parseAsync(withDefaultCommand(process.argv.slice(2), commands), { from: 'user' }).catch((error: unknown) => {
   console.error(redactUrlCredentials(`rxfleet: ${error instanceof Error ? error.message : String(error)}`));
   process.exitCode = 1;
 });

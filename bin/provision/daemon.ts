@@ -111,7 +111,7 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
     // Active-active: an RPC attempt waits for its node's claim to be confirmed (P20).
     beforeAttempt: activeActiveOn ? (node: string) => activeActive?.claims.attemptReady?.(node) ?? of(undefined) : undefined,
   });
-  if (config.leaderElection) {
+  if (electionMetrics !== undefined) {
     const { electionApiPrefix: apiPrefix, electionCandidateIntervalMs: maxCandidateIntervalMs } = config.rxfleet;
     const store = options.electionStore;
     election = startElection({

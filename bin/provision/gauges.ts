@@ -11,7 +11,8 @@ import { ELECTION_KEY } from './daemonTypes';
 /** The provisioner's shared state and the series that follow it. */
 export interface ProvisionerGauges {
   metrics: ProvisionerMetrics;
-  electionMetrics: ElectionMetrics;
+  /** With `leader_election` only: go-choria registers its election's series when an election starts. */
+  electionMetrics: ElectionMetrics | undefined;
   /** Closed at start with leader_election (until won) and in active-active (until the claims bucket is read). */
   gate: PauseGate;
   ledger: AdmissionLedger<Sighting, string>;
@@ -20,8 +21,9 @@ export interface ProvisionerGauges {
 }
 
 /**
- * Every series at zero before anything runs (P2), the election's too, so a dashboard's query finds
- * them; the pause gate and the admission ledger, with `paused` following the gate and (P4)
+ * Every series at zero before anything runs (P2), the election's too when `leader_election` is on
+ * (without it go-choria never starts an election, so its series do not exist), so a dashboard's
+ * query finds them; the pause gate and the admission ledger, with `paused` following the gate and (P4)
  * `waiting_nodes` the identities held and `work_queue_entries` those admitted and not started.
  */
 export function provisionerGauges(
@@ -30,7 +32,7 @@ export function provisionerGauges(
 ): ProvisionerGauges {
   const { registry, identity, intervalMs, scheduler } = parts;
   const metrics = new ProvisionerMetrics({ registry, site: config.site });
-  const electionMetrics = new ElectionMetrics({ registry, election: ELECTION_KEY, identity });
+  const electionMetrics = config.leaderElection ? new ElectionMetrics({ registry, election: ELECTION_KEY, identity }) : undefined;
   if (parts.processMetrics) registerProcessMetrics(registry);
   const gate = new PauseGate(config.leaderElection || config.rxfleet.mode === 'active-active');
   const ledger = new AdmissionLedger<Sighting, string>({

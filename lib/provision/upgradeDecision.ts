@@ -51,9 +51,9 @@ export type UpgradeFailureOutcome =
   /** Otherwise: the cycle fails with `error` (released at once, as any error). */
   | { continue: false; error: string };
 
-/** The error of a `release_update` that failed, in upstream's words. */
+/** The error of a `release_update` that failed, in upstream's words (`host.go`: `update to %v failed: %v`). */
 export function releaseUpdateError(target: string, cause: string): string {
-  return `upgrading to ${target} failed: ${cause}`;
+  return `update to ${target} failed: ${cause}`;
 }
 
 /**

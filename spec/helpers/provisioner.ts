@@ -167,13 +167,18 @@ export const UPSTREAM_COUNTERS = [
 
 /**
  * Every counter a provisioner's registry carries under an upstream name without `_total`: the
- * provisioner's, go-choria's election counter (whose series exist at zero in every mode), and the
- * Incus feed's `incus_discovered`, named beside upstream's `discovered` and `event_discovered`.
+ * provisioner's and the Incus feed's `incus_discovered`, named beside upstream's `discovered` and
+ * `event_discovered`; with `leader_election`, go-choria's election counter too.
  */
-export const UPSTREAM_NAMED_COUNTERS = [...UPSTREAM_COUNTERS, 'choria_election_campaigns', 'choria_provisioner_incus_discovered'];
+export const UPSTREAM_NAMED_COUNTERS = [...UPSTREAM_COUNTERS, 'choria_provisioner_incus_discovered'];
 
-/** What promtool's linter says of a provisioner's exposition, upstream's names being kept. */
-export const UPSTREAM_NAME_FINDINGS = UPSTREAM_NAMED_COUNTERS.map((n) => `${n} counter metrics should have "_total" suffix`);
+const finding = (name: string): string => `${name} counter metrics should have "_total" suffix`;
+
+/** What promtool's linter says of a provisioner's exposition without leader_election, upstream's names being kept. */
+export const UPSTREAM_NAME_FINDINGS = UPSTREAM_NAMED_COUNTERS.map(finding);
+
+/** The same with leader_election, whose election counter keeps go-choria's name. */
+export const UPSTREAM_NAME_FINDINGS_WITH_ELECTION = [...UPSTREAM_NAME_FINDINGS, finding('choria_election_campaigns')];
 
 /** A logger that keeps every line's message, for specs that wait on what the daemon says. */
 export function capturingLogger(): { logger: Logger; messages: () => string[] } {

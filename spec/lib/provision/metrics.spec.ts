@@ -4,7 +4,7 @@ import { CredentialWatch } from '../../../streams/credentialWatch';
 import { registerProcessMetrics } from '../../../streams/processMetrics';
 import { ElectionMetrics } from '../../../lib/choria/electionMetrics';
 import { PROVISIONER_RPCS, ProvisionerMetrics } from '../../../lib/provision/metrics';
-import { UPSTREAM_NAME_FINDINGS, promtool } from '../../helpers/provisioner';
+import { UPSTREAM_NAME_FINDINGS_WITH_ELECTION, promtool } from '../../helpers/provisioner';
 
 // The election's counter keeps upstream's name too.
 
@@ -178,7 +178,7 @@ describe('the exposition under promtool check metrics', () => {
     // promtool: 0 clean, 1 unparsable, 3 lint findings only.
     expect([0, 3]).toContain(code);
     const findings = output.split('\n').filter((l) => l.trim() !== '');
-    expect(findings.sort()).toEqual([...UPSTREAM_NAME_FINDINGS].sort());
+    expect(findings.sort()).toEqual([...UPSTREAM_NAME_FINDINGS_WITH_ELECTION].sort());
   });
 
   it("with the process and Node.js series beside them (the daemon's registry), still only upstream's names", async () => {
@@ -209,7 +209,7 @@ describe('the exposition under promtool check metrics', () => {
         .split('\n')
         .filter((l) => l.trim() !== '')
         .sort(),
-    ).toEqual([...UPSTREAM_NAME_FINDINGS].sort());
+    ).toEqual([...UPSTREAM_NAME_FINDINGS_WITH_ELECTION].sort());
   });
 
   it('would catch a broken exposition', async () => {

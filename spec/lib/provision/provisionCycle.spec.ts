@@ -617,7 +617,7 @@ describe('ProvisionCycle', () => {
         }).run(sighting),
       ).rejects.toMatchObject({
         step: 'upgrade',
-        message: expect.stringMatching(/^upgrading to 0\.30\.0 failed: choria_provision#release_update failed after 3 attempts/),
+        message: expect.stringMatching(/^update to 0\.30\.0 failed: choria_provision#release_update failed after 3 attempts/),
       });
       const optional = failing();
       expect(

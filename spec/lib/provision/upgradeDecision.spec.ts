@@ -53,7 +53,7 @@ describe('upgradeFailed', () => {
     const error = releaseUpdateError('0.29.0', 'choria_provision#release_update failed: rolled back');
     expect(upgradeFailed(error, '0.29.0', false)).toEqual({
       continue: false,
-      error: 'upgrading to 0.29.0 failed: choria_provision#release_update failed: rolled back',
+      error: 'update to 0.29.0 failed: choria_provision#release_update failed: rolled back',
     });
   });
 });

@@ -119,22 +119,38 @@ export async function preflight(sources: ProvisionSources): Promise<Preflight> {
 
   const choriaFile = sources.choriaConfig ?? defaultChoriaConfigPath();
   let choria: ChoriaClientConfig;
+  let choriaUsable = true;
   if (sources.choriaConfig !== undefined || existsSync(choriaFile)) {
     const loaded = await loadChoriaClientConfig(choriaFile);
     choria = loaded.config;
     problems.push(...loaded.problems.map((p) => ({ ...p, file: choriaFile })));
   } else {
     choria = parseChoriaClientConfig('', { file: choriaFile, defaultIdentity: await hostFqdn() }).config;
-    problems.push({
-      file: choriaFile,
-      path: choriaFile,
-      severity: 'warning',
-      message: `no Choria client configuration found at the default locations; using defaults (identity ${choria.identity}, no brokers): pass --choria-config`,
-    });
+    // The Go provisioner refuses to start without one (its --choria-config must be an existing
+    // file, go-choria's UserConfig() by default). rxfleet's own broker settings are the one way
+    // to run without it, since they say where to connect; upstream has no such setting.
+    const brokersNamed = (sources.overrides?.natsServers?.length ?? 0) > 0 || (provisioner.config?.rxfleet.natsServers.length ?? 0) > 0;
+    choriaUsable = brokersNamed;
+    problems.push(
+      brokersNamed
+        ? {
+            file: choriaFile,
+            path: choriaFile,
+            severity: 'warning',
+            message: `no Choria client configuration found at the default locations; using go-choria's defaults (identity ${choria.identity}) with the brokers rxfleet.nats_servers names: pass --choria-config`,
+          }
+        : {
+            file: choriaFile,
+            path: choriaFile,
+            severity: 'error',
+            message:
+              'no Choria client configuration: none of ~/.choriarc, ~/.mcollective, /etc/choria/client.conf, /usr/local/etc/choria/client.conf or this file exists; pass --choria-config FILE (the Go provisioner does not start without one either)',
+          },
+    );
   }
 
   let config: ProvisionerConfig | undefined;
-  if (provisioner.config !== undefined) {
+  if (provisioner.config !== undefined && choriaUsable) {
     config = applyOverrides(provisioner.config, sources.overrides);
     const context: PreflightContext = { sources, config, choria, choriaFile };
     for (const check of PREFLIGHT_CHECKS) problems.push(...check(context));

@@ -1,7 +1,7 @@
 import { withoutCredentials } from '../redact';
 import { hostname } from 'node:os';
 import { parseGoDuration } from '../duration';
-import { ENVIRONMENT_OVERRIDES, parseMiddlewareHosts, unsupportedKeyWarning } from './clientConfigKeys';
+import { DEFAULTED_KEYS, ENVIRONMENT_OVERRIDES, parseMiddlewareHosts, unsupportedKeyWarning } from './clientConfigKeys';
 
 export { parseMiddlewareHosts } from './clientConfigKeys';
 
@@ -82,8 +82,9 @@ export interface ParseChoriaConfigOptions {
   /** The home directory a path starting `~` is expanded with, as go-choria does; unset: left as written. */
   home?: string;
   /**
-   * go-choria's `plugin.d/choria.cfg` beside the file, read after it: its keys are under
-   * `plugin.choria.` (`use_srv = false` is `plugin.choria.use_srv`), and its lines win.
+   * Files read after this one, whose lines win, in order: go-choria's `plugin.d/choria.cfg` beside
+   * the file (its keys under `plugin.choria.`: `use_srv = false` is `plugin.choria.use_srv`), then
+   * the project's `choria.conf` files, from the root down to the working directory (no prefix).
    */
   dropIns?: Array<{ file: string; text: string; prefix: string }>;
   /** The environment the overrides of {@link ENVIRONMENT_OVERRIDES} are read from; unset: none. */
@@ -141,11 +142,14 @@ export function parseChoriaClientConfig(text: string, options: ParseChoriaConfig
       settings.set(key, { value: line.slice(eq + 1).trim(), line: index + 1, file: source.file });
     });
   }
-  // As confkey sets a key: the environment variable wins, where the key is in a file.
+  // As confkey sets a key: the environment variable wins where a file sets the key, and also
+  // where only the default would, for a key with a default tag.
   for (const [key, variable] of Object.entries(ENVIRONMENT_OVERRIDES)) {
     const entry = settings.get(key);
     const value = options.env?.[variable];
-    if (entry !== undefined && value !== undefined) settings.set(key, { ...entry, value: value.trim() });
+    if (value === undefined) continue;
+    if (entry !== undefined) settings.set(key, { ...entry, value: value.trim() });
+    else if (DEFAULTED_KEYS.has(key)) settings.set(key, { value: value.trim(), line: 0, file: `$${variable}` });
   }
   const puppetSslDir = settings.get('plugin.security.puppet.ssldir');
   if (puppetSslDir !== undefined && puppetSslDir.value !== '')

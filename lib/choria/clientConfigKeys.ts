@@ -6,7 +6,8 @@
 
 /**
  * go-choria's `environment:` tags on the keys rxfleet reads (`config/choria.go`). As confkey sets
- * them, the variable replaces the value only where the key is in a file, not the default.
+ * them, the variable replaces a value a file sets; for the keys of {@link DEFAULTED_KEYS} also the
+ * default, so there it applies with no key in any file.
  */
 export const ENVIRONMENT_OVERRIDES: Readonly<Record<string, string>> = {
   'plugin.choria.srv_domain': 'CHORIA_SRV_DOMAIN',
@@ -14,6 +15,13 @@ export const ENVIRONMENT_OVERRIDES: Readonly<Record<string, string>> = {
   'plugin.nats.pass': 'MCOLLECTIVE_NATS_PASSWORD',
   'plugin.nats.credentials': 'MCOLLECTIVE_NATS_CREDENTIALS',
 };
+
+/**
+ * The keys of {@link ENVIRONMENT_OVERRIDES} with a `default:` tag (go-choria 0.30.0's
+ * `plugin.choria.srv_domain`, `default:""`): confkey sets every default through the same function
+ * that reads the environment, so `CHORIA_SRV_DOMAIN` is used even where no file has the key.
+ */
+export const DEFAULTED_KEYS: ReadonlySet<string> = new Set(['plugin.choria.srv_domain']);
 
 /**
  * Keys go-choria reads whose feature rxfleet does not have, by prefix, with what rxfleet does

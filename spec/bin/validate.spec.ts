@@ -149,19 +149,33 @@ describe('rxfleet validate', () => {
     expect(stdout.split('\n')[0]).toBe(`error: ${missing}: file ${missing} not found`);
   });
 
-  it('without --choria-config and none at the default places, checks with the defaults provision would run with', async () => {
-    // go-choria's defaults: the puppet provider, whose client certname is <USER>.mcollective, in
-    // root's Puppet SSL directory (the specs run as root).
+  it('without --choria-config and none at the default places, refuses as the Go provisioner does, in one line', async () => {
     const { code, stdout } = await rxfleetWith(
-      { USER: 'ops', MCOLLECTIVE_CERTNAME: undefined },
+      { HOME: '/nonexistent' },
       'validate',
       '--config',
       file('solo.yaml', `helper: ${MINIMAL_HELPER}\n`),
     );
+    expect(code).toBe(1);
+    expect(stdout.trim().split('\n')).toEqual([
+      'error: /etc/puppetlabs/mcollective/client.cfg: no Choria client configuration: none of ~/.choriarc, ~/.mcollective, /etc/choria/client.conf, /usr/local/etc/choria/client.conf or this file exists; pass --choria-config FILE (the Go provisioner does not start without one either)',
+      '1 error, 0 warnings',
+    ]);
+  });
+
+  it("without a client configuration but with rxfleet's own brokers named, checks with go-choria's defaults, warning", async () => {
+    // go-choria's defaults: the puppet provider, whose client certname is <USER>.mcollective, in
+    // root's Puppet SSL directory (the specs run as root).
+    const { code, stdout } = await rxfleetWith(
+      { USER: 'ops', MCOLLECTIVE_CERTNAME: undefined, HOME: '/nonexistent' },
+      'validate',
+      '--config',
+      file('solo-brokers.yaml', `helper: ${MINIMAL_HELPER}\nrxfleet:\n  nats_servers: [nats://127.0.0.1:4222]\n`),
+    );
     const lines = stdout.trim().split('\n');
     expect(code).toBe(1);
     expect(lines[0]).toMatch(
-      /^warning: \/etc\/puppetlabs\/mcollective\/client\.cfg: no Choria client configuration found at the default locations; using defaults \(identity \S+, no brokers\): pass --choria-config$/,
+      /^warning: \/etc\/puppetlabs\/mcollective\/client\.cfg: no Choria client configuration found at the default locations; using go-choria's defaults \(identity \S+\) with the brokers rxfleet\.nats_servers names: pass --choria-config$/,
     );
     const ssl = '/etc/puppetlabs/puppet/ssl';
     const needs = (what: string, file: string): string =>

@@ -80,12 +80,12 @@ describe('examples/provisioner-minimal.yaml', () => {
   const running: RxfleetProcess[] = [];
   afterEach(() => killAll(running.splice(0)));
 
-  it('passes validate (one warning: no Choria client configuration, so the defaults)', async () => {
+  it("passes validate (one warning: no Choria client configuration, so go-choria's defaults with rxfleet.nats_servers)", async () => {
     const { code, stdout } = await rxfleet('validate', '--config', 'examples/provisioner-minimal.yaml');
     expect(code).toBe(0);
     const lines = stdout.trim().split('\n');
     expect(lines).toHaveLength(2);
-    expect(lines[0]).toMatch(/^warning: \S+: no Choria client configuration found at the default locations; using defaults/);
+    expect(lines[0]).toMatch(/^warning: \S+: no Choria client configuration found at the default locations; using go-choria's defaults/);
     expect(lines[1]).toMatch(
       /^examples\/provisioner-minimal\.yaml: OK with 1 warning: .* helper examples\/helpers\/minimal-helper\.mjs, .* 1 NATS server$/,
     );

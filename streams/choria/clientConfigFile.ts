@@ -49,6 +49,8 @@ export interface LoadChoriaConfigOptions {
   env?: Record<string, string | undefined>;
   /** The home directory; default `os.homedir()`. */
   home?: string;
+  /** Where the project `choria.conf` files are looked for, up to the root; default `process.cwd()`. */
+  cwd?: string;
 }
 
 /**
@@ -68,6 +70,25 @@ export function choriaDropIns(file: string, home: string): Array<{ file: string;
 }
 
 /**
+ * go-choria's project configuration (`config.ProjectConfigurationFiles`): every `choria.conf` in
+ * `dir` and the directories above it, the root's first, so the nearest one's lines win. Read after
+ * the client configuration and its drop-ins, as `config.NewConfig` reads them, for every command.
+ */
+export function projectConfigFiles(dir: string): Array<{ file: string; text: string; prefix: string }> {
+  const found: Array<{ file: string; text: string; prefix: string }> = [];
+  for (let at = resolve(dir); ; at = dirname(at)) {
+    const file = join(at, 'choria.conf');
+    try {
+      found.unshift({ file, text: readFileSync(file, 'utf8'), prefix: '' });
+    } catch {
+      // Not there, or not readable (go-choria skips a file it cannot stat; one it cannot read is
+      // its error, here a file nobody can read is the same as none).
+    }
+    if (dirname(at) === at) return found;
+  }
+}
+
+/**
  * Reads and parses a Choria client configuration file. A missing or unreadable file is one error
  * problem (with the defaults returned beside it), never a throw.
  */
@@ -83,5 +104,6 @@ export async function loadChoriaClientConfig(file: string, options: LoadChoriaCo
     const { config } = parseChoriaClientConfig('', { file, defaultIdentity });
     return { config, problems: [{ path: file, message: reason, severity: 'error' }] };
   }
-  return parseChoriaClientConfig(text, { file, defaultIdentity, home, env, dropIns: choriaDropIns(file, home) });
+  const dropIns = [...choriaDropIns(file, home), ...projectConfigFiles(options.cwd ?? process.cwd())];
+  return parseChoriaClientConfig(text, { file, defaultIdentity, home, env, dropIns });
 }

@@ -29,7 +29,7 @@ describe('the Choria client configuration beyond its one file', () => {
     expect(choriaDropIns(file, etc)).toEqual([]);
   });
 
-  it('applies CHORIA_SRV_DOMAIN and MCOLLECTIVE_NATS_* where the key is in a file, and not otherwise', () => {
+  it('applies MCOLLECTIVE_NATS_* where the key is in a file, and not otherwise; CHORIA_SRV_DOMAIN either way (its key has a default, go-choria 0.30)', () => {
     const env = {
       CHORIA_SRV_DOMAIN: 'env.test',
       MCOLLECTIVE_NATS_USERNAME: 'env-user',
@@ -44,7 +44,8 @@ describe('the Choria client configuration beyond its one file', () => {
     ).config;
     expect(inFile).toMatchObject({ srvDomain: 'env.test', natsUser: 'env-user', natsPassword: 'env-pass', natsCredentials: '/env.creds' });
     const notInFile = parseChoriaClientConfig('identity = a', { env }).config;
-    expect(notInFile).toMatchObject({ srvDomain: undefined, natsUser: undefined, natsPassword: undefined, natsCredentials: undefined });
+    expect(notInFile).toMatchObject({ srvDomain: 'env.test', natsUser: undefined, natsPassword: undefined, natsCredentials: undefined });
+    expect(parseChoriaClientConfig('identity = a', { env: {} }).config.srvDomain).toBeUndefined();
     // Each one on its own.
     for (const [key, variable, field] of [
       ['plugin.choria.srv_domain', 'CHORIA_SRV_DOMAIN', 'srvDomain'],
@@ -54,6 +55,25 @@ describe('the Choria client configuration beyond its one file', () => {
     ] as const) {
       expect(parseChoriaClientConfig(`${key} = from-file`, { env: { [variable]: 'from-env' } }).config[field]).toBe('from-env');
     }
+  });
+
+  it("reads the project's choria.conf files from the root down to the working directory, the nearest winning, after the file and its drop-ins", async () => {
+    const etc = join(dir, 'project-etc');
+    mkdirSync(etc, { recursive: true });
+    const file = join(etc, 'client.conf');
+    writeFileSync(file, 'identity = prov.example.net\nplugin.choria.srv_domain = file.test\nplugin.choria.middleware_hosts = b1:4222\n');
+    const project = join(dir, 'work', 'project');
+    const deeper = join(project, 'sub');
+    mkdirSync(deeper, { recursive: true });
+    writeFileSync(join(dir, 'work', 'choria.conf'), 'plugin.choria.srv_domain = outer.test\nplugin.choria.discovery_timeout = 3\n');
+    writeFileSync(join(project, 'choria.conf'), 'plugin.choria.srv_domain = project.test\n');
+    const nearest = await loadChoriaClientConfig(file, { defaultIdentity: 'x', env: {}, home: '/home/nobody', cwd: deeper });
+    expect(nearest.problems).toEqual([]);
+    expect(nearest.config).toMatchObject({ identity: 'prov.example.net', srvDomain: 'project.test', middlewareHosts: ['nats://b1:4222'] });
+    const outer = await loadChoriaClientConfig(file, { defaultIdentity: 'x', env: {}, home: '/home/nobody', cwd: join(dir, 'work') });
+    expect(outer.config.srvDomain).toBe('outer.test');
+    const none = await loadChoriaClientConfig(file, { defaultIdentity: 'x', env: {}, home: '/home/nobody', cwd: etc });
+    expect(none.config.srvDomain).toBe('file.test');
   });
 
   it('middleware_hosts: nats://user:pass@host:port loses its credentials with a warning; a host without a port warns too', () => {

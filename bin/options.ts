@@ -116,7 +116,7 @@ export function addLogOptions(command: Command, options: { defaultLevel: LogLeve
     .addOption(
       new Option(
         '--log-format <format>',
-        "json lines, logfmt (the key=value text of upstream's logrus), or pretty (default: pretty on a terminal, json otherwise)",
+        "json lines, logfmt (the key=value text of upstream's logrus), logrus-json (the JSON upstream writes to a log file), or pretty (default: pretty on a terminal, json otherwise; a provisioner's logfile: logrus-json)",
       )
         .choices(LOG_FORMATS)
         .env('RXFLEET_LOG_FORMAT'),

@@ -9,9 +9,11 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /**
  * How lines are written: `json` (pino's JSON lines, the default), `logfmt` (the text form
- * upstream's logrus writes: `time="..." level=info msg="..." key=value`), `pretty` (for people).
+ * upstream's logrus writes: `time="..." level=info msg="..." key=value`), `logrus-json` (the JSON
+ * form it writes to a `logfile`: `{"level":"info","msg":"...","time":"<RFC 3339>"}`), `pretty`
+ * (for people).
  */
-export const LOG_FORMATS = ['json', 'logfmt', 'pretty'] as const;
+export const LOG_FORMATS = ['json', 'logfmt', 'logrus-json', 'pretty'] as const;
 export type LogFormat = (typeof LOG_FORMATS)[number];
 
 /** Where lines go (DECISIONS P6: stdout unless a file is named). */

@@ -13,11 +13,11 @@
 # costs one dpkg-query per package.
 set -eu
 
-PACKAGES="nats-server lxd iptables dnsmasq-base prometheus busybox-static systemd lintian binutils openssl"
+PACKAGES="nats-server lxd iptables dnsmasq-base prometheus busybox-static systemd lintian binutils openssl logrotate"
 # Incus 6.0 LTS is in bookworm's backports only (trixie has it in main).
 BACKPORTS_PACKAGES="incus-base incus-client"
 # The executable each package brings, for machines without dpkg.
-COMMANDS="nats-server lxd incus iptables dnsmasq promtool busybox systemd-analyze lintian strip openssl"
+COMMANDS="nats-server lxd incus iptables dnsmasq promtool busybox systemd-analyze lintian strip openssl logrotate"
 
 say() { printf 'npm test: %s\n' "$*" >&2; }
 

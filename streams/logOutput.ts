@@ -1,7 +1,7 @@
 import pino from 'pino';
 import pretty from 'pino-pretty';
 import { LogDestination, LogFormat, Logger, LoggerOptions, REDACTED_PATHS } from '../lib/logger';
-import { logrusLine } from '../lib/logrusFormat';
+import { logrusJsonLine, logrusLine } from '../lib/logrusFormat';
 import { redactUrlCredentials } from '../lib/redact';
 
 /** What pino writes to: a stream with `write`, and `flush` when it buffers. */
@@ -26,12 +26,15 @@ function rewriting(target: LineSink, transform: (line: string) => string = (line
   };
 }
 
-function toLogfmt(line: string): string {
-  try {
-    return `${logrusLine(JSON.parse(line) as Record<string, unknown>)}\n`;
-  } catch {
-    return line;
-  }
+/** A pino line reshaped by `format` (logrus's text or JSON); a line that does not parse goes as it is. */
+function reshaped(format: (record: Record<string, unknown>) => string): (line: string) => string {
+  return (line) => {
+    try {
+      return `${format(JSON.parse(line) as Record<string, unknown>)}\n`;
+    } catch {
+      return line;
+    }
+  };
 }
 
 /**
@@ -69,5 +72,7 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     typeof destination === 'object'
       ? pino.destination({ dest: destination.file, append: true, sync: true, mkdir: true })
       : pino.destination({ dest: fd, sync: false });
-  return pino(base, rewriting(sink, format === 'logfmt' ? toLogfmt : undefined));
+  const transform =
+    format === 'logfmt' ? reshaped((r) => logrusLine(r)) : format === 'logrus-json' ? reshaped((r) => logrusJsonLine(r)) : undefined;
+  return pino(base, rewriting(sink, transform));
 }

@@ -69,7 +69,8 @@ export async function runProvision(options: ProvisionOptions, withEnricher?: Enr
   try {
     logger = createLogger({
       level,
-      format: format ?? config.rxfleet.logFormat,
+      // A log file is written as go-choria writes one (logrus's JSON), unless told otherwise.
+      format: format ?? config.rxfleet.logFormat ?? (typeof config.logDestination === 'object' ? 'logrus-json' : undefined),
       destination: config.logDestination,
       name: `rxfleet-${command}`,
     });

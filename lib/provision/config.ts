@@ -196,9 +196,11 @@ export function requireValidConfig(result: ProvisionerConfigResult): Provisioner
   return result.config;
 }
 
+/** go-choria's `CommonLogOpener`: `stdout`, `stderr` and `discard` in any case are streams; anything else a file. */
 function logDestination(logfile: string): LogDestination {
-  if (logfile === '' || logfile === 'stdout') return 'stdout';
-  if (logfile === 'stderr' || logfile === 'discard') return logfile;
+  const word = logfile.toLowerCase();
+  if (word === '' || word === 'stdout') return 'stdout';
+  if (word === 'stderr' || word === 'discard') return word;
   return { file: logfile };
 }
 

@@ -47,7 +47,7 @@ export interface RawConfig {
     election_api_prefix: string;
     election_candidate_interval: string;
     dns_servers: string[];
-    log_format: '' | 'json' | 'logfmt' | 'pretty';
+    log_format: '' | 'json' | 'logfmt' | 'logrus-json' | 'pretty';
     monitor_host: string;
     mode: RxfleetSettings['mode'];
     helper_mode: RxfleetSettings['helperMode'];
@@ -137,9 +137,14 @@ export function checkRules(c: RawConfig, ctx: RuleContext): CheckedValues {
   }
 
   const levels = ['debug', 'info', 'warn', 'error', 'fatal'] as const;
+  // Unset: upstream's warn when lines go to a log file, as go-choria's logging reads an empty
+  // level; rxfleet's info when they go to stdout (P6).
+  const logsToFile = !['', 'stdout', 'stderr', 'discard'].includes(c.logfile.toLowerCase());
   const logLevel: ProvisionerConfig['logLevel'] =
     c.loglevel === ''
-      ? 'info'
+      ? logsToFile
+        ? 'warn'
+        : 'info'
       : (levels as readonly string[]).includes(c.loglevel)
         ? (c.loglevel as ProvisionerConfig['logLevel'])
         : 'warn';

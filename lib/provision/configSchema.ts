@@ -22,7 +22,8 @@ export const PROVISIONER_CONFIG_SCHEMA = {
     workers: { type: 'integer', minimum: 0, default: 0, expected: 'a whole number >= 0 (0 means one per CPU)' },
     interval: string('1m', 'a duration of at least 1m such as 5m or 1h'),
     logfile: string('', 'a file name, or stdout, stderr or discard'),
-    loglevel: string('info', 'one of debug, info, warn, error or fatal'),
+    // Empty: warn with a log file (upstream's default), info on stdout (P6); see configRules.
+    loglevel: string('', 'one of debug, info, warn, error or fatal'),
     helper: string('', 'the helper command line'),
     token: string('', 'a string', { secret: true }),
     lifecycle_component: string('provision_mode_server', 'a component name without ".", ">", "*" or spaces'),
@@ -82,7 +83,12 @@ export const PROVISIONER_CONFIG_SCHEMA = {
             pattern: '^(\\[[0-9A-Fa-f:.]+\\]|[0-9A-Fa-f:.]+)(:\\d{1,5})?$',
           }),
         },
-        log_format: { type: 'string', enum: ['', 'json', 'logfmt', 'pretty'], default: '', expected: 'one of json, logfmt or pretty' },
+        log_format: {
+          type: 'string',
+          enum: ['', 'json', 'logfmt', 'logrus-json', 'pretty'],
+          default: '',
+          expected: 'one of json, logfmt, logrus-json or pretty',
+        },
         monitor_host: string('', 'an address to serve /metrics on, such as 127.0.0.1 (empty: every interface)'),
         mode: { type: 'string', enum: ['single', 'active-active'], default: 'single', expected: 'single or active-active' },
         helper_mode: { type: 'string', enum: ['per-node', 'persistent'], default: 'per-node', expected: 'per-node or persistent' },

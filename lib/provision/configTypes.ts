@@ -3,6 +3,7 @@
  * problems found reading it, and the error that carries them. `config.ts` reads it.
  */
 import { IncusFeedSettings } from './incusFeedConfig';
+import type { LogFormat } from '../logger';
 
 /** One problem found in a configuration: the key's path, what was wrong or expected, how bad. */
 export interface ConfigProblem {
@@ -78,7 +79,7 @@ export interface RxfleetSettings {
   /** DNS servers (`ip` or `ip:port`) asked for the brokers' SRV records; empty: the system's. */
   dnsServers: string[];
   /** How log lines are written; undefined: pretty on a terminal, JSON otherwise. */
-  logFormat: 'json' | 'logfmt' | 'pretty' | undefined;
+  logFormat: LogFormat | undefined;
   /** The address `monitor_port` is served on; undefined: every interface, as upstream. */
   monitorHost: string | undefined;
   /** `active-active`: several instances share the fleet, each node claimed in a KV bucket (DECISIONS P16). */

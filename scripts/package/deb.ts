@@ -10,6 +10,7 @@ const FILES: [string, string, number][] = [
   ['etc/rxfleet/provisioner.yaml', 'examples/provisioner-full.yaml', 0o644],
   ['etc/rxfleet/choria.cfg', 'examples/choria.cfg', 0o644],
   ['etc/rxfleet/enricher.yaml', 'examples/enricher.yaml', 0o644],
+  ['etc/logrotate.d/rxfleet', 'examples/logrotate/rxfleet', 0o644],
   ['usr/share/doc/rxfleet/examples/provisioner-minimal.yaml', 'examples/provisioner-minimal.yaml', 0o644],
   ['usr/share/doc/rxfleet/examples/helpers/minimal-helper.mjs', 'examples/helpers/minimal-helper.mjs', 0o644],
   ['usr/share/doc/rxfleet/examples/helpers/persistent-helper.mjs', 'examples/helpers/persistent-helper.mjs', 0o644],
@@ -23,7 +24,7 @@ const FILES: [string, string, number][] = [
   ['usr/share/lintian/overrides/rxfleet', 'scripts/package/debian/lintian-overrides', 0o644],
 ];
 
-const CONFFILES = ['/etc/rxfleet/provisioner.yaml', '/etc/rxfleet/choria.cfg', '/etc/rxfleet/enricher.yaml'];
+const CONFFILES = ['/etc/rxfleet/provisioner.yaml', '/etc/rxfleet/choria.cfg', '/etc/rxfleet/enricher.yaml', '/etc/logrotate.d/rxfleet'];
 
 export interface DebInput {
   root: string;

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { SiteDir, siteDir } from '../helpers/choriaSite';
 import { useNatsServer } from '../helpers/nats';
@@ -155,5 +155,40 @@ describe('files the Go provisioner starts with', () => {
     for (const series of ['process_resident_memory_bytes', 'process_cpu_seconds_total', 'nodejs_heap_size_used_bytes'])
       expect(sampleValue(metrics, series)).toBeGreaterThan(0);
     expect(metrics).not.toMatch(/^choria_election_/m);
+  });
+
+  it("upstream's logfile: go-choria's logrus JSON, at upstream's warn when loglevel is unset; pino's shape with --log-format json", async () => {
+    const logfile = `${site.path}/logs/choria-provisioner.log`;
+    // An unknown key: a warning every start logs, so the file has a line at upstream's default level.
+    const { config, choria, port } = await files('logfile', [`helper: ${MINIMAL_HELPER}`, `logfile: ${logfile}`, 'wrkers: 3']);
+    const provisioner = startRxfleet(['run', '--config', config, '--choria-config', choria]);
+    running.push(provisioner);
+    await ready(port);
+    await killAll(running.splice(0));
+    const lines = readFileSync(logfile, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.length).toBeGreaterThan(0);
+    for (const line of lines) {
+      expect(Object.keys(line)).toEqual([...Object.keys(line)].sort());
+      expect(line.time).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(Z|[+-]\d\d:\d\d)$/);
+      expect(typeof line.msg).toBe('string');
+      expect(['warning', 'error', 'fatal']).toContain(line.level);
+      expect(line).not.toHaveProperty('pid');
+    }
+    expect(lines.some((l) => l.level === 'warning' && String(l.msg).includes('wrkers: unknown key'))).toBe(true);
+
+    const pinoFile = `${site.path}/logs/pino.log`;
+    const pino = await files('logfile-pino', [`helper: ${MINIMAL_HELPER}`, `logfile: ${pinoFile}`, 'loglevel: info']);
+    const withPino = startRxfleet(['run', '--config', pino.config, '--choria-config', pino.choria, '--log-format', 'json']);
+    running.push(withPino);
+    await ready(pino.port);
+    await killAll(running.splice(0));
+    const pinoLines = readFileSync(pinoFile, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(pinoLines.some((l) => l.level === 30 && typeof l.time === 'number')).toBe(true);
   });
 });

@@ -66,6 +66,7 @@ describe('examples/', () => {
         // Checked by spec/streams/helper/persistentSamples.spec.ts.
         'helpers/persistent-helper.mjs',
         'helpers/persistent-helper.sh',
+        'logrotate/rxfleet',
         'provisioner-full.yaml',
         'provisioner-minimal.yaml',
         'systemd/rxfleet-enrich.service',
@@ -260,5 +261,35 @@ describe('examples/systemd/', () => {
     const command = argv[1];
     const { stdout } = await rxfleet(command, '--help');
     for (const flag of argv.filter((a) => a.startsWith('--'))) expect(`${flag}: ${stdout.includes(`  ${flag} `)}`).toBe(`${flag}: true`);
+  });
+});
+
+describe('examples/logrotate/rxfleet', () => {
+  it("rotates the provisioner's log file as the Go provisioner's package does: copied, then truncated in place", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rxfleet-logrotate-'));
+    try {
+      // The packaged file with its directory and user moved into the scratch directory.
+      const text = readFileSync(join(examples, 'logrotate', 'rxfleet'), 'utf8')
+        .replace(/^\/var\/log\/rxfleet\//m, `${dir}/log/`)
+        .replace('su rxfleet rxfleet', 'su root root');
+      expect(text).toContain('copytruncate');
+      mkdirSync(join(dir, 'log'));
+      writeFileSync(join(dir, 'rotate.conf'), text);
+      writeFileSync(join(dir, 'log', 'provisioner.log'), '{"level":"warning","msg":"one"}\n');
+      await run('logrotate', ['--force', '--state', join(dir, 'state'), join(dir, 'rotate.conf')]);
+      expect(readFileSync(join(dir, 'log', 'provisioner.log.1'), 'utf8')).toBe('{"level":"warning","msg":"one"}\n');
+      expect(readFileSync(join(dir, 'log', 'provisioner.log'), 'utf8')).toBe('');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('rotates where the packaged unit lets the daemon write, as the user it runs as', () => {
+    const unit = readFileSync(join(examples, 'systemd', 'rxfleet-provision.service'), 'utf8');
+    const rotate = readFileSync(join(examples, 'logrotate', 'rxfleet'), 'utf8');
+    expect(unit).toMatch(/^LogsDirectory=rxfleet$/m);
+    expect(rotate).toMatch(/^\/var\/log\/rxfleet\/\*\.log \{$/m);
+    expect(unit).toMatch(/^User=rxfleet$/m);
+    expect(rotate).toMatch(/^ {2}su rxfleet rxfleet$/m);
   });
 });

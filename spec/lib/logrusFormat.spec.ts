@@ -1,4 +1,4 @@
-import { goQuote, logrusLine, rfc3339 } from '../../lib/logrusFormat';
+import { goQuote, logrusJsonLine, logrusLine, rfc3339 } from '../../lib/logrusFormat';
 import { redactUrlCredentials } from '../../lib/redact';
 
 // 2026-12-01T08:00:00Z
@@ -56,5 +56,42 @@ describe('redactUrlCredentials', () => {
       'nats://[redacted]@broker:4222,tls://[redacted]@b2:4222 and nats://plain:4222 mail@example.net',
     );
     expect(redactUrlCredentials('{"servers":["nats://u:p%40ss@h:1"]}')).toBe('{"servers":["nats://[redacted]@h:1"]}');
+  });
+});
+
+describe("logrusJsonLine: logrus's JSONFormatter, what go-choria writes to a logfile", () => {
+  it('one object, keys sorted as Go sorts a map, level by name, msg, time in RFC 3339; pid and hostname gone', () => {
+    const line = logrusJsonLine(
+      { level: 40, time: T, pid: 7, hostname: 'h', name: 'rxfleet-provision', msg: 'Lost leadership', identity: 'p1', workers: 4 },
+      60,
+    );
+    expect(line).toBe(
+      '{"identity":"p1","level":"warning","msg":"Lost leadership","name":"rxfleet-provision","time":"2026-12-01T09:00:00+01:00","workers":4}',
+    );
+    expect(JSON.parse(logrusJsonLine({ level: 30, time: T, msg: 'x' }, 0))).toEqual({
+      level: 'info',
+      msg: 'x',
+      time: '2026-12-01T08:00:00Z',
+    });
+    for (const [pino, logrus] of [
+      [20, 'debug'],
+      [50, 'error'],
+      [60, 'fatal'],
+    ] as const)
+      expect(JSON.parse(logrusJsonLine({ level: pino, time: T, msg: 'x' }, 0)).level).toBe(logrus);
+  });
+
+  it("writes an err as logrus's error field, keeps a field named like logrus's own as fields.<name>, escapes <, > and & as Go does", () => {
+    const line = logrusJsonLine(
+      { level: 50, time: T, msg: 'a <b> & c', err: { message: 'boom', stack: 'Error: ...' }, level_x: 1, msgid: 2 },
+      0,
+    );
+    expect(line).toBe(
+      '{"error":"boom","level":"error","level_x":1,"msg":"a \\u003cb\\u003e \\u0026 c","msgid":2,"time":"2026-12-01T08:00:00Z"}',
+    );
+    expect(JSON.parse(line).msg).toBe('a <b> & c');
+    expect(JSON.parse(logrusJsonLine({ level: 30, time: T, msg: 'm', logrus_error: 'x' }, 0))).toMatchObject({
+      'fields.logrus_error': 'x',
+    });
   });
 });

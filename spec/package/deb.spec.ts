@@ -133,6 +133,7 @@ describe(`rxfleet_${version}_amd64.deb`, () => {
       './etc/rxfleet/provisioner.yaml',
       './etc/rxfleet/choria.cfg',
       './etc/rxfleet/enricher.yaml',
+      './etc/logrotate.d/rxfleet',
       './usr/share/man/man1/rxfleet.1.gz',
     ])
       expect(files).toContain(path);
@@ -140,6 +141,7 @@ describe(`rxfleet_${version}_amd64.deb`, () => {
     const control = join(scratch, 'control');
     await ok('dpkg-deb', ['--control', deb, control]);
     expect(readFileSync(join(control, 'conffiles'), 'utf8').trim().split('\n').sort()).toEqual([
+      '/etc/logrotate.d/rxfleet',
       '/etc/rxfleet/choria.cfg',
       '/etc/rxfleet/enricher.yaml',
       '/etc/rxfleet/provisioner.yaml',

@@ -112,8 +112,20 @@ describe('parseProvisionerConfig: defaults', () => {
     ['discard', 'discard'],
     ['""', 'stdout'],
     ['/var/log/p.log', { file: '/var/log/p.log' }],
-  ])('logfile %s logs to %j (P6)', (value, destination) => {
+    ['Discard', 'discard'],
+    ['STDERR', 'stderr'],
+  ])('logfile %s logs to %j (P6, and any case of the three words, as go-choria)', (value, destination) => {
     expect(valid(`helper: h\nlogfile: ${value}\n`).logDestination).toEqual(destination);
+  });
+
+  it.each([
+    ['', 'info'],
+    ['logfile: stdout', 'info'],
+    ['logfile: /var/log/p.log', 'warn'],
+    ['logfile: /var/log/p.log\nloglevel: info', 'info'],
+    ['loglevel: debug', 'debug'],
+  ])("with %j the level is %s: without loglevel, upstream's warn into a log file, rxfleet's info on stdout", (lines, level) => {
+    expect(valid(`helper: h\n${lines}\n`).logLevel).toBe(level);
   });
 
   it("durations use Choria's units", () => {

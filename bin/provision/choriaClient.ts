@@ -67,6 +67,7 @@ export function startChoriaClient(parts: {
     nc,
     identity,
     callerId: plan.callerId,
+    callerHash: plan.fips.callerHash,
     protocol: plan.protocol,
     ttl: choria.requestTtlSeconds,
     discoveryTimeoutSeconds: choria.discoveryTimeoutSeconds,

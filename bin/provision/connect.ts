@@ -34,9 +34,10 @@ function securityLine(plan: ConnectionPlan): [object, string] {
         : security.tls.cert !== undefined
           ? 'mutual, verified'
           : 'verified';
+  const replies = plan.fips.on ? `, replies under sha256 of the caller (FIPS 140 mode: ${plan.fips.reason})` : '';
   return [
-    { provider: security?.provider, certname: security?.certname, callerId: plan.callerId, tls, requests },
-    `security provider ${security?.provider ?? 'unknown'}: caller ${plan.callerId}, TLS ${tls}, requests ${requests}`,
+    { provider: security?.provider, certname: security?.certname, callerId: plan.callerId, tls, requests, fips: plan.fips.on },
+    `security provider ${security?.provider ?? 'unknown'}: caller ${plan.callerId}, TLS ${tls}, requests ${requests}${replies}`,
   ];
 }
 

@@ -1,5 +1,5 @@
 import { decodeJwt } from 'jose';
-import { md5Hex } from './protocol/encoding';
+import { CallerHash, callerHash } from './protocol/subjects';
 
 /** What a Choria client (or server) JWT says about its holder, read without verifying it. */
 export interface ClientTokenInfo {
@@ -7,7 +7,7 @@ export interface ClientTokenInfo {
   purpose: 'choria_client_id' | 'choria_server';
   /** The caller id (`callerid` of a client token, `identity` of a server token). */
   callerId: string;
-  /** MD5 of the caller id: the unique part of the token's private reply inboxes. */
+  /** MD5 (SHA-256 in FIPS 140 mode) of the caller id: the unique part of the token's private reply inboxes. */
   uniqueId: string;
   /** When it expires (ms since the epoch), when it says. */
   expiresAt: number | undefined;
@@ -28,7 +28,7 @@ export class ClientTokenError extends Error {
  * token purpose`) and the caller id present. Throws {@link ClientTokenError}; the message never
  * quotes the token.
  */
-export function readClientToken(token: string): ClientTokenInfo {
+export function readClientToken(token: string, hash: CallerHash = 'md5'): ClientTokenInfo {
   let claims: Record<string, unknown>;
   try {
     claims = decodeJwt(token.trim());
@@ -41,5 +41,10 @@ export function readClientToken(token: string): ClientTokenInfo {
   const callerId = purpose === 'choria_client_id' ? claims.callerid : claims.identity;
   if (typeof callerId !== 'string' || callerId === '')
     throw new ClientTokenError(`no ${purpose === 'choria_client_id' ? 'callerid' : 'identity'} in the token`);
-  return { purpose, callerId, uniqueId: md5Hex(callerId), expiresAt: typeof claims.exp === 'number' ? claims.exp * 1000 : undefined };
+  return {
+    purpose,
+    callerId,
+    uniqueId: callerHash(callerId, hash),
+    expiresAt: typeof claims.exp === 'number' ? claims.exp * 1000 : undefined,
+  };
 }

@@ -1,3 +1,4 @@
+import { fipsMode, FipsMode } from './fipsMode';
 import { BrokerSource, brokerSource } from '../../lib/choria/brokerSource';
 import { ChoriaClientConfig } from '../../lib/choria/clientConfig';
 import { readClientToken } from '../../lib/choria/clientToken';
@@ -27,6 +28,8 @@ export interface ConnectionPlan {
   protocol: EncodeRequestOptions;
   /** Who the requests come from: `choria=<certname>`, or the caller id in the `choria` provider's JWT. */
   callerId: string;
+  /** FIPS 140 mode, and so how the caller id is hashed in reply subjects and inboxes. */
+  fips: FipsMode;
   /** The security provider in effect, when the plan has no error. */
   security: ClientSecurity | undefined;
   /** Problems that stop the daemon (errors) or deserve a line (warnings). */
@@ -44,6 +47,8 @@ export interface ConnectionPlanOptions {
   env?: SecurityEnvironment;
   /** The clock a token's expiry is checked against, ms. Default `Date.now`. */
   now?: () => number;
+  /** FIPS 140 mode. Default this process's ({@link fipsMode}). */
+  fips?: FipsMode;
 }
 
 /** This process's user, certname override, uid and home, as go-choria's providers read them. */
@@ -69,13 +74,14 @@ export function processSecurityEnvironment(): SecurityEnvironment {
  *   `choria_insecure`) gives TLS, the caller id and how requests are signed: v1 with the x509 key,
  *   v1 unsigned with `choria_insecure`, v2 with the `choria` provider's JWT and seed, which also
  *   log in to the broker (the JWT as token, the nonce signed) and set the reply inbox
- *   `provisioning.reply.<md5 of the caller id>`; otherwise replies come back under `provisioning.reply`.
+ *   `provisioning.reply.<md5 of the caller id>` (sha256 in FIPS 140 mode, {@link fipsMode}); otherwise
+ *   replies come back under `provisioning.reply`.
  *
  * Every problem is collected rather than the first; what only makes every node fail (a key that
  * cannot sign, an expired token) is a warning, since upstream starts with it too.
  */
 export function connectionPlan(config: ProvisionerConfig, choria: ChoriaClientConfig, options: ConnectionPlanOptions = {}): ConnectionPlan {
-  const { files = nodeSiteFiles, env = processSecurityEnvironment(), now = Date.now } = options;
+  const { files = nodeSiteFiles, env = processSecurityEnvironment(), now = Date.now, fips = fipsMode() } = options;
   const choriaFile = choria.file ?? 'choria config';
   const problems: ConfigProblem[] = [];
   const error = (path: string, message: string): void => void problems.push({ path, message, severity: 'error' });
@@ -129,7 +135,7 @@ export function connectionPlan(config: ProvisionerConfig, choria: ChoriaClientCo
         return undefined;
       }
     };
-    const token = read('token_file', tokenFile, (text) => ({ text, info: readClientToken(text) }));
+    const token = read('token_file', tokenFile, (text) => ({ text, info: readClientToken(text, fips.callerHash) }));
     const seed = read('seed_file', seedFile, (text) => ed25519PrivateKeyFromSeed(Buffer.from(text, 'hex')));
     if (token !== undefined && seed !== undefined) {
       // Read again for every connection and request, as go-choria: a renewed token is used without a restart.
@@ -151,6 +157,7 @@ export function connectionPlan(config: ProvisionerConfig, choria: ChoriaClientCo
     brokers,
     protocol,
     callerId,
+    fips,
     security: problems.some((p) => p.severity === 'error') ? undefined : security,
     problems,
     credentials: watchedCredentials(nats, security?.jwt),

@@ -9,6 +9,7 @@ import { encodeAgentRequest } from '../../lib/choria/protocol/mcorpc';
 import {
   PROVISIONING_COLLECTIVE,
   broadcastSubject,
+  CallerHash,
   callerIdFor,
   directSubject,
   newRequestId,
@@ -30,6 +31,8 @@ export interface ChoriaRpcClientOptions {
   identity: string;
   /** Who the requests come from; its MD5 names the reply subjects. Default `choria=<identity>`. */
   callerId?: string;
+  /** How the caller id is hashed in the reply subjects: `md5` (default), `sha256` in FIPS 140 mode. */
+  callerHash?: CallerHash;
   /** Default `provisioning`. */
   collective?: string;
   /** The protocol to speak. Default v1, unsigned (`insecure`), as provisioning mode expects. */
@@ -112,7 +115,7 @@ export class ChoriaRpcClient {
     this.logger = options.logger ?? silentLogger;
     this.ownBadMessages = options.badMessages === undefined;
     this.badMessages = options.badMessages ?? new BadMessages({ logger: this.logger, scheduler: this.scheduler });
-    this.inbox = new ReplyInbox(this.nc, replyPrefix(this.collective, this.callerId), {
+    this.inbox = new ReplyInbox(this.nc, replyPrefix(this.collective, this.callerId, options.callerHash ?? 'md5'), {
       logger: this.logger,
       onUnsolicited: (subject) =>
         this.badMessages.report(

@@ -1,5 +1,17 @@
 import { randomUUID } from 'node:crypto';
-import { md5Hex } from './encoding';
+import { md5Hex, sha256 } from './encoding';
+
+/**
+ * How a caller id is hashed in reply subjects and inboxes: `md5`, or `sha256` where go-choria runs
+ * in FIPS 140 mode (0.30.0: its client, broker and connector all switch; a FIPS broker grants only
+ * `*.reply.<sha256(caller)>.>`). `streams/choria/fipsMode.ts` says which this process is in.
+ */
+export type CallerHash = 'md5' | 'sha256';
+
+/** The hex hash of a caller id that names its replies. */
+export function callerHash(callerId: string, hash: CallerHash = 'md5'): string {
+  return hash === 'md5' ? md5Hex(callerId) : sha256(callerId).toString('hex');
+}
 
 /** The collective a provisioning-mode server lives in (the only one it joins). */
 export const PROVISIONING_COLLECTIVE = 'provisioning';
@@ -12,14 +24,14 @@ export function newRequestId(): string {
   return randomUUID().replaceAll('-', '');
 }
 
-/** `<collective>.reply.<md5 hex of caller id>`: where every reply to this caller lands. */
-export function replyPrefix(collective: string, callerId: string): string {
-  return `${collective}.reply.${md5Hex(callerId)}`;
+/** `<collective>.reply.<md5 (or sha256) hex of caller id>`: where every reply to this caller lands. */
+export function replyPrefix(collective: string, callerId: string, hash: CallerHash = 'md5'): string {
+  return `${collective}.reply.${callerHash(callerId, hash)}`;
 }
 
-/** `<collective>.reply.<md5 hex of caller id>.<request id>`, as go-choria builds it. */
-export function replySubject(collective: string, callerId: string, requestId: string): string {
-  return `${replyPrefix(collective, callerId)}.${requestId}`;
+/** `<collective>.reply.<md5 (or sha256) hex of caller id>.<request id>`, as go-choria builds it. */
+export function replySubject(collective: string, callerId: string, requestId: string, hash: CallerHash = 'md5'): string {
+  return `${replyPrefix(collective, callerId, hash)}.${requestId}`;
 }
 
 /** A direct request to one node: `<collective>.node.<identity>`. */

@@ -40,22 +40,40 @@ const CLOSE_ARRAY = 0x5d;
 
 const isWhitespace = (c: number): boolean => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 
+/** Whether a JSON string, number, `true`, `false` or `null` can begin with this character. */
+const beginsScalar = (c: number): boolean =>
+  c === QUOTE || c === 0x2d || (c >= 0x30 && c <= 0x39) || c === 0x74 || c === 0x66 || c === 0x6e;
+
 const notJson = (position: number): JsonRefusal => ({ kind: 'not_json', message: `not valid JSON (at position ${position})` });
 const NOT_OBJECT: JsonRefusal = { kind: 'not_object', message: 'not a JSON object' };
 
 /**
  * Text that does not begin with `{` (trimmed, from `start`): `not_object` when it is another JSON
  * value, else `not_json`. An array is refused as not an object whatever follows its `[`: finding
- * out would mean building it. Any other value is a string, a number or a literal, one allocation
- * at most, so `JSON.parse` says which.
+ * out would mean building it. A first character no value begins with is not JSON. Any other value
+ * is a string, a number or a literal, one allocation at most, so `JSON.parse` says which.
  */
 function notAnObject(text: string, start: number): JsonRefusal {
-  if (text.charCodeAt(start) === OPEN_ARRAY) return NOT_OBJECT;
+  const first = text.charCodeAt(start);
+  if (first === OPEN_ARRAY) return NOT_OBJECT;
+  if (!beginsScalar(first)) return notJson(start);
+  const parsed = quietParse(text);
+  return parsed.ok ? NOT_OBJECT : parsed.refusal;
+}
+
+/**
+ * `JSON.parse` whose syntax error costs no stack trace: a refusal is counted by its reason and
+ * never traced, and capturing the stack is most of what throwing costs (a flood is all throws).
+ */
+function quietParse(text: string): { ok: true; value: unknown } | { ok: false; refusal: JsonRefusal } {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
   try {
-    JSON.parse(text);
-    return NOT_OBJECT;
+    return { ok: true, value: JSON.parse(text) };
   } catch (error) {
-    return syntaxError(error);
+    return { ok: false, refusal: syntaxError(error) };
+  } finally {
+    Error.stackTraceLimit = limit;
   }
 }
 
@@ -126,12 +144,9 @@ export function screenJsonObject(text: string, bounds: JsonBounds): JsonRefusal 
 export function parseJsonObject(text: string, bounds: JsonBounds): ParsedJsonObject {
   const screened = screenJsonObject(text, bounds);
   if (screened !== undefined) return { ok: false, refusal: screened };
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (error) {
-    return { ok: false, refusal: syntaxError(error) };
-  }
+  const parsed = quietParse(text);
+  if (!parsed.ok) return parsed;
+  const value = parsed.value;
   // The screen saw `{` first and `}` last, so a value that parsed is an object; kept for the type.
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return { ok: false, refusal: NOT_OBJECT };
   return { ok: true, value: value as Record<string, unknown> };

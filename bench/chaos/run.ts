@@ -13,6 +13,7 @@ import { benchOutput } from '../machineLoad';
 import { brokerRestart } from './scenarios/brokerRestart';
 import { clusterPartition, clusterServerKill } from './scenarios/clusterFaults';
 import { dataDirFaults } from './scenarios/dataDir';
+import { enrichJunk } from './scenarios/enrichJunk';
 import { fuzzInputs } from './scenarios/fuzzInputs';
 import { helperFailures } from './scenarios/helperFailures';
 import { junkInput } from './scenarios/junk';
@@ -25,6 +26,7 @@ const SCENARIOS: Scenario[] = [
   brokerRestart,
   provisionerRestart,
   junkInput,
+  enrichJunk,
   helperFailures,
   lxdRestart,
   natsOutage,

@@ -5,7 +5,7 @@
  * or arrays nested to a great depth). Every one is junk to any decoder, old or new: an oversized
  * value sits in an object that also misses a field or has one of the wrong type, so a decoder
  * without size bounds refuses it too, only later. Payloads are built once and reused, so sending
- * them costs the sender nothing but the send.
+ * them costs the sender nothing but the send. The enricher's junk ({@link incusJunk}) has shapes of its own.
  */
 
 /** The five shapes, in the order the pools cycle through them. */
@@ -14,7 +14,7 @@ export type JunkShape = (typeof JUNK_SHAPES)[number];
 
 /** One pool: payloads to cycle through, each with its shape. */
 export interface JunkPool {
-  payloads: Array<{ shape: JunkShape; bytes: Uint8Array }>;
+  payloads: Array<{ shape: string; bytes: Uint8Array; text: string }>;
 }
 
 /** How big the oversized values are. */
@@ -27,12 +27,15 @@ export interface JunkSizes {
 
 const encoder = new TextEncoder();
 
-function pool(byShape: Record<JunkShape, string[]>): JunkPool {
-  // Interleaved so that any run of five consecutive payloads holds one of each shape.
-  const longest = Math.max(...JUNK_SHAPES.map((s) => byShape[s].length));
+function pool<S extends string>(shapes: readonly S[], byShape: Record<S, string[]>): JunkPool {
+  // Interleaved so that any run of consecutive payloads as long as the shapes holds one of each.
+  const longest = Math.max(...shapes.map((s) => byShape[s].length));
   const payloads: JunkPool['payloads'] = [];
   for (let i = 0; i < longest; i++)
-    for (const shape of JUNK_SHAPES) payloads.push({ shape, bytes: encoder.encode(byShape[shape][i % byShape[shape].length]) });
+    for (const shape of shapes) {
+      const text = byShape[shape][i % byShape[shape].length];
+      payloads.push({ shape, bytes: encoder.encode(text), text });
+    }
   return { payloads };
 }
 
@@ -43,7 +46,7 @@ export function lifecycleJunk(sizes: JunkSizes = {}): JunkPool {
   const long = 'x'.repeat((sizes.stringKiB ?? 300) * 1024);
   const deep = nested(sizes.depth ?? 150_000);
   const startup = '"protocol":"io.choria.lifecycle.v1.startup"';
-  return pool({
+  return pool(JUNK_SHAPES, {
     not_json: ['junk', `{${startup},"identity":`, `{${startup},"identity":"n1.example.net",}`, '{protocol: startup}'],
     not_object: ['[1,2,3]', '"io.choria.lifecycle.v1.startup"', '42', `[{${startup}}]`],
     missing_fields: [
@@ -75,7 +78,7 @@ export function replyJunk(sizes: JunkSizes = {}): JunkPool {
   // Valid base64 of text that is not a secure reply: refused only after it is decoded.
   const base64 = Buffer.from('n'.repeat(Math.floor((kib * 3) / 4))).toString('base64');
   const transport = '"protocol":"choria:transport:1"';
-  return pool({
+  return pool(JUNK_SHAPES, {
     not_json: [
       'this is not a Choria reply',
       `{${transport},"data":"e30=","headers":{"mc_sender":`,
@@ -99,7 +102,49 @@ export function replyJunk(sizes: JunkSizes = {}): JunkPool {
   });
 }
 
+/**
+ * The shapes of junk on an Incus events websocket, as issue 37 names them (invalid JSON, unknown
+ * types, missing metadata), with JSON that is no object and frames nested deep beside them.
+ */
+export const INCUS_JUNK_SHAPES = ['not_json', 'not_object', 'unknown_type', 'missing_metadata', 'too_deep'] as const;
+
+/**
+ * Junk frames for an enricher's events websocket. None is an event the enricher acts on: each is
+ * malformed, or of a type it ignores, or a lifecycle frame without an action.
+ */
+export function incusJunk(options: { depth?: number } = {}): JunkPool {
+  const deep = nested(options.depth ?? 2000);
+  const at = '"timestamp":"2026-12-04T10:11:25.939898892Z"';
+  return pool(INCUS_JUNK_SHAPES, {
+    not_json: [
+      'junk',
+      `{"type":"lifecycle",${at},"metadata":{"action":"instance-started","source":`,
+      '{type: lifecycle}',
+      '{"type":"lifecycle",}',
+    ],
+    not_object: ['["lifecycle"]', '"lifecycle"', '42', 'null'],
+    unknown_type: [
+      `{"type":"logging",${at},"metadata":{"message":"Handling API request","level":"debug","context":{"method":"GET","url":"/1.0"}},"location":"none","project":""}`,
+      `{"type":"operation",${at},"metadata":{"id":"6916c8a6-9b4b-4c0e-b5a8-6f7a2c7d1e2f","class":"task","status":"Running","status_code":103},"location":"none","project":"default"}`,
+      `{"type":"exploded",${at},"metadata":{}}`,
+      '{"type":7,"metadata":{}}',
+    ],
+    missing_metadata: [
+      `{"type":"lifecycle",${at},"location":"none","project":"default"}`,
+      `{"type":"lifecycle",${at},"metadata":[],"project":"default"}`,
+      `{"type":"lifecycle",${at},"metadata":{"action":"instance-started"},"project":"default"}`,
+      `{"type":"lifecycle",${at},"metadata":{"source":"/1.0/instances/c1"},"project":"default"}`,
+    ],
+    too_deep: [`{"type":"lifecycle",${at},"metadata":${deep}}`, `{"type":"logging",${at},"metadata":{"context":${deep}}}`],
+  });
+}
+
 /** The payload at position `n` of a pool (cycling). */
 export function junkAt(junk: JunkPool, n: number): Uint8Array {
   return junk.payloads[n % junk.payloads.length].bytes;
+}
+
+/** The payload at position `n` of a pool (cycling), as text (a websocket's text frame). */
+export function junkTextAt(junk: JunkPool, n: number): string {
+  return junk.payloads[n % junk.payloads.length].text;
 }

@@ -4,7 +4,7 @@ import { validateLifecycleComponent } from './lifecycleComponent';
 import { LIFECYCLE_BOUNDS, LIFECYCLE_MAX_BYTES } from './protocol/bounds';
 import { utf8 } from './protocol/encoding';
 import { parsePlainJson, refuse } from './protocol/layers';
-import { compileSchema, schemaErrors } from './protocol/schemas';
+import { MAX_IDENTITY_LENGTH, compileSchema, schemaErrors } from './protocol/schemas';
 import { Decoded } from './protocol/types';
 
 export { validateLifecycleComponent };
@@ -54,7 +54,8 @@ const validLegacy = compileSchema<LegacyEvent>({
   properties: {
     protocol: { type: 'string' },
     id: { type: 'string' },
-    identity: { type: 'string', minLength: 1 },
+    // A longer one could never be asked anything (MAX_IDENTITY_LENGTH): refused, not sighted.
+    identity: { type: 'string', minLength: 1, maxLength: MAX_IDENTITY_LENGTH },
     component: { type: 'string', minLength: 1 },
     timestamp: { type: 'integer' },
     version: { type: 'string' },

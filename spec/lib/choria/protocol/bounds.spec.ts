@@ -3,6 +3,7 @@ import { decodeReply, decodeRequest, encodeReply } from '../../../../lib/choria/
 import { AGENT_BOUNDS, LIFECYCLE_MAX_BYTES } from '../../../../lib/choria/protocol/bounds';
 import { decodeAgentReply, encodeAgentReply } from '../../../../lib/choria/protocol/mcorpc';
 import { lifecycleEventJson, newLifecycleEvent, parseLifecycleEvent } from '../../../../lib/choria/lifecycle';
+import { MAX_IDENTITY_LENGTH } from '../../../../lib/choria/protocol/schemas';
 import { Decoded } from '../../../../lib/choria/protocol/types';
 
 const b64 = (text: string): string => Buffer.from(text, 'utf8').toString('base64');
@@ -62,6 +63,17 @@ describe('what cannot be a Choria message is refused before it is built (issue 3
     ).toEqual(['oversized', 'secure_reply']);
   });
 
+  it('refuses a reply whose sender (discovery takes it as an identity) is longer than any node can have', () => {
+    const from = (sender: string, version: 'v1' | 'v2') =>
+      decodeReply(
+        encodeReply({ requestId: 'a'.repeat(32), senderId: sender, agent: 'discovery', time: Date.now(), payload: 'pong' }, version),
+      );
+    for (const version of ['v1', 'v2'] as const) {
+      expect(from('n'.repeat(MAX_IDENTITY_LENGTH), version).ok).toBe(true);
+      expect(refusal(from('n'.repeat(MAX_IDENTITY_LENGTH + 1), version))).toEqual(['schema', 'transport']);
+    }
+  });
+
   it("reads an agent payload as deep as Go's decoder does (10,000 levels), and refuses one deeper", () => {
     // The root object is level 1 and `data` holds the arrays: 9,999 of them reach the limit.
     const atLimit = `{"statuscode":0,"statusmsg":"OK","data":${nested(AGENT_BOUNDS.maxDepth - 1)}}`;
@@ -103,6 +115,12 @@ describe('what cannot be a Choria message is refused before it is built (issue 3
       expect(refusal(parseLifecycleEvent(Buffer.from(long)))).toEqual(['oversized', 'lifecycle']);
       const deep = lifecycleEventJson(startup, 'cloudevents').replace('"datacontenttype"', `"extension":${nested(10)},"datacontenttype"`);
       expect(refusal(parseLifecycleEvent(deep))).toEqual(['oversized', 'lifecycle']);
+    });
+
+    it('refuses an identity longer than any node can have: a request to it would make the broker close the connection', () => {
+      const named = (identity: string) => lifecycleEventJson({ ...startup, identity }, 'choria');
+      expect(parseLifecycleEvent(named('n'.repeat(MAX_IDENTITY_LENGTH))).ok).toBe(true);
+      expect(refusal(parseLifecycleEvent(named('n'.repeat(MAX_IDENTITY_LENGTH + 1))))).toEqual(['schema', 'lifecycle']);
     });
 
     it('says what is not an event in the words it always did', () => {

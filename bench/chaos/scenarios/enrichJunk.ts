@@ -137,10 +137,11 @@ async function run(env: ScenarioEnv, withJunk: boolean): Promise<Record<string, 
     };
     await flooding;
     await incus.drained();
-    await sleep(500);
+    // The last frames may still be on their way through the enricher: give it a moment.
+    const frames = async (result: string): Promise<number> => metric('incus_events_frames_total', { result });
+    for (const until = now() + 5000; (await frames('ignored')) + (await frames('malformed')) < junkSent && now() < until;) await sleep(100);
     // Until the flood was over and read: what the junk cost the enricher in all, burst or not.
     const cpuUntilQuiet = Math.round(((cpuSeconds(pids.enricher) ?? NaN) - (cpuBefore.enricher ?? NaN)) * 100) / 100;
-    const frames = async (result: string): Promise<number> => metric('incus_events_frames_total', { result });
     const figures = {
       instances,
       events_out: received - warm,

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { callerIdFor, replyPrefix } from '../../../lib/choria/protocol/subjects';
 import { JUNK_KINDS, JunkFlood, JunkKind, startJunkFlood } from '../parts/junkFlood';
-import { cpuSeconds, now, onCleanUp } from '../parts/processes';
+import { cpuSeconds, now, onCleanUp, sleep } from '../parts/processes';
 import { startProvisionRig } from '../parts/provisionRig';
 import { startNatsServer } from '../../../streams/natsServerProcess';
 import { Scenario, ScenarioEnv } from './scenario';
@@ -55,10 +55,17 @@ async function run(env: ScenarioEnv, withJunk: boolean): Promise<Record<string, 
         .map((name) => [name, Math.round(((cpuAfter[name] as number) - (cpuBefore[name] as number)) * 100) / 100]),
     );
     await flooding;
-    let counted = 0;
-    for (const source of MALFORMED_SOURCES) counted += await rig.metric('choria_provisioner_malformed_input_total', { source });
-    for (const reason of ['unsolicited', 'stranger'])
-      counted += await rig.metric('choria_provisioner_unexpected_replies_total', { reason });
+    const countedNow = async (): Promise<number> => {
+      let n = 0;
+      for (const source of MALFORMED_SOURCES) n += await rig.metric('choria_provisioner_malformed_input_total', { source });
+      for (const reason of ['unsolicited', 'stranger']) n += await rig.metric('choria_provisioner_unexpected_replies_total', { reason });
+      return n;
+    };
+    // The last bursts may still be on their way through the daemon's socket: give it a moment.
+    const soFar = flood?.sent();
+    const sentInAll = soFar === undefined ? 0 : soFar.lifecycle + soFar.live + soFar.unsolicited + soFar.discovery;
+    let counted = await countedNow();
+    for (const until = now() + 5000; counted < sentInAll && now() < until; counted = await countedNow()) await sleep(100);
     const failed = await rig.metric('choria_provisioner_provision_errors');
     const peak = rig.peakRss();
     const logLines = rig.daemon().lines.length;

@@ -2,7 +2,7 @@
  * `npm run chaos [-- scenario ...]`: the faults an operator meets, each a scenario on real
  * processes (nats-server, the daemons as commands, helpers, a private LXD daemon), bounded in time,
  * each printing its figures as one JSON line with the goals it met. Without a name, every scenario
- * runs, one after the other. Sizes come from the environment (NODES, OUTAGE_MS, JUNK_RATE,
+ * runs, one after the other. Sizes come from the environment (NODES, OUTAGE_MS, LIFECYCLE_JUNK,
  * FUZZ_INPUTS, FUZZ_SEED, ...; each scenario's doc comment names its own). The load average is
  * printed at the start and the end: figures from a busy machine are not figures.
  *
@@ -13,6 +13,7 @@ import { benchOutput } from '../machineLoad';
 import { brokerRestart } from './scenarios/brokerRestart';
 import { clusterPartition, clusterServerKill } from './scenarios/clusterFaults';
 import { dataDirFaults } from './scenarios/dataDir';
+import { enrichJunk } from './scenarios/enrichJunk';
 import { fuzzInputs } from './scenarios/fuzzInputs';
 import { helperFailures } from './scenarios/helperFailures';
 import { junkInput } from './scenarios/junk';
@@ -25,6 +26,7 @@ const SCENARIOS: Scenario[] = [
   brokerRestart,
   provisionerRestart,
   junkInput,
+  enrichJunk,
   helperFailures,
   lxdRestart,
   natsOutage,

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { ProtocolError } from './errors';
 import { validateLifecycleComponent } from './lifecycleComponent';
-import { DEFAULT_MAX_BYTES } from './protocol/codec';
+import { LIFECYCLE_BOUNDS, LIFECYCLE_MAX_BYTES } from './protocol/bounds';
 import { utf8 } from './protocol/encoding';
 import { parsePlainJson, refuse } from './protocol/layers';
-import { compileSchema, schemaErrors } from './protocol/schemas';
+import { MAX_IDENTITY_LENGTH, compileSchema, schemaErrors } from './protocol/schemas';
 import { Decoded } from './protocol/types';
 
 export { validateLifecycleComponent };
@@ -54,7 +54,8 @@ const validLegacy = compileSchema<LegacyEvent>({
   properties: {
     protocol: { type: 'string' },
     id: { type: 'string' },
-    identity: { type: 'string', minLength: 1 },
+    // A longer one could never be asked anything (MAX_IDENTITY_LENGTH): refused, not sighted.
+    identity: { type: 'string', minLength: 1, maxLength: MAX_IDENTITY_LENGTH },
     component: { type: 'string', minLength: 1 },
     timestamp: { type: 'integer' },
     version: { type: 'string' },
@@ -111,13 +112,16 @@ function fromLegacy(value: Record<string, unknown>, format: LifecycleFormat): De
  * a `protocol` naming a lifecycle event means the legacy Choria format; otherwise `specversion`
  * `1.0` with `source` `io.choria.lifecycle` means a CloudEvent whose `data` is the legacy object.
  * (Unlike go-choria, the legacy `choria:lifecycle:<type>:1` protocol strings are recognised at the
- * top level too, as the reference says the parser accepts them.) Never throws.
+ * top level too, as the reference says the parser accepts them.) What cannot be an event is refused
+ * before it is built: over `maxBytes` (default 64 KiB, {@link LIFECYCLE_MAX_BYTES}: a real one is
+ * under 1 KiB) unread, and text that is not an object or nests beyond {@link LIFECYCLE_BOUNDS}
+ * before `JSON.parse`. Never throws.
  */
 export function parseLifecycleEvent(data: Uint8Array | string, options: { maxBytes?: number } = {}): Decoded<LifecycleEvent> {
-  const maxBytes = options.maxBytes ?? DEFAULT_MAX_BYTES;
+  const maxBytes = options.maxBytes ?? LIFECYCLE_MAX_BYTES;
   const size = typeof data === 'string' ? Buffer.byteLength(data) : data.byteLength;
   if (size > maxBytes) return refuse('oversized', 'lifecycle', `${size} bytes is more than ${maxBytes}`);
-  const parsed = parsePlainJson(typeof data === 'string' ? data : utf8(data), 'lifecycle');
+  const parsed = parsePlainJson(typeof data === 'string' ? data : utf8(data), 'lifecycle', LIFECYCLE_BOUNDS);
   if (!parsed.ok) return parsed;
   const value = parsed.value;
   if (
@@ -130,7 +134,7 @@ export function parseLifecycleEvent(data: Uint8Array | string, options: { maxByt
     if (!validCloudEvent(value)) return refuse('schema', 'lifecycle', schemaErrors(validCloudEvent));
     let inner: unknown = value.data;
     if (inner === undefined && value.data_base64 !== undefined) {
-      const decoded = parsePlainJson(Buffer.from(value.data_base64, 'base64').toString('utf8'), 'lifecycle');
+      const decoded = parsePlainJson(Buffer.from(value.data_base64, 'base64').toString('utf8'), 'lifecycle', LIFECYCLE_BOUNDS);
       if (!decoded.ok) return decoded;
       inner = decoded.value;
     }

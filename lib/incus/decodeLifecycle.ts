@@ -1,3 +1,4 @@
+import { JsonBounds, parseJsonObject } from '../untrustedJson';
 import { IncusLifecycleEvent } from './api';
 import { parseResourceUrl } from './resourceUrl';
 
@@ -16,13 +17,25 @@ const DEFAULT_PROJECT = 'default';
 /** The first few characters of a bad frame, for a reason a human can match to the frame. */
 const EXCERPT = 120;
 
+/**
+ * A lifecycle frame is an envelope, its metadata, a context map and a requestor: a handful of
+ * objects, four deep. Frames nested deeper or holding more are refused before they are built
+ * (`lib/untrustedJson.ts`), far beyond anything a server sends and far below what makes parsing
+ * slow. Their size is bounded by the socket (`maxFrameBytes`).
+ */
+export const FRAME_BOUNDS: JsonBounds = { maxDepth: 32, maxContainers: 1024 };
+
 type Json = Record<string, unknown>;
 
 const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 function excerpt(frame: string): string {
-  const flat = frame.replace(/\s+/g, ' ').trim();
-  return flat.length > EXCERPT ? `${flat.slice(0, EXCERPT)}...` : flat;
+  // Cut before flattening: a refusal costs the excerpt, never a pass over a large frame.
+  const flat = frame
+    .slice(0, EXCERPT * 4)
+    .replace(/\s+/g, ' ')
+    .trim();
+  return flat.length > EXCERPT || frame.length > EXCERPT * 4 ? `${flat.slice(0, EXCERPT)}...` : flat;
 }
 
 /** A present field that is not a string is a malformed frame; an absent one is `undefined`. */
@@ -45,7 +58,8 @@ function optionalString(holder: Json, field: string, where: string): string | un
  * `?project=`, else, for a project's own event, the project itself, else `default` (what the REST
  * API means when no project is given). A rename's old name is `context.old_name`.
  *
- * Guarantees: never throws, whatever the input. Frames of another `type` and lifecycle frames with
+ * Guarantees: never throws, whatever the input. A frame that cannot be an object within
+ * {@link FRAME_BOUNDS} is refused before it is parsed. Frames of another `type` and lifecycle frames with
  * an empty or absent action are `ignored` (a server may send them; they say nothing we use). A frame
  * that is not a JSON object, has no `type`, or whose `type`, `metadata`, `action`, `source`, `name` or `project`
  * has the wrong type, or that names neither a source nor a name, is `malformed`, with a reason that
@@ -55,13 +69,12 @@ function optionalString(holder: Json, field: string, where: string): string | un
  */
 export function decodeLifecycle(frame: string): LifecycleDecoding {
   const malformed = (why: string): LifecycleDecoding => ({ kind: 'malformed', reason: `${why}: ${excerpt(frame)}` });
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(frame);
-  } catch {
-    return malformed('not JSON');
-  }
-  if (!isObject(parsed)) return malformed('not a JSON object');
+  const read = parseJsonObject(frame, FRAME_BOUNDS);
+  if (!read.ok)
+    return malformed(
+      read.refusal.kind === 'not_json' ? 'not JSON' : read.refusal.kind === 'not_object' ? 'not a JSON object' : read.refusal.message,
+    );
+  const parsed = read.value;
   const type = optionalString(parsed, 'type', 'frame');
   if (typeof type === 'object') return malformed(type.bad);
   if (type === undefined) return malformed('no event type');

@@ -3,7 +3,7 @@ import { Observable, SchedulerLike, Subscription as RxSubscription, asyncSchedul
 import { BadMessages } from '../../lib/choria/badMessages';
 import { LifecycleEvent, LifecycleType, PROVISION_MODE_COMPONENT, lifecycleSubject, parseLifecycleEvent } from '../../lib/choria/lifecycle';
 import { errorMessage } from '../../lib/choria/errors';
-import { DEFAULT_MAX_BYTES } from '../../lib/choria/protocol/codec';
+import { LIFECYCLE_MAX_BYTES } from '../../lib/choria/protocol/bounds';
 import { Logger, silentLogger } from '../../lib/logger';
 import { formatGoDuration } from '../../lib/duration';
 
@@ -20,6 +20,7 @@ export interface LifecycleListenerOptions {
   queue?: string;
   /** Where malformed events are counted and logged. */
   badMessages?: BadMessages;
+  /** Larger events are refused unread. Default 64 KiB (a real one is under 1 KiB). */
   maxBytes?: number;
   logger?: Logger;
   /** Times the new subscription after the broker refused one. Default `asyncScheduler`. */
@@ -42,7 +43,7 @@ export interface LifecycleListenerOptions {
  * containing `.`, `>`, `*` or nothing.
  */
 export function lifecycleEvents(nc: NatsConnection, options: LifecycleListenerOptions = {}): Observable<LifecycleEvent> {
-  const { type = 'startup', component = PROVISION_MODE_COMPONENT, maxBytes = DEFAULT_MAX_BYTES } = options;
+  const { type = 'startup', component = PROVISION_MODE_COMPONENT, maxBytes = LIFECYCLE_MAX_BYTES } = options;
   const logger = options.logger ?? silentLogger;
   const badMessages = options.badMessages ?? new BadMessages({ logger });
   const subject = lifecycleSubject(type, component);

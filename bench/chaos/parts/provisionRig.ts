@@ -49,6 +49,11 @@ export interface ProvisionRig {
   waitConfigured(count: number, timeoutMs: number): Promise<void>;
   /** Waits (bounded) until every node is provisioned by the fleet's count; false on timeout. */
   waitAllProvisioned(timeoutMs: number): Promise<boolean>;
+  /**
+   * When the fleet's progress line first said `count` nodes provisioned (`now()` as the line
+   * arrived, so as fine as the fleet's `--report-every`); undefined after `timeoutMs`.
+   */
+  provisionedAt(count: number, timeoutMs: number): Promise<number | undefined>;
   /** The daemon's peak RSS now, MiB. */
   peakRss(): number | undefined;
   /** Stops everything; the fleet's summary. */
@@ -158,6 +163,22 @@ export async function startProvisionRig(options: ProvisionRigOptions): Promise<P
         await sleep(100);
       }
       return false;
+    },
+    provisionedAt: async (count, timeoutMs) => {
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), timeoutMs)));
+      // The fleet ending first (it was stopped) is an answer too: it never got there.
+      const reached = fleet
+        .next((l) => l.type === 'progress' && Number(l.provisioned) >= count)
+        .then(
+          () => now(),
+          () => undefined,
+        );
+      try {
+        return await Promise.race([reached, timedOut]);
+      } finally {
+        clearTimeout(timer);
+      }
     },
     peakRss: () => peakRssMiB(daemon?.child.pid),
     async finish() {

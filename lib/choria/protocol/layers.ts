@@ -1,5 +1,7 @@
 import { ValidateFunction } from 'ajv';
+import { JsonBounds, parseJsonObject } from '../../untrustedJson';
 import { ProtocolError, ProtocolErrorReason } from '../errors';
+import { ENVELOPE_BOUNDS } from './bounds';
 import { decodeBase64Strict } from './encoding';
 import { schemaErrors } from './schemas';
 import { Decoded } from './types';
@@ -9,18 +11,17 @@ export function refuse<T>(reason: ProtocolErrorReason, layer: string, message: s
   return { ok: false, error: new ProtocolError(reason, layer, message) };
 }
 
-/** `JSON.parse` of untrusted text that must be a JSON object; never throws. */
-export function parsePlainJson(text: string, layer: string): Decoded<Record<string, unknown>> {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (error) {
-    // V8 quotes the offending text in its message; that text may hold a token, so only the position is kept.
-    const position = /position (\d+)/.exec((error as Error).message)?.[1];
-    return refuse('not_json', layer, `not valid JSON${position === undefined ? '' : ` (at position ${position})`}`);
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return refuse('schema', layer, 'not a JSON object');
-  return { ok: true, value: value as Record<string, unknown> };
+/**
+ * `JSON.parse` of untrusted text that must be a JSON object within `bounds` (default: an envelope
+ * layer's, {@link ENVELOPE_BOUNDS}); never throws. What cannot be such an object is refused before
+ * anything is built (`lib/untrustedJson.ts`): `not_json`, `schema` (not a JSON object), or
+ * `oversized` (nested deeper, or holding more arrays and objects, than the layer can).
+ */
+export function parsePlainJson(text: string, layer: string, bounds: JsonBounds = ENVELOPE_BOUNDS): Decoded<Record<string, unknown>> {
+  const parsed = parseJsonObject(text, bounds);
+  if (parsed.ok) return parsed;
+  const { kind, message } = parsed.refusal;
+  return refuse(kind === 'not_object' ? 'schema' : kind === 'not_json' ? 'not_json' : 'oversized', layer, message);
 }
 
 /**

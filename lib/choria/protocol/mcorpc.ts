@@ -1,3 +1,4 @@
+import { AGENT_BOUNDS } from './bounds';
 import { parsePlainJson, refuse } from './layers';
 import { agentReplySchema, agentRequestSchema, compileSchema, schemaErrors } from './schemas';
 import { Decoded } from './types';
@@ -27,7 +28,7 @@ export function encodeAgentRequest(agent: string, action: string, data: object):
 
 /** Parses and validates a request's agent payload. */
 export function decodeAgentRequest(payload: string): Decoded<AgentRequest> {
-  const parsed = parsePlainJson(payload, 'agent');
+  const parsed = parsePlainJson(payload, 'agent', AGENT_BOUNDS);
   if (!parsed.ok) return parsed;
   if (!validRequest(parsed.value)) return refuse('schema', 'agent', schemaErrors(validRequest));
   const { agent, action, data } = parsed.value;
@@ -46,7 +47,7 @@ export function encodeAgentReply(reply: AgentReply): string {
 
 /** Parses and validates a reply's agent payload (the `data` is the action's to check). */
 export function decodeAgentReply(payload: string): Decoded<AgentReply> {
-  const parsed = parsePlainJson(payload, 'agent');
+  const parsed = parsePlainJson(payload, 'agent', AGENT_BOUNDS);
   if (!parsed.ok) return parsed;
   if (!validReply(parsed.value)) return refuse('schema', 'agent', schemaErrors(validReply));
   const { statuscode, statusmsg, data, action } = parsed.value;

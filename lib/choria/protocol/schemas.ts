@@ -32,6 +32,15 @@ const filter = {
   },
 };
 
+/**
+ * A node's identity as a transport header names it (the sender of a reply: discovery's identity).
+ * Longer than any host name or certname (DNS allows 253): a longer one cannot be a node, since the
+ * subject of a request to it would pass the broker's 4 KiB control line, and the broker answers a
+ * PUB that long by closing the connection, every request in flight with it (issue 37).
+ */
+export const MAX_IDENTITY_LENGTH = 255;
+const identity = { type: 'string', minLength: 1, maxLength: MAX_IDENTITY_LENGTH };
+
 const seenBy = { type: 'array', items: { type: 'array', items: { type: 'string' }, minItems: 3, maxItems: 3 } };
 
 export const transportV1Schema = {
@@ -44,7 +53,7 @@ export const transportV1Schema = {
       type: 'object',
       properties: {
         'reply-to': { type: 'string', minLength: 1 },
-        mc_sender: { type: 'string', minLength: 1 },
+        mc_sender: identity,
         'seen-by': seenBy,
         federation: {
           type: 'object',
@@ -133,7 +142,7 @@ export const transportV2Schema = {
       type: 'object',
       properties: {
         reply: { type: 'string' },
-        sender: { type: 'string', minLength: 1 },
+        sender: identity,
         trace: seenBy,
         federation: {
           type: 'object',

@@ -169,6 +169,12 @@ describe('decodeLifecycle', () => {
         '{"type":"lifecycle","metadata":{"action":"instance-started","source":"/1.0/instances/a"},"project":["p"]}',
       ],
       ['neither source nor name', '{"type":"lifecycle","metadata":{"action":"instance-started"},"project":"default"}'],
+      // Refused before they are built (issue 37): no server nests an event so, or fills one so.
+      ['metadata nested 100,000 arrays deep', `{"type":"lifecycle","metadata":${'['.repeat(100_000)}${']'.repeat(100_000)}}`],
+      [
+        'a context of 100,000 empty objects',
+        `{"type":"lifecycle","metadata":{"action":"instance-started","context":[${Array(100_000).fill('{}').join(',')}]}}`,
+      ],
     ])('%s', (_what, frame) => {
       const decoding = decodeLifecycle(frame);
       expect(decoding.kind).toBe('malformed');
@@ -183,6 +189,15 @@ describe('decodeLifecycle', () => {
         expect(decoding.reason).toContain('{"type":"lifecycle","metadata":{"action":5}');
         expect(decoding.reason.length).toBeLessThan(300);
       }
+    });
+
+    it('says why a frame past the bounds was refused, quoting only its start', () => {
+      const decoding = decodeLifecycle(`{"type":"lifecycle","metadata":${'['.repeat(300_000)}${']'.repeat(300_000)}}`);
+      expect(decoding).toEqual({
+        kind: 'malformed',
+        reason: expect.stringMatching(/^nested deeper than 32 levels: \{"type":"lifecycle","metadata":\[+\.\.\.$/),
+      });
+      if (decoding.kind === 'malformed') expect(decoding.reason.length).toBeLessThan(300);
     });
 
     it('keeps an event whose optional extras have the wrong type, leaving them out', () => {

@@ -72,6 +72,10 @@ describe('the lifecycle listener over a real nats-server', () => {
     await listener.nc.flush();
     const subject = 'choria.lifecycle.event.startup.spec_component';
     publisher.nc.publish(subject, 'not json at all');
+    // Larger than any event (a real one is under 1 KiB), and nested past any event's depth: refused unread (issue 37).
+    const startup = '"protocol":"io.choria.lifecycle.v1.startup","id":"1","component":"spec_component","timestamp":1';
+    publisher.nc.publish(subject, `{${startup},"identity":"${'x'.repeat(300_000)}"}`);
+    publisher.nc.publish(subject, `{${startup},"identity":${'['.repeat(1000)}${']'.repeat(1000)}}`);
     publisher.nc.publish(subject, '{"specversion":"1.0","source":"somewhere.else","id":"1","type":"x"}');
     publisher.nc.publish(
       subject,
@@ -85,7 +89,8 @@ describe('the lifecycle listener over a real nats-server', () => {
     expect(event.identity).toBe('good');
     expect(badMessages.count('lifecycle', 'not_json')).toBe(1);
     expect(badMessages.count('lifecycle', 'protocol')).toBe(1);
-    expect(badMessages.count()).toBe(2);
+    expect(badMessages.count('lifecycle', 'oversized')).toBe(2);
+    expect(badMessages.count()).toBe(4);
   });
 
   it('listens to every type with `*`, and unsubscribing stops the NATS subscription', async () => {

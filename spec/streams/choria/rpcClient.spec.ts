@@ -225,6 +225,12 @@ describe('the Choria RPC client over a real nats-server', () => {
       ['not JSON', () => 'this is not json', 'not_json'],
       ['a hash that does not match its body', (id) => wrongHash(id), 'hash'],
       ['another request id', () => reply(newRequestId(), {}), 'schema'],
+      // Refused on its first bytes past the envelope's bounds, never built (issue 37).
+      [
+        'data nested 150,000 arrays deep',
+        () => `{"protocol":"choria:transport:1","data":${'['.repeat(150_000)}${']'.repeat(150_000)},"headers":{}}`,
+        'oversized',
+      ],
     ])('skips a reply with %s, counts it, and takes the real reply that follows', async (_what, junk, reason) => {
       const before = client.badMessages.count('reply', reason as never);
       answers.push((_to, id) => [junk(id), junk(id), reply(id, { version: '1.2.3' })]);

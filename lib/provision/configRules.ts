@@ -139,7 +139,8 @@ export function checkRules(c: RawConfig, ctx: RuleContext): CheckedValues {
   const levels = ['debug', 'info', 'warn', 'error', 'fatal'] as const;
   // Unset: upstream's warn when lines go to a log file, as go-choria's logging reads an empty
   // level; rxfleet's info when they go to stdout (P6).
-  const logsToFile = !['', 'stdout', 'stderr', 'discard'].includes(c.logfile.toLowerCase());
+  // A logfile of the wrong type is refused on its own; it names no file here.
+  const logsToFile = typeof c.logfile === 'string' && !['', 'stdout', 'stderr', 'discard'].includes(c.logfile.toLowerCase());
   const logLevel: ProvisionerConfig['logLevel'] =
     c.loglevel === ''
       ? logsToFile

@@ -14,6 +14,7 @@ import { ChoriaJwtLogin, choriaJwtAuthenticator } from './choria/brokerLogin';
 import { redactUrlCredentials } from '../lib/redact';
 import { LoginBackoff } from './natsLoginBackoff';
 import { ConnectionWatch, isRefusal } from './credentialWatch';
+import type { ConnectorEvents } from '../lib/choria/connectorMetrics';
 
 /** Where to connect and as whom. */
 export interface NatsConnectionConfig {
@@ -64,6 +65,8 @@ export interface NatsConnectionConfig {
    * first connection and at every disconnection, as go-choria resolves them for every connection.
    */
   resolveServers?: () => Promise<string[]>;
+  /** Told what go-choria's connector counts (`choria_connector_*`): failed first attempts, reconnections, errors. */
+  events?: ConnectorEvents;
 }
 
 /** The state a daemon reports (and `/ready` reads). */
@@ -219,6 +222,8 @@ export async function openNatsConnection(
   };
 
   const lines = new LogBackoff();
+  const { events } = config;
+  const startedAt = Date.now();
   const aborted = (): boolean => config.signal?.aborted === true;
   let nc: NatsConnection | undefined;
   for (let attempt = 1; nc === undefined; attempt++) {
@@ -229,6 +234,7 @@ export async function openNatsConnection(
       nc = await connect(options);
     } catch (error) {
       if (aborted()) throw abandoned();
+      events?.initialAttemptFailed();
       const reason = failureReason(error);
       if (isRefusal(reason)) watch?.refused(reason);
       // The same wait as between reconnects: short while unreachable, growing while refused.
@@ -248,6 +254,7 @@ export async function openNatsConnection(
   backoff.follow(connected);
   const state = new BehaviorSubject<ConnectionState>('connected');
   watch?.connected();
+  events?.initiallyConnected((Date.now() - startedAt) / 1000);
   logger.info({ server: connected.getServer() }, 'connected to NATS');
 
   // The status iterator is read in a loop rather than turned into an Observable with from():
@@ -287,16 +294,19 @@ export async function openNatsConnection(
           `reconnected to NATS (${status.server}) after ${seconds(Date.now() - downSince)}`,
         );
         watch?.connected();
+        events?.reconnected();
         state.next('connected');
       } else if (status.type === 'staleConnection') {
         logger.warn('the NATS server stopped answering pings: reconnecting');
       } else if (status.type === 'error') {
+        events?.error();
         if (isRefusal(failureReason(status.error))) watch?.refused(failureReason(status.error));
         logger.warn({ err: status.error }, `NATS error: ${failureReason(status.error)}`);
       }
     }
   })();
   void connected.closed().then((error: Error | void) => {
+    events?.closed();
     if (error) logger.error({ err: error }, 'NATS connection closed with an error');
     state.next('closed');
     state.complete();

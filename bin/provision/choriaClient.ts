@@ -1,7 +1,9 @@
 import { NatsConnection } from '@nats-io/transport-node';
 import { Observable, SchedulerLike } from 'rxjs';
 import { BadMessageSource, BadMessages, isUnexpectedReply } from '../../lib/choria/badMessages';
+import { Registry } from 'prom-client';
 import { ChoriaClientConfig } from '../../lib/choria/clientConfig';
+import { ProtocolMetrics } from '../../lib/choria/connectorMetrics';
 import { lifecycleEventJson, lifecycleSubject, newLifecycleEvent } from '../../lib/choria/lifecycle';
 import { Logger } from '../../lib/logger';
 import { MalformedInputSource, ProvisionerMetrics } from '../../lib/provision/metrics';
@@ -50,6 +52,8 @@ export function startChoriaClient(parts: {
   identity: string;
   connection$: Observable<ConnectionState>;
   metrics: ProvisionerMetrics;
+  /** Where go-choria's protocol counters (`choria_protocol_*`) are registered. */
+  registry: Registry;
   scheduler: SchedulerLike;
   logger: Logger;
 }): ChoriaClientParts {
@@ -68,6 +72,7 @@ export function startChoriaClient(parts: {
     identity,
     callerId: plan.callerId,
     callerHash: plan.fips.callerHash,
+    protocolMetrics: new ProtocolMetrics(parts.registry, plan.protocol.version),
     protocol: plan.protocol,
     ttl: choria.requestTtlSeconds,
     discoveryTimeoutSeconds: choria.discoveryTimeoutSeconds,

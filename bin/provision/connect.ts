@@ -1,5 +1,6 @@
 import { Registry } from 'prom-client';
 import { ChoriaClientConfig } from '../../lib/choria/clientConfig';
+import { ConnectorMetrics } from '../../lib/choria/connectorMetrics';
 import { Logger } from '../../lib/logger';
 import { ConfigurationError, ProvisionerConfig } from '../../lib/provision/config';
 import { ConnectionPlan, connectionPlan } from '../../streams/choria/connectionPlan';
@@ -55,6 +56,8 @@ export async function connectToBrokers(
 ): Promise<BrokerConnection> {
   const { logger, registry, given } = parts;
   const plan = connectionPlan(config, choria);
+  // go-choria's connector series exist from the start, also over a connection the caller owns.
+  const connectorMetrics = new ConnectorMetrics(registry);
   if (given !== undefined) return { connection: given, plan, close: async () => undefined };
   if (plan.problems.some((p) => p.severity === 'error')) throw new ConfigurationError(plan.problems);
   logger.info(...securityLine(plan));
@@ -69,6 +72,7 @@ export async function connectToBrokers(
         ...plan.nats,
         servers: brokers.servers,
         watch,
+        events: connectorMetrics,
         resolveServers: plan.brokers.kind === 'srv' ? async () => (await lookUp()).servers : undefined,
       },
       logger,

@@ -92,7 +92,7 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
   const { connection, plan } = broker;
   const { nc, state$: connection$ } = connection;
   announceStartup(nc, identity, options.version ?? '0.0.0', logger);
-  const wire = startChoriaClient({ nc, plan, choria, identity, connection$, metrics, scheduler, logger });
+  const wire = startChoriaClient({ nc, plan, choria, identity, connection$, metrics, registry, scheduler, logger });
   const { client, badMessages } = wire;
   const helpers = startHelper(config, { gate, metrics, registry, logger, env: tuning.helperEnv });
   const { rpcTimeoutMs, retryBackoffMs: backoffMs, random } = tuning;

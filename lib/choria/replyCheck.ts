@@ -41,16 +41,19 @@ export interface ExpectedReply {
  *   asked (its envelope's sender id), or its data does not fit the action.
  */
 export type ReplyVerdict =
-  { kind: 'answer'; reply: RpcReply } | { kind: 'status'; error: RpcStatusError } | { kind: 'refused'; refusal: Refusal };
+  | { kind: 'answer'; reply: RpcReply }
+  | { kind: 'status'; error: RpcStatusError }
+  /** `envelope`: the Choria layers decoded and the hash held (what go-choria counts as valid), or what stopped them. */
+  | { kind: 'refused'; refusal: Refusal; envelope: 'valid' | ProtocolError };
 
 /**
  * Judges one message that arrived on an attempt's reply subject (see {@link ReplyVerdict}). Never
  * throws; a refusal's message never quotes the body.
  */
 export function judgeReply(data: Uint8Array | string, expected: ExpectedReply): ReplyVerdict {
-  const refused = (refusal: Refusal): ReplyVerdict => ({ kind: 'refused', refusal });
+  const refused = (refusal: Refusal): ReplyVerdict => ({ kind: 'refused', refusal, envelope: 'valid' });
   const decoded = decodeReply(data, { maxBytes: expected.maxBytes });
-  if (!decoded.ok) return refused(decoded.error);
+  if (!decoded.ok) return { kind: 'refused', refusal: decoded.error, envelope: decoded.error };
   const reply = decoded.value;
   if (reply.requestId !== expected.requestId)
     return refused(new ProtocolError('schema', 'reply', 'request id does not match the reply subject'));

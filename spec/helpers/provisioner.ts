@@ -172,13 +172,28 @@ export const UPSTREAM_COUNTERS = [
  */
 export const UPSTREAM_NAMED_COUNTERS = [...UPSTREAM_COUNTERS, 'choria_provisioner_incus_discovered'];
 
+/** go-choria's connector and protocol counters, which a daemon's registry carries under their names too. */
+export const CONNECTOR_NAMED_COUNTERS = [
+  'choria_connector_initial_connection_attempts',
+  'choria_connector_reconnections',
+  'choria_connector_connection_closed',
+  'choria_connector_errors',
+  'choria_protocol_json_parse_failures',
+  'choria_protocol_valid',
+  'choria_protocol_invalid',
+  'choria_protocol_error',
+];
+
 const finding = (name: string): string => `${name} counter metrics should have "_total" suffix`;
 
-/** What promtool's linter says of a provisioner's exposition without leader_election, upstream's names being kept. */
-export const UPSTREAM_NAME_FINDINGS = UPSTREAM_NAMED_COUNTERS.map(finding);
+/** What promtool's linter says of the provisioner's own series (ProvisionerMetrics), upstream's names being kept. */
+export const PROVISIONER_NAME_FINDINGS = UPSTREAM_NAMED_COUNTERS.map(finding);
 
-/** The same with leader_election, whose election counter keeps go-choria's name. */
-export const UPSTREAM_NAME_FINDINGS_WITH_ELECTION = [...UPSTREAM_NAME_FINDINGS, finding('choria_election_campaigns')];
+/** What promtool's linter says of a provisioner daemon's exposition without leader_election: its series and go-choria's connector's. */
+export const UPSTREAM_NAME_FINDINGS = [...PROVISIONER_NAME_FINDINGS, ...CONNECTOR_NAMED_COUNTERS.map(finding)];
+
+/** The provisioner's own series beside the election's, whose counter keeps go-choria's name. */
+export const UPSTREAM_NAME_FINDINGS_WITH_ELECTION = [...PROVISIONER_NAME_FINDINGS, finding('choria_election_campaigns')];
 
 /** A logger that keeps every line's message, for specs that wait on what the daemon says. */
 export function capturingLogger(): { logger: Logger; messages: () => string[] } {

@@ -70,6 +70,46 @@ describe('the daemon NATS connection', () => {
     expect(existsSync(own.dir)).toBe(false);
   });
 
+  it("tells go-choria's connector counters what happens: failed first attempts, the connection, a reconnection, a server error, the close", async () => {
+    const port = await freePort();
+    const seen: string[] = [];
+    const events = {
+      initialAttemptFailed: () => seen.push('failed'),
+      initiallyConnected: (s: number) => seen.push(s >= 0 ? 'connected' : 'negative'),
+      reconnected: () => seen.push('reconnected'),
+      error: () => seen.push('error'),
+      closed: () => seen.push('closed'),
+    };
+    const opening = openNatsConnection({
+      servers: [`127.0.0.1:${port}`],
+      events,
+      reconnectWaitMs: 50,
+      user: 'u',
+      password: 'p',
+    });
+    await waitFor(() => seen.filter((e) => e === 'failed').length >= 2, 'two failed attempts while nothing listens');
+    const own = await startNatsServer({
+      jetstream: false,
+      port,
+      config: 'authorization: { users: [ { user: u, password: p, permissions: { subscribe: { deny: "forbidden.>" } } } ] }',
+    });
+    try {
+      const connection = await opening;
+      expect(seen.filter((e) => e !== 'failed')).toEqual(['connected']);
+      // A subscription the server refuses: an asynchronous error, as nats.go's ErrorHandler sees it.
+      connection.nc.subscribe('forbidden.x');
+      await waitFor(() => seen.includes('error'), 'the permissions violation');
+      await own.kill();
+      await own.restart();
+      await waitFor(() => seen.includes('reconnected'), 'the reconnection');
+      await connection.drain();
+      await waitFor(() => seen.includes('closed'), 'the close');
+      expect(seen.filter((e) => e !== 'failed')).toEqual(['connected', 'error', 'reconnected', 'closed']);
+    } finally {
+      await own.stop();
+    }
+  });
+
   it('waits for a first connection until its signal aborts, then rejects and leaves no dial loop', async () => {
     const port = await freePort(); // nothing listens there
     const controller = new AbortController();

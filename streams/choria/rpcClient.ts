@@ -17,6 +17,7 @@ import {
 } from '../../lib/choria/protocol/subjects';
 import { ChoriaReply, Filter, newFilter } from '../../lib/choria/protocol/types';
 import { RpcReply, judgeReply } from '../../lib/choria/replyCheck';
+import { ProtocolOutcome, protocolOutcome } from '../../lib/choria/connectorMetrics';
 import { Logger, silentLogger } from '../../lib/logger';
 import type { ConnectionState } from '../natsConnection';
 import { ReplyInbox } from './replyInbox';
@@ -33,6 +34,8 @@ export interface ChoriaRpcClientOptions {
   callerId?: string;
   /** How the caller id is hashed in the reply subjects: `md5` (default), `sha256` in FIPS 140 mode. */
   callerHash?: CallerHash;
+  /** Told how each reply's Choria layers fared, as go-choria's protocol counters count them. */
+  protocolMetrics?: { observe(outcome: ProtocolOutcome): void };
   /** Default `provisioning`. */
   collective?: string;
   /** The protocol to speak. Default v1, unsigned (`insecure`), as provisioning mode expects. */
@@ -101,10 +104,13 @@ export class ChoriaRpcClient {
   private readonly connectionWatch: Subscription | undefined;
   private readonly ownBadMessages: boolean;
 
+  private readonly protocolMetrics: { observe(outcome: ProtocolOutcome): void } | undefined;
+
   constructor(options: ChoriaRpcClientOptions) {
     this.nc = options.nc;
     this.identity = options.identity;
     this.callerId = options.callerId ?? callerIdFor(options.identity);
+    this.protocolMetrics = options.protocolMetrics;
     this.collective = options.collective ?? PROVISIONING_COLLECTIVE;
     this.protocol = options.protocol ?? { version: 'v1' };
     this.ttl = options.ttl ?? 60;
@@ -194,6 +200,9 @@ export class ChoriaRpcClient {
           return;
         }
         const verdict = judgeReply(msg.data, expected);
+        this.protocolMetrics?.observe(
+          verdict.kind === 'refused' ? protocolOutcome(verdict.envelope === 'valid' ? undefined : verdict.envelope) : 'valid',
+        );
         if (verdict.kind === 'refused') {
           refused++;
           this.badMessages.report('reply', verdict.refusal, msg.subject);
@@ -250,6 +259,7 @@ export class ChoriaRpcClient {
             return;
           }
           const decoded = decodeReply(msg.data, { maxBytes: this.maxBytes });
+          this.protocolMetrics?.observe(protocolOutcome(decoded.ok ? undefined : decoded.error));
           if (!decoded.ok) {
             this.badMessages.report('broadcast_reply', decoded.error, msg.subject);
             return;

@@ -178,6 +178,12 @@ describe('the provisioner daemon, end to end', () => {
       expect([0, 3]).toContain(code);
       // Without leader_election go-choria starts no election, so its series are not there.
       expect(text).not.toMatch(/^choria_election_/m);
+      // go-choria's connector series, fed by the daemon's own connection and codec: one first
+      // connection, every reply's hash checked (v1: choria_insecure), nothing refused at the envelope.
+      expect(sampleValue(text, 'choria_connector_initial_connect_time_count')).toBe(1);
+      expect(sampleValue(text, 'choria_connector_reconnections')).toBe(0);
+      expect(sampleValue(text, 'choria_protocol_valid', { version: '1' })).toBeGreaterThanOrEqual(7);
+      expect(sampleValue(text, 'choria_protocol_error', { version: '1' })).toBe(0);
       expect(
         output
           .split('\n')

@@ -12,7 +12,7 @@ const run = promisify(execFile);
 
 /** Debian's softhsm2 module (the path go-choria's docs and sites name). */
 export const SOFTHSM_MODULE = '/usr/lib/softhsm/libsofthsm2.so';
-const TOKEN_OBJECTS = resolve(__dirname, '../fixtures/pkcs11/token-objects.cjs');
+const TOKEN_OBJECTS = resolve(__dirname, '../fixtures/pkcs11/token-objects.mjs');
 
 /** A SoftHSM token in a private directory: its own `softhsm2.conf`, removed by `remove()`. */
 export interface SoftHsmToken {

@@ -58,6 +58,7 @@ const SECRET_FIELDS = [
   'chpwd',
   'clientKey',
   'client_key',
+  'pin',
 ];
 export const REDACTED_PATHS = [...SECRET_FIELDS, ...SECRET_FIELDS.map((f) => `*.${f}`), ...SECRET_FIELDS.map((f) => `*.*.${f}`)];
 

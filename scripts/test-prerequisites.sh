@@ -5,7 +5,8 @@
 # The specs use real parts: a private nats-server per suite, private LXD and Incus daemons (with
 # iptables and dnsmasq for their bridges, and a static busybox for the test image), promtool,
 # systemd-analyze (the example units are verified), lintian (the Debian package is checked), strip
-# from binutils (npm run package strips the binary), and the real Go peers: go-choria's broker,
+# from binutils (npm run package strips the binary), SoftHSM and OpenSSL's pkcs11 engine (the
+# pkcs11 security provider's token, and its TLS), and the real Go peers: go-choria's broker,
 # servers and client, and a current nats-server, built from the Go module proxy (go-peers.sh). Incus 6.0 LTS comes from bookworm-backports,
 # which is added as a deb822 source (/etc/apt/sources.list.d/) when no configured source has it. On
 # Debian, run as root, the missing packages are installed with
@@ -13,11 +14,11 @@
 # costs one dpkg-query per package.
 set -eu
 
-PACKAGES="nats-server lxd iptables dnsmasq-base prometheus busybox-static systemd lintian binutils openssl logrotate"
+PACKAGES="nats-server lxd iptables dnsmasq-base prometheus busybox-static systemd lintian binutils openssl logrotate softhsm2 libengine-pkcs11-openssl"
 # Incus 6.0 LTS is in bookworm's backports only (trixie has it in main).
 BACKPORTS_PACKAGES="incus-base incus-client"
 # The executable each package brings, for machines without dpkg.
-COMMANDS="nats-server lxd incus iptables dnsmasq promtool busybox systemd-analyze lintian strip openssl logrotate"
+COMMANDS="nats-server lxd incus iptables dnsmasq promtool busybox systemd-analyze lintian strip openssl logrotate softhsm2-util"
 
 say() { printf 'npm test: %s\n' "$*" >&2; }
 

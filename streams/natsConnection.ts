@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls';
 import {
   Authenticator,
   NatsConnection,
@@ -15,6 +16,7 @@ import { redactUrlCredentials } from '../lib/redact';
 import { LoginBackoff } from './natsLoginBackoff';
 import { ConnectionWatch, isRefusal } from './credentialWatch';
 import type { ConnectorEvents } from '../lib/choria/connectorMetrics';
+import type { EngineKey } from './choria/pkcs11Engine';
 
 /** Where to connect and as whom. */
 export interface NatsConnectionConfig {
@@ -30,9 +32,10 @@ export interface NatsConnectionConfig {
   /**
    * TLS client material (file paths). With only `ca`, the server is verified but no client cert is
    * sent. `verify: false` encrypts without verifying the server's certificate (go-choria's
-   * anonymous TLS, the `choria` provider without a CA); default true.
+   * anonymous TLS, the `choria` provider without a CA); default true. A key held by an OpenSSL
+   * engine (a PKCS#11 token) is `engineKey`, with its certificate as `certificatePem`.
    */
-  tls?: { ca?: string; cert?: string; key?: string; verify?: boolean };
+  tls?: { ca?: string; cert?: string; key?: string; verify?: boolean; certificatePem?: string; engineKey?: EngineKey };
   /** A Choria organisation-issuer login: the client JWT as token, the server's nonce signed with its seed. */
   jwtLogin?: ChoriaJwtLogin;
   /**
@@ -132,15 +135,19 @@ export function daemonConnectionOptions(config: NatsConnectionConfig, backoff: L
     };
   }
   if (config.tls !== undefined) {
-    const { ca, cert, key, verify = true } = config.tls;
+    const { ca, cert, key, verify = true, certificatePem, engineKey } = config.tls;
     // File names, not their content: nats.js reads them at every TLS handshake, so a certificate,
     // key or CA renewed on disk is used from the next (re)connection on, as go-choria reads them.
-    options.tls = {
+    // nats.js hands every other option to tls.connect as it is: the engine's key among them.
+    const tlsOptions: NonNullable<ConnectionOptions['tls']> & Pick<TlsConnectionOptions, 'privateKeyEngine' | 'privateKeyIdentifier'> = {
       ...(verify ? {} : { rejectUnauthorized: false }),
       ...(ca !== undefined ? { caFile: ca } : {}),
       ...(cert !== undefined ? { certFile: cert } : {}),
       ...(key !== undefined ? { keyFile: key } : {}),
+      ...(certificatePem !== undefined ? { cert: certificatePem } : {}),
+      ...(engineKey !== undefined ? { privateKeyEngine: engineKey.engine, privateKeyIdentifier: engineKey.identifier } : {}),
     };
+    options.tls = tlsOptions;
   }
   return options;
 }

@@ -51,6 +51,8 @@ export async function validateConfiguration(options: ValidateOptions): Promise<V
     lines.push(`${errors} error${errors === 1 ? '' : 's'}, ${warnings} warning${warnings === 1 ? '' : 's'}`);
     return { lines, exitCode: 1 };
   }
+  const { validateSecurityLine } = await import('../provision/securitySummary.js');
+  lines.push(validateSecurityLine({ sources, config: result.config, choria: result.choria, choriaFile: result.choriaFile }));
   lines.push(summary(options.config, result.config, result.choria, warnings));
   return { lines, exitCode: 0 };
 }

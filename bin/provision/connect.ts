@@ -7,6 +7,10 @@ import { ConnectionPlan, connectionPlan } from '../../streams/choria/connectionP
 import { resolveBrokers } from '../../streams/choria/srvLookup';
 import { CredentialWatch } from '../../streams/credentialWatch';
 import { FleetConnection, openNatsConnection } from '../../streams/natsConnection';
+import { nodeSiteFiles } from '../../streams/siteFiles';
+import { pkcs11Pin, pkcs11PinSource } from '../../streams/choria/pkcs11Pin';
+import type { Pkcs11Token } from '../../streams/choria/pkcs11Token';
+import { securityLine } from './securitySummary';
 
 /** The broker connection a provisioner opened, and what it was opened with. */
 export interface BrokerConnection {
@@ -16,30 +20,6 @@ export interface BrokerConnection {
   watch?: CredentialWatch;
   /** Stops watching the credentials and, when the daemon opened it, drains the connection. */
   close(): Promise<void>;
-}
-
-/** One line for the first hour after a switch: which provider, which name, what TLS, which protocol. */
-function securityLine(plan: ConnectionPlan): [object, string] {
-  const security = plan.security;
-  const requests =
-    plan.protocol.version === 'v2'
-      ? 'v2, signed with the seed'
-      : plan.protocol.signer !== undefined
-        ? 'v1, signed with the x509 key'
-        : 'v1, unsigned';
-  const tls =
-    security?.tls === undefined
-      ? 'off'
-      : !security.tls.verify
-        ? 'encrypted, not verified'
-        : security.tls.cert !== undefined
-          ? 'mutual, verified'
-          : 'verified';
-  const replies = plan.fips.on ? `, replies under sha256 of the caller (FIPS 140 mode: ${plan.fips.reason})` : '';
-  return [
-    { provider: security?.provider, certname: security?.certname, callerId: plan.callerId, tls, requests, fips: plan.fips.on },
-    `security provider ${security?.provider ?? 'unknown'}: caller ${plan.callerId}, TLS ${tls}, requests ${requests}${replies}`,
-  ];
 }
 
 /**
@@ -55,7 +35,8 @@ export async function connectToBrokers(
   parts: { logger: Logger; registry: Registry; given?: FleetConnection | undefined },
 ): Promise<BrokerConnection> {
   const { logger, registry, given } = parts;
-  const plan = connectionPlan(config, choria);
+  const pkcs11 = given === undefined ? await openTokenAtStart(config, choria) : undefined;
+  const plan = connectionPlan(config, choria, pkcs11 !== undefined ? { pkcs11 } : {});
   // go-choria's connector series exist from the start, also over a connection the caller owns.
   const connectorMetrics = new ConnectorMetrics(registry);
   if (given !== undefined) return { connection: given, plan, close: async () => undefined };
@@ -89,5 +70,23 @@ export async function connectToBrokers(
   } catch (error) {
     stopWatch();
     throw error;
+  }
+}
+
+/**
+ * With the `pkcs11` provider (and TLS on), the token opened and logged in before anything is
+ * dialled, as go-choria's provider logs in when the framework starts: the PIN from
+ * `rxfleet.pkcs11_pin_file`, else asked on the terminal. A token that cannot be opened is a
+ * {@link ConfigurationError} naming the Choria configuration, never quoting the PIN.
+ */
+async function openTokenAtStart(config: ProvisionerConfig, choria: ChoriaClientConfig): Promise<Pkcs11Token | undefined> {
+  if (config.choriaInsecure || choria.securityProvider !== 'pkcs11' || choria.pkcs11DriverFile === undefined) return undefined;
+  const path = choria.file ?? 'choria config';
+  try {
+    const pin = await pkcs11Pin(pkcs11PinSource(config.rxfleet.pkcs11PinFile), nodeSiteFiles);
+    const { openPkcs11Token } = await import('../../streams/choria/pkcs11Token.js');
+    return openPkcs11Token({ driverFile: choria.pkcs11DriverFile, slot: choria.pkcs11Slot }, pin);
+  } catch (error) {
+    throw new ConfigurationError([{ path, message: (error as Error).message, severity: 'error' }]);
   }
 }

@@ -12,6 +12,7 @@ import { connectionPlan } from '../../streams/choria/connectionPlan';
 import { defaultChoriaConfigPath, hostFqdn, loadChoriaClientConfig } from '../../streams/choria/clientConfigFile';
 import { helperExecutableProblem } from '../../streams/helper/helperExecutable';
 import { loadProvisionerConfig } from '../../streams/provisionerConfigFile';
+import { inspectPkcs11Token } from './pkcs11Check';
 
 /** Settings given on the command line that replace the file's (`--nats`, `--monitor`...). */
 export interface ProvisionOverrides {
@@ -72,8 +73,18 @@ const helperCheck: PreflightCheck = ({ config, sources }) => {
     : [{ file: sources.config, path: 'helper', severity: 'warning', message: `${problem}: every node will fail until it can be run` }];
 };
 
+/**
+ * The `pkcs11` provider's token, opened as start-up opens it (never asking for the PIN): its
+ * module, slot, objects, the PIN file, OpenSSL's pkcs11 engine.
+ */
+const pkcs11Check: PreflightCheck = (context) => {
+  const { token, problems } = inspectPkcs11Token(context);
+  token?.close();
+  return problems;
+};
+
 /** Every check, in the order their lines are printed. */
-export const PREFLIGHT_CHECKS: PreflightCheck[] = [connectionCheck, helperCheck];
+export const PREFLIGHT_CHECKS: PreflightCheck[] = [connectionCheck, pkcs11Check, helperCheck];
 
 /** The outcome: the configuration to run with (when nothing is an error) and every problem. */
 export interface Preflight {

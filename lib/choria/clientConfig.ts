@@ -40,6 +40,10 @@ export interface ChoriaClientConfig {
   sslDir: string | undefined;
   /** `plugin.security.certname`: the `puppet` provider's certificate name; undefined: go-choria's default. */
   certname: string | undefined;
+  /** `plugin.security.pkcs11.driver_file`: the `pkcs11` provider's PKCS#11 module (a `.so`); undefined when unset. */
+  pkcs11DriverFile: string | undefined;
+  /** `plugin.security.pkcs11.slot`: the slot id of the `pkcs11` provider's token; default 0, as go-choria. */
+  pkcs11Slot: number;
   /** `plugin.nats.user|pass|credentials`: the NATS login when the provisioner file sets none. */
   natsUser: string | undefined;
   natsPassword: string | undefined;
@@ -103,6 +107,7 @@ const PATH_KEYS = new Set([
   'plugin.security.choria.token_file',
   'plugin.choria.ssldir',
   'plugin.security.puppet.ssldir',
+  'plugin.security.pkcs11.driver_file',
   'plugin.nats.credentials',
 ]);
 
@@ -211,6 +216,19 @@ export function parseChoriaClientConfig(text: string, options: ParseChoriaConfig
     return Number(entry.value);
   };
 
+  // A PKCS#11 slot id: any whole number (SoftHSM numbers its slots in the billions).
+  const wholeNumber = (key: string, fallback: number): number => {
+    const entry = settings.get(key);
+    if (entry === undefined || entry.value === '') return fallback;
+    if (/^\d+$/.test(entry.value) && Number.isSafeInteger(Number(entry.value))) return Number(entry.value);
+    problems.push({
+      path: where(entry.line, key),
+      message: `expected a whole number, got ${JSON.stringify(entry.value)}`,
+      severity: 'error',
+    });
+    return fallback;
+  };
+
   let middlewareHosts: string[] = [];
   const hosts = settings.get('plugin.choria.middleware_hosts');
   if (hosts !== undefined && hosts.value !== '') {
@@ -268,6 +286,8 @@ export function parseChoriaClientConfig(text: string, options: ParseChoriaConfig
     tokenFile: stringSetting('plugin.security.choria.token_file'),
     sslDir: stringSetting('plugin.choria.ssldir') ?? stringSetting('plugin.security.puppet.ssldir'),
     certname: stringSetting('plugin.security.certname'),
+    pkcs11DriverFile: stringSetting('plugin.security.pkcs11.driver_file'),
+    pkcs11Slot: wholeNumber('plugin.security.pkcs11.slot', 0),
     natsUser: stringSetting('plugin.nats.user'),
     natsPassword: stringSetting('plugin.nats.pass'),
     natsCredentials: stringSetting('plugin.nats.credentials'),

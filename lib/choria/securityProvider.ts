@@ -1,6 +1,8 @@
 import { join } from 'node:path/posix';
 import { SiteFiles } from '../siteFiles';
+import { certManagerSecurity } from './certManagerSecurity';
 import { ChoriaClientConfig, ChoriaConfigProblem } from './clientConfig';
+import { Pkcs11Settings } from './pkcs11';
 
 /** What go-choria's providers read from the process: who runs it and the certname override. */
 export interface SecurityEnvironment {
@@ -26,8 +28,11 @@ export interface ClientTlsFiles {
 /** The security provider a Choria client ends up with: names, TLS, request signing, broker login. */
 export interface ClientSecurity {
   /** The provider in effect: `choria_insecure` forces `file`, as upstream. */
-  provider: 'file' | 'choria' | 'puppet';
-  /** The provider's certname: `choria=<certname>` is the caller id of x509 requests. */
+  provider: 'file' | 'choria' | 'puppet' | 'pkcs11' | 'certmanager';
+  /**
+   * The provider's certname: `choria=<certname>` is the caller id of x509 requests. Empty for
+   * `pkcs11`, whose certname is the common name of the certificate on the token.
+   */
   certname: string;
   /** TLS to the broker; undefined when TLS is off (`choria_insecure`). */
   tls?: ClientTlsFiles;
@@ -35,6 +40,8 @@ export interface ClientSecurity {
   x509?: { certificate: string; key: string; ca: string };
   /** The `choria` provider's client JWT and ed25519 seed: the broker login and v2 signatures. */
   jwt?: { tokenFile: string; seedFile: string };
+  /** The `pkcs11` provider's token: its key signs the TLS handshake and v1 requests; `tls` has the CA only. */
+  pkcs11?: Pkcs11Settings;
 }
 
 /** Options for {@link clientSecurity}. */
@@ -70,7 +77,12 @@ export function defaultPuppetSslDir(env: SecurityEnvironment): string | undefine
  *   `.certificate` and `.key` when both exist, verified against `.ca` when it exists and otherwise
  *   encrypted without verification (a configured file that is missing is a warning, since
  *   upstream then silently skips it).
- * - `pkcs11` and `certmanager` are refused: their keys live where rxfleet cannot read them.
+ * - `pkcs11`: `plugin.security.pkcs11.driver_file` required and present, `plugin.security.file.ca`
+ *   present; the key and certificate are on the token (`plugin.security.pkcs11.slot`), found when
+ *   it is opened; TLS verified both ways, v1 requests signed on the token.
+ * - `certmanager`: the files cert-manager's enrolment left in `plugin.choria.ssldir` (`cert.pem`,
+ *   `key.pem`, `ca.pem`), used as the `file` provider uses its own; certname `$MCOLLECTIVE_CERTNAME`,
+ *   else the identity ({@link certManagerSecurity}).
  *
  * Every problem is returned, each naming the key and the file; `security` is undefined when any is
  * an error.
@@ -165,10 +177,28 @@ export function clientSecurity(
       };
       return result({ provider: 'choria', certname: env.user ?? choria.identity, tls, jwt: { tokenFile, seedFile } });
     }
-    default:
-      error(
-        `plugin.security.provider ${JSON.stringify(choria.securityProvider)} is not supported by rxfleet: use file, choria or puppet (its keys are kept where rxfleet cannot read them)`,
-      );
-      return result({ provider: 'file', certname: fileCertname });
+    case 'pkcs11': {
+      const unset = 'with plugin.security.provider = pkcs11';
+      const driverFile = needed('plugin.security.pkcs11.driver_file', choria.pkcs11DriverFile, unset);
+      const ca = needed('plugin.security.file.ca', choria.ca, `${unset}: the broker's certificate is verified against it`);
+      return result({ provider: 'pkcs11', certname: '', tls: { ca, verify: true }, pkcs11: { driverFile, slot: choria.pkcs11Slot, ca } });
+    }
+    case 'certmanager': {
+      const found = certManagerSecurity({
+        sslDir: choria.sslDir,
+        identity: choria.identity,
+        certnameOverride: env.certname,
+        exists: (f) => files.exists(f),
+      });
+      found.errors.forEach(error);
+      if (found.files === undefined) return result({ provider: 'certmanager', certname: found.certname });
+      const { certificate, key, ca } = found.files;
+      return result({
+        provider: 'certmanager',
+        certname: found.certname,
+        tls: { ca, cert: certificate, key, verify: true },
+        x509: { certificate, key, ca },
+      });
+    }
   }
 }

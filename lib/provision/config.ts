@@ -171,6 +171,7 @@ export function parseProvisionerConfig(text: string, options: ParseConfigOptions
       natsUser: c.rxfleet.nats_user ?? nats.credentials?.user,
       natsPassword: c.rxfleet.nats_password ?? nats.credentials?.password,
       natsCredentials: c.rxfleet.nats_credentials,
+      pkcs11PinFile: c.rxfleet.pkcs11_pin_file,
       queueCapacity: c.rxfleet.queue_capacity,
       shutdownGraceMs,
       helperTimeoutMs,

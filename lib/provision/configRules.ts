@@ -41,6 +41,7 @@ export interface RawConfig {
     nats_user?: string;
     nats_password?: string;
     nats_credentials?: string;
+    pkcs11_pin_file?: string;
     queue_capacity: number;
     shutdown_grace: string;
     helper_timeout: string;

@@ -68,6 +68,7 @@ export const PROVISIONER_CONFIG_SCHEMA = {
         nats_user: string(undefined),
         nats_password: string(undefined, 'a string', { secret: true }),
         nats_credentials: string(undefined, 'a NATS credentials (.creds) file name'),
+        pkcs11_pin_file: string(undefined, "a file name (holding the pkcs11 security provider's token PIN)"),
         queue_capacity: { type: 'integer', minimum: 1, default: 50_000, expected: 'a whole number >= 1' },
         shutdown_grace: string('30s', 'a duration such as 30s or 2m'),
         helper_timeout: string('10s', 'a duration such as 10s'),

@@ -63,6 +63,11 @@ export interface RxfleetSettings {
   natsPassword: string | undefined;
   /** A NATS `.creds` file (JWT + nkey seed), for accounts set up that way. */
   natsCredentials: string | undefined;
+  /**
+   * A file holding the `pkcs11` security provider's token PIN, for a daemon without a terminal
+   * (go-choria asks for the PIN on the terminal, which rxfleet does too when this is unset).
+   */
+  pkcs11PinFile: string | undefined;
   /** Admitted-but-not-started tickets held at most; default 50 000 (upstream's channel size). */
   queueCapacity: number;
   /** DECISIONS P9 grace period; default 30 s. */

@@ -48,9 +48,11 @@ function packageFiles(root: string, version: string): Plugin {
 }
 
 /**
- * `ws`'s optional native add-ons, which it tries in a `try` and does without. Left as `require`s,
- * the binary would print Node's warning that its `require` loads built-in modules only; bundled
- * as a module that throws, `ws` takes its JavaScript path at once, as without them on disk.
+ * Optional native add-ons, which a single executable cannot load: `ws`'s, which it tries in a
+ * `try` and does without (left as `require`s, the binary would print Node's warning that its
+ * `require` loads built-in modules only; bundled as a module that throws, `ws` takes its
+ * JavaScript path at once, as without them on disk), and pkcs11js, which only the `pkcs11`
+ * security provider loads, and which then says the binary does not carry it.
  */
 function absentOptional(names: string[]): Plugin {
   const filter = new RegExp(`^(${names.map((n) => n.replace(/[-/]/g, '\\$&')).join('|')})$`);
@@ -69,7 +71,8 @@ function absentOptional(names: string[]): Plugin {
 /**
  * Bundles the whole CLI (every command, with its dependencies) into one CommonJS file `out` that
  * needs nothing beside it: the entry scripts/package/entry.ts, Node's built-ins left as they are,
- * the optional native add-ons of `ws` left out (it falls back to JavaScript without them).
+ * the optional native add-ons left out (`ws` falls back to JavaScript without them; the `pkcs11`
+ * security provider refuses to start in the binary, saying so).
  */
 export async function bundle(root: string, out: string, version: string): Promise<void> {
   const result = await build({
@@ -84,7 +87,7 @@ export async function bundle(root: string, out: string, version: string): Promis
     mainFields: ['main'],
     conditions: ['require'],
     tsconfig: join(root, 'tsconfig.build.json'),
-    plugins: [packageFiles(root, version), absentOptional(['bufferutil', 'utf-8-validate'])],
+    plugins: [packageFiles(root, version), absentOptional(['bufferutil', 'utf-8-validate', 'pkcs11js'])],
     legalComments: 'none',
     logLevel: 'warning',
     metafile: false,

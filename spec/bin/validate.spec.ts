@@ -55,6 +55,7 @@ describe('rxfleet validate', () => {
     const { code, stdout } = await rxfleet('validate', '--config', config, '--choria-config', choria);
     expect(code).toBe(0);
     expect(stdout.trim().split('\n')).toEqual([
+      'security provider file: caller choria=prov1.example.net, TLS off, requests v1, unsigned',
       `${config}: OK: 4 workers, interval 5m, features pki, helper ${MINIMAL_HELPER}, site "TEST", /metrics on port 8080, no leader election; choria config ${choria}: identity prov1.example.net, 1 NATS server`,
     ]);
     expect(stdout).not.toContain('s3cret');
@@ -202,9 +203,10 @@ describe('rxfleet validate', () => {
       '127.0.0.1:9999',
     );
     expect(code).toBe(0);
-    expect(stdout.trim()).toBe(
+    expect(stdout.trim().split('\n')).toEqual([
+      'security provider file: caller choria=a, TLS off, requests v1, unsigned',
       `${config}: OK: ${availableParallelism()} workers, interval 1m, features none, helper ${MINIMAL_HELPER}, site "", /metrics on 127.0.0.1:9999, no leader election; choria config ${join(dir, 'id.cfg')}: identity a, 2 NATS servers`,
-    );
+    ]);
     expect(stdout).not.toContain('PASS');
   });
 
@@ -290,7 +292,7 @@ describe('validate and provision agree', () => {
       'identity = a\nplugin.choria.middleware_hosts = b:4222\ndiscovery_timeout = 0\n',
     ],
     [
-      'an unsupported security provider',
+      'a pkcs11 security provider without its driver',
       `helper: ${MINIMAL_HELPER}\n`,
       'identity = a\nplugin.choria.middleware_hosts = b:4222\nplugin.security.provider = pkcs11\n',
     ],

@@ -85,9 +85,10 @@ describe('examples/provisioner-minimal.yaml', () => {
     const { code, stdout } = await rxfleet('validate', '--config', 'examples/provisioner-minimal.yaml');
     expect(code).toBe(0);
     const lines = stdout.trim().split('\n');
-    expect(lines).toHaveLength(2);
+    expect(lines).toHaveLength(3);
     expect(lines[0]).toMatch(/^warning: \S+: no Choria client configuration found at the default locations; using go-choria's defaults/);
-    expect(lines[1]).toMatch(
+    expect(lines[1]).toMatch(/^security provider file: caller choria=\S+, TLS off, requests v1, unsigned$/);
+    expect(lines[2]).toMatch(
       /^examples\/provisioner-minimal\.yaml: OK with 1 warning: .* helper examples\/helpers\/minimal-helper\.mjs, .* 1 NATS server$/,
     );
   });
@@ -153,9 +154,10 @@ describe('examples/provisioner-full.yaml with examples/choria.cfg', () => {
 
   it('passes validate --strict once the files it names exist', async () => {
     const { code, stdout } = await rxfleet('validate', '--config', config, '--choria-config', choria, '--strict');
-    expect(stdout.trim()).toBe(
+    expect(stdout.trim().split('\n')).toEqual([
+      `security provider file: caller choria=provisioner.example.net, TLS mutual, verified, requests v1, signed with the x509 key; key ${join(site, 'etc/choria-provisioner/ssl')}/provisioner.key, certificate ${join(site, 'etc/choria-provisioner/ssl')}/provisioner.pem, CA ${join(site, 'etc/choria-provisioner/ssl')}/ca.pem`,
       `${config}: OK: 4 workers, interval 5m, features none, helper ${join(site, 'etc/choria-provisioner/helper.rb')}, site "production", /metrics on port 8080, no leader election; choria config ${choria}: identity provisioner.example.net, 1 NATS server`,
-    );
+    ]);
     expect(code).toBe(0);
   });
 

@@ -93,3 +93,40 @@ export async function createTestCa(commonName = 'rxfleet test CA'): Promise<Test
     },
   };
 }
+
+/**
+ * A client certificate for a key held elsewhere (a PKCS#11 token), issued by the CA in `ca`'s PEM
+ * files as {@link TestCa.issue} issues one: only its public key is needed.
+ */
+export async function issueForPublicKey(
+  ca: { cert: string; key: string },
+  commonName: string,
+  publicKey: webcrypto.JsonWebKey,
+  options: Pick<IssueOptions, 'dns'> = {},
+): Promise<string> {
+  const caKeyDer = createPrivateKey(ca.key).export({ format: 'der', type: 'pkcs8' });
+  const signingKey = await webcrypto.subtle.importKey('pkcs8', caKeyDer, RSA, false, ['sign']);
+  const subjectKey = await webcrypto.subtle.importKey('jwk', publicKey, RSA, true, ['verify']);
+  const issuer = new x509.X509Certificate(ca.cert).subject;
+  const names = (options.dns ?? []).map((value) => ({ type: 'dns' as const, value }));
+  const cert = await x509.X509CertificateGenerator.create(
+    {
+      serialNumber: (serial++).toString(16),
+      subject: `CN=${commonName}`,
+      issuer,
+      notBefore: new Date(Date.now() - 60_000),
+      notAfter: new Date(Date.now() + DAY),
+      signingAlgorithm: RSA,
+      publicKey: subjectKey as never,
+      signingKey: signingKey as never,
+      extensions: [
+        new x509.BasicConstraintsExtension(false, undefined, true),
+        new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment, true),
+        new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth, x509.ExtendedKeyUsage.clientAuth]),
+        ...(names.length > 0 ? [new x509.SubjectAlternativeNameExtension(names)] : []),
+      ],
+    },
+    webcrypto as never,
+  );
+  return cert.toString('pem');
+}

@@ -13,6 +13,8 @@ import { ConfigProblem, ProvisionerConfig } from '../../lib/provision/config';
 import { nodeSiteFiles } from '../siteFiles';
 import type { WatchedCredential } from '../credentialWatch';
 import { rereadLogin } from './rereadLogin';
+import { pkcs11EngineKey } from './pkcs11Engine';
+import type { Pkcs11Token } from './pkcs11Token';
 
 /** How the daemon reaches NATS and speaks to nodes, worked out from both configuration files. */
 export interface ConnectionPlan {
@@ -49,6 +51,12 @@ export interface ConnectionPlanOptions {
   now?: () => number;
   /** FIPS 140 mode. Default this process's ({@link fipsMode}). */
   fips?: FipsMode;
+  /**
+   * The `pkcs11` provider's token, opened (`openPkcs11Token`): its certificate names the caller
+   * and goes to the broker, its key signs the handshake and the requests. Without it a `pkcs11`
+   * plan has the CA only (what `validate`'s checks need).
+   */
+  pkcs11?: Pkcs11Token;
 }
 
 /** This process's user, certname override, uid and home, as go-choria's providers read them. */
@@ -81,7 +89,7 @@ export function processSecurityEnvironment(): SecurityEnvironment {
  * cannot sign, an expired token) is a warning, since upstream starts with it too.
  */
 export function connectionPlan(config: ProvisionerConfig, choria: ChoriaClientConfig, options: ConnectionPlanOptions = {}): ConnectionPlan {
-  const { files = nodeSiteFiles, env = processSecurityEnvironment(), now = Date.now, fips = fipsMode() } = options;
+  const { files = nodeSiteFiles, env = processSecurityEnvironment(), now = Date.now, fips = fipsMode(), pkcs11 } = options;
   const choriaFile = choria.file ?? 'choria config';
   const problems: ConfigProblem[] = [];
   const error = (path: string, message: string): void => void problems.push({ path, message, severity: 'error' });
@@ -112,8 +120,13 @@ export function connectionPlan(config: ProvisionerConfig, choria: ChoriaClientCo
     nats.credentials = credentials;
   }
 
-  const { security, problems: securityProblems } = clientSecurity(choria, { insecure: config.choriaInsecure, env, files });
-  problems.push(...securityProblems);
+  const provider = clientSecurity(choria, { insecure: config.choriaInsecure, env, files });
+  problems.push(...provider.problems);
+  // The pkcs11 certname is the common name of the certificate on the token.
+  const security =
+    provider.security?.pkcs11 !== undefined && pkcs11 !== undefined
+      ? { ...provider.security, certname: pkcs11.commonName }
+      : provider.security;
   let protocol: EncodeRequestOptions = { version: 'v1' };
   let callerId = callerIdFor(security?.certname ?? choria.identity);
   if (security?.tls !== undefined) nats.tls = security.tls;
@@ -122,6 +135,17 @@ export function connectionPlan(config: ProvisionerConfig, choria: ChoriaClientCo
     const problem = x509SignerProblem(files, security.x509);
     if (problem !== undefined) warn(choriaFile, `requests cannot be signed, so every request will fail, as upstream: ${problem}`);
     protocol = { version: 'v1', signer: x509RequestSigner(files, security.x509) };
+  }
+
+  if (security?.pkcs11 !== undefined && pkcs11 !== undefined && pkcs11.key !== undefined) {
+    try {
+      const engineKey = pkcs11EngineKey(pkcs11, security.pkcs11.driverFile);
+      nats.tls = { ca: security.pkcs11.ca, verify: true, certificatePem: pkcs11.certificatePem, engineKey };
+    } catch (e) {
+      error(choriaFile, (e as Error).message);
+    }
+    // Signed on the token, as go-choria's pkcs11 provider signs: the key never leaves it.
+    protocol = { version: 'v1', signer: { pubcert: () => pkcs11.certificatePem, sign: (json) => pkcs11.sign(json) } };
   }
 
   if (security?.jwt !== undefined) {

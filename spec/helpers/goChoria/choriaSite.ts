@@ -21,6 +21,12 @@ export interface ChoriaSiteOptions {
   secure?: boolean;
   /** The election bucket's TTL. Default 10s. */
   electionTtl?: string;
+  /**
+   * The security lines of the provisioner's Choria configuration, made once the site's
+   * credentials exist (a token holding a key the site's CA certified, say). Default: the flow's
+   * own (`file` with the provisioner's certificate, or `choria` with its JWT and seed).
+   */
+  provisionerSecurity?: (credentials: SiteCredentials) => Promise<string[]>;
 }
 
 /** A real Choria site: a broker, provisioning-mode servers, and what a provisioner and an operator need to reach them. */
@@ -67,21 +73,23 @@ export async function startChoriaSite(options: ChoriaSiteOptions): Promise<Chori
     const b = broker;
     const s = servers;
     const security =
-      credentials.flow === 'x509'
-        ? [
-            'plugin.security.provider = file',
-            `plugin.security.file.certificate = ${credentials.provisioner.cert}`,
-            `plugin.security.file.key = ${credentials.provisioner.key}`,
-            `plugin.security.file.ca = ${credentials.ca}`,
-          ]
-        : [
-            'plugin.security.provider = choria',
-            `plugin.security.choria.token_file = ${credentials.provisioner.jwt}`,
-            `plugin.security.choria.seed_file = ${credentials.provisioner.seed}`,
-            `plugin.security.choria.ca = ${credentials.ca}`,
-            'plugin.security.issuer.names = choria',
-            `plugin.security.issuer.choria.public = ${credentials.issuer!.publicKey}`,
-          ];
+      options.provisionerSecurity !== undefined
+        ? await options.provisionerSecurity(credentials)
+        : credentials.flow === 'x509'
+          ? [
+              'plugin.security.provider = file',
+              `plugin.security.file.certificate = ${credentials.provisioner.cert}`,
+              `plugin.security.file.key = ${credentials.provisioner.key}`,
+              `plugin.security.file.ca = ${credentials.ca}`,
+            ]
+          : [
+              'plugin.security.provider = choria',
+              `plugin.security.choria.token_file = ${credentials.provisioner.jwt}`,
+              `plugin.security.choria.seed_file = ${credentials.provisioner.seed}`,
+              `plugin.security.choria.ca = ${credentials.ca}`,
+              'plugin.security.issuer.names = choria',
+              `plugin.security.issuer.choria.public = ${credentials.issuer!.publicKey}`,
+            ];
     const provisionerChoriaConfig = dir.file(
       'provisioner-choria.cfg',
       ['identity = provisioner.mcollective', `plugin.choria.middleware_hosts = ${b.url}`, ...security, ''].join('\n'),

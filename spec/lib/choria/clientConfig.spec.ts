@@ -39,6 +39,8 @@ describe('parseChoriaClientConfig', () => {
       tokenFile: undefined,
       sslDir: undefined,
       certname: undefined,
+      pkcs11DriverFile: undefined,
+      pkcs11Slot: 0,
       natsUser: undefined,
       natsPassword: undefined,
       natsCredentials: undefined,
@@ -112,6 +114,20 @@ describe('parseChoriaClientConfig', () => {
         message: 'expected a boolean (true, false, yes, no, 1, 0), got "maybe"; read as false, as go-choria does',
         severity: 'warning',
       },
+    ]);
+  });
+
+  it("reads the pkcs11 provider's driver (a path, ~ expanded) and slot, refusing a slot that is not a whole number", () => {
+    const good = parseChoriaClientConfig('plugin.security.pkcs11.driver_file = ~/lib/p11.so\nplugin.security.pkcs11.slot = 1434613542\n', {
+      file: 'c.cfg',
+      home: '/home/ops',
+    });
+    expect(good.problems).toEqual([]);
+    expect([good.config.pkcs11DriverFile, good.config.pkcs11Slot]).toEqual(['/home/ops/lib/p11.so', 1434613542]);
+    const bad = parseChoriaClientConfig('plugin.security.pkcs11.slot = first\n', { file: 'c.cfg' });
+    expect(bad.config.pkcs11Slot).toBe(0);
+    expect(bad.problems).toEqual([
+      { path: 'c.cfg:1 plugin.security.pkcs11.slot', message: 'expected a whole number, got "first"', severity: 'error' },
     ]);
   });
 

@@ -167,12 +167,98 @@ describe('clientSecurity: choria_insecure and what rxfleet cannot read', () => {
       expect(result).toEqual({ security: { provider: 'file', certname: 'prov.example.net' }, problems: [] });
     }
   });
+});
 
-  it.each(['pkcs11', 'certmanager'])('refuses %s with one clear line', (provider) => {
+describe('clientSecurity: the pkcs11 provider', () => {
+  it('the driver and the CA, each required and present; the key and certificate are on the token (certname from it)', () => {
+    const result = clientSecurity(
+      choria(
+        'plugin.security.provider = pkcs11',
+        'plugin.security.pkcs11.driver_file = /usr/lib/softhsm/libsofthsm2.so',
+        'plugin.security.pkcs11.slot = 1434613542',
+        'plugin.security.file.ca = /ssl/ca.pem',
+      ),
+      {
+        insecure: false,
+        env: { ...USER, certname: 'ignored.mcollective' },
+        files: present('/usr/lib/softhsm/libsofthsm2.so', '/ssl/ca.pem'),
+      },
+    );
+    expect(result).toEqual({
+      security: {
+        provider: 'pkcs11',
+        certname: '',
+        tls: { ca: '/ssl/ca.pem', verify: true },
+        pkcs11: { driverFile: '/usr/lib/softhsm/libsofthsm2.so', slot: 1434613542, ca: '/ssl/ca.pem' },
+      },
+      problems: [],
+    });
+  });
+
+  it('refuses a missing driver or CA as go-choria does, naming the key', () => {
+    const result = clientSecurity(choria('plugin.security.provider = pkcs11', 'plugin.security.pkcs11.driver_file = /gone.so'), {
+      insecure: false,
+      env: ROOT,
+      files: present(),
+    });
+    expect(result.security).toBeUndefined();
+    expect(messages(result)).toEqual([
+      'error: plugin.security.pkcs11.driver_file: file "/gone.so" does not exist',
+      "error: plugin.security.file.ca is required with plugin.security.provider = pkcs11: the broker's certificate is verified against it",
+    ]);
+  });
+});
+
+describe('clientSecurity: the certmanager provider', () => {
+  const SSL = ['/cm/cert.pem', '/cm/key.pem', '/cm/ca.pem'];
+
+  it("cert.pem, key.pem and ca.pem in plugin.choria.ssldir, used as the file provider's; certname MCOLLECTIVE_CERTNAME, else the identity", () => {
+    const config = choria(
+      'plugin.security.provider = certmanager',
+      'plugin.choria.ssldir = /cm',
+      'plugin.security.certmanager.issuer = ca',
+    );
+    const result = clientSecurity(config, { insecure: false, env: USER, files: present('/cm', ...SSL) });
+    expect(result).toEqual({
+      security: {
+        provider: 'certmanager',
+        certname: 'prov.example.net',
+        tls: { ca: '/cm/ca.pem', cert: '/cm/cert.pem', key: '/cm/key.pem', verify: true },
+        x509: { certificate: '/cm/cert.pem', key: '/cm/key.pem', ca: '/cm/ca.pem' },
+      },
+      problems: [],
+    });
+    const named = clientSecurity(config, {
+      insecure: false,
+      env: { ...USER, certname: 'pod-7.mcollective' },
+      files: present('/cm', ...SSL),
+    });
+    expect(named.security?.certname).toBe('pod-7.mcollective');
+  });
+
+  it('without plugin.choria.ssldir, or with a file missing (go-choria would enroll through the Kubernetes API), refuses naming it', () => {
     expect(
-      messages(clientSecurity(choria(`plugin.security.provider = ${provider}`), { insecure: false, env: ROOT, files: present() })),
+      messages(clientSecurity(choria('plugin.security.provider = certmanager'), { insecure: false, env: ROOT, files: present() })),
     ).toEqual([
-      `error: plugin.security.provider "${provider}" is not supported by rxfleet: use file, choria or puppet (its keys are kept where rxfleet cannot read them)`,
+      'error: plugin.choria.ssldir is required with plugin.security.provider = certmanager: the directory holding cert.pem, key.pem and ca.pem',
+    ]);
+    expect(
+      messages(
+        clientSecurity(choria('plugin.security.provider = certmanager', 'plugin.choria.ssldir = /cm'), {
+          insecure: false,
+          env: ROOT,
+          files: present(),
+        }),
+      ),
+    ).toEqual(['error: /cm does not exist or is not a directory (plugin.choria.ssldir)']);
+    const missing = clientSecurity(choria('plugin.security.provider = certmanager', 'plugin.choria.ssldir = /cm'), {
+      insecure: false,
+      env: ROOT,
+      files: present('/cm', '/cm/key.pem', '/cm/ca.pem'),
+    });
+    expect(missing.security).toBeUndefined();
+    expect(messages(missing)).toEqual([
+      'error: the certmanager security provider needs the certificate "/cm/cert.pem" (plugin.choria.ssldir /cm), which does not exist: go-choria would enroll with cert-manager through the Kubernetes API to make it, rxfleet does not (run "choria enroll" with this configuration once where the Kubernetes API is reachable, or write the file there)',
     ]);
   });
 });

@@ -133,7 +133,8 @@ describe('connectionPlan', () => {
       'error choria.cfg: the puppet security provider needs the CA "/pssl/certs/ca.pem" (plugin.choria.ssldir /pssl, certname prov.mcollective), which does not exist',
     ]);
     expect(problems(connectionPlan(provisioner(), choria('plugin.security.provider = pkcs11'), { files: files({}), env: ROOT }))).toEqual([
-      'error choria.cfg: plugin.security.provider "pkcs11" is not supported by rxfleet: use file, choria or puppet (its keys are kept where rxfleet cannot read them)',
+      'error choria.cfg: plugin.security.pkcs11.driver_file is required with plugin.security.provider = pkcs11',
+      "error choria.cfg: plugin.security.file.ca is required with plugin.security.provider = pkcs11: the broker's certificate is verified against it",
     ]);
   });
 

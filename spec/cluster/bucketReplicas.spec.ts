@@ -1,6 +1,7 @@
 import { ElectionFleet } from '../helpers/electionFleet';
 import type { ProvisionerProcess } from '../helpers/electionFleet';
 import { waitFor } from '../helpers/waitFor';
+import { NATS_SERVERS } from '../helpers/natsServers';
 
 // rxfleet reads each bucket's replica count and cluster from its stream info at start, and warns
 // once when a bucket on a cluster has a single replica (DECISIONS P20). Real three-server clusters.
@@ -10,7 +11,7 @@ jest.setTimeout(120_000);
 const warnings = (p: ProvisionerProcess): string[] =>
   p.process.lines.map((l) => String(l.msg)).filter((m) => m.includes('single point of failure'));
 
-describe('bucket replicas on a cluster', () => {
+describe.each(NATS_SERVERS)('bucket replicas on a cluster ($name)', ({ binary }) => {
   let fleet: ElectionFleet | undefined;
   afterEach(async () => {
     await fleet?.stop();
@@ -18,7 +19,7 @@ describe('bucket replicas on a cluster', () => {
   });
 
   it('buckets with one replica: each is warned about once, naming the server that holds it', async () => {
-    fleet = await ElectionFleet.startCluster(5000, { claimsTtlMs: 20_000, replicas: 1 });
+    fleet = await ElectionFleet.startCluster(5000, { binary, claimsTtlMs: 20_000, replicas: 1 });
     const servers = fleet.cluster!.urls;
     const elected = await fleet.provisioner('ha-1', { servers });
     const active = await fleet.provisioner('aa-1', { mode: 'active-active', servers });
@@ -37,7 +38,7 @@ describe('bucket replicas on a cluster', () => {
   });
 
   it('buckets replicated on the three servers: no warning', async () => {
-    fleet = await ElectionFleet.startCluster(5000, { claimsTtlMs: 20_000 });
+    fleet = await ElectionFleet.startCluster(5000, { binary, claimsTtlMs: 20_000 });
     const servers = fleet.cluster!.urls;
     const active = await fleet.provisioner('aa-1', { mode: 'active-active', servers });
     const elected = await fleet.provisioner('ha-1', { servers });

@@ -3,6 +3,7 @@ import { ElectionFleet, ProvisionerProcess, cyclesInFlightAt, tracedRequests } f
 import { sampleValue } from '../helpers/provisioner';
 import type { RxfleetProcess } from '../helpers/rxfleetProcess';
 import { waitFor } from '../helpers/waitFor';
+import { NATS_SERVERS } from '../helpers/natsServers';
 
 // Three `rxfleet provision` instances in active-active mode on a three-server cluster (both buckets
 // replicated on all three), each connected to a different server, and a fleet on the server that
@@ -25,7 +26,7 @@ const summaryOf = (fleet: RxfleetProcess): Record<string, unknown> | undefined =
 const metric = async (p: ProvisionerProcess, name: string, labels: Record<string, string> = {}): Promise<number> =>
   sampleValue(await p.metrics(), name, { site: p.name, ...labels });
 
-describe('active-active on a three-server cluster, one server cut off (iptables)', () => {
+describe.each(NATS_SERVERS)('active-active on a three-server cluster, one server cut off (iptables) ($name)', ({ binary }) => {
   let aa: ElectionFleet | undefined;
   afterEach(async () => {
     await aa?.stop();
@@ -33,7 +34,7 @@ describe('active-active on a three-server cluster, one server cut off (iptables)
   });
 
   it('the instance on the cut-off side claims nothing, sends nothing once it cannot confirm its claims, and fails no cycle; no node is configured by two instances; every node is provisioned after the cut heals', async () => {
-    aa = await ElectionFleet.startCluster(5000, { claimsTtlMs: CLAIMS_TTL_MS, partitionable: true });
+    aa = await ElectionFleet.startCluster(5000, { binary, claimsTtlMs: CLAIMS_TTL_MS, partitionable: true });
     const cluster = aa.cluster!;
     let leader: string | undefined;
     await waitFor(

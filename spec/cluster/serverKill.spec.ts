@@ -3,6 +3,7 @@ import { ElectionFleet, ProvisionerProcess, leaderOf, cyclesInFlightAt, tracedRe
 import { sampleValue } from '../helpers/provisioner';
 import type { RxfleetProcess } from '../helpers/rxfleetProcess';
 import { waitFor } from '../helpers/waitFor';
+import { NATS_SERVERS } from '../helpers/natsServers';
 
 // `rxfleet provision` instances on a three-server cluster (both buckets replicated on all three),
 // each connected to a different server, and a server killed with SIGKILL mid-run. Each instance is
@@ -23,7 +24,7 @@ const setUp = (provisioners: ProvisionerProcess[]): Promise<void[]> =>
     ),
   );
 
-describe('a server of the cluster killed (SIGKILL) under running provisioners', () => {
+describe.each(NATS_SERVERS)('a server of the cluster killed (SIGKILL) under running provisioners ($name)', ({ binary }) => {
   let fleet: ElectionFleet | undefined;
   afterEach(async () => {
     await fleet?.stop();
@@ -31,7 +32,7 @@ describe('a server of the cluster killed (SIGKILL) under running provisioners', 
   });
 
   it("leader election: the leader's server is killed, and a leader provisions again within TTL + 2 s", async () => {
-    fleet = await ElectionFleet.startCluster(ELECTION_TTL_MS);
+    fleet = await ElectionFleet.startCluster(ELECTION_TTL_MS, { binary });
     const cluster = fleet.cluster!;
     const provisioners = await Promise.all(cluster.servers.map((s, i) => fleet!.provisioner(`ha-${i + 1}`, { servers: [s.url] })));
     const leader = await leaderOf(provisioners, 30_000);
@@ -59,7 +60,7 @@ describe('a server of the cluster killed (SIGKILL) under running provisioners', 
   it.each(['the claims stream leader', 'the JetStream meta leader'] as const)(
     'active-active: %s is killed mid-run; every node is provisioned within 20 s of the kill, duplicates and failed cycles at most the cycles in flight on it',
     async (which) => {
-      fleet = await ElectionFleet.startCluster(ELECTION_TTL_MS, { claimsTtlMs: 30_000 });
+      fleet = await ElectionFleet.startCluster(ELECTION_TTL_MS, { binary, claimsTtlMs: 30_000 });
       const cluster = fleet.cluster!;
       const name =
         which === 'the claims stream leader'

@@ -77,14 +77,14 @@ export class ElectionFleet {
   /**
    * As {@link ElectionFleet.start}, on a three-server cluster laid out as Choria's, with both
    * buckets replicated on `replicas` servers (default 3); `partitionable` lets a spec cut a server
-   * off (natsPartition.ts).
+   * off (natsPartition.ts); `binary` is the nats-server (default the one first on PATH).
    */
   static async startCluster(
     ttlMs: number,
-    options: { claimsTtlMs?: number; replicas?: number; partitionable?: boolean } = {},
+    options: { claimsTtlMs?: number; replicas?: number; partitionable?: boolean; binary?: string } = {},
   ): Promise<ElectionFleet> {
-    const { replicas = 3, partitionable = false } = options;
-    const cluster = await startNatsCluster({ config: choriaAccountsConfig, partitionable });
+    const { replicas = 3, partitionable = false, binary } = options;
+    const cluster = await startNatsCluster({ config: choriaAccountsConfig, partitionable, ...(binary !== undefined ? { binary } : {}) });
     let admin: NatsConnection | undefined;
     try {
       admin = await connect({ servers: cluster.urls, user: CHORIA_ADMIN.user, pass: CHORIA_ADMIN.password, maxReconnectAttempts: -1 });

@@ -9,6 +9,7 @@ import { registerSimulate } from './commands/simulate';
 import { registerEnrich } from './commands/enrich';
 import { registerProvision } from './commands/provision';
 import { registerProvisionIncus } from './commands/provisionIncus';
+import { registerStatus } from './commands/status';
 import { redactUrlCredentials } from '../lib/redact';
 import { didYouMeanRun } from './defaultCommand';
 
@@ -31,6 +32,7 @@ registerSimulate(program);
 registerEnrich(program);
 registerProvision(program);
 registerProvisionIncus(program);
+registerStatus(program);
 
 const commands = program.commands.flatMap((c) => [c.name(), ...c.aliases()]);
 const suggestion = didYouMeanRun(process.argv.slice(2), commands);

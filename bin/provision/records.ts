@@ -1,5 +1,5 @@
 import { NatsConnection } from '@nats-io/transport-node';
-import { Observable, SchedulerLike, Subject, Subscription, timer } from 'rxjs';
+import { Observable, SchedulerLike, Subject, Subscription, from, switchMap, timer } from 'rxjs';
 import { errorMessage } from '../../lib/choria/errors';
 import { Logger } from '../../lib/logger';
 import { ProvisionerConfig } from '../../lib/provision/config';
@@ -32,7 +32,7 @@ export interface RecordParts {
   /** Active-active: the revision of this instance's claim on a node, taken once its cycle is recorded. */
   claimRevision?: (identity: string) => number | undefined;
   status: () => ProvisionerStatus;
-  /** How often the instance's own record is written. Default {@link INSTANCE_RECORD_EVERY_MS}. */
+  /** How often the instance's own record is written. Default `records_every`, else {@link INSTANCE_RECORD_EVERY_MS}. */
   everyMs?: number;
   /** Default `Date.now`. */
   wallClock?: () => number;
@@ -67,7 +67,7 @@ export function startRecords(parts: RecordParts): ProvisionRecords {
   const { config, identity, version, nc, metrics, logger, scheduler, traces, backoff, status } = parts;
   const settings = config.rxfleet.records;
   const wallClock = parts.wallClock ?? Date.now;
-  const everyMs = parts.everyMs ?? INSTANCE_RECORD_EVERY_MS;
+  const everyMs = parts.everyMs ?? settings?.everyMs ?? INSTANCE_RECORD_EVERY_MS;
   const wall = (at: number): string => new Date(wallClock() - (scheduler.now() - at)).toISOString();
   const startedAt = new Date(wallClock()).toISOString();
   const mode: InstanceMode =
@@ -96,8 +96,9 @@ export function startRecords(parts: RecordParts): ProvisionRecords {
           },
         }));
 
+  let prepared: Promise<void> = Promise.resolve();
   if (settings !== undefined) {
-    void prepareRecordStream(nc, settings).then((state) => {
+    prepared = prepareRecordStream(nc, settings).then((state) => {
       if (state.kind === 'unknown') {
         logger.warn(
           { stream: settings.stream },
@@ -110,9 +111,15 @@ export function startRecords(parts: RecordParts): ProvisionRecords {
         `${state.kind === 'created' ? 'made the records stream' : 'provisioning records go to'} ${settings.stream} (${settings.subject}.>)`,
       );
       const warning = singleReplicaWarning(state.layout);
+      // The buckets' warning, said of a stream (whose name has no KV_ before it).
       if (warning !== undefined) logger.warn({ stream: settings.stream }, warning.replace(/\bbucket\b/, 'stream').replace(/KV_/, ''));
     });
-    watches.add(timer(0, everyMs, scheduler).subscribe(() => sink?.append(instanceSubject(settings.subject, identity), instance())));
+    // The instance's own record from the start, but after the stream has been looked at (and made).
+    watches.add(
+      from(prepared)
+        .pipe(switchMap(() => timer(0, everyMs, scheduler)))
+        .subscribe(() => sink?.append(instanceSubject(settings.subject, identity), instance())),
+    );
   }
 
   function instance(): InstanceRecord {
@@ -170,6 +177,7 @@ export function startRecords(parts: RecordParts): ProvisionRecords {
           site: config.site,
           claimRevision: parts.claimRevision?.(node),
           backoff: backoff?.entry(node),
+          secret: config.token,
           now: scheduler.now(),
           wallNow: wallClock(),
         });

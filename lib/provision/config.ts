@@ -143,6 +143,7 @@ export function parseProvisionerConfig(text: string, options: ParseConfigOptions
     incus,
     failureBackoffMs,
     recordsMaxAgeMs,
+    recordsEveryMs,
   } = checkRules(c, { error, warn, usable, refused, exists, cpus });
   if (problems.some((p) => p.severity === 'error')) return { config: undefined, problems };
 
@@ -203,6 +204,7 @@ export function parseProvisionerConfig(text: string, options: ParseConfigOptions
             maxAgeMs: recordsMaxAgeMs,
             maxBytes: c.rxfleet.records_max_bytes,
             perNode: c.rxfleet.records_per_node,
+            everyMs: recordsEveryMs,
           }
         : undefined,
     },

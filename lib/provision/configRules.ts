@@ -65,6 +65,7 @@ export interface RawConfig {
     records_max_age: string;
     records_max_bytes: number;
     records_per_node: number;
+    records_every: string;
   };
 }
 
@@ -95,6 +96,7 @@ export interface CheckedValues {
   incus: RxfleetSettings['incus'];
   failureBackoffMs: number;
   recordsMaxAgeMs: number;
+  recordsEveryMs: number;
 }
 
 /** Checks every cross-key rule of `c`, reporting through `ctx`, and returns the values they compute. */
@@ -139,6 +141,7 @@ export function checkRules(c: RawConfig, ctx: RuleContext): CheckedValues {
   const failureBackoffMs = /^\s*0\s*$/.test(c.rxfleet.failure_backoff)
     ? 0
     : duration('rxfleet.failure_backoff', c.rxfleet.failure_backoff, 0, 'a duration >= 0 (0: every sighting, as upstream)');
+  const recordsEveryMs = duration('rxfleet.records_every', c.rxfleet.records_every, 1000, 'a duration of at least 1s such as 10s');
   const recordsMaxAgeMs = duration('rxfleet.records_max_age', c.rxfleet.records_max_age, MINUTE_MS, 'a duration of at least 1m such as 7d');
 
   const lifecycleComponent = c.lifecycle_component === '' ? 'provision_mode_server' : c.lifecycle_component;
@@ -251,6 +254,7 @@ export function checkRules(c: RawConfig, ctx: RuleContext): CheckedValues {
     incus,
     failureBackoffMs,
     recordsMaxAgeMs,
+    recordsEveryMs,
   };
 }
 

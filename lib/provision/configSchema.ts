@@ -123,6 +123,7 @@ export const PROVISIONER_CONFIG_SCHEMA = {
           expected: 'a whole number of bytes >= 0 (0: no limit but the age)',
         },
         records_per_node: { type: 'integer', minimum: 1, default: 50, expected: 'a whole number >= 1' },
+        records_every: string('10s', 'a duration of at least 1s such as 10s'),
         // No default: the section present turns the Incus feed on.
         incus: INCUS_FEED_SCHEMA,
       },

@@ -119,6 +119,8 @@ export interface RecordSettings {
   maxAgeMs: number;
   maxBytes: number;
   perNode: number;
+  /** How often each instance writes its own record (`records_every`), ms: status calls an instance silent for three of these gone. */
+  everyMs: number;
 }
 
 /** The outcome of reading a configuration: the config when there is no error, and every problem. */

@@ -38,13 +38,21 @@ export interface HelperDecision {
 /** The longest `msg` a decision keeps: a helper's message is a reason, not a document. */
 const MAX_MESSAGE = 500;
 
+/** Secrets shorter than this are not looked for: replacing every `t` of a message garbles it and hides nothing. */
+const SHORTEST_SECRET = 4;
+
+/** `text` with every occurrence of `secret` (the site's token) replaced by `[redacted]`. */
+export function withoutSecret(text: string, secret: string): string {
+  return secret.length < SHORTEST_SECRET ? text : text.split(secret).join('[redacted]');
+}
+
 /**
  * The helper's answer as a {@link HelperDecision}. `token` (the site's provisioning token) is
  * replaced wherever `msg` carries it.
  */
 export function helperDecision(response: HelperResponse, token: string): HelperDecision {
   const kind = response.defer ? 'defer' : response.shutdown ? 'shutdown' : response.upgrade !== '' ? 'upgrade' : 'configure';
-  let msg = token === '' ? response.msg : response.msg.split(token).join('[redacted]');
+  let msg = withoutSecret(response.msg, token);
   if (msg.length > MAX_MESSAGE) msg = `${msg.slice(0, MAX_MESSAGE)}...`;
   return {
     kind,

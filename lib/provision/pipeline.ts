@@ -12,11 +12,12 @@ import {
   map,
   merge,
   mergeMap,
+  of,
   takeUntil,
   tap,
   timer,
 } from 'rxjs';
-import { AdmissionLedger, Outcome, PauseGate, PoolResult, Refusal, Ticket, admit, pauseWhen, workerPool } from '@rxfleet/operators';
+import { AdmissionLedger, Outcome, PauseGate, PoolResult, Refusal, Ticket, admit, failed, pauseWhen, workerPool } from '@rxfleet/operators';
 
 /**
  * Where a sighting of a node came from, each source counted apart: a broadcast discovery round, a
@@ -257,6 +258,8 @@ export function provisionPipeline(config: ProvisionPipelineConfig): Observable<P
       work: (ticket) => {
         const outcome$ = underClaim(ticket, () => from(provision(ticket)));
         return outcome$.pipe(
+          // The pool would make an error a failed outcome too; made here, the backoff sees it.
+          catchError((error: unknown) => of(failed(error))),
           map((outcome): CycleOutcome => {
             backoff?.settle(ticket.key, outcome, scheduler.now());
             if (outcome.status !== 'done') return outcome;

@@ -1,7 +1,7 @@
 import { PoolResult } from '@rxfleet/operators';
 import { errorMessage } from '../../choria/errors';
 import { CycleError, CycleStep } from '../cycleError';
-import { CycleTrace, HelperDecision, StepTrace } from '../cycleTrace';
+import { CycleTrace, HelperDecision, StepTrace, withoutSecret } from '../cycleTrace';
 import type { BackoffEntry } from '../nodeBackoff';
 import type { CycleResult, HostTicket, SightingSource } from '../pipeline';
 
@@ -50,6 +50,8 @@ export interface CycleRecordParts {
   claimRevision?: number;
   /** The node's backoff after this cycle, if it waits one. */
   backoff?: BackoffEntry;
+  /** The site's token: taken out of every message (a helper may echo its input into an error). */
+  secret?: string;
   /** The cycle's clock (the scheduler's) now, and the wall clock now: times are turned from one to the other. */
   now: number;
   wallNow: number;
@@ -60,12 +62,13 @@ export interface CycleRecordParts {
  * stale ticket skipped, a node another instance holds): those say nothing about the node.
  */
 export function cycleRecord(parts: CycleRecordParts): CycleRecord | undefined {
-  const { result, trace, instance, site, claimRevision, backoff, now, wallNow } = parts;
+  const { result, trace, instance, site, claimRevision, backoff, now, wallNow, secret = '' } = parts;
   const { outcome, ticket } = result;
   if (outcome.status === 'skipped') return undefined;
   if (outcome.status === 'done' && outcome.value === 'claimed') return undefined;
   const wall = (at: number): string => new Date(wallNow - (now - at)).toISOString();
-  const error = outcome.status === 'failed' ? failure(outcome.error) : undefined;
+  const error = outcome.status === 'failed' ? failure(outcome.error, secret) : undefined;
+  const steps = (trace?.steps ?? []).map((s) => (s.error === undefined ? s : { ...s, error: withoutSecret(s.error, secret) }));
   const record: CycleRecord = {
     type: 'cycle',
     v: RECORD_VERSION,
@@ -76,7 +79,7 @@ export function cycleRecord(parts: CycleRecordParts): CycleRecord | undefined {
     ...(trace !== undefined ? { started: wall(trace.startedAt), ms: trace.ms ?? now - trace.startedAt } : {}),
     ended: wall(now),
     outcome: outcome.status === 'failed' ? 'failed' : outcome.value,
-    steps: trace?.steps ?? [],
+    steps,
     ...(trace?.helper !== undefined ? { decision: trace.helper } : {}),
     ...(error !== undefined ? { error } : {}),
     ...(claimRevision !== undefined ? { claim: { revision: claimRevision } } : {}),
@@ -88,9 +91,10 @@ export function cycleRecord(parts: CycleRecordParts): CycleRecord | undefined {
   return record;
 }
 
-function failure(error: unknown): NonNullable<CycleRecord['error']> {
-  if (!(error instanceof CycleError)) return { message: errorMessage(error) };
-  return { step: error.step, message: error.message, ...(error.nodeMayBeConfigured ? { nodeMayBeConfigured: true } : {}) };
+function failure(error: unknown, secret: string): NonNullable<CycleRecord['error']> {
+  if (!(error instanceof CycleError)) return { message: withoutSecret(errorMessage(error), secret) };
+  const message = withoutSecret(error.message, secret);
+  return { step: error.step, message, ...(error.nodeMayBeConfigured ? { nodeMayBeConfigured: true } : {}) };
 }
 
 /**

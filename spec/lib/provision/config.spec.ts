@@ -416,9 +416,10 @@ describe('parseProvisionerConfig: records and backoff (P21, P22)', () => {
       maxAgeMs: 7 * 24 * 3_600_000,
       maxBytes: 1024 ** 3,
       perNode: 50,
+      everyMs: 10_000,
     });
     const named = valid(
-      'helper: h\nrxfleet: {records: true, records_stream: OPS, records_subject: ops.prov, records_api_prefix: $JS.API, records_create: true, records_replicas: 3, records_max_age: 2d, records_max_bytes: 0, records_per_node: 10}\n',
+      'helper: h\nrxfleet: {records: true, records_stream: OPS, records_subject: ops.prov, records_api_prefix: $JS.API, records_create: true, records_replicas: 3, records_max_age: 2d, records_max_bytes: 0, records_per_node: 10, records_every: 2s}\n',
     );
     expect(named.rxfleet.records).toEqual({
       stream: 'OPS',
@@ -429,6 +430,7 @@ describe('parseProvisionerConfig: records and backoff (P21, P22)', () => {
       maxAgeMs: 2 * 24 * 3_600_000,
       maxBytes: 0,
       perNode: 10,
+      everyMs: 2_000,
     });
   });
 

@@ -1,4 +1,4 @@
-import { map, of } from 'rxjs';
+import { map, of, throwError } from 'rxjs';
 import { PauseGate, done, failed } from '@rxfleet/operators';
 import { CycleError } from '../../../lib/provision/cycleError';
 import { NodeBackoff, backoffDelay, failureOfNode } from '../../../lib/provision/nodeBackoff';
@@ -101,10 +101,9 @@ describe('provisionPipeline with a backoff (P22)', () => {
         startupEvents: cold('-'),
         gate: new PauseGate(),
         backoff,
+        // The bad node's cycle errors, as the daemon's cycles do: the backoff sees it.
         provision: (ticket) =>
-          of(
-            ticket.key === 'bad' ? (failed(new CycleError('bad', 'defer', 'not yet')) as CycleOutcome) : (done('upgraded') as CycleOutcome),
-          ),
+          ticket.key === 'bad' ? throwError(() => new CycleError('bad', 'defer', 'not yet')) : of(done('upgraded') as CycleOutcome),
         interval: 10,
         workers: 2,
         hooks: { backedOff: (s, until) => log.push(`${scheduler.now()} ${s.identity} waits until ${until}`) },
@@ -127,7 +126,8 @@ describe('provisionPipeline with a backoff (P22)', () => {
         startupEvents: hot('-------------e', { e: 'bad' }),
         gate: new PauseGate(),
         backoff,
-        provision: () => of((cycles++ < 2 ? failed(new CycleError('bad', 'defer', 'x')) : done('provisioned')) as CycleOutcome),
+        // A cycle that fails errors (as the daemon's does); the backoff sees it all the same.
+        provision: () => (cycles++ < 2 ? throwError(() => new CycleError('bad', 'defer', 'x')) : of(done('provisioned') as CycleOutcome)),
         interval: 10,
         workers: 1,
         scheduler,

@@ -28,6 +28,8 @@ export interface StatusOptions extends NatsFlags {
 /** Where the output goes (a spec passes its own). */
 export interface StatusOutput {
   write(text: string): void;
+  /** The one line a failure is. Default stderr. */
+  error?(text: string): void;
   isTTY?: boolean;
 }
 
@@ -117,7 +119,13 @@ const nodeLook =
  * elsewhere) until a signal. Exit code 0; 1 when the broker cannot be reached or asked, or
  * nothing is there to read.
  */
-export async function runStatus(options: StatusOptions, node: string | undefined, out: StatusOutput = stdout()): Promise<number> {
+export async function runStatus(
+  options: StatusOptions,
+  node: string | undefined,
+  out: StatusOutput = stdout(),
+  /** Ends `--watch` (default: SIGINT or SIGTERM). */
+  stopWatching?: AbortSignal,
+): Promise<number> {
   const look = node === undefined ? fleetLook : nodeLook(node, options.limit);
   let nc: NatsConnection | undefined;
   try {
@@ -131,8 +139,11 @@ export async function runStatus(options: StatusOptions, node: string | undefined
     }
     const stop = new AbortController();
     const onSignal = (): void => stop.abort();
-    process.once('SIGINT', onSignal);
-    process.once('SIGTERM', onSignal);
+    stopWatching?.addEventListener('abort', onSignal);
+    if (stopWatching === undefined) {
+      process.once('SIGINT', onSignal);
+      process.once('SIGTERM', onSignal);
+    }
     try {
       while (!stop.signal.aborted) {
         const { lines } = await look(nc, sources, json);
@@ -153,7 +164,9 @@ export async function runStatus(options: StatusOptions, node: string | undefined
     }
     return 0;
   } catch (error) {
-    process.stderr.write(`${redactUrlCredentials(`rxfleet ${node === undefined ? 'status' : 'history'}: ${errorMessage(error)}`)}\n`);
+    const line = `${redactUrlCredentials(`rxfleet ${node === undefined ? 'status' : 'history'}: ${errorMessage(error)}`)}\n`;
+    if (out.error !== undefined) out.error(line);
+    else process.stderr.write(line);
     return 1;
   } finally {
     await nc?.close().catch(() => undefined);

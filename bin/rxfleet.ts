@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-import 'reflect-metadata';
+// Only commander and each command's options load here: a command's modules load when it runs, so
+// --version, --help and the operator's commands start in little more than Node's own time.
 import { Command } from 'commander';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,10 +1,9 @@
 import type { NatsConnection } from '@nats-io/transport-node';
-import { errorMessage } from '../../lib/choria/errors';
-import { claimKey } from '../../lib/provision/claimStore';
-import { CycleRecord, isCycleRecord } from '../../lib/provision/records/cycleRecord';
-import { isInstanceRecord } from '../../lib/provision/records/instanceRecord';
+import { claimKey } from '../../lib/provision/claimKey';
+import type { CycleRecord } from '../../lib/provision/records/cycleRecord';
+import { isCycleRecord, isInstanceRecord } from '../../lib/provision/records/recordGuards';
 import { allInstancesSubject, allNodesSubject, nodeSubject } from '../../lib/provision/records/recordSubjects';
-import { ClaimEntry, StatusInputs } from '../../lib/provision/status/fleetStatus';
+import type { ClaimEntry, StatusInputs } from '../../lib/provision/status/fleetStatus';
 import { StreamMissingError, jsonOf, readBucket, readStream } from '../../streams/records/readStream';
 
 /** Where the records, the claims and the election live. */
@@ -93,7 +92,7 @@ export async function readNodeHistory(nc: NatsConnection, sources: FleetSources,
     `the records stream ${stream} is not there: set rxfleet.records: true (and make the stream, or records_create: true)`,
   );
   const claims = await optional(readBucket(nc, { bucket: sources.claimsBucket, apiPrefix, timeoutMs }), [], '').catch((error: unknown) => {
-    notes.push(`the claims bucket could not be read: ${errorMessage(error)}`);
+    notes.push(`the claims bucket could not be read: ${error instanceof Error ? error.message : String(error)}`);
     return undefined;
   });
   const key = claimKey(node);

@@ -1,5 +1,4 @@
 import type { NatsConnection } from '@nats-io/transport-node';
-import { errorMessage } from '../../lib/choria/errors';
 import { redactUrlCredentials } from '../../lib/redact';
 import { fleetStatus } from '../../lib/provision/status/fleetStatus';
 import { historyLines, statusLines } from '../../lib/provision/status/statusText';
@@ -164,7 +163,7 @@ export async function runStatus(
     }
     return 0;
   } catch (error) {
-    const line = `${redactUrlCredentials(`rxfleet ${node === undefined ? 'status' : 'history'}: ${errorMessage(error)}`)}\n`;
+    const line = `${redactUrlCredentials(`rxfleet ${node === undefined ? 'status' : 'history'}: ${error instanceof Error ? error.message : String(error)}`)}\n`;
     if (out.error !== undefined) out.error(line);
     else process.stderr.write(line);
     return 1;

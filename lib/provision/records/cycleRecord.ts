@@ -1,43 +1,14 @@
 import { PoolResult } from '@rxfleet/operators';
 import { errorMessage } from '../../choria/errors';
-import { CycleError, CycleStep } from '../cycleError';
-import { CycleTrace, HelperDecision, StepTrace, withoutSecret } from '../cycleTrace';
+import { CycleError } from '../cycleError';
+import { CycleTrace, withoutSecret } from '../cycleTrace';
 import type { BackoffEntry } from '../nodeBackoff';
-import type { CycleResult, HostTicket, SightingSource } from '../pipeline';
+import type { CycleResult, HostTicket } from '../pipeline';
+import { CycleRecord, RECORD_VERSION } from './recordTypes';
 
-/** The version of the record's shape: a reader skips a record of a version it does not know. */
-export const RECORD_VERSION = 1;
-
-/**
- * One node's cycle as one instance ran it (DECISIONS P21): what sighted the node, each step with
- * its outcome and duration, the helper's decision without secrets, the error, the claim's revision
- * in active-active, and the backoff the node now waits out. Times are ISO 8601 on the wall clock.
- */
-export interface CycleRecord {
-  readonly type: 'cycle';
-  readonly v: typeof RECORD_VERSION;
-  readonly node: string;
-  /** The instance that ran it (its Choria identity). */
-  readonly instance: string;
-  readonly site: string;
-  readonly sighting: { readonly via: SightingSource; readonly at: string; readonly readmission?: true };
-  /** When the cycle started; absent when none ran (refused before its first step, as a stale sighting in the claim stage). */
-  readonly started?: string;
-  readonly ended: string;
-  /** How long it ran, ms. */
-  readonly ms?: number;
-  /** How it ended: the cycle's result, or `failed`. */
-  readonly outcome: CycleResult | 'failed';
-  readonly steps: readonly StepTrace[];
-  readonly decision?: HelperDecision;
-  readonly error?: { readonly step?: CycleStep; readonly message: string; readonly nodeMayBeConfigured?: true };
-  /** Active-active: the revision at which this instance's claim on the node was written. */
-  readonly claim?: { readonly revision: number };
-  /** The node's backoff after this cycle (P22): its failures in a row and when it may be tried again. */
-  readonly backoff?: { readonly failures: number; readonly failingSince: string; readonly retryAfter: string };
-  /** Runs of the cycle under one claim (active-active runs a kept node's again); absent when 1. */
-  readonly runs?: number;
-}
+export { RECORD_VERSION } from './recordTypes';
+export type { CycleRecord } from './recordTypes';
+export { isCycleRecord } from './recordGuards';
 
 /** What {@link cycleRecord} is made from. */
 export interface CycleRecordParts {
@@ -95,22 +66,4 @@ function failure(error: unknown, secret: string): NonNullable<CycleRecord['error
   if (!(error instanceof CycleError)) return { message: withoutSecret(errorMessage(error), secret) };
   const message = withoutSecret(error.message, secret);
   return { step: error.step, message, ...(error.nodeMayBeConfigured ? { nodeMayBeConfigured: true } : {}) };
-}
-
-/**
- * Whether `value` is a cycle record this version can read: a reader of the stream meets records of
- * other versions and other writers, and skips what it cannot read rather than failing.
- */
-export function isCycleRecord(value: unknown): value is CycleRecord {
-  if (typeof value !== 'object' || value === null) return false;
-  const r = value as Partial<CycleRecord>;
-  return (
-    r.type === 'cycle' &&
-    r.v === RECORD_VERSION &&
-    typeof r.node === 'string' &&
-    typeof r.instance === 'string' &&
-    typeof r.ended === 'string' &&
-    typeof r.outcome === 'string' &&
-    Array.isArray(r.steps)
-  );
 }

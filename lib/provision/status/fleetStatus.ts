@@ -1,5 +1,5 @@
-import { CycleRecord } from '../records/cycleRecord';
-import { InstanceMode, InstanceRecord, NodeCount } from '../records/instanceRecord';
+import type { CycleRecord } from '../records/cycleRecord';
+import type { InstanceMode, InstanceRecord, NodeCount } from '../records/instanceRecord';
 
 /** How many of its own periods an instance may be silent before status calls it gone. */
 export const GONE_AFTER_PERIODS = 3;

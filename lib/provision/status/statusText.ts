@@ -1,7 +1,7 @@
 import { formatGoDuration } from '../../duration';
-import { CycleRecord } from '../records/cycleRecord';
-import { NodeCount } from '../records/instanceRecord';
-import { ClaimEntry, FleetStatus } from './fleetStatus';
+import type { CycleRecord } from '../records/cycleRecord';
+import type { NodeCount } from '../records/instanceRecord';
+import type { ClaimEntry, FleetStatus } from './fleetStatus';
 
 /** A duration for people: whole seconds past ten seconds, milliseconds below one. */
 export function humanDuration(ms: number): string {

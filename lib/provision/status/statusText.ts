@@ -14,7 +14,12 @@ export function humanDuration(ms: number): string {
 export function table(rows: readonly (readonly string[])[]): string[] {
   const widths: number[] = [];
   for (const row of rows) row.forEach((cell, i) => (widths[i] = Math.max(widths[i] ?? 0, cell.length)));
-  return rows.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]))).join('  '));
+  return rows.map((row) =>
+    row
+      .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i])))
+      .join('  ')
+      .trimEnd(),
+  );
 }
 
 function count(c: NodeCount | undefined): string {

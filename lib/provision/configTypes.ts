@@ -95,8 +95,8 @@ export interface RxfleetSettings {
   incus: IncusFeedSettings | undefined;
   /**
    * The ceiling of a failing node's backoff (DECISIONS P22), ms: after k failed cycles in a row a
-   * node is admitted again no sooner than min(ceiling, interval x 2^(k-1)) after the last; 0: at
-   * every sighting, as upstream. Default one hour.
+   * node is admitted again no sooner than min(ceiling, interval x (2^(k-1) - 1)) after the last;
+   * 0: at every sighting, as upstream. Default one hour.
    */
   failureBackoffMs: number;
   /** The provisioning records (`rxfleet.records: true`, DECISIONS P21); undefined: off. */

@@ -1,4 +1,5 @@
 import { Outcome } from '@rxfleet/operators';
+import { RpcConnectionLostError, findCause } from '../choria/errors';
 import { CycleError, CycleStep } from './cycleError';
 import type { SightingSource } from './pipeline';
 
@@ -30,7 +31,7 @@ export type BackoffVerdict =
 
 /** Options for {@link NodeBackoff}. */
 export interface NodeBackoffOptions {
-  /** The first wait: the discovery interval, so a node that failed once is tried at the next round, as upstream. */
+  /** The unit of the waits: the discovery interval (see {@link backoffDelay}). */
   baseMs: number;
   /** The longest wait (`rxfleet.failure_backoff`); 0 turns the backoff off: every sighting is admitted, as upstream. */
   ceilingMs: number;
@@ -39,20 +40,24 @@ export interface NodeBackoffOptions {
 }
 
 /**
- * The wait after `failures` failed cycles in a row: the base doubled for each failure after the
- * first, never past the ceiling (1, 2, 4, 8 ... intervals). Pure, so the records say the same wait
- * as the pipeline applies.
+ * The wait after `failures` failed cycles in a row: (2^(k-1) - 1) times the base, never past the
+ * ceiling. With the discovery interval as the base, a node is sighted again at the next round
+ * after its first failure (no wait, as upstream), and skips 1, 3, 7 ... rounds after the next
+ * ones: a failure ends a little after its round began, so a wait of whole intervals from it
+ * always lets the round that many intervals later by. Pure, so the records say the same wait as
+ * the pipeline applies.
  */
 export function backoffDelay(failures: number, baseMs: number, ceilingMs: number): number {
   if (failures < 1 || ceilingMs <= 0) return 0;
   // 2^30 intervals is past any ceiling; the cap keeps the arithmetic finite.
-  return Math.min(ceilingMs, baseMs * 2 ** Math.min(30, failures - 1));
+  return Math.min(ceilingMs, baseMs * (2 ** Math.min(30, failures - 1) - 1));
 }
 
 /**
  * Whether a cycle's outcome is a failure of the node (DECISIONS P22): a failed cycle, but for the
- * steps that say nothing about the node (stale, claim, aborted). `undefined`: the outcome changes
- * nothing (a node claimed by another instance or locked by another provisioner).
+ * steps that say nothing about the node (stale, claim, aborted) and a broker connection lost under
+ * it. `undefined`: the outcome changes nothing (a node claimed by another instance or locked by
+ * another provisioner).
  */
 export function failureOfNode(outcome: Outcome<unknown>): boolean | undefined {
   if (outcome.status === 'done') {
@@ -61,13 +66,16 @@ export function failureOfNode(outcome: Outcome<unknown>): boolean | undefined {
   }
   const error = outcome.error;
   if (error instanceof CycleError && NOT_THE_NODES.has(error.step)) return undefined;
+  // The broker's connection dropped under the cycle: the node may be fine.
+  if (findCause(error, (e): e is RpcConnectionLostError => e instanceof RpcConnectionLostError) !== undefined) return undefined;
   return true;
 }
 
 /**
  * The per-node failure backoff (DECISIONS P22): a node whose cycles keep failing (a helper that
- * defers for days, an RPC that always times out) is admitted again only after a wait that doubles
- * with each failure, from the discovery interval up to the ceiling, instead of at every sighting.
+ * defers for days, an RPC that always times out) is admitted again only after a wait that grows
+ * with each failure ({@link backoffDelay}: the next round after the first, then 1, 3, 7 ... rounds
+ * skipped) up to the ceiling, instead of at every sighting.
  * A success forgets it; a sighting from the node itself (its startup event, its Incus instance
  * coming up) forgets it too and is admitted at once: the node restarted, and may have been fixed.
  *

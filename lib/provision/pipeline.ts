@@ -160,7 +160,8 @@ export interface ProvisionPipelineConfig {
  * - A failed discovery round is reported and the next tick tries again; it never ends the pipeline.
  * - A cycle's error is a failed outcome; it never ends the pipeline.
  * - With `backoff`, every cycle's outcome reaches it before the node's key is freed, so the next
- *   sighting of the node is decided on it.
+ *   sighting of the node is decided on it; but for a cycle that ends while paused, which the pause
+ *   stopped.
  * - When `stop` emits, no new round starts and no sighting is admitted; the result completes once
  *   the work already admitted has finished.
  */
@@ -261,7 +262,9 @@ export function provisionPipeline(config: ProvisionPipelineConfig): Observable<P
           // The pool would make an error a failed outcome too; made here, the backoff sees it.
           catchError((error: unknown) => of(failed(error))),
           map((outcome): CycleOutcome => {
-            backoff?.settle(ticket.key, outcome, scheduler.now());
+            // A cycle that ends while the instance is paused (a lost election, a shutdown) was
+            // stopped by the pause: it says nothing about its node.
+            if (!gate.paused) backoff?.settle(ticket.key, outcome, scheduler.now());
             if (outcome.status !== 'done') return outcome;
             if (outcome.value === 'upgraded') upgradedAt.set(ticket.key, scheduler.now());
             const hold = holdFor[outcome.value];

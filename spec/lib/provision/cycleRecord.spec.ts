@@ -136,7 +136,7 @@ describe('a cycle traced for its record (P21)', () => {
       outcome: 'failed',
       error: { step: 'helper', message: 'could not wait for helper: exit status 1' },
       claim: { revision: 42 },
-      backoff: { failures: 1, failingSince: '2026-01-01T00:00:01.000Z', retryAfter: '2026-01-01T00:01:01.000Z' },
+      backoff: { failures: 1, failingSince: '2026-01-01T00:00:01.000Z', retryAfter: '2026-01-01T00:00:01.000Z' },
     });
     expect(record?.steps.map((s) => s.outcome)).toEqual(['ok', 'failed']);
     expect(isCycleRecord(JSON.parse(JSON.stringify(record)))).toBe(true);

@@ -38,6 +38,16 @@ describe('rxfleet status', () => {
       tuning: { instanceRecordEveryMs: 200 },
     });
     await waitFor(async () => (await world!.metric('choria_provisioner_provisioned')) === 4, 'the fleet to be provisioned');
+    // And the instance's own record written since (every 200 ms here) says so: nothing in flight.
+    await waitFor(async () => {
+      const out = output(false);
+      await runStatus({ ...options(), json: true }, undefined, out);
+      const instance = out.writes
+        .join('')
+        .split('\n')
+        .find((l) => l.includes('"type":"instance"'));
+      return instance !== undefined && (JSON.parse(instance) as { inFlight: { count: number } }).inFlight.count === 0;
+    }, "the instance's record to show the fleet done");
   });
   afterAll(async () => {
     await world?.stop();

@@ -22,6 +22,8 @@ export function registerProvision(program: Command): void {
     .option('--json', 'with --dry-run: the report as JSON lines');
   addLogOptions(command, { defaultLevel: 'loglevel of the configuration, info', stream: 'stdout, or logfile of the configuration' }).action(
     async (options: Omit<ProvisionOptions, 'version'> & { dryRun?: boolean; limit?: number; json?: boolean }) => {
+      if (options.dryRun !== true && (options.limit !== undefined || options.json === true))
+        command.error('error: --limit and --json go with --dry-run');
       if (options.dryRun === true) {
         const { runDryRun } = await import('../provision/dryRun.js');
         process.exitCode = await runDryRun(options);

@@ -53,7 +53,7 @@ export async function runDryRun(
     return 1;
   }
   const { level, format } = logSettings(options, 'warn');
-  const logger = createLogger({ level, format: format ?? 'json', destination: 'stderr', name: 'rxfleet-dry-run' });
+  const logger = createLogger({ level, ...(format !== undefined ? { format } : {}), destination: 'stderr', name: 'rxfleet-dry-run' });
   for (const line of checked.lines) logger.warn(line.replace(/^warning: /, ''));
 
   const registry = new Registry();

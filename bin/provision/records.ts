@@ -191,7 +191,8 @@ export function startRecords(parts: RecordParts): ProvisionRecords {
     close: async () => {
       watches.unsubscribe();
       if (settings !== undefined && sink !== undefined && !nc.isClosed()) {
-        sink.append(instanceSubject(settings.subject, identity), instance());
+        // The last word of a stopping instance: status calls it gone at once rather than after three periods.
+        sink.append(instanceSubject(settings.subject, identity), { ...instance(), state: 'stopped' });
         await sink.flush(2000);
       }
       failures.close();

@@ -180,6 +180,12 @@ describe('rxfleet provision --dry-run, every request on the wire counted', () =>
     expect(mine.filter((t) => t.subject === 'choria.lifecycle.event.startup.provisioner')).toEqual([]);
   });
 
+  it('--limit and --json without --dry-run: refused in one line, nothing started', async () => {
+    const run = startRxfleet(['provision', '--config', join(dir, 'pki.yaml'), '--limit', '2']);
+    expect((await run.exited).code).toBe(1);
+    expect(run.stderr().trim().split('\n')[0]).toBe('error: --limit and --json go with --dry-run');
+  });
+
   it('people read it as a table: what it would do to each node, then the summary', async () => {
     const run = await dryRun('table', [`helper: ${SIGNING_HELPER}`, 'features: {pki: true}'], ['--limit', '1']);
     const lines = run.stdout().trim().split('\n');

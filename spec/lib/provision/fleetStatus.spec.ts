@@ -54,6 +54,8 @@ describe('fleetStatus', () => {
         instance('b', { leader: true, paused: false, waiting: { count: 3, oldest: { node: 'n7', since: iso(40_000) } } }),
         instance('a'),
         instance('c', { at: iso(31_000), waiting: { count: 9 } }),
+        // Its last word: stopped, so gone at once.
+        instance('d', { state: 'stopped' }),
       ],
       nodes: [],
       election: { leader: 'b', at: NOW - 5_000, ttlMs: 60_000 },
@@ -62,6 +64,7 @@ describe('fleetStatus', () => {
       ['a', 'standby'],
       ['b', 'leader'],
       ['c', 'gone'],
+      ['d', 'gone'],
     ]);
     // A gone instance's queue is not counted: it is not working on it.
     expect(status.waiting).toEqual({ count: 3, oldest: { node: 'n7', since: iso(40_000) } });

@@ -50,7 +50,11 @@ async function settle(options: StatusOptions): Promise<{ sources: FleetSources; 
     const { loadProvisionerConfig } = await import('../../streams/provisionerConfigFile.js');
     const { config, problems } = loadProvisionerConfig(options.config);
     if (config === undefined)
-      throw new Error(problems.filter((p) => p.severity === 'error').map((p) => `${options.config}: ${p.path}: ${p.message}`)[0]);
+      throw new Error(
+        problems
+          .filter((p) => p.severity === 'error')
+          .map((p) => (p.path === options.config ? `${p.path}: ${p.message}` : `${options.config}: ${p.path}: ${p.message}`))[0],
+      );
     fromFile = {
       stream: config.rxfleet.records?.stream,
       subject: config.rxfleet.records?.subject,

@@ -110,7 +110,7 @@ export class NodeBackoff {
     return this.entries.get(identity);
   }
 
-  /** Every failing node and its backoff, oldest failure first among equals of insertion. */
+  /** Every failing node and its backoff, in the order of their last failure. */
   list(): IterableIterator<[string, BackoffEntry]> {
     return this.entries.entries();
   }

@@ -21,7 +21,9 @@
  * NODES (default 10000,50000,100000), HELPERS (per-node-sh,persistent-sh; also per-node-node and
  * persistent-node, the Node.js samples), WORKERS (64), LATENCY (ms per reply, 0),
  * HELPER_PROCESSES (0: the daemon's default), LIMIT_SECONDS (3), RUN_TIMEOUT_MINUTES (60) change
- * the run; DAEMON_NODE_ARGS passes flags to the daemon's node. PROFILE=cpu,heap runs the daemon under `node --cpu-prof --heap-prof` and prints where
+ * the run; RECORDS=1 runs the daemon with its provisioning records on (`rxfleet.records`, P21: a
+ * JetStream stream on the same server, made by the daemon), to see what writing them costs beside a
+ * run without; DAEMON_NODE_ARGS passes flags to the daemon's node. PROFILE=cpu,heap runs the daemon under `node --cpu-prof --heap-prof` and prints where
  * its CPU went and what its heap held (PROFILE_DIR keeps the profiles; default a temporary
  * directory, removed).
  */
@@ -59,6 +61,7 @@ const HELPER_PROCESSES = Number(process.env.HELPER_PROCESSES ?? 0);
 const LIMIT_SECONDS = Number(process.env.LIMIT_SECONDS ?? 3);
 const RUN_TIMEOUT_MS = Number(process.env.RUN_TIMEOUT_MINUTES ?? 60) * 60_000;
 const PROFILE = (process.env.PROFILE ?? '').split(',').filter((p) => p === 'cpu' || p === 'heap');
+const RECORDS = process.env.RECORDS === '1';
 /** Flags for the daemon's node (`--max-old-space-size=128`), to see what the runtime's settings change. */
 const DAEMON_NODE_ARGS = (process.env.DAEMON_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
 const TOKEN = 'bench-token';
@@ -109,6 +112,7 @@ async function provisionRun(url: string, brokerPid: number, dir: string, run: Ru
     `helper_mode: ${helper.mode}`,
     `queue_capacity: ${Math.max(50_000, run.nodes)}`,
     ...(helper.mode === 'persistent' ? [`helper_processes: ${helperProcesses()}`] : []),
+    ...(RECORDS ? ['records: true', 'records_create: true', 'records_api_prefix: $JS.API'] : []),
   ];
   writeFileSync(
     config,
@@ -185,6 +189,7 @@ async function provisionRun(url: string, brokerPid: number, dir: string, run: Ru
       nodes: run.nodes,
       helper: run.helper,
       helper_mode: helper.mode,
+      records: RECORDS,
       workers: WORKERS,
       rpc_latency_ms: LATENCY,
       provisioned,
@@ -258,6 +263,7 @@ async function main(): Promise<void> {
       'PROFILE',
       'PROFILE_DIR',
       'DAEMON_NODE_ARGS',
+      'RECORDS',
     ],
     {
       nodes: NODES,
@@ -270,7 +276,7 @@ async function main(): Promise<void> {
   for (const helper of HELPERS)
     if (HELPER_COMMANDS[helper] === undefined)
       throw new Error(`unknown helper ${helper}: one of ${Object.keys(HELPER_COMMANDS).join(', ')}`);
-  const server = await startNatsServer({ jetstream: false });
+  const server = await startNatsServer({ jetstream: RECORDS });
   const dir = mkdtempSync(join(tmpdir(), 'rxfleet-bench-provision-'));
   const cleanUp = async (): Promise<void> => {
     rmSync(dir, { recursive: true, force: true });

@@ -8,7 +8,7 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { ListenAddress, parseListenAddress, splitNatsUrls } from '../lib/addresses';
 import { DurationSyntaxError, formatGoDuration, parseGoDuration } from '../lib/duration';
-import { LOG_FORMATS, LOG_LEVELS, LogFormat, LogLevel } from '../lib/logger';
+import { LOG_FORMATS, LOG_LEVELS, LogFormat, LogLevel } from '../lib/logLevels';
 
 /** Parses a positive whole number option, refusing anything else with one clear line. */
 export function positiveInt(value: string): number {

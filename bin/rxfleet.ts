@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-import 'reflect-metadata';
+// Only commander and each command's options load here: a command's modules load when it runs, so
+// --version, --help and the operator's commands start in little more than Node's own time.
 import { Command } from 'commander';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -9,6 +10,7 @@ import { registerSimulate } from './commands/simulate';
 import { registerEnrich } from './commands/enrich';
 import { registerProvision } from './commands/provision';
 import { registerProvisionIncus } from './commands/provisionIncus';
+import { registerStatus } from './commands/status';
 import { redactUrlCredentials } from '../lib/redact';
 import { withDefaultCommand } from './defaultCommand';
 
@@ -31,6 +33,7 @@ registerSimulate(program);
 registerEnrich(program);
 registerProvision(program);
 registerProvisionIncus(program);
+registerStatus(program);
 
 const commands = program.commands.flatMap((c) => [c.name(), ...c.aliases()]);
 

@@ -1,20 +1,12 @@
 import pino from 'pino';
+import type { LogFormat, LogLevel } from './logLevels';
 
 /** The logger every library piece takes: pino's. */
 export type Logger = pino.Logger;
 
-/** Levels accepted in configuration and on the command line. */
-export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
-
-/**
- * How lines are written: `json` (pino's JSON lines, the default), `logfmt` (the text form
- * upstream's logrus writes: `time="..." level=info msg="..." key=value`), `logrus-json` (the JSON
- * form it writes to a `logfile`: `{"level":"info","msg":"...","time":"<RFC 3339>"}`), `pretty`
- * (for people).
- */
-export const LOG_FORMATS = ['json', 'logfmt', 'logrus-json', 'pretty'] as const;
-export type LogFormat = (typeof LOG_FORMATS)[number];
+// Defined apart so that the command line can offer them without loading pino.
+export { LOG_FORMATS, LOG_LEVELS } from './logLevels';
+export type { LogFormat, LogLevel } from './logLevels';
 
 /** Where lines go (DECISIONS P6: stdout unless a file is named). */
 export type LogDestination = 'stdout' | 'stderr' | 'discard' | { file: string };

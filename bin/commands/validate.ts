@@ -1,8 +1,6 @@
 import { Command } from 'commander';
-import { ChoriaClientConfig } from '../../lib/choria/clientConfig';
-import { brokerSource } from '../../lib/choria/brokerSource';
-import { ProvisionerConfig, helperCommandProblem } from '../../lib/provision/config';
-import { splitHelperCommand } from '../../lib/provision/helperCommand';
+import type { ChoriaClientConfig } from '../../lib/choria/clientConfig';
+import type { ProvisionerConfig } from '../../lib/provision/config';
 import { redactUrlCredentials } from '../../lib/redact';
 import { ProvisionFlags, addProvisionSourceOptions, provisionSources } from '../provision/sources';
 
@@ -30,8 +28,10 @@ type ValidateFlags = Omit<ValidateOptions, 'config'> & { config?: string; enrich
  * summary. Secrets are never printed.
  */
 export async function validateConfiguration(options: ValidateOptions): Promise<ValidationReport> {
+  // Loaded when it runs: the configuration's schema and parser are most of validate's start-up.
   const { preflight } = await import('../provision/preflight.js');
   const { startupLines } = await import('../provision/startupFiles.js');
+  const summaryParts = await summaryModules();
   const sources = provisionSources(options);
   const result = await preflight(sources);
   // What provision opens before connecting: the log file, the pid file, the monitor port.
@@ -53,15 +53,27 @@ export async function validateConfiguration(options: ValidateOptions): Promise<V
   }
   const { validateSecurityLine } = await import('../provision/securitySummary.js');
   lines.push(validateSecurityLine({ sources, config: result.config, choria: result.choria, choriaFile: result.choriaFile }));
-  lines.push(summary(options.config, result.config, result.choria, warnings));
+  lines.push(summary(summaryParts, options.config, result.config, result.choria, warnings));
   return { lines, exitCode: 0 };
 }
 
-function helperProblem(helper: string): string | undefined {
-  return helper.trim() === '' ? 'empty' : helperCommandProblem(helper);
+/** What the summary line reads the configuration with, loaded with the checks. */
+async function summaryModules() {
+  const { helperCommandProblem } = await import('../../lib/provision/config.js');
+  const { splitHelperCommand } = await import('../../lib/provision/helperCommand.js');
+  const { brokerSource } = await import('../../lib/choria/brokerSource.js');
+  return { helperCommandProblem, splitHelperCommand, brokerSource };
 }
 
-function summary(file: string, c: ProvisionerConfig, choria: ChoriaClientConfig, warnings: number): string {
+function summary(
+  modules: Awaited<ReturnType<typeof summaryModules>>,
+  file: string,
+  c: ProvisionerConfig,
+  choria: ChoriaClientConfig,
+  warnings: number,
+): string {
+  const { helperCommandProblem, splitHelperCommand, brokerSource } = modules;
+  const helperProblem = (helper: string): string | undefined => (helper.trim() === '' ? 'empty' : helperCommandProblem(helper));
   const features = Object.entries(c.features)
     .filter(([, on]) => on)
     .map(([name]) => name);
@@ -110,8 +122,11 @@ export function registerValidate(program: Command): void {
   command.action(async (flags: ValidateFlags) => {
     if (flags.config === undefined && flags.enrichConfig === undefined)
       command.error("error: required option '--config <file>' not specified (or --enrich-config <file> for the enricher's file)");
-    const { validateEnricherConfiguration } = await import('./validateEnricher.js');
-    const enricher = flags.enrichConfig === undefined ? undefined : validateEnricherConfiguration(flags.enrichConfig);
+    // The enricher's checks load only for its file: they are another schema and parser.
+    const enricher =
+      flags.enrichConfig === undefined
+        ? undefined
+        : (await import('./validateEnricher.js')).validateEnricherConfiguration(flags.enrichConfig);
     const provisioner = flags.config === undefined ? undefined : await validateConfiguration({ ...flags, config: flags.config });
     const lines = [...(provisioner?.lines ?? []), ...(enricher?.lines ?? [])];
     for (const line of lines) console.log(line);

@@ -43,6 +43,8 @@ export interface ActiveActive {
   spread(identities: string[]): string[];
   /** Whether the claims bucket is set up (its TTL read). */
   ready(): boolean;
+  /** The revision this instance's claim on the node was written at, for its cycle's record; forgotten once read. */
+  claimRevision(node: string): number | undefined;
   /** Emits once the bucket is set up and the gate open: the first discovery round may run (the one at start was skipped while closed). */
   readonly setUp$: Observable<void>;
   stop(): void;
@@ -73,6 +75,8 @@ export function startActiveActive(options: ActiveActiveOptions): ActiveActive {
     });
   const random = options.random ?? Math.random;
   let claims: NodeClaims | undefined;
+  // Set when a claim is won, read (and forgotten) when the node's cycle is recorded: one entry per cycle in flight.
+  const revisions = new Map<string, number>();
   const setUpDone = new ReplaySubject<void>(1);
 
   const setUp: Subscription = readClaimsTtl(store, {
@@ -93,6 +97,10 @@ export function startActiveActive(options: ActiveActiveOptions): ActiveActive {
       scheduler,
       hooks: {
         ...metrics.hooks(),
+        won: (node, revision) => {
+          metrics.claim('won');
+          revisions.set(node, revision);
+        },
         lost: (node) => {
           metrics.claim('lost');
           logger.debug({ identity: node }, `${node} is claimed by another provisioner: leaving it`);
@@ -142,6 +150,11 @@ export function startActiveActive(options: ActiveActiveOptions): ActiveActive {
     },
     spread: (identities) => rotateRound(identities, random() * identities.length),
     ready: () => claims !== undefined,
+    claimRevision: (node) => {
+      const revision = revisions.get(node);
+      revisions.delete(node);
+      return revision;
+    },
     setUp$: setUpDone.asObservable(),
     stop: () => setUp.unsubscribe(),
   };

@@ -1,6 +1,8 @@
 import { Registry } from 'prom-client';
 import { asyncScheduler, ignoreElements, of } from 'rxjs';
 import { Logger, silentLogger } from '../../lib/logger';
+import { CycleTraces } from '../../lib/provision/cycleTrace';
+import { NodeBackoff } from '../../lib/provision/nodeBackoff';
 import { ProvisionCycle } from '../../lib/provision/provisionCycle';
 import { nodeSiteFiles } from '../../streams/siteFiles';
 import { serveDaemonEndpoint } from '../daemon/endpoint';
@@ -13,6 +15,7 @@ import { provisionerGauges } from './gauges';
 import { gracefulStop } from './gracefulStop';
 import { startHelper } from './helperSetup';
 import { pipelineHooks } from './pipelineHooks';
+import { startRecords } from './records';
 import { runPipeline } from './runningPipeline';
 import { sightings } from './sightings';
 
@@ -54,6 +57,14 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
     processMetrics,
   });
 
+  // P22: a failing node waits longer and longer before it is admitted again; 0 turns it off.
+  const backoff =
+    config.rxfleet.failureBackoffMs > 0
+      ? new NodeBackoff({ baseMs: intervalMs, ceilingMs: config.rxfleet.failureBackoffMs, onSize: (n) => metrics.setBackoffNodes(n) })
+      : undefined;
+  // P21: each cycle's steps, for its record.
+  const traces = new CycleTraces(() => scheduler.now());
+
   let state: ProvisionerStatus['state'] = 'running';
   let busyWorkers = 0;
   let broker: BrokerConnection | undefined;
@@ -74,6 +85,7 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
     busyWorkers,
     held: ledger.held,
     queued: ledger.queued,
+    failing: backoff?.failing ?? 0,
   });
   const describe = () => (companion === undefined ? status() : { ...status(), [companion.name]: companion.status() });
   const port = tuning.monitorPort ?? (config.monitorPort > 0 ? config.monitorPort : undefined);
@@ -108,6 +120,7 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
     rpcTimeoutMs,
     backoffMs,
     random,
+    traces,
     // Active-active: an RPC attempt waits for its node's claim to be confirmed (P20).
     beforeAttempt: activeActiveOn ? (node: string) => activeActive?.claims.attemptReady?.(node) ?? of(undefined) : undefined,
   });
@@ -133,6 +146,21 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
     activeActive = startActiveActive({ config, identity, nc, gate, registry, logger, scheduler, intervalMs, store, setupRetryMs, random });
   }
 
+  const records = startRecords({
+    config,
+    identity,
+    version: options.version ?? '0.0.0',
+    nc,
+    metrics,
+    logger,
+    scheduler,
+    traces,
+    backoff,
+    claimRevision: activeActive === undefined ? undefined : (node) => activeActive?.claimRevision(node),
+    status,
+    everyMs: tuning.instanceRecordEveryMs,
+  });
+
   const { incusEvents } = options;
   const capacity = config.rxfleet.queueCapacity;
   const pipeline = runPipeline({
@@ -141,13 +169,14 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
     won: election?.won$,
     lost: election?.lost$,
     gate,
+    backoff,
     provision: (ticket, hardStop) => cycle.outcome(ticket, hardStop),
     interval: intervalMs,
     workers: config.workers,
     queueCapacity: capacity,
     settleMs: tuning.settleMs,
     lockHoldMs: tuning.lockHoldMs,
-    hooks: pipelineHooks({ metrics, logger, queueCapacity: capacity, onBusy: (n) => (busyWorkers = n) }),
+    hooks: records.hooks(pipelineHooks({ metrics, logger, queueCapacity: capacity, onBusy: (n) => (busyWorkers = n) })),
     scheduler,
     ledger,
     logger,
@@ -170,6 +199,7 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
       activeActive?.stop();
       await helpers.close();
       pipeline.close();
+      await records.close();
       election?.stop();
       wire.close();
       gauges.close();
@@ -192,6 +222,7 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
     stop,
     stopped,
     results$: pipeline.results$,
+    cycles$: records.cycles$,
     // Without leader_election: nothing, completing with the results when the daemon stops.
     election$: election?.events$ ?? pipeline.results$.pipe(ignoreElements()),
     abort: (reason = 'aborted') => {

@@ -15,6 +15,7 @@ import { ProvisionerConfig } from '../../lib/provision/config';
 import { ProvisionerMetrics } from '../../lib/provision/metrics';
 import { CycleResult, HostTicket, Sighting } from '../../lib/provision/pipeline';
 import { ClaimStore } from '../../lib/provision/claims';
+import { CycleRecord } from '../../lib/provision/records/cycleRecord';
 import { EventPayload } from '../../lib/enricher/output/payload';
 
 /** The KV key (and election name) provisioners campaign for, as upstream. */
@@ -52,6 +53,8 @@ export interface DaemonTuning {
   monitorPort?: number;
   /** The helper's environment. Default this process's. */
   helperEnv?: NodeJS.ProcessEnv;
+  /** How often the instance's own provisioning record is written (rxfleet.records), ms. Default 10 s. */
+  instanceRecordEveryMs?: number;
   /** Ticks, admission windows, settle delays and retry pauses. Default `asyncScheduler`. */
   scheduler?: SchedulerLike;
 }
@@ -108,6 +111,8 @@ export interface ProvisionerStatus {
   held: number;
   /** Admitted, not yet started. */
   queued: number;
+  /** Nodes whose last cycles failed, waiting out their backoff (P22). */
+  failing: number;
 }
 
 /** A running provisioner: the daemon contract, and what the demo, specs and benches watch it by. */
@@ -119,6 +124,8 @@ export interface ProvisionerDaemon extends Daemon<ProvisionerStatus> {
   readonly ledger: AdmissionLedger<Sighting, string>;
   /** Every finished cycle (and every skipped stale ticket). Completes when the daemon stops. */
   readonly results$: Observable<PoolResult<HostTicket, CycleResult>>;
+  /** Every cycle's record (P21) as it is made, whether or not `rxfleet.records` writes it. Completes when the daemon stops. */
+  readonly cycles$: Observable<CycleRecord>;
   /** Election events as they happen (never emits without leader_election). Completes on stop. */
   readonly election$: Observable<ElectionEvent>;
 }

@@ -62,6 +62,10 @@ export function pipelineHooks({ metrics, logger, queueCapacity, onBusy }: Pipeli
         logger.warn({ identity: refusal.key, capacity: queueCapacity }, `Adding ${refusal.key} to the work queue failed: it is full`);
       else logger.debug({ identity: refusal.key }, `${refusal.key} is already on the provision list`);
     },
+    backedOff: (s) => {
+      metrics.admissionRefused('backoff');
+      logger.debug({ identity: s.identity, via: s.via }, `${s.identity} failed its last cycles: waiting out its backoff`);
+    },
     busy: (n) => {
       onBusy(n);
       metrics.setBusyWorkers(n);

@@ -157,13 +157,8 @@ export class RpcRetryError extends Error {
   }
 }
 
-/** A lifecycle component that would widen the subscription (contains `.`, `>` or `*`) or is empty. */
-export class InvalidLifecycleComponentError extends Error {
-  override readonly name = 'InvalidLifecycleComponentError';
-  constructor(readonly component: string) {
-    super(`invalid lifecycle component: ${component}`);
-  }
-}
+// Defined beside its rule, so the command line checks a component without loading these errors.
+export { InvalidLifecycleComponentError } from './lifecycleComponent';
 
 /** Whether `error`, or any error in its `cause` chain, is a provisioning-lock refusal (DECISIONS P10). */
 export function isProvisioningLockError(error: unknown): boolean {

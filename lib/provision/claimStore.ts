@@ -43,16 +43,7 @@ export class ClaimStoreClosedError extends Error {
   }
 }
 
-const KV_KEY = /^[-/_=a-zA-Z0-9]+(\.[-/_=a-zA-Z0-9]+)*$/;
-
-/**
- * The KV key of a node's claim: its identity when that is a valid key (a host name is), otherwise
- * `=` and the identity in base64url, so any identity has exactly one key and none collide.
- */
-export function claimKey(identity: string): string {
-  if (KV_KEY.test(identity) && !identity.startsWith('=')) return identity;
-  return `=${Buffer.from(identity, 'utf8').toString('base64url')}`;
-}
+export { claimKey } from './claimKey';
 
 /** Rotates a discovery round's identities to start at `offset`, so instances start on different nodes. */
 export function rotateRound<T>(items: readonly T[], offset: number): T[] {

@@ -206,7 +206,7 @@ export class NodeClaims implements ClaimStage {
         holding = true;
         this.leases.set(identity, lease);
         this.setHeld(1);
-        this.hooks.won?.(identity);
+        this.hooks.won?.(identity, revision);
         armDeadline();
         work.add(timer(this.refreshMs, this.refreshMs, this.scheduler).subscribe(refresh));
         run();

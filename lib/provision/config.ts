@@ -25,6 +25,7 @@ export type {
   ParseConfigOptions,
   ProvisionerConfig,
   ProvisionerConfigResult,
+  RecordSettings,
   RxfleetSettings,
 } from './configTypes';
 
@@ -97,6 +98,10 @@ export function parseProvisionerConfig(text: string, options: ParseConfigOptions
   for (const key of Object.keys(DEPRECATED_KEYS)) {
     if (key in folded) warn(key, `deprecated: ${DEPRECATED_KEYS[key]}`);
   }
+  // `failure_backoff: 0` (a number) is the off switch people write: read it as the duration "0".
+  if (isMapping(folded.rxfleet)) {
+    for (const [key, value] of Object.entries(folded.rxfleet)) if (key === 'failure_backoff' && value === 0) folded.rxfleet[key] = '0';
+  }
   // A single server is as good as a list of one.
   for (const key of ['nats_servers', 'dns_servers']) {
     if (isMapping(folded.rxfleet) && typeof folded.rxfleet[key] === 'string') {
@@ -136,6 +141,9 @@ export function parseProvisionerConfig(text: string, options: ParseConfigOptions
     features,
     workers,
     incus,
+    failureBackoffMs,
+    recordsMaxAgeMs,
+    recordsEveryMs,
   } = checkRules(c, { error, warn, usable, refused, exists, cpus });
   if (problems.some((p) => p.severity === 'error')) return { config: undefined, problems };
 
@@ -186,6 +194,20 @@ export function parseProvisionerConfig(text: string, options: ParseConfigOptions
       claimsBucket: c.rxfleet.claims_bucket,
       claimsApiPrefix: c.rxfleet.claims_api_prefix,
       incus,
+      failureBackoffMs,
+      records: c.rxfleet.records
+        ? {
+            stream: c.rxfleet.records_stream,
+            subject: c.rxfleet.records_subject,
+            apiPrefix: c.rxfleet.records_api_prefix,
+            create: c.rxfleet.records_create,
+            replicas: c.rxfleet.records_replicas,
+            maxAgeMs: recordsMaxAgeMs,
+            maxBytes: c.rxfleet.records_max_bytes,
+            perNode: c.rxfleet.records_per_node,
+            everyMs: recordsEveryMs,
+          }
+        : undefined,
     },
   };
   return { config, problems };

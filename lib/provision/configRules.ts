@@ -56,6 +56,17 @@ export interface RawConfig {
     claims_bucket: string;
     claims_api_prefix: string;
     incus?: RawIncusFeed;
+    failure_backoff: string;
+    records: boolean;
+    records_stream: string;
+    records_subject: string;
+    records_api_prefix: string;
+    records_create: boolean;
+    records_replicas: number;
+    records_max_age: string;
+    records_max_bytes: number;
+    records_per_node: number;
+    records_every: string;
   };
 }
 
@@ -84,6 +95,9 @@ export interface CheckedValues {
   features: ProvisionerConfig['features'];
   workers: number;
   incus: RxfleetSettings['incus'];
+  failureBackoffMs: number;
+  recordsMaxAgeMs: number;
+  recordsEveryMs: number;
 }
 
 /** Checks every cross-key rule of `c`, reporting through `ctx`, and returns the values they compute. */
@@ -123,6 +137,13 @@ export function checkRules(c: RawConfig, ctx: RuleContext): CheckedValues {
     c.rxfleet.election_candidate_interval === ''
       ? undefined
       : duration('rxfleet.election_candidate_interval', c.rxfleet.election_candidate_interval, 100, 'a duration of at least 100ms');
+
+  // "0" is no Choria duration (it needs a unit) but is how the backoff is turned off.
+  const failureBackoffMs = /^\s*0\s*$/.test(c.rxfleet.failure_backoff)
+    ? 0
+    : duration('rxfleet.failure_backoff', c.rxfleet.failure_backoff, 0, 'a duration >= 0 (0: every sighting, as upstream)');
+  const recordsEveryMs = duration('rxfleet.records_every', c.rxfleet.records_every, 1000, 'a duration of at least 1s such as 10s');
+  const recordsMaxAgeMs = duration('rxfleet.records_max_age', c.rxfleet.records_max_age, MINUTE_MS, 'a duration of at least 1m such as 7d');
 
   const lifecycleComponent = c.lifecycle_component === '' ? 'provision_mode_server' : c.lifecycle_component;
   if (usable('lifecycle_component') && /[.>*]/.test(lifecycleComponent)) {
@@ -238,6 +259,9 @@ export function checkRules(c: RawConfig, ctx: RuleContext): CheckedValues {
     features,
     workers,
     incus,
+    failureBackoffMs,
+    recordsMaxAgeMs,
+    recordsEveryMs,
   };
 }
 

@@ -103,6 +103,34 @@ export const PROVISIONER_CONFIG_SCHEMA = {
           pattern: '^[-\\w]+$',
         }),
         claims_api_prefix: string('choria.streams', 'a JetStream API prefix such as choria.streams or $JS.API', { pattern: '^[^\\s*>]+$' }),
+        failure_backoff: string('1h', 'a duration such as 30m or 1h (0: every sighting, as upstream)'),
+        records: boolean,
+        records_stream: string('RXFLEET_PROVISIONER_RECORDS', 'a JetStream stream name (letters, digits, - and _)', {
+          pattern: '^[-\\w]+$',
+        }),
+        records_subject: string('rxfleet.provisioner.records', 'a NATS subject prefix such as rxfleet.provisioner.records (no wildcards)', {
+          pattern: '^[^\\s*>.]+(\\.[^\\s*>.]+)*$',
+        }),
+        records_api_prefix: string('choria.streams', 'a JetStream API prefix such as choria.streams or $JS.API', {
+          pattern: '^[^\\s*>]+$',
+        }),
+        records_create: boolean,
+        records_replicas: {
+          type: 'integer',
+          minimum: 0,
+          maximum: 5,
+          default: 0,
+          expected: 'a whole number from 0 (3 on a cluster, else 1) to 5',
+        },
+        records_max_age: string('7d', 'a duration such as 7d or 72h'),
+        records_max_bytes: {
+          type: 'integer',
+          minimum: 0,
+          default: 1_073_741_824,
+          expected: 'a whole number of bytes >= 0 (0: no limit but the age)',
+        },
+        records_per_node: { type: 'integer', minimum: 1, default: 50, expected: 'a whole number >= 1' },
+        records_every: string('10s', 'a duration of at least 1s such as 10s'),
         // No default: the section present turns the Incus feed on.
         incus: INCUS_FEED_SCHEMA,
       },

@@ -99,6 +99,34 @@ export interface RxfleetSettings {
   claimsApiPrefix: string;
   /** The Incus feed (`rxfleet.incus:`): enriched instance events as a third sighting source; undefined: off. */
   incus: IncusFeedSettings | undefined;
+  /**
+   * The ceiling of a failing node's backoff (DECISIONS P22), ms: after k failed cycles in a row a
+   * node is admitted again no sooner than min(ceiling, interval x (2^(k-1) - 1)) after the last;
+   * 0: at every sighting, as upstream. Default one hour.
+   */
+  failureBackoffMs: number;
+  /** The provisioning records (`rxfleet.records: true`, DECISIONS P21); undefined: off. */
+  records: RecordSettings | undefined;
+}
+
+/** Where and how each cycle's record is kept (`rxfleet.records_*`). */
+export interface RecordSettings {
+  /** The JetStream stream (`records_stream`). */
+  stream: string;
+  /** The subject prefix: cycles on `<subject>.node.<node>`, instances on `<subject>.instance.<identity>`. */
+  subject: string;
+  /** Where the stream's JetStream API is, for making it (`records_create`). */
+  apiPrefix: string;
+  /** Make the stream at start when it is missing. */
+  create: boolean;
+  /** Its replicas when rxfleet makes it; 0: three on a cluster of brokers, else one. */
+  replicas: number;
+  /** The stream's limits when rxfleet makes it: age (ms), bytes (0: none), records per node. */
+  maxAgeMs: number;
+  maxBytes: number;
+  perNode: number;
+  /** How often each instance writes its own record (`records_every`), ms: status calls an instance silent for three of these gone. */
+  everyMs: number;
 }
 
 /** The outcome of reading a configuration: the config when there is no error, and every problem. */

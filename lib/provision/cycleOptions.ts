@@ -7,6 +7,7 @@ import { ProvisionerConfig } from './config';
 import { HelperInput } from './helperInput';
 import { HelperResponse } from './helperResponse';
 import { ProvisionerRpc } from './metrics';
+import type { CycleTraces } from './cycleTrace';
 
 /** One attempt of one RPC, as {@link ChoriaRpcClient.call} makes it. */
 export interface CycleRpcClient {
@@ -61,6 +62,8 @@ export interface ProvisionCycleOptions {
    * for this to emit (the node's claim confirmed by the bucket). Default: no wait.
    */
   beforeAttempt?: (identity: string) => Observable<void>;
+  /** Where each cycle's steps are noted for its record (P21). Default: not noted. */
+  traces?: CycleTraces;
   /** Per attempt; default the client's (discovery timeout + the agent's DDL timeout). */
   rpcTimeoutMs?: number;
   /** The retry pauses' table; default go-choria's FiveSec. */

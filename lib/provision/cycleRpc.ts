@@ -17,7 +17,7 @@ import { ProvisionCycleOptions } from './cycleOptions';
 /** What {@link CycleRpc} is built from: the cycle's options, with its scheduler and logger settled. */
 export type CycleRpcOptions = Pick<
   ProvisionCycleOptions,
-  'client' | 'gate' | 'metrics' | 'rpcTimeoutMs' | 'backoffMs' | 'random' | 'beforeAttempt'
+  'client' | 'gate' | 'metrics' | 'rpcTimeoutMs' | 'backoffMs' | 'random' | 'beforeAttempt' | 'traces'
 > & {
   scheduler: SchedulerLike;
   logger: Logger;
@@ -108,6 +108,7 @@ export class CycleRpc {
           if (findCause(record.error, (e): e is Error => e instanceof RpcTimeoutError || e instanceof RpcConnectionLostError))
             options.onUnansweredDelivery?.();
           metrics?.observeRpc(rpc, record.seconds);
+          this.options.traces?.attempt(identity);
         },
         onFailed: (error) => {
           // P10: a lock refusal is counted on its own, not as an RPC error.

@@ -17,8 +17,17 @@ export const PROVISIONER_RPCS = [
 /** One of {@link PROVISIONER_RPCS}. */
 export type ProvisionerRpc = (typeof PROVISIONER_RPCS)[number];
 
-/** Why a sighting was not admitted (DECISIONS P3): the admission ledger's reasons. */
-export const ADMISSION_REFUSAL_REASONS: readonly RefusalReason[] = ['held', 'full'];
+/** Why a sighting was not admitted: the admission ledger's reasons (DECISIONS P3), and a failing node's backoff (P22). */
+export const ADMISSION_REFUSAL_REASONS: readonly AdmissionRefusalReason[] = ['held', 'full', 'backoff'];
+
+/** One of {@link ADMISSION_REFUSAL_REASONS}. */
+export type AdmissionRefusalReason = RefusalReason | 'backoff';
+
+/** What became of a provisioning record (DECISIONS P21): written, refused by the stream, or dropped unsent. */
+export const RECORD_RESULTS = ['written', 'failed', 'dropped'] as const;
+
+/** One of {@link RECORD_RESULTS}. */
+export type RecordResult = (typeof RECORD_RESULTS)[number];
 
 /** Where a sighting came from, as the re-admission counter labels it. */
 export const SIGHTING_SOURCES = ['discovery', 'event', 'incus'] as const;
@@ -79,6 +88,8 @@ export class ProvisionerMetrics {
   private readonly helperErrorsCounter: Counter<'site'>;
   private readonly helperShutdownRequestsCounter: Counter<'site'>;
   private readonly admissionRefusedCounter: Counter<'site' | 'reason'>;
+  private readonly backoffNodesGauge: Gauge<'site'>;
+  private readonly recordsCounter: Counter<'site' | 'result'>;
   private readonly lockRefusalsCounter: Counter<'site'>;
   private readonly malformedInputCounter: Counter<'site' | 'source'>;
   private readonly unexpectedRepliesCounter: Counter<'site' | 'reason'>;
@@ -136,8 +147,17 @@ export class ProvisionerMetrics {
 
     this.admissionRefusedCounter = counter(
       'choria_provisioner_admission_refused_total',
-      'Sightings not admitted: held (already admitted within the interval) or full (work queue at capacity); not counted as discovered',
+      'Sightings not admitted: held (already admitted within the interval), full (work queue at capacity) or backoff (a failing node before its wait ended); not counted as discovered',
       ['site', 'reason'],
+    );
+    this.backoffNodesGauge = gauge(
+      'choria_provisioner_backoff_nodes',
+      'Nodes whose last cycles failed, each admitted again only after its backoff (rxfleet.failure_backoff)',
+    );
+    this.recordsCounter = counter(
+      'choria_provisioner_records_total',
+      'Provisioning records (rxfleet.records): written (acknowledged by the stream), failed (refused or unanswered) or dropped (too many unanswered already)',
+      ['site', 'result'],
     );
     this.lockRefusalsCounter = counter(
       'choria_provisioner_lock_refusals_total',
@@ -192,7 +212,9 @@ export class ProvisionerMetrics {
     ]) {
       c.inc({ site }, 0);
     }
-    for (const g of [this.busyWorkersGauge, this.workQueueEntriesGauge, this.waitingNodesGauge, this.pausedGauge]) g.set({ site }, 0);
+    for (const g of [this.busyWorkersGauge, this.workQueueEntriesGauge, this.waitingNodesGauge, this.pausedGauge, this.backoffNodesGauge])
+      g.set({ site }, 0);
+    for (const result of RECORD_RESULTS) this.recordsCounter.inc({ site, result }, 0);
     for (const rpc of PROVISIONER_RPCS) {
       this.rpcErrorsCounter.inc({ site, rpc }, 0);
       this.rpcTimeSummary.observe({ site, rpc }, 0);
@@ -299,9 +321,19 @@ export class ProvisionerMetrics {
     this.helperShutdownRequestsCounter.inc(this.labels);
   }
 
-  /** A sighting not admitted, and why (DECISIONS P3). */
-  admissionRefused(reason: RefusalReason): void {
+  /** A sighting not admitted, and why (DECISIONS P3, P22). */
+  admissionRefused(reason: AdmissionRefusalReason): void {
     this.admissionRefusedCounter.inc({ site: this.site, reason });
+  }
+
+  /** Nodes whose last cycles failed, waiting out their backoff (P22). */
+  setBackoffNodes(count: number): void {
+    this.backoffNodesGauge.set(this.labels, count);
+  }
+
+  /** One provisioning record, and what became of it (P21). */
+  record(result: RecordResult): void {
+    this.recordsCounter.inc({ site: this.site, result });
   }
 
   /** A node whose provisioning lock another provisioner holds (DECISIONS P10). */

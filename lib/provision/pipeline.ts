@@ -7,15 +7,17 @@ import {
   asyncScheduler,
   catchError,
   exhaustMap,
+  filter,
   from,
   map,
   merge,
   mergeMap,
+  of,
   takeUntil,
   tap,
   timer,
 } from 'rxjs';
-import { AdmissionLedger, Outcome, PauseGate, PoolResult, Refusal, Ticket, admit, pauseWhen, workerPool } from '@rxfleet/operators';
+import { AdmissionLedger, Outcome, PauseGate, PoolResult, Refusal, Ticket, admit, failed, pauseWhen, workerPool } from '@rxfleet/operators';
 
 /**
  * Where a sighting of a node came from, each source counted apart: a broadcast discovery round, a
@@ -57,6 +59,23 @@ export interface ClaimStage {
   attemptReady?(identity: string): Observable<void>;
 }
 
+/**
+ * A failing node's wait before it is admitted again (DECISIONS P22): {@link NodeBackoff} in
+ * `nodeBackoff.ts`. Asked before admission, told each cycle's outcome, pruned at each round.
+ */
+export interface BackoffStage {
+  /** Whether a sighting may go on to admission now; `until` (on the scheduler's clock) when it may not. */
+  admits(
+    identity: string,
+    via: SightingSource,
+    now: number,
+  ): { readonly admit: true } | { readonly admit: false; readonly entry: { readonly until: number } };
+  /** A cycle of the node ended. */
+  settle(identity: string, outcome: CycleOutcome, now: number): unknown;
+  /** Forgets nodes no longer sighted. */
+  prune(now: number): void;
+}
+
 /** What the pipeline reports as it goes: the daemon turns these into metrics and log lines. */
 export interface PipelineHooks {
   discoveryStarted?(): void;
@@ -66,6 +85,8 @@ export interface PipelineHooks {
   /** A sighting was admitted; `ticket.value.readmission` says it superseded an older ticket. */
   admitted?(ticket: HostTicket): void;
   refused?(refusal: Refusal<Sighting, string>): void;
+  /** A sighting of a failing node before its backoff ended (P22): not admitted; `until` on the scheduler's clock. */
+  backedOff?(sighting: Sighting, until: number): void;
   /** A discovery tick came while paused: no round (upstream logs "Skipping discovery while paused"). */
   discoverySkipped?(): void;
   /** A sighting arrived while paused and was dropped. */
@@ -92,6 +113,8 @@ export interface ProvisionPipelineConfig {
   gate: PauseGate;
   /** Active-active: each node's cycle runs under a claim in a shared bucket. Default: no claims. */
   claims?: ClaimStage;
+  /** The failing nodes' backoff (P22). Default none: every sighting goes on to admission, as upstream. */
+  backoff?: BackoffStage;
   /** The provisioning cycle for one admitted node. */
   provision: (ticket: HostTicket) => ObservableInput<CycleOutcome>;
   /** Milliseconds between discovery rounds; also the admission window. */
@@ -125,7 +148,8 @@ export interface ProvisionPipelineConfig {
  * under a claim on the node when `claims` is given (active-active); the outcome releases the
  * identity now (failure, upgrade, claimed by another instance), after `settleMs` (provisioned,
  * shutdown) or after `lockHoldMs` (another provisioner holds the node's lock); a lost election
- * resets the ledger.
+ * resets the ledger. With `backoff`, a node whose cycles keep failing is not admitted again until
+ * its wait is over (P22), unless the sighting is its own startup.
  *
  * Guarantees:
  * - No discovery round starts while paused, and one round runs at a time (a tick during a round is
@@ -135,6 +159,9 @@ export interface ProvisionPipelineConfig {
  *   startup event and its Incus instance all sight is admitted once (the others are refused as held).
  * - A failed discovery round is reported and the next tick tries again; it never ends the pipeline.
  * - A cycle's error is a failed outcome; it never ends the pipeline.
+ * - With `backoff`, every cycle's outcome reaches it before the node's key is freed, so the next
+ *   sighting of the node is decided on it; but for a cycle that ends while paused, which the pause
+ *   stopped.
  * - When `stop` emits, no new round starts and no sighting is admitted; the result completes once
  *   the work already admitted has finished.
  */
@@ -181,11 +208,13 @@ export function provisionPipeline(config: ProvisionPipelineConfig): Observable<P
     return false;
   };
 
+  const { backoff } = config;
   const discoveryRounds$ = merge(timer(0, interval, scheduler), won, discoverNow).pipe(
     pauseWhen(gate.paused$, { onDrop: () => hooks.discoverySkipped?.() }),
     exhaustMap(() => {
       hooks.discoveryStarted?.();
       const startedAt = scheduler.now();
+      backoff?.prune(startedAt);
       return from(discover()).pipe(
         tap((identities) =>
           hooks.discoveryFinished?.(identities.length, identities.filter((id) => ledger.holder(id) === undefined).length),
@@ -211,7 +240,16 @@ export function provisionPipeline(config: ProvisionPipelineConfig): Observable<P
     takeUntil(config.stop ?? NEVER),
   );
 
+  const pastBackoff = (s: Sighting): boolean => {
+    if (backoff === undefined) return true;
+    const verdict = backoff.admits(s.identity, s.via, scheduler.now());
+    if (!verdict.admit) hooks.backedOff?.(s, verdict.entry.until);
+    return verdict.admit;
+  };
+
   return sightings$.pipe(
+    // A failing node waits out its backoff before admission sees it (P22).
+    filter(pastBackoff),
     // Marked just before the decision, in the same turn, so the mark is what the ledger decides on.
     map((s): Sighting => (ledger.holder(s.identity) === undefined ? s : { ...s, readmission: true })),
     admit(ledger, { reset: lost, onRefuse: (r) => hooks.refused?.(r) }),
@@ -221,7 +259,12 @@ export function provisionPipeline(config: ProvisionPipelineConfig): Observable<P
       work: (ticket) => {
         const outcome$ = underClaim(ticket, () => from(provision(ticket)));
         return outcome$.pipe(
+          // The pool would make an error a failed outcome too; made here, the backoff sees it.
+          catchError((error: unknown) => of(failed(error))),
           map((outcome): CycleOutcome => {
+            // A cycle that ends while the instance is paused (a lost election, a shutdown) was
+            // stopped by the pause: it says nothing about its node.
+            if (!gate.paused) backoff?.settle(ticket.key, outcome, scheduler.now());
             if (outcome.status !== 'done') return outcome;
             if (outcome.value === 'upgraded') upgradedAt.set(ticket.key, scheduler.now());
             const hold = holdFor[outcome.value];

@@ -3,11 +3,12 @@ import { fromAbortable } from '@rxfleet/operators';
 import { errorMessage, isProvisioningLockError } from '../choria/errors';
 import { Logger, silentLogger } from '../logger';
 import { CertDenyList } from './certDenyList';
-import { CycleError, failStep } from './cycleError';
+import { CycleError, CycleStep, failStep } from './cycleError';
 import { CycleHelperSteps } from './cycleHelperSteps';
 import { CycleNodeCalls, SignedDelivery } from './cycleNodeCalls';
 import { CycleSighting, ProvisionCycleOptions } from './cycleOptions';
 import { CycleRpc } from './cycleRpc';
+import { CycleTrace, helperDecision } from './cycleTrace';
 import { CycleOutcome, CycleResult, HostTicket } from './pipeline';
 import { staleSightingError } from './staleSighting';
 
@@ -53,9 +54,10 @@ export class ProvisionCycle {
     this.scheduler = options.scheduler ?? asyncScheduler;
     this.clock = options.clock ?? (() => this.scheduler.now());
     const wallClock = options.wallClock ?? Date.now;
-    const { config, client, gate, metrics, rpcTimeoutMs, backoffMs, random, files, helper, beforeAttempt } = options;
+    const { config, client, gate, metrics, rpcTimeoutMs, backoffMs, random, files, helper, beforeAttempt, traces } = options;
     const rpc = new CycleRpc({
       client,
+      traces,
       gate,
       metrics,
       rpcTimeoutMs,
@@ -86,8 +88,10 @@ export class ProvisionCycle {
    */
   async run(sighting: CycleSighting, signal?: AbortSignal): Promise<CycleResult> {
     const { identity } = sighting;
+    const { traces } = this.options;
+    const trace = traces?.begin(identity);
     try {
-      return await this.steps(sighting, signal);
+      return await this.steps(sighting, signal, trace);
     } catch (error) {
       if (isProvisioningLockError(error)) {
         this.options.metrics?.lockRefused();
@@ -100,32 +104,39 @@ export class ProvisionCycle {
       if (error instanceof CycleError) throw error;
       // Every step wraps its own failures; anything else is a bug, still confined to this node.
       throw new CycleError(identity, signal?.aborted ? 'aborted' : 'internal', errorMessage(error), { cause: error });
+    } finally {
+      if (trace !== undefined) traces?.end(trace);
     }
   }
 
-  private async steps(sighting: CycleSighting, signal: AbortSignal | undefined): Promise<CycleResult> {
+  private async steps(sighting: CycleSighting, signal: AbortSignal | undefined, trace: CycleTrace | undefined): Promise<CycleResult> {
     const { config } = this.options;
     const { identity } = sighting;
     const node = this.nodeCalls;
+    // Each step timed and its outcome noted for the node's record (P21), when one is kept.
+    const step = <T>(name: CycleStep, run: () => Promise<T>): Promise<T> => (trace === undefined ? run() : trace.step(name, run));
 
     // 1. A sighting that waited too long is refused; the node comes back fresh (#167).
     const stale = staleSightingError(sighting.sightedAt, this.clock(), config.intervalMs);
     if (stale !== undefined) failStep(identity, 'stale', stale);
 
     // 2. The provisioning JWT, and the server's ECDH key that comes with it.
-    const { claims, serverEcdhPublic } = config.features.jwt ? await node.jwt(identity, signal) : { claims: null, serverEcdhPublic: '' };
+    const { claims, serverEcdhPublic } = config.features.jwt
+      ? await step('jwt', () => node.jwt(identity, signal))
+      : { claims: null, serverEcdhPublic: '' };
 
     // 3. The node's new ed25519 key, proven by its signature of a nonce.
-    const ed25519 = config.features.ed25519 ? await node.gen25519(identity, signal) : null;
+    const ed25519 = config.features.ed25519 ? await step('gen25519', () => node.gen25519(identity, signal)) : null;
 
     // 4. The inventory, always.
-    const inventory = await node.inventory(identity, signal);
+    const inventory = await step('inventory', () => node.inventory(identity, signal));
 
     // 5. A CSR for the node's own name, and not a client's.
-    const csr = config.features.pki ? await node.gencsr(identity, signal) : null;
+    const csr = config.features.pki ? await step('gencsr', () => node.gencsr(identity, signal)) : null;
 
     // 6. The helper decides the node's configuration.
-    const response = await this.helperSteps.decide(identity, { claims, ed25519, inventory, csr }, signal);
+    const response = await step('helper', () => this.helperSteps.decide(identity, { claims, ed25519, inventory, csr }, signal));
+    trace?.decided(helperDecision(response, config.token));
 
     // 7. Not now: the next discovery or startup event tries again. (Upstream's spelling, kept for log searches.)
     if (response.defer) failStep(identity, 'defer', `configuration defered: ${response.msg}`);
@@ -133,27 +144,29 @@ export class ProvisionCycle {
     // 8. Not ever: the node is told to stop.
     if (response.shutdown) {
       this.logger.warn({ identity }, `Shutting down host based on helper output${response.msg === '' ? '' : `: ${response.msg}`}`);
-      return node.shutdown(identity, signal);
+      return step('shutdown', () => node.shutdown(identity, signal));
     }
 
     // 9-11. The server JWT of the ed25519 flow; 12. a private key from the helper travels
     // encrypted for this node's ECDH key only.
     const signed: SignedDelivery = { serverJwt: '', key: '', ecdhPublic: '' };
-    if (config.features.ed25519) signed.serverJwt = await this.helperSteps.serverJwt(identity, ed25519, response);
+    if (config.features.ed25519) signed.serverJwt = await step('server_jwt', () => this.helperSteps.serverJwt(identity, ed25519, response));
     if (response.key !== '')
-      ({ key: signed.key, ecdhPublic: signed.ecdhPublic } = this.helperSteps.privateKey(identity, response.key, serverEcdhPublic));
+      ({ key: signed.key, ecdhPublic: signed.ecdhPublic } = await step('private_key', async () =>
+        this.helperSteps.privateKey(identity, response.key, serverEcdhPublic),
+      ));
 
     // 13. An upgrade first, when the helper asks for a version the node does not run.
     if (config.features.upgrades && response.upgrade !== '') {
-      const upgraded = await node.upgrade(identity, response.upgrade, inventory, signal);
+      const upgraded = await step('upgrade', () => node.upgrade(identity, response.upgrade, inventory, signal));
       if (upgraded) return 'upgraded';
     }
 
     // 14. Configure: every field always sent, empty values as "" or {}.
-    await node.configure(identity, response, csr, signed, signal);
+    await step('configure', () => node.configure(identity, response, csr, signed, signal));
 
     // 15. Restart into the new configuration, after a splay of 1 (2 s on the server).
-    await node.restart(identity, signal);
+    await step('restart', () => node.restart(identity, signal));
     return 'provisioned';
   }
 }

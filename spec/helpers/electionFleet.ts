@@ -9,7 +9,16 @@ import { createElectionBucket } from '../../streams/election/electionBucket';
 import { createClaimsBucket } from '../../streams/claims/claimsBucket';
 import { NatsServerProcess, freePort, startNatsServer } from '../../streams/natsServerProcess';
 import { NatsClusterProcess, startNatsCluster } from '../../streams/natsClusterProcess';
-import { CHORIA_ADMIN, CLAIMS_BUCKET, PROVISIONER, PROVISIONING_SERVER, choriaAccountsConfig } from './choriaBroker';
+import { DiscardPolicy, StorageType, jetstreamManager } from '@nats-io/jetstream';
+import {
+  CHORIA_ADMIN,
+  CLAIMS_BUCKET,
+  PROVISIONER,
+  PROVISIONING_SERVER,
+  RECORDS_STREAM,
+  RECORDS_SUBJECT,
+  choriaAccountsConfig,
+} from './choriaBroker';
 import { MINIMAL_HELPER, sampleValue } from './provisioner';
 import { RxfleetProcess, killAll, startRxfleet } from './rxfleetProcess';
 import { waitFor } from './waitFor';
@@ -60,6 +69,20 @@ export interface ProvisionerSettings {
   interval?: string;
   /** `rxfleet.queue_capacity`, the sightings admitted and waiting for a worker. Default 50,000. */
   queueCapacity?: number;
+  /** `rxfleet.records: true`, its own record every second. */
+  records?: boolean;
+  /** More keys of the `rxfleet:` section, as `key: value`. */
+  rxfleet?: string[];
+}
+
+/** The records stream a site makes in the `choria` account (`nats stream add`), for {@link ElectionFleet.start}. */
+export interface RecordsStreamSettings {
+  /** Default 1. */
+  replicas?: number;
+  /** Records the stream takes at most; with `discard: 'new'` it then refuses writes. Default no limit. */
+  maxMsgs?: number;
+  /** Default `old`. */
+  discard?: 'old' | 'new';
 }
 
 /** A broker, its election bucket, and the processes started on it; `stop()` ends them all. */
@@ -81,7 +104,7 @@ export class ElectionFleet {
    */
   static async startCluster(
     ttlMs: number,
-    options: { claimsTtlMs?: number; replicas?: number; partitionable?: boolean; binary?: string } = {},
+    options: { claimsTtlMs?: number; replicas?: number; partitionable?: boolean; records?: RecordsStreamSettings; binary?: string } = {},
   ): Promise<ElectionFleet> {
     const { replicas = 3, partitionable = false, binary } = options;
     const cluster = await startNatsCluster({ config: choriaAccountsConfig, partitionable, ...(binary !== undefined ? { binary } : {}) });
@@ -90,6 +113,7 @@ export class ElectionFleet {
       admin = await connect({ servers: cluster.urls, user: CHORIA_ADMIN.user, pass: CHORIA_ADMIN.password, maxReconnectAttempts: -1 });
       await createElectionBucket(admin, { ttlMs, replicas });
       if (options.claimsTtlMs !== undefined) await createClaimsBucket(admin, { ttlMs: options.claimsTtlMs, replicas });
+      if (options.records !== undefined) await createRecordsStream(admin, { replicas, ...options.records });
       return new ElectionFleet(cluster.servers[0], admin, cluster);
     } catch (error) {
       await admin?.close();
@@ -102,13 +126,14 @@ export class ElectionFleet {
    * Starts the broker and creates the election bucket with this TTL, as a Choria broker does, and
    * with `claimsTtlMs` the claims bucket, as a site's administrator would (`nats kv add`).
    */
-  static async start(ttlMs: number, options: { claimsTtlMs?: number } = {}): Promise<ElectionFleet> {
+  static async start(ttlMs: number, options: { claimsTtlMs?: number; records?: RecordsStreamSettings } = {}): Promise<ElectionFleet> {
     const server = await startNatsServer({ config: choriaAccountsConfig });
     let admin: NatsConnection | undefined;
     try {
       admin = await connect({ servers: server.url, user: CHORIA_ADMIN.user, pass: CHORIA_ADMIN.password });
       await createElectionBucket(admin, { ttlMs });
       if (options.claimsTtlMs !== undefined) await createClaimsBucket(admin, { ttlMs: options.claimsTtlMs });
+      if (options.records !== undefined) await createRecordsStream(admin, options.records);
       return new ElectionFleet(server, admin);
     } catch (error) {
       await admin?.close();
@@ -150,7 +175,7 @@ export class ElectionFleet {
         `site: ${name}`,
         ...(settings.logLevel !== undefined ? [`loglevel: ${settings.logLevel}`] : []),
         settings.mode === undefined || settings.mode === 'leader_election' ? 'leader_election: true' : 'leader_election: false',
-        `rxfleet: {nats_user: ${PROVISIONER.user}, nats_password: ${PROVISIONER.password}, shutdown_grace: 2s${settings.mode === 'active-active' ? ', mode: active-active' : ''}${settings.helperMode !== undefined ? `, helper_mode: ${settings.helperMode}` : ''}${settings.queueCapacity !== undefined ? `, queue_capacity: ${settings.queueCapacity}` : ''}}`,
+        `rxfleet: {nats_user: ${PROVISIONER.user}, nats_password: ${PROVISIONER.password}, shutdown_grace: 2s${settings.mode === 'active-active' ? ', mode: active-active' : ''}${settings.helperMode !== undefined ? `, helper_mode: ${settings.helperMode}` : ''}${settings.queueCapacity !== undefined ? `, queue_capacity: ${settings.queueCapacity}` : ''}${settings.records === true ? ', records: true, records_every: 1s' : ''}${(settings.rxfleet ?? []).map((kv) => `, ${kv}`).join('')}}`,
       ].join('\n'),
     );
     const hosts = (settings.servers ?? [this.server.url]).join(',');
@@ -203,6 +228,15 @@ export class ElectionFleet {
     );
   }
 
+  /**
+   * Runs `rxfleet ...args` (status, history) as the broker's administrator, who may read the
+   * records stream and the buckets (the provisioning account may not), on `url` (default the
+   * first server).
+   */
+  asAdministrator(args: string[], url = this.server.url): RxfleetProcess {
+    return this.track(startRxfleet([...args, '--nats', url, '--nats-user', CHORIA_ADMIN.user, '--nats-password', CHORIA_ADMIN.password]));
+  }
+
   /** Kills every process and the broker, and removes the files. */
   async stop(): Promise<void> {
     try {
@@ -224,6 +258,20 @@ export class ElectionFleet {
     writeFileSync(path, text);
     return path;
   }
+}
+
+/** Makes the records stream as a site's administrator would, in the `choria` account. */
+async function createRecordsStream(admin: NatsConnection, settings: RecordsStreamSettings): Promise<void> {
+  const jsm = await jetstreamManager(admin);
+  await jsm.streams.add({
+    name: RECORDS_STREAM,
+    subjects: [`${RECORDS_SUBJECT}.>`],
+    storage: StorageType.File,
+    discard: settings.discard === 'new' ? DiscardPolicy.New : DiscardPolicy.Old,
+    max_msgs_per_subject: 50,
+    num_replicas: settings.replicas ?? 1,
+    ...(settings.maxMsgs !== undefined ? { max_msgs: settings.maxMsgs } : {}),
+  });
 }
 
 /** The `request` lines of a `--trace` run. */

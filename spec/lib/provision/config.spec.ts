@@ -57,8 +57,12 @@ describe('parseProvisionerConfig: defaults', () => {
         helperProcesses: 6,
         claimsBucket: 'RXFLEET_PROVISIONER_CLAIMS',
         claimsApiPrefix: 'choria.streams',
+        // P22: a failing node's wait grows to an hour; P21: no records unless asked for.
+        failureBackoffMs: 3_600_000,
+        records: undefined,
       },
     });
+    expect(result.config?.rxfleet.records).toBeUndefined();
   });
 
   it('reads the upstream RPM default configuration', () => {
@@ -409,6 +413,59 @@ describe('parseProvisionerConfig: files upstream starts with', () => {
   it('refuses what upstream would misread: a negative worker count, a deny-list pattern that never matches', () => {
     expect(errors('helper: h\nworkers: -2\n').map((p) => p.path)).toEqual(['workers']);
     expect(errors('helper: h\ncert_deny_list: ["(unclosed"]\n').map((p) => p.path)).toEqual(['cert_deny_list[0]']);
+  });
+});
+
+describe('parseProvisionerConfig: records and backoff (P21, P22)', () => {
+  it('records: one key turns them on, with the stream, subjects and limits of the defaults', () => {
+    expect(valid('helper: h\nrxfleet: {records: false}\n').rxfleet.records).toBeUndefined();
+    expect(valid('helper: h\nrxfleet: {records: yes}\n').rxfleet.records).toEqual({
+      stream: 'RXFLEET_PROVISIONER_RECORDS',
+      subject: 'rxfleet.provisioner.records',
+      apiPrefix: 'choria.streams',
+      create: false,
+      replicas: 0,
+      maxAgeMs: 7 * 24 * 3_600_000,
+      maxBytes: 1024 ** 3,
+      perNode: 50,
+      everyMs: 10_000,
+    });
+    const named = valid(
+      'helper: h\nrxfleet: {records: true, records_stream: OPS, records_subject: ops.prov, records_api_prefix: $JS.API, records_create: true, records_replicas: 3, records_max_age: 2d, records_max_bytes: 0, records_per_node: 10, records_every: 2s}\n',
+    );
+    expect(named.rxfleet.records).toEqual({
+      stream: 'OPS',
+      subject: 'ops.prov',
+      apiPrefix: '$JS.API',
+      create: true,
+      replicas: 3,
+      maxAgeMs: 2 * 24 * 3_600_000,
+      maxBytes: 0,
+      perNode: 10,
+      everyMs: 2_000,
+    });
+  });
+
+  it('refuses a records stream or subject a server would refuse, and limits out of range, each by its path', () => {
+    expect(
+      errors(
+        'helper: h\nrxfleet: {records: true, records_stream: "a.b", records_subject: "ops.>", records_replicas: 7, records_max_age: 10s, records_per_node: 0}\n',
+      ).map((p) => p.path),
+    ).toEqual([
+      'rxfleet.records_stream',
+      'rxfleet.records_subject',
+      'rxfleet.records_replicas',
+      'rxfleet.records_per_node',
+      'rxfleet.records_max_age',
+    ]);
+  });
+
+  it("failure_backoff: the ceiling of a failing node's wait, an hour by default, 0 for upstream's every sighting", () => {
+    expect(valid('helper: h\n').rxfleet.failureBackoffMs).toBe(3_600_000);
+    expect(valid('helper: h\nrxfleet: {failure_backoff: 6h}\n').rxfleet.failureBackoffMs).toBe(6 * 3_600_000);
+    expect(valid('helper: h\nrxfleet: {failure_backoff: "0"}\n').rxfleet.failureBackoffMs).toBe(0);
+    expect(valid('helper: h\nrxfleet: {failure_backoff: 0}\n').rxfleet.failureBackoffMs).toBe(0);
+    expect(errors('helper: h\nrxfleet: {failure_backoff: soon}\n').map((p) => p.path)).toEqual(['rxfleet.failure_backoff']);
   });
 });
 

@@ -1,0 +1,111 @@
+import type { NatsConnection } from '@nats-io/transport-node';
+import { claimKey } from '../../lib/provision/claimKey';
+import type { CycleRecord } from '../../lib/provision/records/cycleRecord';
+import { isCycleRecord, isInstanceRecord } from '../../lib/provision/records/recordGuards';
+import { allInstancesSubject, allNodesSubject, nodeSubject } from '../../lib/provision/records/recordSubjects';
+import type { ClaimEntry, StatusInputs } from '../../lib/provision/status/fleetStatus';
+import { StreamMissingError, jsonOf, readBucket, readStream } from '../../streams/records/readStream';
+
+/** Where the records, the claims and the election live. */
+export interface FleetSources {
+  recordsStream: string;
+  recordsSubject: string;
+  claimsBucket: string;
+  electionBucket: string;
+  /** The JetStream API prefix to read them through (`$JS.API` on the account that holds them). */
+  apiPrefix: string;
+  timeoutMs?: number;
+}
+
+/** What was read, and a line for each thing that could not be. */
+export interface FleetRead extends StatusInputs {
+  notes: string[];
+  /** False when nothing at all could be read (no stream, no bucket). */
+  found: boolean;
+}
+
+/** Undefined for a stream or bucket that is not there (noted), rethrows anything else. */
+async function optional<T>(what: Promise<T>, notes: string[], missing: string): Promise<T | undefined> {
+  try {
+    return await what;
+  } catch (error) {
+    if (error instanceof StreamMissingError) {
+      notes.push(missing);
+      return undefined;
+    }
+    throw error;
+  }
+}
+
+/**
+ * Everything `rxfleet status` shows, read with no daemon to ask: the last record of each instance
+ * and of each node (deliver-last-per-subject), the claims bucket's live keys and the election key.
+ * A stream or bucket that is not there is a note, not an error (a site without active-active has
+ * no claims bucket); any other failure (no rights, no JetStream, a timeout) throws.
+ */
+export async function readFleet(nc: NatsConnection, sources: FleetSources): Promise<FleetRead> {
+  const { recordsStream: stream, recordsSubject: subject, apiPrefix, timeoutMs } = sources;
+  const notes: string[] = [];
+  const noRecords = `the records stream ${stream} is not there: set rxfleet.records: true (and make the stream, or records_create: true)`;
+  const instances = await optional(
+    readStream(nc, { stream, subject: allInstancesSubject(subject), apiPrefix, timeoutMs, last: true }),
+    notes,
+    noRecords,
+  );
+  const nodes =
+    instances === undefined
+      ? undefined
+      : await readStream(nc, { stream, subject: allNodesSubject(subject), apiPrefix, timeoutMs, last: true });
+  const claims = await optional(readBucket(nc, { bucket: sources.claimsBucket, apiPrefix, timeoutMs }), [], '');
+  const election = await optional(readBucket(nc, { bucket: sources.electionBucket, apiPrefix, timeoutMs }), [], '');
+  const leader = election?.entries.find((e) => e.key === 'provisioner');
+  return {
+    now: Date.now(),
+    instances: (instances ?? []).map(jsonOf).filter(isInstanceRecord),
+    nodes: (nodes ?? []).map(jsonOf).filter(isCycleRecord),
+    ...(claims !== undefined
+      ? { claims: { entries: claims.entries.map((e): ClaimEntry => ({ node: e.key, owner: e.value, at: e.time })), ttlMs: claims.ttlMs } }
+      : {}),
+    ...(leader !== undefined && election !== undefined
+      ? { election: { leader: leader.value, at: leader.time, ttlMs: election.ttlMs } }
+      : {}),
+    notes,
+    found: instances !== undefined || claims !== undefined || election !== undefined,
+  };
+}
+
+/** One node's recorded cycles, newest first, and its claim if one is held. */
+export interface NodeHistory {
+  records: CycleRecord[];
+  claim?: ClaimEntry;
+  notes: string[];
+  found: boolean;
+}
+
+/** Every cycle of `node` the stream still holds (up to `records_per_node`), newest first, and its claim. */
+export async function readNodeHistory(nc: NatsConnection, sources: FleetSources, node: string): Promise<NodeHistory> {
+  const { recordsStream: stream, recordsSubject: subject, apiPrefix, timeoutMs } = sources;
+  const notes: string[] = [];
+  const messages = await optional(
+    readStream(nc, { stream, subject: nodeSubject(subject, node), apiPrefix, timeoutMs }),
+    notes,
+    `the records stream ${stream} is not there: set rxfleet.records: true (and make the stream, or records_create: true)`,
+  );
+  const claims = await optional(readBucket(nc, { bucket: sources.claimsBucket, apiPrefix, timeoutMs }), [], '').catch((error: unknown) => {
+    notes.push(`the claims bucket could not be read: ${error instanceof Error ? error.message : String(error)}`);
+    return undefined;
+  });
+  const key = claimKey(node);
+  const entry = claims?.entries.find((e) => e.key === key && Date.now() - e.time < claims.ttlMs);
+  const records = (messages ?? [])
+    .map(jsonOf)
+    .filter(isCycleRecord)
+    .filter((r) => r.node === node)
+    .reverse();
+  return {
+    records,
+    ...(entry !== undefined ? { claim: { node, owner: entry.value, at: entry.time } } : {}),
+    notes,
+    found: messages !== undefined,
+  };
+}

@@ -38,8 +38,9 @@ export interface AckedEvent {
 }
 
 interface KeyState {
-  /** The write under way. */
+  /** The write under way, and the oldest stream sequence folded into it. */
   sending?: StateWrite;
+  sendingFrom?: number;
   /** The newest write waiting behind it, and the oldest stream sequence folded into it. */
   next?: StateWrite;
   nextFrom?: number;
@@ -100,6 +101,7 @@ export class StateLedger {
       const state = this.keys.get(key);
       if (state === undefined || state.sending !== undefined || state.next === undefined) continue;
       state.sending = state.next;
+      state.sendingFrom = state.nextFrom ?? state.next.streamSeq;
       state.next = undefined;
       state.nextFrom = undefined;
       out.push(state.sending);
@@ -112,6 +114,7 @@ export class StateLedger {
     const state = this.keys.get(write.key);
     if (state?.sending !== write) return;
     state.sending = undefined;
+    state.sendingFrom = undefined;
     if (state.next !== undefined) this.ready.push(write.key);
     else this.keys.delete(write.key);
   }
@@ -120,11 +123,13 @@ export class StateLedger {
   failed(write: StateWrite): void {
     const state = this.keys.get(write.key);
     if (state?.sending !== write) return;
+    const from = state.sendingFrom ?? write.streamSeq;
     state.sending = undefined;
+    state.sendingFrom = undefined;
     if (state.next === undefined) {
       state.next = write;
-      state.nextFrom = write.streamSeq;
-    } else state.nextFrom = Math.min(state.nextFrom ?? write.streamSeq, write.streamSeq);
+      state.nextFrom = from;
+    } else state.nextFrom = Math.min(state.nextFrom ?? from, from);
     this.ready.push(write.key);
   }
 
@@ -136,7 +141,7 @@ export class StateLedger {
   watermark(floor: number): number {
     let bound = Math.min(this.acked, floor);
     for (const state of this.keys.values()) {
-      if (state.sending !== undefined) bound = Math.min(bound, state.sending.streamSeq - 1);
+      if (state.sending !== undefined) bound = Math.min(bound, (state.sendingFrom ?? state.sending.streamSeq) - 1);
       if (state.next !== undefined) bound = Math.min(bound, (state.nextFrom ?? state.next.streamSeq) - 1);
     }
     this.mark = Math.max(this.mark, bound);

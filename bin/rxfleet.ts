@@ -7,6 +7,7 @@ import { registerDemo } from './commands/demo';
 import { registerValidate } from './commands/validate';
 import { registerSimulate } from './commands/simulate';
 import { registerEnrich } from './commands/enrich';
+import { registerEvents } from './commands/events';
 import { registerProvision } from './commands/provision';
 import { registerProvisionIncus } from './commands/provisionIncus';
 import { redactUrlCredentials } from '../lib/redact';
@@ -29,6 +30,7 @@ registerDemo(program);
 registerValidate(program);
 registerSimulate(program);
 registerEnrich(program);
+registerEvents(program);
 registerProvision(program);
 registerProvisionIncus(program);
 

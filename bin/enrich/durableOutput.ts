@@ -21,6 +21,8 @@ import { JetStreamPublisher } from '../../streams/jetstream/jetstreamPublisher';
 import { recoverFleet, recoverSequences } from '../../streams/jetstream/recoverFleet';
 import { StateSnapshot } from '../../streams/jetstream/stateBucket';
 import { StateWriter } from '../../streams/jetstream/stateWriter';
+import { retryingTransient } from '../../streams/jetstream/transient';
+import { errorMessage } from '../../lib/choria/errors';
 
 /** What {@link DurableOutput} needs. */
 export interface DurableParts {
@@ -90,12 +92,17 @@ export class DurableOutput {
     const nc = this.nc.nc;
     const { stream, subjectPrefix, maxHeld, maxPending, ackTimeout } = this.settings;
     const onDropped = (): void => published.published.labels('jetstream', 'dropped').inc();
+    const retrying = (error: unknown, attempt: number): void =>
+      logger.warn({ err: error, attempt }, `reading back what consumers were told failed: ${errorMessage(error)}; trying again`);
     let told: EnrichedEvent[] | undefined;
     let line: PublishLine;
     let writer: StateWriter | undefined;
     if (this.state !== undefined) {
       const bucket = this.state.bucket;
-      const recovered = await recoverFleet({ nc, stream, subjectPrefix, bucket, ...(snapshot !== undefined ? { snapshot } : {}) });
+      const recovered = await retryingTransient(
+        () => recoverFleet({ nc, stream, subjectPrefix, bucket, ...(snapshot !== undefined ? { snapshot } : {}) }),
+        retrying,
+      );
       told = recovered.instances.map((i) => eventFromPayload(i.event));
       line = new PublishLine({ maxHeld, maxPending, seqs: recovered.seqs, streamSeq: recovered.streamSeq, onDropped });
       writer = new StateWriter({
@@ -125,7 +132,7 @@ export class DurableOutput {
         'read back what consumers were told: the stream and the state bucket',
       );
     } else {
-      const recovered = await recoverSequences(nc, stream, subjectPrefix);
+      const recovered = await retryingTransient(() => recoverSequences(nc, stream, subjectPrefix), retrying);
       line = new PublishLine({ maxHeld, maxPending, seqs: recovered.seqs, streamSeq: recovered.streamSeq, onDropped });
       logger.info(
         { sequences: recovered.seqs.size, streamSeq: recovered.streamSeq },

@@ -5,6 +5,7 @@ import { mergeFleet } from '../../lib/enricher/follow/mergeFleet';
 import { decodeEventPayload } from '../../lib/enricher/output/payloadDecoder';
 import { readStateSnapshot } from './stateBucket';
 import { DeliverPolicy, streamMessages } from './streamReading';
+import { retryingTransient } from './transient';
 
 /** Where {@link followFleet} reads, and who hears what it skips. */
 export interface FollowFleetOptions {
@@ -42,7 +43,7 @@ export interface FollowFleetOptions {
  */
 export function followFleet(options: FollowFleetOptions): Observable<FleetUpdate> {
   const { nc, stream = 'INCUS_EVENTS', bucket = 'INCUS_STATE', subjectPrefix = 'incus.events', onMalformed } = options;
-  return defer(() => from(readStateSnapshot(nc, bucket))).pipe(
+  return defer(() => from(retryingTransient(() => readStateSnapshot(nc, bucket)))).pipe(
     mergeMap((snapshot) => {
       if (snapshot.malformed > 0) onMalformed?.(`${snapshot.malformed} bucket values are not enriched instance events`, 0);
       const first: FleetInput = { kind: 'snapshot', instances: snapshot.instances, gone: snapshot.gone, watermark: snapshot.watermark };

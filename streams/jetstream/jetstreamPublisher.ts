@@ -1,5 +1,5 @@
 import { NatsConnection, headers } from '@nats-io/transport-node';
-import { jetstreamManager } from '@nats-io/jetstream';
+import { JetStreamApiCodes, JetStreamApiError, jetstreamManager } from '@nats-io/jetstream';
 import { Subscription } from 'rxjs';
 import { Logger, silentLogger } from '../../lib/logger';
 import { RateLimitedLog } from '../../lib/rateLimitedLog';
@@ -73,7 +73,10 @@ export class JetStreamPublisher {
   private readonly stateSubscription: Subscription;
   private retryTimer: NodeJS.Timeout | undefined;
   private retryMs: number;
+  /** No new events (closing or dropped). */
   private closed = false;
+  /** Nothing more is sent (dropped). */
+  private dropped = false;
   private idle: (() => void) | undefined;
 
   constructor(private readonly options: JetStreamPublisherOptions) {
@@ -134,6 +137,7 @@ export class JetStreamPublisher {
 
   private drop(): number {
     this.closed = true;
+    this.dropped = true;
     clearTimeout(this.retryTimer);
     this.stateSubscription.unsubscribe();
     this.failures.close();
@@ -156,6 +160,7 @@ export class JetStreamPublisher {
   }
 
   private flush(): void {
+    if (this.dropped) return;
     for (const flight of this.options.line.take()) this.send(flight);
     this.report();
   }
@@ -214,7 +219,14 @@ export class JetStreamPublisher {
         ? Promise.resolve(false)
         : jetstreamManager(this.nc)
             .then((jsm) => jsm.streams.getMessage(this.options.stream, { seq }))
-            .then((message) => message?.header.get(MSG_ID_HEADER) === flight.id);
+            .then(
+              (message) => message?.header.get(MSG_ID_HEADER) === flight.id,
+              (error: unknown) => {
+                // The sequence holds nothing (removed, or never stored): not ours.
+                if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.NoMessageFound) return false;
+                throw error;
+              },
+            );
     stored.then(
       (yes) => {
         this.options.hooks?.onDuplicate?.(yes);
@@ -246,7 +258,7 @@ export class JetStreamPublisher {
   }
 
   private scheduleRetry(): void {
-    if (this.retryTimer !== undefined || this.closed) return;
+    if (this.retryTimer !== undefined || this.dropped) return;
     const wait = this.retryMs;
     this.retryMs = Math.min(this.retryMs * 2, 5000);
     this.retryTimer = setTimeout(() => {

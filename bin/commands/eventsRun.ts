@@ -163,7 +163,9 @@ export async function runEvents(options: EventsOptions): Promise<number> {
   try {
     const where = source(options);
     const since = options.since === undefined ? undefined : startTime(options.since);
-    connection = await openNatsConnection({ ...where, name: 'rxfleet-events', signal: abandon.signal }, logger).catch((error: unknown) => {
+    // Each failed attempt is a warning in a daemon; here the one line at the end says it.
+    const quiet = logger.child({}, { level: logger.isLevelEnabled('debug') ? 'debug' : 'error' });
+    connection = await openNatsConnection({ ...where, name: 'rxfleet-events', signal: abandon.signal }, quiet).catch((error: unknown) => {
       if (abandon.signal.aborted)
         throw new EventsError(`cannot reach NATS at ${where.servers.join(',')} within ${options.connectTimeout} ms`);
       throw error;

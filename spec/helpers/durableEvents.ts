@@ -2,6 +2,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Subscription } from 'rxjs';
 import { EventPayload } from '../../lib/enricher/output/payload';
+import type { FakeIncus } from './FakeIncus';
 import { decodeEventPayload } from '../../lib/enricher/output/payloadDecoder';
 import { readStateSnapshot } from '../../streams/jetstream/stateBucket';
 import { DeliverPolicy, JsMsg, readToEnd, streamMessages } from '../../streams/jetstream/streamReading';
@@ -83,6 +84,7 @@ export class CountingConsumer {
   readonly records: StreamRecord[] = [];
   private subscription: Subscription | undefined;
   private next = 1;
+  private failed: unknown;
 
   constructor(
     private readonly nc: NatsConnection,
@@ -106,8 +108,12 @@ export class CountingConsumer {
 
   /** Whether it has read everything the stream holds now. */
   async caughtUp(): Promise<boolean> {
-    const { state } = await (await jetstreamManager(this.nc)).streams.info(this.stream);
-    return this.next > state.last_seq;
+    if (this.failed !== undefined) throw new Error(`the counting consumer failed: ${String(this.failed)}`);
+    // The stream's info may not be had for a moment (a server restarting): not caught up yet.
+    const info = await jetstreamManager(this.nc)
+      .then((jsm) => jsm.streams.info(this.stream))
+      .catch(() => undefined);
+    return info !== undefined && this.next > info.state.last_seq;
   }
 
   async report(): Promise<SequenceReport> {
@@ -133,6 +139,27 @@ export async function bucketInstances(nc: NatsConnection, bucket = 'INCUS_STATE'
       ipv4: (record?.interfaces ?? []).flatMap((n) => n.ipv4).sort(),
       seq: i.seq,
     });
+  }
+  return out;
+}
+
+/** What a fake Incus says: `project/name` -> running and global IPv4 addresses. */
+export function fakeView(fake: FakeIncus): Map<string, InstanceView> {
+  const out = new Map<string, InstanceView>();
+  for (const { project, name } of fake.world().instances) {
+    let found: InstanceView = { running: false, ipv4: [] };
+    // Latency 0: the fake answers at once.
+    fake.instanceState$(project, name).subscribe((s) => {
+      found = {
+        running: s.status === 'Running',
+        ipv4: Object.values(s.network ?? {})
+          .flatMap((n) => n.addresses)
+          .filter((a) => a.family === 'inet' && a.scope === 'global')
+          .map((a) => a.address)
+          .sort(),
+      };
+    });
+    out.set(`${project}/${name}`, found);
   }
   return out;
 }

@@ -14,15 +14,24 @@ export function isTransient(error: unknown): boolean {
   return true;
 }
 
+/** Whether `error` says the stream is not there. */
+export function isStreamNotFound(error: unknown): boolean {
+  return error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound;
+}
+
 /**
- * Subscribes to `source` again after a transient failure ({@link isTransient}), waiting 250 ms
- * doubling to 5 s; any other error passes on. `onRetry` hears each one.
+ * Subscribes to `source` again after a transient failure ({@link isTransient}, or any failure
+ * `alsoTransient` accepts), waiting 250 ms doubling to 5 s; any other error passes on. `onRetry`
+ * hears each one.
  */
-export function retryTransient<T>(onRetry?: (error: unknown, attempt: number) => void): (source: Observable<T>) => Observable<T> {
+export function retryTransient<T>(
+  onRetry?: (error: unknown, attempt: number) => void,
+  alsoTransient: (error: unknown) => boolean = () => false,
+): (source: Observable<T>) => Observable<T> {
   return retry({
     resetOnSuccess: true,
     delay: (error: unknown, attempt: number) => {
-      if (!isTransient(error)) throw error;
+      if (!isTransient(error) && !alsoTransient(error)) throw error;
       onRetry?.(error, attempt);
       return timer(Math.min(250 * 2 ** (attempt - 1), 5000));
     },

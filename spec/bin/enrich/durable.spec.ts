@@ -7,7 +7,7 @@ import { EnrichDaemon, startEnrichDaemon } from '../../../bin/enrich/daemon';
 import { FleetConnection, openNatsConnection } from '../../../streams/natsConnection';
 import { NatsServerProcess, startNatsServer } from '../../../streams/natsServerProcess';
 import { FakeIncus } from '../../helpers/FakeIncus';
-import { bucketInstances, countSequences, differences, readStream } from '../../helpers/durableEvents';
+import { bucketInstances, countSequences, differences, fakeView, readStream } from '../../helpers/durableEvents';
 import { waitFor } from '../../helpers/waitFor';
 import { httpGet, metricValue, payloadProblems } from './daemonRig';
 
@@ -25,26 +25,6 @@ function world(): FakeIncus {
   fake.createInstance('default', 'c1', { network: 'br0' }).start('default', 'c1', '10.0.0.5');
   fake.createInstance('default', 'c2', { network: 'br0' }).start('default', 'c2', '10.0.0.6');
   return fake;
-}
-
-/** What the fake says: `project/name` -> running and addresses. */
-function truth(fake: FakeIncus): Map<string, { running: boolean; ipv4: string[] }> {
-  const out = new Map<string, { running: boolean; ipv4: string[] }>();
-  for (const { project, name } of fake.world().instances) {
-    const state = fake.instanceState$(project, name);
-    let running = false;
-    let ipv4: string[] = [];
-    state.subscribe((s) => {
-      running = s.status === 'Running';
-      ipv4 = Object.values(s.network ?? {})
-        .flatMap((n) => n.addresses)
-        .filter((a) => a.family === 'inet' && a.scope === 'global')
-        .map((a) => a.address)
-        .sort();
-    });
-    out.set(`${project}/${name}`, { running, ipv4 });
-  }
-  return out;
 }
 
 describe('rxfleet enrich with a JetStream output and a state bucket', () => {
@@ -133,7 +113,7 @@ describe('rxfleet enrich with a JetStream output and a state bucket', () => {
       'instance-deleted c2#2 instance/default/c2/2',
     ]);
     for (const r of records) expect(payloadProblems(r.payload)).toEqual([]);
-    await waitFor(async () => differences(truth(fake), await bucketInstances(admin.nc)).length === 0, 'the bucket to equal the fleet');
+    await waitFor(async () => differences(fakeView(fake), await bucketInstances(admin.nc)).length === 0, 'the bucket to equal the fleet');
     expect(await metricValue(daemon.registry, 'enricher_published_total', { output: 'jetstream', result: 'sent' })).toBe(4);
     // The watermark is written as it grows, at most every 100 ms: every event is in the bucket.
     await waitFor(async () => (await metricValue(daemon.registry, 'enricher_state_watermark')) === 4, 'the watermark to cover every event');
@@ -170,7 +150,7 @@ describe('rxfleet enrich with a JetStream output and a state bucket', () => {
         .sort(),
     ).toEqual(['instance-deleted prune c2#2', 'instance-updated round c1#2', 'instance-updated round c3#1']);
     expect(countSequences(records)).toMatchObject({ gaps: [], duplicates: [] });
-    await waitFor(async () => differences(truth(fake), await bucketInstances(admin.nc)).length === 0, 'the bucket to equal the fleet');
+    await waitFor(async () => differences(fakeView(fake), await bucketInstances(admin.nc)).length === 0, 'the bucket to equal the fleet');
   });
 
   it('a standby takes over when the active one goes, warm from the bucket; what changed meanwhile comes out as the round', async () => {
@@ -203,6 +183,6 @@ describe('rxfleet enrich with a JetStream output and a state bucket', () => {
     ]);
     expect(records[2].payload.instance?.running).toBe(false);
     expect(await metricValue(standby.registry, 'enricher_takeovers_total')).toBe(1);
-    await waitFor(async () => differences(truth(fake), await bucketInstances(admin.nc)).length === 0, 'the bucket to equal the fleet');
+    await waitFor(async () => differences(fakeView(fake), await bucketInstances(admin.nc)).length === 0, 'the bucket to equal the fleet');
   });
 });

@@ -30,6 +30,8 @@ export interface DurableParts {
   metrics: DurableMetrics;
   published: EnrichDaemonMetrics;
   watch: CredentialWatch;
+  /** Told each acknowledgement's latency, seconds, besides the histogram. */
+  onAck?: ((seconds: number) => void) | undefined;
 }
 
 /** The durable output: open once, then a term at a time. */
@@ -152,7 +154,10 @@ export class DurableOutput {
           metrics.held.set(held);
           metrics.unacked.set(unacked);
         },
-        onAck: (seconds) => metrics.ackSeconds.observe(seconds),
+        onAck: (seconds) => {
+          metrics.ackSeconds.observe(seconds);
+          this.parts.onAck?.(seconds);
+        },
         onRetry: (reason) => metrics.retries.labels(reason).inc(),
         onDuplicate: (stored) => metrics.duplicates.labels(stored ? 'stored' : 'not_stored').inc(),
       },

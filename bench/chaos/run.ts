@@ -13,6 +13,14 @@ import { benchOutput } from '../machineLoad';
 import { brokerRestart } from './scenarios/brokerRestart';
 import { clusterPartition, clusterServerKill } from './scenarios/clusterFaults';
 import { dataDirFaults } from './scenarios/dataDir';
+import {
+  enrichClusterServerKill,
+  enrichConsumerDown,
+  enrichKill,
+  enrichLxdRestart,
+  enrichNatsKill,
+  enrichStandbyKill,
+} from './scenarios/durableFaults';
 import { fuzzInputs } from './scenarios/fuzzInputs';
 import { helperFailures } from './scenarios/helperFailures';
 import { junkInput } from './scenarios/junk';
@@ -32,6 +40,12 @@ const SCENARIOS: Scenario[] = [
   fuzzInputs,
   clusterServerKill,
   clusterPartition,
+  enrichKill,
+  enrichNatsKill,
+  enrichConsumerDown,
+  enrichLxdRestart,
+  enrichStandbyKill,
+  enrichClusterServerKill,
 ];
 
 const output = benchOutput('chaos');

@@ -150,7 +150,13 @@ export async function startEnrichDaemon(settings: EnricherSettings, overrides: E
   const durable =
     jsSettings === undefined || durableMetrics === undefined
       ? undefined
-      : new DurableOutput(jsSettings, settings.outputs.state, { logger, metrics: durableMetrics, published: metrics, watch, onAck: overrides.onAck });
+      : new DurableOutput(jsSettings, settings.outputs.state, {
+          logger,
+          metrics: durableMetrics,
+          published: metrics,
+          watch,
+          onAck: overrides.onAck,
+        });
   const outputs = enricherOutputs(settings, {
     logger,
     metrics,

@@ -258,7 +258,10 @@ export async function startEnrichDaemon(settings: EnricherSettings, overrides: E
         onWon: (snapshot) => void takeOver(snapshot),
         onLost: () => {
           durableMetrics?.active.set(0);
-          void terms.end('abandon').then(() => durable.end('abandon'));
+          // Both drop what they hold before they return (their waits come after): a term won
+          // again at once starts on a clean publisher, which nothing later abandons.
+          void durable.end('abandon');
+          void terms.end('abandon');
         },
       });
     })().catch((error: unknown) => {

@@ -141,7 +141,8 @@ export class JetStreamPublisher {
     clearTimeout(this.retryTimer);
     this.stateSubscription.unsubscribe();
     this.failures.close();
-    const dropped = this.options.line.abandon();
+    const { dropped, acknowledged } = this.options.line.abandon();
+    for (let i = 0; i < acknowledged; i++) this.options.hooks?.onResult?.('sent');
     for (let i = 0; i < dropped; i++) this.options.hooks?.onResult?.('dropped');
     this.report();
     return dropped;

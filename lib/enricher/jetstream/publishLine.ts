@@ -241,16 +241,21 @@ export class PublishLine {
     return this.flights.length === 0 ? Infinity : this.flightAt(0).floor;
   }
 
-  /** Drops everything not acknowledged (a standby that lost its election): how many. */
-  abandon(): number {
+  /**
+   * Drops everything not acknowledged (a stop past its wait, a standby that lost its election):
+   * how many, and how many acknowledged ones were still waiting behind an unacknowledged one (in
+   * the stream, but not yet released).
+   */
+  abandon(): { dropped: number; acknowledged: number } {
     const dropped = this.waiting.length + this.lastWords.size + this.unackedCount;
+    const acknowledged = this.flights.length - this.unackedCount;
     this.unackedCount = 0;
     while (this.waiting.length > 0) this.shiftWaiting();
     while (this.flights.length > 0) this.flights.shift();
     this.lastWords.clear();
     this.busy.clear();
     this.failed = 0;
-    return dropped;
+    return { dropped, acknowledged };
   }
 
   private markFailed(flight: Flight): void {

@@ -5,7 +5,7 @@
  * the bucket holds every instance event, which is what lets a consumer read the bucket and then
  * follow the stream with no gap.
  */
-import { INSTANCE_SEQ_HEADER, instanceKey, stateKey } from './eventIdentity';
+import { INSTANCE_SEQ_HEADER, stateKey } from './eventIdentity';
 
 /** One write to the state bucket. */
 export interface StateWrite {
@@ -170,5 +170,3 @@ export function stateHeaders(write: StateWrite): Array<[string, string]> {
   if (write.value === undefined) headers.push(['KV-Operation', 'DEL']);
   return headers;
 }
-
-export { instanceKey };

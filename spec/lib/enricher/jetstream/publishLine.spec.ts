@@ -143,7 +143,7 @@ describe('PublishLine', () => {
     expect(net.id).toBe('network/default/br0/network-updated@2026-12-01T10:00:00.1Z');
     l.ack(inst, inst.attempt, 3, false);
     l.add(message('c2'));
-    expect(l.abandon()).toBe(2);
+    expect(l.abandon()).toEqual({ dropped: 2, acknowledged: 1 });
     expect(dropped()).toBe(0);
     expect(l.held).toBe(0);
   });

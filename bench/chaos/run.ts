@@ -14,6 +14,14 @@ import { brokerRestart } from './scenarios/brokerRestart';
 import { clusterPartition, clusterServerKill } from './scenarios/clusterFaults';
 import { dataDirFaults } from './scenarios/dataDir';
 import { enrichJunk } from './scenarios/enrichJunk';
+import {
+  enrichClusterServerKill,
+  enrichConsumerDown,
+  enrichKill,
+  enrichLxdRestart,
+  enrichNatsKill,
+  enrichStandbyKill,
+} from './scenarios/durableFaults';
 import { fuzzInputs } from './scenarios/fuzzInputs';
 import { helperFailures } from './scenarios/helperFailures';
 import { junkInput } from './scenarios/junk';
@@ -34,6 +42,12 @@ const SCENARIOS: Scenario[] = [
   fuzzInputs,
   clusterServerKill,
   clusterPartition,
+  enrichKill,
+  enrichNatsKill,
+  enrichConsumerDown,
+  enrichLxdRestart,
+  enrichStandbyKill,
+  enrichClusterServerKill,
 ];
 
 const output = benchOutput('chaos');

@@ -1,6 +1,8 @@
 import { EnricherConfigError, EnricherSettings } from '../../lib/enricher/config/config';
 import { redactUrlCredentials } from '../../lib/redact';
 import { loadEnrichSettings } from '../enrich/commandLine';
+import { formatByteSize } from '../../lib/enricher/config/byteSize';
+import { formatGoDuration } from '../../lib/duration';
 
 /** What checking an enricher configuration found: the lines to print and the counts. */
 export interface EnricherValidation {
@@ -27,6 +29,12 @@ function summary(file: string, s: EnricherSettings, warnings: number): string {
           `NATS (${s.outputs.nats.servers.length} server${s.outputs.nats.servers.length === 1 ? '' : 's'}, ${s.outputs.nats.subjectPrefix}.*)`,
         ]
       : []),
+    ...(s.outputs.jetstream !== undefined
+      ? [
+          `JetStream (${s.outputs.jetstream.servers.length} server${s.outputs.jetstream.servers.length === 1 ? '' : 's'}, ${s.outputs.jetstream.subjectPrefix}.*)`,
+        ]
+      : []),
+    ...(s.outputs.state !== undefined ? ['state bucket'] : []),
     ...(s.outputs.stdout ? ['stdout'] : []),
   ];
   const parts = [
@@ -43,6 +51,34 @@ function summary(file: string, s: EnricherSettings, warnings: number): string {
   );
 }
 
+const replicas = (n: number): string => `${n} replica${n === 1 ? '' : 's'}`;
+const ms = (value: number): string => (value === 0 ? 'for ever' : formatGoDuration(value));
+
+/** What the durable outputs and the standby will check and make at start, one line each. */
+function durableLines(file: string, s: EnricherSettings): string[] {
+  const lines: string[] = [];
+  const js = s.outputs.jetstream;
+  if (js !== undefined) {
+    const made = js.create
+      ? `created if missing with ${replicas(js.replicas)}, max age ${ms(js.maxAge)}, max bytes ${js.maxBytes === 0 ? 'no limit' : formatByteSize(js.maxBytes)}, duplicate window ${formatGoDuration(js.duplicateWindow)}`
+      : 'must exist: checked at start';
+    lines.push(
+      `${file}: JetStream stream ${js.stream} capturing ${js.subjectPrefix}.> (${made}); each event held until acknowledged (${formatGoDuration(js.ackTimeout)} per try, ${js.maxPending} at once, ${js.maxHeld} waiting)`,
+    );
+  }
+  const state = s.outputs.state;
+  if (state !== undefined)
+    lines.push(
+      `${file}: state bucket ${state.bucket}, key <project>.<name> (${state.create ? `created if missing with ${replicas(state.replicas)}` : 'must exist: checked at start'})`,
+    );
+  const standby = s.standby;
+  if (standby !== undefined)
+    lines.push(
+      `${file}: standby: campaigns for ${standby.bucket}/${standby.key} as ${standby.identity ?? 'the host name'} (${standby.create ? `bucket created if missing with TTL ${formatGoDuration(standby.ttl)}, ${replicas(standby.replicas)}` : 'bucket must exist'})`,
+    );
+  return lines;
+}
+
 /**
  * Checks an enricher configuration file the way `rxfleet enrich --config FILE` and
  * `rxfleet provision-incus --enrich-config FILE` do (the same function, `loadEnrichSettings`),
@@ -55,7 +91,7 @@ export function validateEnricherConfiguration(file: string): EnricherValidation 
   try {
     const { settings, warnings } = loadEnrichSettings({ config: file }, { outputRequired: false });
     const lines = warnings.map((w) => redactUrlCredentials(`warning: ${w}`));
-    lines.push(summary(file, settings, warnings.length));
+    lines.push(summary(file, settings, warnings.length), ...durableLines(file, settings));
     return { lines, errors: 0, warnings: warnings.length };
   } catch (error) {
     if (!(error instanceof EnricherConfigError)) throw error;

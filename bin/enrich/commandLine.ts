@@ -115,7 +115,13 @@ function readConfigFile(file: string): { raw: Record<string, unknown>; problems:
 }
 
 /** Keys whose values are secrets: a problem names them and never what they hold. */
-const SECRET_KEYS = new Set(['outputs.nats.password', 'outputs.nats.token', 'incus.client_key']);
+const SECRET_KEYS = new Set([
+  'outputs.nats.password',
+  'outputs.nats.token',
+  'outputs.jetstream.password',
+  'outputs.jetstream.token',
+  'incus.client_key',
+]);
 
 /**
  * The text of an enricher configuration file (YAML or JSON) as the mapping it holds, or its
@@ -190,12 +196,19 @@ export function loadEnrichSettings(
   // What the flags and file mean together, checked even when the schema refused something, so
   // that one run reports everything.
   const outputs = isMapping(raw.outputs) ? raw.outputs : {};
-  if (options.outputRequired !== false && outputs.nats === undefined && outputs.stdout !== true)
-    problems.push('no output: publish to NATS (--nats URL, outputs.nats.url) or write JSON lines (--stdout, outputs.stdout: true)');
+  if (options.outputRequired !== false && outputs.nats === undefined && outputs.jetstream === undefined && outputs.stdout !== true)
+    problems.push(
+      'no output: publish to NATS (--nats URL, outputs.nats.url), to a JetStream stream (outputs.jetstream) or write JSON lines (--stdout, outputs.stdout: true)',
+    );
   const nats = parsed?.settings.outputs.nats;
   if (nats !== undefined && nats.servers.length === 0) problems.push(attribute('outputs.nats.url: required to publish to NATS'));
-  for (const [which, file] of Object.entries(nats?.tls ?? {})) {
-    if (file !== undefined && !existsSync(file)) problems.push(attribute(`outputs.nats.tls.${which}: ${file} does not exist`));
+  for (const [output, connection] of [
+    ['nats', nats],
+    ['jetstream', parsed?.settings.outputs.jetstream],
+  ] as const) {
+    for (const [which, file] of Object.entries(connection?.tls ?? {})) {
+      if (file !== undefined && !existsSync(file)) problems.push(attribute(`outputs.${output}.tls.${which}: ${file} does not exist`));
+    }
   }
   const incus = raw.incus === undefined ? {} : raw.incus;
   if (isMapping(incus) && Object.values(incus).every((v) => typeof v === 'string')) {

@@ -17,9 +17,8 @@ import { incusEndpoint } from '../../streams/incus/incusEndpoint';
 import { incusEvents } from '../../streams/incus/incusEvents';
 import { IncusRestClient } from '../../streams/incus/incusRestClient';
 import { CredentialWatch } from '../../streams/credentialWatch';
-import { fileColdStore } from '../../streams/coldStoreFile';
 import { EnricherSettings } from '../../lib/enricher/config/config';
-import { EnricherStatus, createEnricher } from '../../lib/enricher/pipeline/createEnricher';
+import { EnricherStatus } from '../../lib/enricher/pipeline/createEnricher';
 import { EnrichDaemonMetrics } from '../../lib/enricher/metrics/daemonMetrics';
 import { EventPayload } from '../../lib/enricher/output/payload';
 import { Daemon, StopReport } from '../daemon/contract';
@@ -28,6 +27,12 @@ import { enricherCredentials } from './credentials';
 import { enricherOutputs } from './outputs';
 import { PublishedEventMetrics } from './publishedEventMetrics';
 import type { PublisherState } from '../../streams/natsPublisher';
+import { hostname } from 'node:os';
+import { DurableMetrics } from '../../lib/enricher/metrics/durableMetrics';
+import { StateSnapshot } from '../../streams/jetstream/stateBucket';
+import { DurableOutput } from './durableOutput';
+import { Standby, startStandby } from './standby';
+import { Terms } from './terms';
 
 /** What a caller (a spec, a bench, an embedding program) may put in place of the real parts. */
 export interface EnrichDaemonOverrides {
@@ -48,6 +53,8 @@ export interface EnrichDaemonOverrides {
    * event's payload, in order, before the other outputs; with it, no other output is required.
    */
   consumer?: (payload: EventPayload) => void;
+  /** Told each JetStream acknowledgement's latency, seconds (benches: exact percentiles beside the histogram). */
+  onAck?: (seconds: number) => void;
 }
 
 /** What `/health` and `/ready` say, beside `status`. */
@@ -58,6 +65,15 @@ export interface EnrichDaemonStatus extends EnricherStatus {
   nats: PublisherState | 'off';
   /** Events held for NATS. */
   held: number;
+  /** The JetStream output's connection; `off` without one. */
+  jetstream: PublisherState | 'off';
+  /** Events not yet acknowledged by the stream. */
+  jetstreamHeld: number;
+  /**
+   * `active` enriches; `standby` waits for the election (`standby:`); `starting` reads back what
+   * consumers were told, or waits for NATS, before the first event.
+   */
+  role: 'starting' | 'active' | 'standby';
   stopping: boolean;
 }
 
@@ -73,23 +89,30 @@ export class EnrichDaemonError extends Error {
 }
 
 /**
- * Starts `rxfleet enrich`: resolves once the monitor endpoint listens and the pipeline runs. NATS
- * is not waited for: until it is reachable, events are held (up to `maxHeld`) and sent in order
- * when it is, so a broker outage never holds up or crashes the enricher. Throws (before anything
- * runs) for settings that cannot work: no output, an Incus endpoint that cannot be built, a port
- * that cannot be listened on, a data directory that cannot be created.
+ * Starts `rxfleet enrich`: resolves once the monitor endpoint listens. NATS is not waited for:
+ * until it is reachable, events are held (up to `maxHeld`) and sent in order when it is, so a
+ * broker outage never holds up or crashes the enricher. With a JetStream output, the enricher
+ * starts once the stream (and the state bucket) are checked and what consumers were last told is
+ * read back, so sequences continue and the first round says only what changed; with `standby`,
+ * only while it leads its election. Throws (before anything runs) for settings that cannot work:
+ * no output, an Incus endpoint that cannot be built, a port that cannot be listened on, a data
+ * directory that cannot be created. A stream or bucket that is missing (and not to be created)
+ * stops the daemon with `failed` saying so.
  *
  * `stop` (DECISIONS P9): stop taking events (the listener closes), hand on the whole line in order,
- * write the cold store a last time, send everything to the outputs, drain NATS, close the monitor
- * endpoint. `stopped` says `failed` when the event stream ended by itself or the pipeline errored
- * (logged first; the outputs still get what was already handed on).
+ * write the cold store a last time, send everything to the outputs (waiting for the stream's
+ * acknowledgements), drain NATS, close the monitor endpoint. `stopped` says `failed` when the event
+ * stream ended by itself or the pipeline errored (logged first; the outputs still get what was
+ * already handed on).
  */
 export async function startEnrichDaemon(settings: EnricherSettings, overrides: EnrichDaemonOverrides = {}): Promise<EnrichDaemon> {
   const logger = overrides.logger ?? silentLogger;
   const registry = overrides.registry ?? new Registry();
-  const natsSettings = settings.outputs.nats;
-  if (natsSettings === undefined && !settings.outputs.stdout && overrides.consumer === undefined)
-    throw new EnrichDaemonError('no output: publish to NATS (outputs.nats.url, --nats) or write JSON lines (outputs.stdout, --stdout)');
+  const { nats: natsSettings, jetstream: jsSettings } = settings.outputs;
+  if (natsSettings === undefined && jsSettings === undefined && !settings.outputs.stdout && overrides.consumer === undefined)
+    throw new EnrichDaemonError(
+      'no output: publish to NATS (outputs.nats.url, --nats), to a JetStream stream (outputs.jetstream) or write JSON lines (outputs.stdout, --stdout)',
+    );
   if (natsSettings !== undefined && natsSettings.servers.length === 0)
     throw new EnrichDaemonError('outputs.nats names no server (outputs.nats.url, --nats)');
 
@@ -101,15 +124,6 @@ export async function startEnrichDaemon(settings: EnricherSettings, overrides: E
   const metrics = new EnrichDaemonMetrics(registry);
   const restClient =
     overrides.reader === undefined ? new IncusRestClient({ endpoint, readTimeoutMs: settings.readTimeout, logger, registry }) : undefined;
-  const enricher = createEnricher({
-    events$: overrides.events$ ?? incusEvents({ endpoint, logger, registry }),
-    reader: overrides.reader ?? (restClient as IncusRestClient),
-    config: settings,
-    logger,
-    registry,
-    store: storeFile === undefined ? undefined : (hooks) => fileColdStore(storeFile, hooks),
-    scheduler: overrides.scheduler,
-  });
 
   let stopping = false;
   // The TLS files and .creds are read again at every NATS (re)connection; the watch logs what
@@ -132,6 +146,17 @@ export async function startEnrichDaemon(settings: EnricherSettings, overrides: E
           stopWatch();
           throw error;
         });
+  const durableMetrics = jsSettings === undefined ? undefined : new DurableMetrics(registry);
+  const durable =
+    jsSettings === undefined || durableMetrics === undefined
+      ? undefined
+      : new DurableOutput(jsSettings, settings.outputs.state, {
+          logger,
+          metrics: durableMetrics,
+          published: metrics,
+          watch,
+          onAck: overrides.onAck,
+        });
   const outputs = enricherOutputs(settings, {
     logger,
     metrics,
@@ -139,23 +164,47 @@ export async function startEnrichDaemon(settings: EnricherSettings, overrides: E
     watch,
     stdout: overrides.stdout ?? process.stdout,
     consumer: overrides.consumer,
+    durable,
   });
-  const ready = (): boolean => !stopping && enricher.status().ready && (outputs.nats() === 'off' || outputs.nats() === 'connected');
+  let standby: Standby | undefined;
+  const terms = new Terms({
+    settings,
+    logger,
+    registry,
+    scheduler: overrides.scheduler,
+    reader: overrides.reader ?? (restClient as IncusRestClient),
+    events$: () => overrides.events$ ?? incusEvents({ endpoint, logger, registry }),
+    storeFile,
+    publish: outputs.publish,
+    onEnd: (failed) => void finish(failed),
+  });
+  const role = (): EnrichDaemonStatus['role'] => (terms.running ? 'active' : standby !== undefined ? 'standby' : 'starting');
+  const natsReady = (): boolean => outputs.nats() === 'off' || outputs.nats() === 'connected';
+  const durableReady = (): boolean => durable === undefined || (durable.ready && durable.status() === 'connected');
+  const ready = (): boolean =>
+    !stopping && natsReady() && durableReady() && (terms.running ? terms.status().ready : (standby?.ready() ?? false));
   const status = (): EnrichDaemonStatus => ({
-    ...enricher.status(),
+    ...terms.status(),
     ready: ready(),
     incus: incusAddress,
     nats: outputs.nats(),
     held: outputs.held(),
+    jetstream: durable?.status() ?? 'off',
+    jetstreamHeld: durable?.held() ?? 0,
+    role: role(),
     stopping,
   });
-  const { publish, close } = outputs;
 
   logger.info(
     {
       incus: incusAddress,
       nats: natsSettings?.servers,
       subjectPrefix: natsSettings?.subjectPrefix,
+      jetstream:
+        jsSettings === undefined
+          ? undefined
+          : { servers: jsSettings.servers, stream: jsSettings.stream, bucket: settings.outputs.state?.bucket },
+      standby: settings.standby === undefined ? undefined : { bucket: settings.standby.bucket, key: settings.standby.key },
       stdout: settings.outputs.stdout,
       inProcess: overrides.consumer !== undefined,
       http: monitor?.port,
@@ -169,13 +218,16 @@ export async function startEnrichDaemon(settings: EnricherSettings, overrides: E
 
   let resolveStopped: (report: StopReport) => void = () => undefined;
   const stopped = new Promise<StopReport>((resolve) => (resolveStopped = resolve));
+  const opening = new AbortController();
   let finishing: Promise<StopReport> | undefined;
   // Everything after the enricher has handed on its last event, whichever way it ended.
   const finish = (failed?: string): Promise<StopReport> =>
     (finishing ??= (async () => {
       stopping = true;
-      await enricher.stopped;
-      await close();
+      opening.abort();
+      standby?.stop();
+      await terms.end('drain');
+      await outputs.close();
       restClient?.close();
       await monitor?.close();
       stopWatch();
@@ -185,17 +237,47 @@ export async function startEnrichDaemon(settings: EnricherSettings, overrides: E
       return report;
     })());
 
-  const subscription = enricher.events$.subscribe({
-    next: publish,
-    error: (error: unknown) => {
-      logger.error({ err: error }, 'the enricher pipeline failed (a bug): stopping');
-      void finish(`the enricher pipeline failed: ${errorMessage(error)}`);
-    },
-    complete: () => {
-      if (!stopping) logger.error('the Incus event stream ended: stopping');
-      void finish(stopping ? undefined : 'the Incus event stream ended');
-    },
-  });
+  if (durable === undefined) terms.begin(undefined);
+  else
+    void (async () => {
+      await durable.open(opening.signal);
+      if (stopping) return;
+      if (settings.standby === undefined) {
+        const told = await durable.begin();
+        if (!stopping) terms.begin(told);
+        return;
+      }
+      durableMetrics?.active.set(0);
+      standby = await startStandby({
+        settings: settings.standby,
+        identity: settings.standby.identity ?? hostname(),
+        connection: durable.nc,
+        stateBucket: (settings.outputs.state as { bucket: string }).bucket,
+        registry,
+        logger,
+        onWon: (snapshot) => void takeOver(snapshot),
+        onLost: () => {
+          durableMetrics?.active.set(0);
+          // Both drop what they hold before they return (their waits come after): a term won
+          // again at once starts on a clean publisher, which nothing later abandons.
+          void durable.end('abandon');
+          void terms.end('abandon');
+        },
+      });
+    })().catch((error: unknown) => {
+      if (stopping) return;
+      logger.error({ err: error }, `the JetStream output cannot start: ${errorMessage(error)}`);
+      void finish(errorMessage(error));
+    });
+  const takeOver = async (snapshot: StateSnapshot | undefined): Promise<void> => {
+    const told = await (durable as DurableOutput).begin(snapshot);
+    // Lost again (or stopping) while reading back: nothing was published in this term.
+    if (stopping || standby?.leads() !== true) return void (await (durable as DurableOutput).end('abandon'));
+    durableMetrics?.takeovers.inc();
+    durableMetrics?.active.set(1);
+    terms.begin(told);
+  };
+  if (durable === undefined || settings.standby === undefined) durableMetrics?.active.set(1);
 
   return {
     port: monitor?.port,
@@ -206,12 +288,8 @@ export async function startEnrichDaemon(settings: EnricherSettings, overrides: E
       if (!stopping) {
         stopping = true;
         logger.info('stopping: handing on what the enricher holds');
-        enricher.drain();
       }
-      // The enricher completes its events on drain, which runs `finish` from the subscription.
-      const report = await finish();
-      subscription.unsubscribe();
-      return report;
+      return finish();
     },
     // Nothing the enricher starts outlives the process: its reads are sockets.
     abort: () => undefined,

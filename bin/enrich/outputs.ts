@@ -1,6 +1,7 @@
 /**
  * Where the enricher's events go: the in-process consumer (the provisioner, in `provision-incus`),
- * NATS subjects (held in order through a broker outage), JSON lines on stdout. Each output is
+ * NATS subjects (held in order through a broker outage), a JetStream stream (held until
+ * acknowledged) and the state bucket, JSON lines on stdout. Each output is
  * counted on its own, and one failing never keeps an event from the others.
  */
 import { Writable } from 'node:stream';
@@ -15,6 +16,7 @@ import { LineWriter, lineWriter } from '../../streams/lineWriter';
 import { openNatsConnection } from '../../streams/natsConnection';
 import { NatsPublisher, PublisherState } from '../../streams/natsPublisher';
 import { PublishedEventMetrics } from './publishedEventMetrics';
+import type { DurableOutput } from './durableOutput';
 
 /** What {@link enricherOutputs} needs. */
 export interface OutputParts {
@@ -26,6 +28,8 @@ export interface OutputParts {
   /** Where `outputs.stdout` lines go. */
   stdout: Writable;
   consumer?: ((payload: EventPayload) => void) | undefined;
+  /** The JetStream output (and state bucket), opened by the daemon. */
+  durable?: DurableOutput | undefined;
 }
 
 /** The outputs, open. */
@@ -36,7 +40,7 @@ export interface EnricherOutputs {
   nats(): PublisherState | 'off';
   /** Events held for NATS. */
   held(): number;
-  /** Writes what is buffered and held, then drains NATS. */
+  /** Writes what is buffered and held, then drains NATS (the JetStream output's connection too). */
   close(): Promise<void>;
 }
 
@@ -45,7 +49,7 @@ export interface EnricherOutputs {
  * held (up to `maxHeld`), keyed by what they are about, and sent in order when it is.
  */
 export function enricherOutputs(settings: EnricherSettings, parts: OutputParts): EnricherOutputs {
-  const { logger, metrics, published, watch, consumer } = parts;
+  const { logger, metrics, published, watch, consumer, durable } = parts;
   const natsSettings = settings.outputs.nats;
   let publisher: NatsPublisher | undefined;
   if (natsSettings !== undefined) {
@@ -68,7 +72,7 @@ export function enricherOutputs(settings: EnricherSettings, parts: OutputParts):
     let json: string;
     try {
       payload = toPayload(event);
-      json = publisher === undefined && lines === undefined ? '' : JSON.stringify(payload);
+      json = publisher === undefined && lines === undefined && durable === undefined ? '' : JSON.stringify(payload);
     } catch (error) {
       // A bug, not bad input: the event is lost, the daemon is not.
       logger.error({ err: error, ...about(event) }, 'an enriched event could not be serialised');
@@ -83,6 +87,7 @@ export function enricherOutputs(settings: EnricherSettings, parts: OutputParts):
     }
     // Keyed by what the event is about, so an outage past the hold still ends with its latest word.
     publisher?.publish(subjectFor(prefix, event), json, `${event.project}/${event.kind}/${event.name}`);
+    durable?.publish(event, json);
     if (lines !== undefined) metrics.published.labels('stdout', lines.write(json) ? 'sent' : 'failed').inc();
   };
 
@@ -93,6 +98,7 @@ export function enricherOutputs(settings: EnricherSettings, parts: OutputParts):
     close: async () => {
       await lines?.flush();
       await publisher?.close();
+      await durable?.close();
     },
   };
 }

@@ -99,6 +99,12 @@ describe('the package entry', () => {
     expect(JSON.parse(stdout)).toEqual(operators.map(() => 'function'));
   });
 
+  it("exports the enricher's read-then-follow for consumers: followFleet and mergeFleet", async () => {
+    const script = `const m = require('rxfleet'); console.log(JSON.stringify([typeof m.followFleet, typeof m.mergeFleet]))`;
+    const { stdout } = await run(process.execPath, ['-e', script], { cwd: project });
+    expect(JSON.parse(stdout)).toEqual(['function', 'function']);
+  });
+
   it('can be imported by name from an ES module, and works in a pipeline', async () => {
     const script = `
       import { of, delay } from 'rxjs';

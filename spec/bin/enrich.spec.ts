@@ -87,7 +87,7 @@ describe('rxfleet enrich: configuration problems', () => {
     expect(code).toBe(1);
     expect(stderr.trim().split('\n')).toEqual([
       'error: --workers: expected a number >= 1, got 0',
-      'error: no output: publish to NATS (--nats URL, outputs.nats.url) or write JSON lines (--stdout, outputs.stdout: true)',
+      'error: no output: publish to NATS (--nats URL, outputs.nats.url), to a JetStream stream (outputs.jetstream) or write JSON lines (--stdout, outputs.stdout: true)',
       'error: incus: https://127.0.0.1:8443: https needs the server certificate pinned (server_cert (--server-cert) or server_fingerprint (--server-fingerprint))',
       'rxfleet enrich: not started: 3 configuration errors',
     ]);

@@ -62,6 +62,39 @@ describe("rxfleet validate --enrich-config: the enricher's file, in the provisio
     expect(strict.stdout.trim().split('\n').at(-1)).toBe('0 errors, 1 warning');
   });
 
+  it('prints what the JetStream output, the state bucket and the standby will check and make at start; refuses them when they cannot work together', async () => {
+    const durable = file(
+      'durable.yaml',
+      [
+        'outputs:',
+        '  jetstream: { url: "nats://enricher:s3cret@127.0.0.1:4222", create: true, replicas: 3, max_age: 24h, max_bytes: 512MiB, duplicate_window: 5m }',
+        '  state: { create: true, replicas: 3 }',
+        'standby: { identity: enrich-a, create: true, ttl: 15s, replicas: 3 }',
+      ].join('\n'),
+    );
+    const passed = await rxfleet({}, 'validate', '--enrich-config', durable);
+    expect(passed.code).toBe(0);
+    expect(passed.stdout.trim().split('\n')).toEqual([
+      `${durable}: OK: 16 workers, every project, every instance, server the local socket, outputs JetStream (1 server, incus.events.*)+state bucket, /metrics on :9153, no cold store`,
+      `${durable}: JetStream stream INCUS_EVENTS capturing incus.events.> (created if missing with 3 replicas, max age 24h0m0s, max bytes 512 MiB, duplicate window 5m0s); each event held until acknowledged (5s per try, 256 at once, 10000 waiting)`,
+      `${durable}: state bucket INCUS_STATE, key <project>.<name> (created if missing with 3 replicas)`,
+      `${durable}: standby: campaigns for RXFLEET_ENRICHER_ELECTION/enricher as enrich-a (bucket created if missing with TTL 15s, 3 replicas)`,
+    ]);
+    expect(passed.stdout).not.toContain('s3cret');
+    const apart = file(
+      'apart.yaml',
+      'outputs:\n  nats: { url: "nats://127.0.0.1:4222" }\n  jetstream: { duplicate_window: 2h, max_age: 1h }\nstandby: {}\n',
+    );
+    const refused = await rxfleet({}, 'validate', '--enrich-config', apart);
+    expect(refused.code).toBe(1);
+    expect(refused.stdout.trim().split('\n')).toEqual([
+      `error: ${apart}: outputs.jetstream.subject_prefix: incus.events overlaps outputs.nats.subject_prefix incus.events: the stream would keep each event twice, and a JetStream publish reaches core subscribers anyway; give them different prefixes or drop outputs.nats`,
+      `error: ${apart}: outputs.jetstream.duplicate_window: must not be longer than max_age`,
+      `error: ${apart}: standby: needs outputs.state (the standby is kept warm from the state bucket)`,
+      '3 errors, 0 warnings',
+    ]);
+  });
+
   it('needs one file or the other', async () => {
     const { code, stderr } = await rxfleet({}, 'validate');
     expect(code).toBe(1);

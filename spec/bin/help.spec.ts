@@ -5,7 +5,7 @@ import { RXFLEET_BIN } from '../helpers/rxfleetProcess';
 // `--help` of every command, from the built bin (`npm test` builds first): one option vocabulary,
 // spelled, described and read from the environment the same way wherever it appears.
 const run = promisify(execFile);
-const COMMANDS = ['demo', 'validate', 'simulate', 'enrich', 'provision', 'provision-incus'] as const;
+const COMMANDS = ['demo', 'validate', 'simulate', 'enrich', 'events', 'provision', 'provision-incus'] as const;
 
 /** One option as `--help` shows it: its flags, its value placeholder, its whole description. */
 interface HelpOption {
@@ -160,7 +160,7 @@ describe('rxfleet <command> --help', () => {
 
   it('lists every command at the top level', async () => {
     const { stdout } = await run(process.execPath, [RXFLEET_BIN, '--help']);
-    for (const command of ['demo', 'validate', 'simulate', 'enrich', 'provision|run', 'provision-incus'])
+    for (const command of ['demo', 'validate', 'simulate', 'enrich', 'events', 'provision|run', 'provision-incus'])
       expect(stdout).toMatch(new RegExp(`^  ${command.replace('|', '\\|')} `, 'm'));
   });
 });

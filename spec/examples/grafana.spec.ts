@@ -1,6 +1,7 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { PassThrough } from 'node:stream';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { connect } from '@nats-io/transport-node';
 import { Registry } from 'prom-client';
 import { startEnrichDaemon } from '../../bin/enrich/daemon';
@@ -12,6 +13,7 @@ import { createClaimsBucket } from '../../streams/claims/claimsBucket';
 import { createElectionBucket } from '../../streams/election/electionBucket';
 import { SAMPLE_HELPERS, UPSTREAM_COUNTERS } from '../helpers/provisioner';
 import { useNatsServer } from '../helpers/nats';
+import { waitFor } from '../helpers/waitFor';
 
 // Every series a panel of examples/grafana/ queries is one the daemon exports: each daemon runs in
 // this process, its /metrics is scraped, and every metric name (and every label a query groups or
@@ -255,6 +257,7 @@ describe('examples/grafana/rxfleet-provisioner.json', () => {
 });
 
 describe('examples/grafana/rxfleet-enricher.json', () => {
+  const server = useNatsServer();
   it('queries only series rxfleet enrich exports: events by action and status, reads, rounds, held and dropped', async () => {
     // The real Incus client against a socket that is not there: its series exist, it keeps trying.
     const { settings } = loadEnrichSettings({
@@ -264,8 +267,33 @@ describe('examples/grafana/rxfleet-enricher.json', () => {
     });
     const registry = new Registry();
     const daemon = await startEnrichDaemon(settings, { registry, stdout: new PassThrough() });
+    // A second with the durable outputs and a standby (durable.md), whose series exist only with them.
+    const durableFile = join(mkdtempSync(join(tmpdir(), 'rxfleet-dashboard-')), 'durable.yaml');
+    writeFileSync(
+      durableFile,
+      [
+        'outputs:',
+        `  jetstream: {url: "${server().url}", create: true, replicas: 1, max_age: 1h, max_bytes: 64MiB, duplicate_window: 1m}`,
+        '  state: {create: true}',
+        'standby: {identity: dash-enricher, create: true, ttl: 2s}',
+      ].join('\n'),
+    );
+    const durable = loadEnrichSettings({
+      config: durableFile,
+      incus: resolve(dashboards, 'no-incus.socket'),
+      monitor: { host: '127.0.0.1', port: 0 },
+    }).settings;
+    const durableRegistry = new Registry();
+    const second = await startEnrichDaemon(durable, { registry: durableRegistry, stdout: new PassThrough() });
     try {
+      // The standby's election series come once it has connected and started campaigning.
+      await waitFor(
+        async () => (await exported(second.port as number, durableRegistry)).has('choria_election_leader'),
+        'the election series',
+      );
       const series = await exported(daemon.port as number, registry);
+      for (const [name, labels] of await exported(second.port as number, durableRegistry))
+        series.set(name, new Set([...(series.get(name) ?? []), ...labels]));
       const dashboard = read('rxfleet-enricher.json');
       expect(missing(dashboard, series)).toEqual([]);
       expect(disagreements('enricher/metrics.md', dashboard, series)).toEqual([]);
@@ -280,6 +308,8 @@ describe('examples/grafana/rxfleet-enricher.json', () => {
         expect(queried).toContain(name);
     } finally {
       await daemon.stop();
+      await second.stop();
+      rmSync(dirname(durableFile), { recursive: true, force: true });
     }
   });
 });

@@ -15,11 +15,13 @@ import { InstancesServed, parseInstancesServed } from '../model/instancesServed'
 import { ProjectsServed, parseProjectsServed } from '../model/servedProjects';
 import { EnrichmentName, Want, DEFAULT_DAEMON_WANTS, enrichmentBits } from '../model/wanted';
 import { describe as describeValue, editDistance } from '../../provision/configProblems';
+import { JetStreamOutputSettings, RawDurable, StandbySettings, StateOutputSettings, durableSettings } from './durableSettings';
 
 export { ENRICHER_CONFIG_SCHEMA, ENRICHER_DEFAULTS } from './configSchema';
 // Moved to lib/addresses.ts (the commands share them); exported here as before.
 export type { ListenAddress };
 export { parseListenAddress, splitNatsUrls };
+export type { JetStreamOutputSettings, StandbySettings, StateOutputSettings };
 
 /** The longest a timer waits (2^31 - 1 ms): `setTimeout` fires at once past it. */
 const LONGEST_TIMER_MS = 2 ** 31 - 1;
@@ -66,7 +68,9 @@ export interface EnricherSettings {
   configExclude: string[];
   /** The consumer's wants (the enricher's own are added to them). */
   wants: Want[];
-  outputs: { stdout: boolean; nats?: NatsOutputSettings };
+  outputs: { stdout: boolean; nats?: NatsOutputSettings; jetstream?: JetStreamOutputSettings; state?: StateOutputSettings };
+  /** One of a pair on the same Incus server: it enriches only while it leads the election. */
+  standby?: StandbySettings;
   /** The daemon's server: the local socket unless configured. */
   incus: IncusSettings;
   /** Where the daemon serves /metrics, /health and /ready; `undefined` for nowhere. */
@@ -87,7 +91,13 @@ addFormats(ajv);
 const validate = ajv.compile(ENRICHER_CONFIG_SCHEMA);
 
 /** Keys whose values are secrets: a problem names them and never what they hold. */
-const SECRET_PATHS = new Set(['outputs.nats.password', 'outputs.nats.token', 'incus.client_key']);
+const SECRET_PATHS = new Set([
+  'outputs.nats.password',
+  'outputs.nats.token',
+  'outputs.jetstream.password',
+  'outputs.jetstream.token',
+  'incus.client_key',
+]);
 
 const TYPE_WORDS: Record<string, string> = {
   integer: 'a whole number',
@@ -151,6 +161,7 @@ function problemsOf(errors: ErrorObject[]): string[] {
       const path = e.instancePath.slice(1).replace(/\//g, '.');
       if (path === 'projects') return `${path}: expected a list of project names or a "key=value" marker`;
       if (path === 'instances') return `${path}: expected a "key=value" label or a name pattern, or a list of them`;
+      if (path.endsWith('max_bytes')) return `${path}: expected a size such as 512MiB or 1GB, or a whole number of bytes`;
       return `${path}: expected a duration such as 250ms, 10s, 5m or 6h (or 0)`;
     });
   return [...new Set(lines)];
@@ -204,7 +215,8 @@ export function parseEnricherConfig(raw: unknown = {}): { settings: EnricherSett
     data_dir: string;
     config_exclude: string[];
     wants?: Array<{ action: string; enrich: EnrichmentName[]; debounce: boolean }>;
-    outputs?: { stdout?: boolean; nats?: RawNats };
+    outputs?: { stdout?: boolean; nats?: RawNats; jetstream?: RawDurable['jetstream']; state?: RawDurable['state'] };
+    standby?: RawDurable['standby'];
     incus?: { url?: string; client_cert?: string; client_key?: string; server_cert?: string; server_fingerprint?: string };
     http: string;
   };
@@ -232,6 +244,12 @@ export function parseEnricherConfig(raw: unknown = {}): { settings: EnricherSett
   } catch (error) {
     problems.push(`instances: ${(error as Error).message}`);
   }
+  const coreNats = c.outputs?.nats === undefined ? undefined : natsSettings(c.outputs.nats);
+  const durable = durableSettings(
+    { nats: c.outputs?.nats, jetstream: c.outputs?.jetstream, state: c.outputs?.state, standby: c.standby },
+    coreNats?.subjectPrefix,
+  );
+  problems.push(...durable.problems);
   const settings: EnricherSettings = {
     projects: parseProjectsServed(c.projects),
     instances,
@@ -251,8 +269,11 @@ export function parseEnricherConfig(raw: unknown = {}): { settings: EnricherSett
         : c.wants.map((w) => ({ action: w.action, enrich: enrichmentBits(w.enrich), debounce: w.debounce })),
     outputs: {
       stdout: c.outputs?.stdout ?? false,
-      ...(c.outputs?.nats !== undefined ? { nats: natsSettings(c.outputs.nats) } : {}),
+      ...(coreNats !== undefined ? { nats: coreNats } : {}),
+      ...(durable.jetstream !== undefined ? { jetstream: durable.jetstream } : {}),
+      ...(durable.state !== undefined ? { state: durable.state } : {}),
     },
+    ...(durable.standby !== undefined ? { standby: durable.standby } : {}),
     incus: incusSettings(c.incus ?? {}),
     http,
   };

@@ -4,6 +4,7 @@
  */
 import { COLD_STORE_FILE } from '../coldStore/coldStore';
 import { ENRICHMENT_NAMES } from '../model/wanted';
+import { JETSTREAM_OUTPUT_SCHEMA, NATS_CONNECTION_PROPERTIES, STANDBY_SCHEMA, STATE_OUTPUT_SCHEMA } from './durableSchema';
 
 // A unit is required (a bare `10` would be ten milliseconds to someone who meant seconds); Go's
 // syntax otherwise, parsed by the same function as the provisioner's durations.
@@ -142,7 +143,7 @@ export const ENRICHER_CONFIG_SCHEMA = {
           type: 'object',
           additionalProperties: false,
           properties: {
-            url: { description: 'NATS server URL(s), comma separated.', type: 'string', minLength: 1 },
+            ...NATS_CONNECTION_PROPERTIES,
             subject_prefix: {
               description: 'Subjects are <prefix>.<project>.<kind>.<action>.<name>.',
               type: 'string',
@@ -150,19 +151,6 @@ export const ENRICHER_CONFIG_SCHEMA = {
               default: ENRICHER_DEFAULTS.subject_prefix,
             },
             name: { description: 'The connection name the server shows.', type: 'string', minLength: 1, default: 'rxfleet-enrich' },
-            user: { type: 'string', minLength: 1 },
-            password: { description: 'Never logged.', type: 'string' },
-            token: { description: 'Never logged.', type: 'string', minLength: 1 },
-            credentials: { description: 'A NATS credentials file (a user JWT and its nkey seed).', type: 'string', minLength: 1 },
-            tls: {
-              type: 'object',
-              additionalProperties: false,
-              properties: {
-                ca: { description: 'CA file to verify the server with.', type: 'string', minLength: 1 },
-                cert: { description: 'Client certificate file.', type: 'string', minLength: 1 },
-                key: { description: 'Client key file.', type: 'string', minLength: 1 },
-              },
-            },
             max_held: {
               description:
                 'Events held while NATS is unreachable, sent in order on reconnect; beyond it the oldest are dropped and counted.',
@@ -172,7 +160,10 @@ export const ENRICHER_CONFIG_SCHEMA = {
             },
           },
         },
+        jetstream: JETSTREAM_OUTPUT_SCHEMA,
+        state: STATE_OUTPUT_SCHEMA,
       },
     },
+    standby: STANDBY_SCHEMA,
   },
 } as const;

@@ -62,71 +62,138 @@ export class EnricherMetrics {
 
   constructor(registry: Registry) {
     const registers = [registry];
-    this.projects = new Gauge({ name: 'enricher_projects', help: 'Projects held in the model', registers });
-    this.instances = new Gauge({ name: 'enricher_instances', help: 'Instances held in the model', registers });
-    this.networks = new Gauge({ name: 'enricher_networks', help: 'Networks held in the model', registers });
-    this.sweeps = new Counter({
-      name: 'enricher_sweeps_total',
-      help: 'Rounds over the fleet that ended, by result',
-      labelNames: ['result'],
-      registers,
-    });
-    this.reads = new Counter({
-      name: 'enricher_reads_total',
-      help: 'REST calls to the Incus server, by kind and result',
-      labelNames: ['kind', 'result'],
-      registers,
-    });
-    this.readSeconds = new Histogram({
-      name: 'enricher_read_duration_seconds',
-      help: 'Duration of REST calls to the Incus server, by kind',
-      labelNames: ['kind'],
-      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-      registers,
-    });
-    this.eventsReceived = new Counter({
-      name: 'enricher_events_received_total',
-      help: 'Lifecycle events taken from the event stream',
-      registers,
-    });
-    this.eventsMalformed = new Counter({
-      name: 'enricher_events_malformed_total',
-      help: 'Frames or events that could not be decoded',
-      registers,
-    });
-    this.eventsDropped = new Counter({
-      name: 'enricher_events_dropped_total',
-      help: 'Events that went nowhere, by reason',
-      labelNames: ['reason'],
-      registers,
-    });
-    this.eventsEmitted = new Counter({
-      name: 'enricher_events_emitted_total',
-      help: 'Events handed on, by status',
-      labelNames: ['status'],
-      registers,
-    });
-    this.repairsPending = new Gauge({ name: 'enricher_repairs_pending', help: 'Instances with a repair read scheduled', registers });
-    this.awaitingAddress = new Gauge({
-      name: 'enricher_instances_awaiting_address',
-      help: 'Instances last read running with a NIC and no address',
-      registers,
-    });
-    this.lineLength = new Gauge({ name: 'enricher_line_length', help: 'Events waiting in the ordered line', registers });
-    this.connected = new Gauge({ name: 'enricher_connected', help: '1 while the Incus event stream is connected', registers });
-    this.warm = new Gauge({ name: 'enricher_warm', help: '1 once the model can place instances on networks', registers });
-    this.storeWrites = new Counter({
-      name: 'enricher_store_writes_total',
-      help: 'Cold store writes, by result',
-      labelNames: ['result'],
-      registers,
-    });
-    this.storeStale = new Gauge({ name: 'enricher_store_stale', help: '1 from a failed cold store write until a write lands', registers });
-    this.storeLastSuccess = new Gauge({
-      name: 'enricher_store_last_success_timestamp_seconds',
-      help: 'When a cold store write last landed, Unix seconds (0 before the first)',
-      registers,
-    });
+    // A standby's every term builds an enricher on the daemon's one registry: the series are
+    // registered once and carried from term to term.
+    const once = <T>(name: string, make: () => T): T => (registry.getSingleMetric(name) as T | undefined) ?? make();
+    this.projects = once(
+      'enricher_projects',
+      () => new Gauge({ name: 'enricher_projects', help: 'Projects held in the model', registers }),
+    );
+    this.instances = once(
+      'enricher_instances',
+      () => new Gauge({ name: 'enricher_instances', help: 'Instances held in the model', registers }),
+    );
+    this.networks = once(
+      'enricher_networks',
+      () => new Gauge({ name: 'enricher_networks', help: 'Networks held in the model', registers }),
+    );
+    this.sweeps = once(
+      'enricher_sweeps_total',
+      () =>
+        new Counter({
+          name: 'enricher_sweeps_total',
+          help: 'Rounds over the fleet that ended, by result',
+          labelNames: ['result'],
+          registers,
+        }),
+    );
+    this.reads = once(
+      'enricher_reads_total',
+      () =>
+        new Counter({
+          name: 'enricher_reads_total',
+          help: 'REST calls to the Incus server, by kind and result',
+          labelNames: ['kind', 'result'],
+          registers,
+        }),
+    );
+    this.readSeconds = once(
+      'enricher_read_duration_seconds',
+      () =>
+        new Histogram({
+          name: 'enricher_read_duration_seconds',
+          help: 'Duration of REST calls to the Incus server, by kind',
+          labelNames: ['kind'],
+          buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+          registers,
+        }),
+    );
+    this.eventsReceived = once(
+      'enricher_events_received_total',
+      () =>
+        new Counter({
+          name: 'enricher_events_received_total',
+          help: 'Lifecycle events taken from the event stream',
+          registers,
+        }),
+    );
+    this.eventsMalformed = once(
+      'enricher_events_malformed_total',
+      () =>
+        new Counter({
+          name: 'enricher_events_malformed_total',
+          help: 'Frames or events that could not be decoded',
+          registers,
+        }),
+    );
+    this.eventsDropped = once(
+      'enricher_events_dropped_total',
+      () =>
+        new Counter({
+          name: 'enricher_events_dropped_total',
+          help: 'Events that went nowhere, by reason',
+          labelNames: ['reason'],
+          registers,
+        }),
+    );
+    this.eventsEmitted = once(
+      'enricher_events_emitted_total',
+      () =>
+        new Counter({
+          name: 'enricher_events_emitted_total',
+          help: 'Events handed on, by status',
+          labelNames: ['status'],
+          registers,
+        }),
+    );
+    this.repairsPending = once(
+      'enricher_repairs_pending',
+      () => new Gauge({ name: 'enricher_repairs_pending', help: 'Instances with a repair read scheduled', registers }),
+    );
+    this.awaitingAddress = once(
+      'enricher_instances_awaiting_address',
+      () =>
+        new Gauge({
+          name: 'enricher_instances_awaiting_address',
+          help: 'Instances last read running with a NIC and no address',
+          registers,
+        }),
+    );
+    this.lineLength = once(
+      'enricher_line_length',
+      () => new Gauge({ name: 'enricher_line_length', help: 'Events waiting in the ordered line', registers }),
+    );
+    this.connected = once(
+      'enricher_connected',
+      () => new Gauge({ name: 'enricher_connected', help: '1 while the Incus event stream is connected', registers }),
+    );
+    this.warm = once(
+      'enricher_warm',
+      () => new Gauge({ name: 'enricher_warm', help: '1 once the model can place instances on networks', registers }),
+    );
+    this.storeWrites = once(
+      'enricher_store_writes_total',
+      () =>
+        new Counter({
+          name: 'enricher_store_writes_total',
+          help: 'Cold store writes, by result',
+          labelNames: ['result'],
+          registers,
+        }),
+    );
+    this.storeStale = once(
+      'enricher_store_stale',
+      () => new Gauge({ name: 'enricher_store_stale', help: '1 from a failed cold store write until a write lands', registers }),
+    );
+    this.storeLastSuccess = once(
+      'enricher_store_last_success_timestamp_seconds',
+      () =>
+        new Gauge({
+          name: 'enricher_store_last_success_timestamp_seconds',
+          help: 'When a cold store write last landed, Unix seconds (0 before the first)',
+          registers,
+        }),
+    );
 
     for (const result of ['success', 'failed']) this.sweeps.labels(result).inc(0);
     for (const kind of READ_KINDS) {
@@ -148,6 +215,8 @@ export class EnricherMetrics {
       this.emittedChildren.set(status, child);
     }
     for (const result of ['ok', 'failed']) this.storeWrites.labels(result).inc(0);
+    // A term starts disconnected, cold, with an empty line, whatever the last one left.
+    for (const gauge of [this.connected, this.warm, this.lineLength, this.awaitingAddress, this.repairsPending]) gauge.set(0);
   }
 
   /** Counts one REST call. */

@@ -62,6 +62,12 @@ export interface EventPayload {
   instance?: InstancePayload;
   network?: NetworkPayload;
   project_config?: Record<string, string>;
+  /**
+   * The instance's own sequence, on the JetStream output and in the state bucket only: 1, 2, 3 ...
+   * for each event about the instance (its `Rxfleet-Instance-Seq` header), across restarts and
+   * takeovers, so a consumer sees a gap and drops what it has seen.
+   */
+  instance_seq?: number;
 }
 
 function networkPayload(n: NetworkRecord): NetworkPayload {
@@ -191,6 +197,11 @@ export const EVENT_PAYLOAD_SCHEMA = {
     },
     network: networkSchema,
     project_config: stringMap,
+    instance_seq: {
+      type: 'integer',
+      minimum: 1,
+      description: "JetStream output and state bucket only: the instance's own sequence, one more for each of its events.",
+    },
   },
   // A failed event carries no records; an enrichment it names is there.
   allOf: [

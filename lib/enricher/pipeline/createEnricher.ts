@@ -37,6 +37,7 @@ import { attachProject } from '../owner/route';
 import { Ladder } from '../owner/repairs';
 import { RoundEnd } from '../rounds/roundFeed';
 import { archiveFilter, debounceSubjects, incusAndRounds, releaseLine } from './stages';
+import { overlayTold, toldArchive } from './toldSeed';
 import { WantedTable, daemonWanted } from '../model/wanted';
 
 /** What the pipeline is built from. */
@@ -58,6 +59,12 @@ export interface EnricherDeps {
   wanted?: WantedTable;
   /** The repair ladders (for specs and benches); default as documented (`Repairs`). */
   repairs?: { failures?: Ladder; addresses?: Ladder };
+  /**
+   * What consumers were last told about each instance (the stream and the state bucket, read
+   * back): the archive starts from these events instead of the cold store, and the model holds
+   * exactly these instances (`toldSeed.ts`). Default none: the cold store alone.
+   */
+  told?: readonly EnrichedEvent[];
 }
 
 /** What the daemon reads off a running enricher. */
@@ -166,8 +173,13 @@ export function createEnricher(deps: EnricherDeps): Enricher {
   const run = (initial: ColdStoreDocument | undefined): Observable<EnrichedEvent> => {
     model = initial !== undefined ? modelFromSnapshot(initial) : new FleetModel();
     warm = initial !== undefined;
+    const { told } = deps;
+    if (told !== undefined) {
+      overlayTold(model, told);
+      warm ||= told.some((event) => event.instance !== undefined);
+    }
     metrics.warm.set(warm ? 1 : 0);
-    const archive = seededArchive(model);
+    const archive = told !== undefined ? toldArchive(told, config.instances.mode !== 'all') : seededArchive(model);
     const reader = timedReader(deps.reader, {
       readTimeout: config.readTimeout,
       scheduler,

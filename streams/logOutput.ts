@@ -71,7 +71,9 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   const sink =
     typeof destination === 'object'
       ? pino.destination({ dest: destination.file, append: true, sync: true, mkdir: true })
-      : pino.destination({ dest: fd, sync: false });
+      : // minLength 1 writes every line at once, as 0 would, and makes flush() wait for the write
+        // in progress: with 0, sonic-boom's flush calls back at once, before its last lines are out.
+        pino.destination({ dest: fd, sync: false, minLength: 1 });
   const transform =
     format === 'logfmt' ? reshaped((r) => logrusLine(r)) : format === 'logrus-json' ? reshaped((r) => logrusJsonLine(r)) : undefined;
   return pino(base, rewriting(sink, transform));

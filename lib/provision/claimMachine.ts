@@ -261,7 +261,7 @@ function holding(rules: ClaimRules, state: Held, event: ClaimEvent): ClaimStep {
         return state.phase === 'waitingToRerun' ? go({ ...state, phase: 'running' }, { kind: 'runCycle' }) : go(state);
       return refresh(rules, state, event.timer === 'refresh', event.at);
     case 'written': {
-      // Answered, so sent (awaited).
+      // `awaited` lets through only the answer to a refresh in flight.
       const sentAt = lease.refreshSentAt!;
       return go(
         { ...state, lease: { revision: event.revision, lastSentAt: sentAt, refreshSentAt: undefined } },
@@ -336,7 +336,7 @@ function cycleEnded(rules: ClaimRules, state: Held, event: CycleEnd): ClaimStep 
  * second time: the first failure that says the node may be configured, and from then on each
  * failure with the node not answering, for one claim lifetime from the first.
  */
-export function keepsClaim(rules: ClaimRules, memory: ClaimMemory, error: unknown, at: number): boolean {
+function keepsClaim(rules: ClaimRules, memory: ClaimMemory, error: unknown, at: number): boolean {
   const mayBeConfigured = error instanceof CycleError && error.nodeMayBeConfigured;
   if (memory.keptSince === undefined) return mayBeConfigured;
   if (!mayBeConfigured && !nodeDidNotAnswer(error)) return false;

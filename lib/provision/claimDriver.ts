@@ -33,8 +33,8 @@ type WriteEffect = Extract<ClaimEffect, { kind: 'write' }>;
  *   completing the output runs) waits for them to finish.
  * - The claim outlives its output: a last write or a delete (and the delete's retries) still runs
  *   after the outcome is emitted or the output unsubscribed, until the machine is `done`.
- * - A throw while stepping (a hook that throws) errors the output once; the claim then stops where
- *   it is, and is left in the bucket to age out.
+ * - A throw while stepping (a hook that throws) errors the output once: the claim then stops where
+ *   it is, its lease let go, and is left in the bucket to age out.
  */
 export function driveClaim(claim: ClaimDriving): Observable<CycleOutcome> {
   const { rules, scheduler, hooks, leases } = claim;
@@ -43,16 +43,20 @@ export function driveClaim(claim: ClaimDriving): Observable<CycleOutcome> {
     let state: ClaimState = IDLE_CLAIM;
     const inbox: ClaimEvent[] = [];
     let stepping = false;
+    // Whether the lease is taken, for the one exit the machine does not decide (a throw).
+    let holding = false;
     const work = new ClaimWork(claim, (input) => dispatch(input));
     const perform = (effect: ClaimEffect): void => {
       switch (effect.kind) {
         case 'hold':
+          holding = true;
           return leases.hold(identity, effect.sentAt);
         case 'confirm':
           return leases.confirm(identity, effect.sentAt);
         case 'unconfirm':
           return leases.unconfirm(identity);
         case 'letGo':
+          holding = false;
           return leases.letGo(identity);
         case 'won':
           return hooks.won?.(identity);
@@ -87,6 +91,7 @@ export function driveClaim(claim: ClaimDriving): Observable<CycleOutcome> {
         state = { phase: 'done' };
         inbox.length = 0;
         work.perform({ kind: 'stop' });
+        if (holding) perform({ kind: 'letGo' });
         subscriber.error(error);
       } finally {
         stepping = false;

@@ -20,6 +20,10 @@ export type { ClaimHooks, NodeClaimsOptions } from './claimOptions';
  * revision on the stream leader, so a server cut off from the others (the minority side of a
  * partition) can never hand out a claim. Nothing is ever read to decide a claim.
  *
+ * Each ticket's claim is the state machine of claimMachine.ts (`stepClaim`, tabled in
+ * docs/provisioner/high-availability.md), carried out by claimDriver.ts; the claims held are
+ * {@link ClaimLeases}, which the attempt boundary reads.
+ *
  * Guarantees, for {@link around}:
  * - A sighting older than the claims' lifetime is refused before claiming (as a stale sighting,
  *   step `stale`): a node another instance finished since then may already have lost its claim.
@@ -55,7 +59,7 @@ export type { ClaimHooks, NodeClaimsOptions } from './claimOptions';
  *   once so another instance (or the next sighting) may take the node, unless the node may hold
  *   this instance's configuration (above). A delete the bucket cannot take is tried again every
  *   `retryMs` until it can be, the claim would have aged out, or the store is closed.
- * - A store failure never throws past the stage.
+ * - A store failure never throws past the stage; a hook that throws errors the stage's output once.
  */
 export class NodeClaims implements ClaimStage {
   private readonly scheduler: SchedulerLike;

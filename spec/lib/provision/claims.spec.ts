@@ -416,6 +416,41 @@ describe('NodeClaims: a cycle under a claim in a KV bucket (virtual time)', () =
     });
   });
 
+  it('a hook that throws errors the stage once: the cycle stops (or never starts), the lease is let go and the claim left to age out', () => {
+    const scheduler = newScheduler();
+    scheduler.run(({ cold, expectObservable, expectSubscriptions, flush }) => {
+      const bucket = new MemoryClaimBucket({ ttlMs: 30, now: () => scheduler.now() });
+      const broke = new Error('the hook broke');
+      const held: number[] = [];
+      const claims = new NodeClaims({
+        store: bucket.store(),
+        owner: OWNER,
+        ttlMs: 30,
+        scheduler,
+        hooks: {
+          held: (n) => held.push(n),
+          won: (node) => {
+            if (node === 'n1') throw broke;
+          },
+          kept: () => {
+            throw broke;
+          },
+        },
+      });
+      const never = cold('-d', { d: provisioned });
+      expectObservable(claims.around(ticket('n1'), () => never)).toBe('#', undefined, broke);
+      expectSubscriptions(never.subscriptions).toBe([]);
+      const mayBeConfigured = workFailed(new CycleError('n2', 'configure', 'unanswered', { nodeMayBeConfigured: true })) as CycleOutcome;
+      const failing = cold('--f', { f: mayBeConfigured });
+      expectObservable(claims.around(ticket('n2'), () => failing)).toBe('--#', undefined, broke);
+      expectSubscriptions(failing.subscriptions).toBe('^-!');
+      flush();
+      expect(held).toEqual([1, 0, 1, 0]);
+      expect(claims.held).toBe(0);
+      expect([bucket.holder('n1'), bucket.holder('n2')]).toEqual([OWNER, OWNER]);
+    });
+  });
+
   it('unsubscribing before the cycle ends deletes the claim at once', () => {
     const scheduler = newScheduler();
     scheduler.run(({ cold, expectObservable, flush }) => {

@@ -37,61 +37,31 @@ type WriteEffect = Extract<ClaimEffect, { kind: 'write' }>;
  *   it is, its lease let go, and is left in the bucket to age out.
  */
 export function driveClaim(claim: ClaimDriving): Observable<CycleOutcome> {
-  const { rules, scheduler, hooks, leases } = claim;
-  const { identity } = rules;
   return new Observable<CycleOutcome>((subscriber) => {
     let state: ClaimState = IDLE_CLAIM;
     const inbox: ClaimEvent[] = [];
     let stepping = false;
-    // Whether the lease is taken, for the one exit the machine does not decide (a throw).
-    let holding = false;
     const work = new ClaimWork(claim, (input) => dispatch(input));
     const perform = (effect: ClaimEffect): void => {
-      switch (effect.kind) {
-        case 'hold':
-          holding = true;
-          return leases.hold(identity, effect.sentAt);
-        case 'confirm':
-          return leases.confirm(identity, effect.sentAt);
-        case 'unconfirm':
-          return leases.unconfirm(identity);
-        case 'letGo':
-          holding = false;
-          return leases.letGo(identity);
-        case 'won':
-          return hooks.won?.(identity);
-        case 'lost':
-          return hooks.lost?.(identity);
-        case 'lapsed':
-          return hooks.lapsed?.(identity, effect.why);
-        case 'kept':
-          return hooks.kept?.(identity, effect.error);
-        case 'failed':
-          return hooks.failed?.(effect.operation, identity, effect.error, effect.first);
-        case 'finish':
-          if (effect.outcome !== undefined) subscriber.next(effect.outcome);
-          return subscriber.complete();
-        case 'fail':
-          return subscriber.error(effect.error);
-        default:
-          return work.perform(effect);
-      }
+      if (effect.kind === 'fail') return subscriber.error(effect.error);
+      if (effect.kind !== 'finish') return work.perform(effect);
+      if (effect.outcome !== undefined) subscriber.next(effect.outcome);
+      subscriber.complete();
     };
     const dispatch = (input: ClaimInput): void => {
-      inbox.push({ ...input, at: scheduler.now() });
+      inbox.push({ ...input, at: claim.scheduler.now() });
       if (stepping) return;
       stepping = true;
       try {
         for (let event = inbox.shift(); event !== undefined; event = inbox.shift()) {
-          const step = stepClaim(rules, state, event);
+          const step = stepClaim(claim.rules, state, event);
           state = step.state;
           for (const effect of step.effects) perform(effect);
         }
       } catch (error) {
         state = { phase: 'done' };
         inbox.length = 0;
-        work.perform({ kind: 'stop' });
-        if (holding) perform({ kind: 'letGo' });
+        work.abandon();
         subscriber.error(error);
       } finally {
         stepping = false;
@@ -102,18 +72,27 @@ export function driveClaim(claim: ClaimDriving): Observable<CycleOutcome> {
   });
 }
 
-/** What a claim has going: its cycle, its timers (one of each) and its write in flight (one). */
+type WorkEffect = Exclude<ClaimEffect, { kind: 'finish' | 'fail' }>;
+
+/**
+ * What a claim does besides its output: its writes (one in flight), its timers (one of each), its
+ * cycle's runs, its lease and its hooks.
+ */
 class ClaimWork {
   private run: Subscription | undefined;
   private write: Subscription | undefined;
   private readonly timers = new Map<ClaimTimer, Subscription>();
+  // Whether the lease is taken, for the one exit the machine does not decide (a throw).
+  private holding = false;
 
   constructor(
     private readonly claim: ClaimDriving,
     private readonly dispatch: (input: ClaimInput) => void,
   ) {}
 
-  perform(effect: Extract<ClaimEffect, { kind: 'write' | 'arm' | 'disarm' | 'runCycle' | 'stopCycle' | 'stop' }>): void {
+  perform(effect: WorkEffect): void {
+    const { leases, hooks, rules } = this.claim;
+    const { identity } = rules;
     switch (effect.kind) {
       case 'write':
         return this.startWrite(effect);
@@ -135,7 +114,33 @@ class ClaimWork {
         this.write?.unsubscribe();
         for (const timer of [...this.timers.keys()]) this.disarm(timer);
         return;
+      case 'hold':
+        this.holding = true;
+        return leases.hold(identity, effect.sentAt);
+      case 'confirm':
+        return leases.confirm(identity, effect.sentAt);
+      case 'unconfirm':
+        return leases.unconfirm(identity);
+      case 'letGo':
+        this.holding = false;
+        return leases.letGo(identity);
+      case 'won':
+        return hooks.won?.(identity);
+      case 'lost':
+        return hooks.lost?.(identity);
+      case 'lapsed':
+        return hooks.lapsed?.(identity, effect.why);
+      case 'kept':
+        return hooks.kept?.(identity, effect.error);
+      case 'failed':
+        return hooks.failed?.(effect.operation, identity, effect.error, effect.first);
     }
+  }
+
+  /** Everything stopped where it is and the lease let go: what a throw leaves behind. */
+  abandon(): void {
+    this.perform({ kind: 'stop' });
+    if (this.holding) this.perform({ kind: 'letGo' });
   }
 
   private arm(timer: ClaimTimer, ms: number): void {

@@ -125,7 +125,7 @@ class ClaimWork {
         this.holding = false;
         return leases.letGo(identity);
       case 'won':
-        return hooks.won?.(identity);
+        return hooks.won?.(identity, effect.revision);
       case 'lost':
         return hooks.lost?.(identity);
       case 'lapsed':

@@ -128,7 +128,8 @@ export type ClaimEffect =
   | { readonly kind: 'unconfirm' }
   /** The lease is dropped and no longer counted as held. */
   | { readonly kind: 'letGo' }
-  | { readonly kind: 'won' }
+  /** The claim was won, written at `revision`. */
+  | { readonly kind: 'won'; readonly revision: number }
   | { readonly kind: 'lost' }
   | { readonly kind: 'lapsed'; readonly why: string }
   | { readonly kind: 'kept'; readonly error: unknown }
@@ -228,7 +229,7 @@ function claiming(rules: ClaimRules, state: Extract<ClaimState, { phase: 'claimi
       return go(
         { phase: 'running', memory, lease: { revision: event.revision, lastSentAt: sentAt, refreshSentAt: undefined } },
         { kind: 'hold', sentAt },
-        { kind: 'won' },
+        { kind: 'won', revision: event.revision },
         arm('deadline', sentAt + rules.ttlMs - event.at),
         arm('refresh', rules.refreshMs),
         { kind: 'runCycle' },

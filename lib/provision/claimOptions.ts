@@ -3,7 +3,8 @@ import type { ClaimStore } from './claimStore';
 
 /** What the claim stage reports, for metrics and logs. */
 export interface ClaimHooks {
-  won?(identity: string): void;
+  /** A claim on the node was written at `revision`: its cycle runs. */
+  won?(identity: string, revision: number): void;
   /** Another instance holds the node: its cycle was not run. */
   lost?(identity: string): void;
   /** A claim held through a cycle was lost (taken, or not refreshed within its lifetime): the cycle was stopped. */

@@ -45,18 +45,29 @@ describe('NodeClaims: a cycle under a claim in a KV bucket (virtual time)', () =
       const bucket = new MemoryClaimBucket({ ttlMs: 30, now: () => scheduler.now() });
       const { hooks, log } = recording(() => scheduler.now());
       const held: number[] = [];
+      const revisions: number[] = [];
+      bucket.put('other', 'prov-b.example.net');
       const claims = new NodeClaims({
         store: bucket.store(),
         owner: OWNER,
         ttlMs: 30,
         scheduler,
-        hooks: { ...hooks, held: (n) => held.push(n) },
+        hooks: {
+          ...hooks,
+          held: (n) => held.push(n),
+          won: (node, revision) => {
+            hooks.won(node);
+            revisions.push(revision);
+          },
+        },
       });
       const cycle = cold('-----d', { d: provisioned });
       expectObservable(claims.around(ticket('n1'), () => cycle).pipe(map(said))).toBe('-----(d|)', { d: 'done:provisioned' });
       expectSubscriptions(cycle.subscriptions).toBe('^----!');
       flush();
       expect(log).toEqual(['0 won n1']);
+      // Won at the create's revision (the bucket's second write), for the cycle's record.
+      expect(revisions).toEqual([2]);
       expect(held).toEqual([1, 0]);
       // Written again at the end, so it lives 30 frames from frame 5.
       expect(bucket.holder('n1')).toBe(OWNER);

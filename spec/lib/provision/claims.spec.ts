@@ -45,18 +45,29 @@ describe('NodeClaims: a cycle under a claim in a KV bucket (virtual time)', () =
       const bucket = new MemoryClaimBucket({ ttlMs: 30, now: () => scheduler.now() });
       const { hooks, log } = recording(() => scheduler.now());
       const held: number[] = [];
+      const revisions: number[] = [];
+      bucket.put('other', 'prov-b.example.net');
       const claims = new NodeClaims({
         store: bucket.store(),
         owner: OWNER,
         ttlMs: 30,
         scheduler,
-        hooks: { ...hooks, held: (n) => held.push(n) },
+        hooks: {
+          ...hooks,
+          held: (n) => held.push(n),
+          won: (node, revision) => {
+            hooks.won(node);
+            revisions.push(revision);
+          },
+        },
       });
       const cycle = cold('-----d', { d: provisioned });
       expectObservable(claims.around(ticket('n1'), () => cycle).pipe(map(said))).toBe('-----(d|)', { d: 'done:provisioned' });
       expectSubscriptions(cycle.subscriptions).toBe('^----!');
       flush();
       expect(log).toEqual(['0 won n1']);
+      // Won at the create's revision (the bucket's second write), for the cycle's record.
+      expect(revisions).toEqual([2]);
       expect(held).toEqual([1, 0]);
       // Written again at the end, so it lives 30 frames from frame 5.
       expect(bucket.holder('n1')).toBe(OWNER);
@@ -413,6 +424,41 @@ describe('NodeClaims: a cycle under a claim in a KV bucket (virtual time)', () =
       // Tried at 2 and 7 (failed), at 12 deleted; n2 left to age out from its write at 0.
       expect(log).toEqual(['0 won n1', '2 release failed n1', '7 release failed n1']);
       expect(seen).toEqual([`11 ${OWNER} ${OWNER}`, `13 - ${OWNER}`]);
+    });
+  });
+
+  it('a hook that throws errors the stage once: the cycle stops (or never starts), the lease is let go and the claim left to age out', () => {
+    const scheduler = newScheduler();
+    scheduler.run(({ cold, expectObservable, expectSubscriptions, flush }) => {
+      const bucket = new MemoryClaimBucket({ ttlMs: 30, now: () => scheduler.now() });
+      const broke = new Error('the hook broke');
+      const held: number[] = [];
+      const claims = new NodeClaims({
+        store: bucket.store(),
+        owner: OWNER,
+        ttlMs: 30,
+        scheduler,
+        hooks: {
+          held: (n) => held.push(n),
+          won: (node) => {
+            if (node === 'n1') throw broke;
+          },
+          kept: () => {
+            throw broke;
+          },
+        },
+      });
+      const never = cold('-d', { d: provisioned });
+      expectObservable(claims.around(ticket('n1'), () => never)).toBe('#', undefined, broke);
+      expectSubscriptions(never.subscriptions).toBe([]);
+      const mayBeConfigured = workFailed(new CycleError('n2', 'configure', 'unanswered', { nodeMayBeConfigured: true })) as CycleOutcome;
+      const failing = cold('--f', { f: mayBeConfigured });
+      expectObservable(claims.around(ticket('n2'), () => failing)).toBe('--#', undefined, broke);
+      expectSubscriptions(failing.subscriptions).toBe('^-!');
+      flush();
+      expect(held).toEqual([1, 0, 1, 0]);
+      expect(claims.held).toBe(0);
+      expect([bucket.holder('n1'), bucket.holder('n2')]).toEqual([OWNER, OWNER]);
     });
   });
 

@@ -26,9 +26,9 @@ import { IncusStreamItem } from '../../incus/api';
 import { Archive } from './Archive';
 import { DecodeStreamConfig, decodeStream } from './decodeStream';
 import { EnrichedEvent, withDropped } from '../model/event';
-import { Answer, LineEntry } from './lineEntry';
+import { Answer, LineEntry } from '../owner/lineEntry';
 import { EnricherMetrics } from '../metrics/metrics';
-import type { OwnerInput } from '../owner/ownerParts';
+import type { OwnerInput } from '../owner/fleetOwner';
 import { RoundFeedConfig, roundFeed } from '../rounds/roundFeed';
 import { WantedTable } from '../model/wanted';
 

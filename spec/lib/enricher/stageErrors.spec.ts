@@ -5,7 +5,7 @@ import { Archive } from '../../../lib/enricher/pipeline/Archive';
 import { createEnricher } from '../../../lib/enricher/pipeline/createEnricher';
 import { EnrichedEvent, newEvent } from '../../../lib/enricher/model/event';
 import { EnricherMetrics } from '../../../lib/enricher/metrics/metrics';
-import { OwnerInput } from '../../../lib/enricher/owner/ownerParts';
+import { OwnerInput } from '../../../lib/enricher/owner/fleetOwner';
 import { archiveFilter, debounceSubjects } from '../../../lib/enricher/pipeline/stages';
 import { WantedTable, daemonWanted } from '../../../lib/enricher/model/wanted';
 import { FakeIncus } from '../../helpers/FakeIncus';

@@ -70,7 +70,7 @@ describe('the import graph', () => {
 
   it('is read off the source: the enricher pipeline imports its owner, the owner its parts', () => {
     expect(graph.get('lib/enricher/pipeline/createEnricher.ts')).toContain('lib/enricher/owner/fleetOwner.ts');
-    expect(graph.get('lib/enricher/owner/fleetOwner.ts')).toContain('lib/enricher/owner/ownerParts.ts');
+    expect(graph.get('lib/enricher/owner/fleetOwner.ts')).toContain('lib/enricher/owner/landings.ts');
     expect(
       circles(
         new Map([

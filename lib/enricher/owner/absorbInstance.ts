@@ -3,11 +3,11 @@
  * repair): what the answer means for the model and what the instance is owed next are decided
  * together, so two paths can never come to different conclusions about the same answer.
  */
-import type { ReadResult } from '@rxfleet/operators';
 import { awaitingAddress, distillInstance, isIncomplete, NetworkLookup } from '../model/distillInstance';
 import { isNotFound } from '../reads/observableReader';
 import { InstanceRecord } from '../model/records';
-import { InstanceRead, Stamped } from '../reads/readRequests';
+import { Stamped } from '../reads/readRequests';
+import { InstanceResult } from './requests';
 import { InstanceAnswer } from '../reads/readInstance';
 
 /** What an instance read comes to. */
@@ -41,7 +41,7 @@ export interface AbsorbOptions {
 }
 
 /** What the answer to an instance read means, without changing anything. */
-export function absorbInstance(result: ReadResult<InstanceRead, string, Stamped>, options: AbsorbOptions): Absorbed {
+export function absorbInstance(result: InstanceResult, options: AbsorbOptions): Absorbed {
   if (result.status === 'cancelled') return { kind: 'failed' };
   if (result.status === 'failed') return isNotFound(result.error) ? { kind: 'gone' } : { kind: 'failed', error: result.error };
   const { answer, readAt } = result.value as Stamped<InstanceAnswer>;

@@ -2,7 +2,7 @@
  * Instance reads that wait before they are asked for: held while the model is cold, parked while
  * their project's configuration is on its way.
  */
-import { InstanceRead } from '../reads/readRequests';
+import { InstanceRead } from './requests';
 
 /**
  * Reads not yet asked for, and why.

@@ -1,19 +1,42 @@
 /**
- * What the owner does when a read lands: absorb the answer into the model, decide what the subject
- * is owed next, and answer every event that waited on the read.
+ * A read landed, as pure functions of the owner's view and the read's result: what the answer
+ * changes in the model, what the subject is owed next, and the answer of every event that waited
+ * on the read. The owner's apply carries the decision out; nothing here reads Incus or changes
+ * anything.
  */
-import type { ReadResult } from '@rxfleet/operators';
-import { IncusNetwork, IncusProject } from '../../incus/api';
 import { absorbInstance } from './absorbInstance';
-import { READ_FAILED, withFailed, withInstance, withNetwork } from '../model/event';
-import type { Owner } from './ownerParts';
-import { isNotFound } from '../reads/observableReader';
-import { ProjectOutcome } from '../rounds/round';
-import { InstanceRead, NetworkRead, ProjectRead, Stamped } from '../reads/readRequests';
-import { networkRecord } from '../model/records';
-import { attachProject, servedNow } from './route';
+import { EnrichedEvent, READ_FAILED, withFailed, withInstance, withNetwork } from '../model/event';
+import { InstanceKey } from '../model/FleetModel';
+import { networkRecord, networksEqual, configsEqual } from '../model/records';
 import { servedByConfig } from '../model/servedProjects';
 import { Enrichment, wants } from '../model/wanted';
+import { isNotFound } from '../reads/observableReader';
+import { ProjectOutcome } from '../rounds/round';
+import { Answer } from './lineEntry';
+import { Decision, Effect, NOTHING, Settlement } from './effects';
+import { OwnerView } from './ownerState';
+import { AnyResult, InstanceRead, InstanceResult, NetworkResult, ProjectResult } from './requests';
+import { attachProject, servedNow } from './route';
+
+/** What a read landing comes to, whatever its kind. */
+export function landRead(view: OwnerView, result: AnyResult): Decision {
+  const lead = result.requests[0];
+  if (lead === undefined) return NOTHING;
+  if (lead.kind === 'instance') return landInstance(view, result as InstanceResult);
+  if (lead.kind === 'network') return landNetwork(view, result as NetworkResult);
+  return landProject(view, result as ProjectResult);
+}
+
+/** The answers for the reads that hold a place in the line (an invented event's read has none). */
+function placesOf<R extends { readonly entry?: Settlement['entry'] }>(reads: readonly R[], answer: (read: R) => Answer): Settlement[] {
+  const settlements: Settlement[] = [];
+  for (const read of reads) if (read.entry !== undefined) settlements.push({ entry: read.entry, answer: answer(read) });
+  return settlements;
+}
+
+const bare = (read: { readonly event: EnrichedEvent }): Answer => ({ event: read.event });
+const failed = (read: { readonly event: EnrichedEvent }): Answer => ({ event: withFailed(read.event, READ_FAILED) });
+const bySeq = (a: { seq: number }, b: { seq: number }): number => a.seq - b.seq;
 
 /**
  * An instance read landed. Reads asked for before a delete of the key are stale (E7): their events
@@ -21,142 +44,185 @@ import { Enrichment, wants } from '../model/wanted';
  * event that waited is answered in arrival order: failed, bare, or with the instance; then each
  * invented event (a fan-out, a repair) joins the back of the line with what was found. Whether an
  * answer is news, and whether it is older than one already released, is the archive's call, in
- * release order.
+ * release order. `afterNetworkRead`: this answer waited on a read of a network it found missing.
  */
-export function landInstance(owner: Owner, result: ReadResult<InstanceRead, string, Stamped>, afterNetworkRead = false): void {
-  const { model, repairs, config, view } = owner;
-  const reads = [...result.requests].sort((a, b) => a.seq - b.seq);
-  const { key } = result;
-  const { project, name } = reads[0];
-  const deletedAt = owner.deletedAt.get(key) ?? -1;
-  for (const read of reads) if (read.seq < deletedAt) read.entry?.settle({ event: read.event });
+export function landInstance(view: OwnerView, result: InstanceResult, afterNetworkRead = false): Decision {
+  const reads = [...result.requests].sort(bySeq);
+  const deletedAt = view.deletedAt.get(result.key) ?? -1;
+  const stale = placesOf(
+    reads.filter((read) => read.seq < deletedAt),
+    bare,
+  );
   const current = reads.filter((read) => read.seq > deletedAt);
-  if (result.status === 'cancelled' || current.length === 0) {
-    for (const read of current) read.entry?.settle({ event: read.event });
-    return;
-  }
-  if (servedNow(view, project) === false) {
-    for (const read of current) read.entry?.settle({ event: read.event, unservedProject: true });
-    return;
-  }
-  const absorbed = absorbInstance(result, { lookup: (p, n) => model.resolveNetwork(p, n), configExclude: config.configExclude });
-  switch (absorbed.kind) {
+  const decided =
+    result.status === 'cancelled' || current.length === 0
+      ? { effects: NOTHING.effects, settlements: placesOf(current, bare) }
+      : absorbed(view, result, current, afterNetworkRead);
+  return stale.length === 0 ? decided : { effects: decided.effects, settlements: [...stale, ...decided.settlements] };
+}
+
+// The answer of reads still current, absorbed once (`absorbInstance.ts`).
+function absorbed(view: OwnerView, result: InstanceResult, current: readonly InstanceRead[], afterNetworkRead: boolean): Decision {
+  const { key } = result;
+  const { project, name } = current[0];
+  if (servedNow(view, project) === false)
+    return { effects: [], settlements: placesOf(current, (read) => ({ ...bare(read), unservedProject: true })) };
+  const answer = absorbInstance(result, { lookup: (p, n) => view.model.resolveNetwork(p, n), configExclude: view.configExclude });
+  switch (answer.kind) {
     case 'failed':
-      config.logger.debug({ project, name, err: absorbed.error }, 'instance read failed: reading it again soon');
-      repairs.failed(key);
-      for (const read of current) read.entry?.settle({ event: withFailed(read.event, READ_FAILED) });
-      return;
+      return {
+        effects: [debug({ project, name, err: answer.error }, 'instance read failed: reading it again soon'), owe(key, 'repair')],
+        settlements: placesOf(current, failed),
+      };
     case 'incomplete':
-      if (!afterNetworkRead) {
-        // A wire nothing has read (a certificate that may not list its networks never lists it):
-        // read it by name, in the instance's project, and land this answer again once it is in,
-        // so the events go out at once with what the read found rather than after a repair.
-        config.logger.debug({ project, name, network: absorbed.network }, 'instance on a network not read yet: reading the network first');
-        const then = (): void => landInstance(owner, result, true);
-        owner.readNetwork(project, model.networkOwner(project), absorbed.network, { fanOut: 'if-changed', then });
-        return;
-      }
-      // The network could not be read (or a second one is missing): fail, and read both again.
-      config.logger.debug({ project, name, network: absorbed.network }, 'instance on a network not read yet: reading both again');
-      owner.readNetwork(project, model.networkOwner(project), absorbed.network, { fanOut: 'if-changed' });
-      repairs.failed(key);
-      for (const read of current) read.entry?.settle({ event: withFailed(read.event, READ_FAILED) });
-      return;
+      return missingNetwork(view, result, current, answer.network, afterNetworkRead);
     case 'gone':
-      repairs.forget(key);
-      for (const read of current) read.entry?.settle({ event: read.event });
-      return;
+      return { effects: [owe(key, 'nothing')], settlements: placesOf(current, bare) };
     case 'unserved':
-      model.deleteInstance(project, name);
-      repairs.forget(key);
-      for (const read of current) {
-        if (read.entry !== undefined) read.entry.settle({ event: read.event, unserved: true });
-      }
-      for (const read of current) if (read.entry === undefined) owner.push({ event: read.event, unserved: true });
-      return;
-    case 'stored': {
-      model.setInstance(project, name, absorbed.record);
-      if (absorbed.awaitingAddress) repairs.awaitingAddress(key);
-      else repairs.good(key);
-      const answer = (read: InstanceRead) => ({
-        event: attachProject(view, withInstance(read.event, absorbed.record)),
-        readAt: absorbed.readAt,
-      });
-      for (const read of current) read.entry?.settle(answer(read));
-      // Invented events have no place to keep: they join the back of the line, behind the real
-      // events of the same read, so a live event and a fan-out on one key stay one event.
-      for (const read of current) if (read.entry === undefined) owner.push(answer(read));
-      return;
-    }
+      return {
+        effects: [{ kind: 'drop-instance', project, name }, owe(key, 'nothing')],
+        settlements: answers(current, (read) => ({ ...bare(read), unserved: true })),
+      };
+    case 'stored':
+      return {
+        effects: [{ kind: 'store-instance', project, name, record: answer.record }, owe(key, answer.awaitingAddress ? 'address' : 'ttl')],
+        settlements: answers(current, (read) => ({
+          event: attachProject(view, withInstance(read.event, answer.record)),
+          readAt: answer.readAt,
+        })),
+      };
   }
+}
+
+const owe = (key: string, what: 'repair' | 'address' | 'ttl' | 'nothing'): Effect => ({ kind: 'owe', key, what });
+const debug = (fields: Record<string, unknown>, message: string): Effect => ({ kind: 'log', level: 'debug', fields, message });
+
+/**
+ * An instance sits on a network the model does not hold (a certificate that may not list its
+ * networks never lists it). The first time, the network is read by name, in the instance's
+ * project, and this answer lands again once it is in, so the events go out at once with what the
+ * read found rather than after a repair; the events wait meanwhile. After that read (the network
+ * could not be read, or a second one is missing): the events fail, and both are read again.
+ */
+function missingNetwork(
+  view: OwnerView,
+  result: InstanceResult,
+  current: readonly InstanceRead[],
+  network: string,
+  afterNetworkRead: boolean,
+): Decision {
+  const { project, name } = current[0];
+  const read = { kind: 'read-network', project, owner: view.model.networkOwner(project), name: network, fanOut: 'if-changed' } as const;
+  if (!afterNetworkRead)
+    return {
+      effects: [
+        debug({ project, name, network }, 'instance on a network not read yet: reading the network first'),
+        { ...read, followUp: result },
+      ],
+      settlements: [],
+    };
+  return {
+    effects: [debug({ project, name, network }, 'instance on a network not read yet: reading both again'), read, owe(result.key, 'repair')],
+    settlements: placesOf(current, failed),
+  };
+}
+
+// Every event's answer: those with a place first, in arrival order; then the invented ones join
+// the back of the line, behind the real events of the same read, so a live event and a fan-out on
+// one key stay one event.
+function answers(reads: readonly InstanceRead[], answer: (read: InstanceRead) => Answer): Settlement[] {
+  const settlements = placesOf(reads, answer);
+  for (const read of reads) if (read.entry === undefined) settlements.push({ answer: answer(read) });
+  return settlements;
 }
 
 /**
  * A network read landed: it patches the wire (a gone one is forgotten, and what sat on it read
  * again), answers the events that waited for it (E8), and re-reads every instance on it when
  * the event asked for that or the wire changed (a round's read that found nothing new has nothing
- * to re-read).
+ * to re-read). Each round that asked is told, and each instance answer that waited on the wire
+ * lands again.
  */
-export function landNetwork(owner: Owner, result: ReadResult<NetworkRead, string, Stamped<IncusNetwork>>): void {
-  const { model, view, config } = owner;
-  const reads = [...result.requests].sort((a, b) => a.seq - b.seq);
-  const { owner: networkOwner, name } = reads[0];
-  for (const read of reads) if (read.round !== undefined && !read.round.abandoned) read.round.networkLanded();
+export function landNetwork(view: OwnerView, result: NetworkResult): Decision {
+  const reads = [...result.requests].sort(bySeq);
+  const { owner, name } = reads[0];
+  const effects: Effect[] = [];
+  for (const read of reads)
+    if (read.round !== undefined && !read.round.abandoned) effects.push({ kind: 'tell-round', round: read.round, landed: 'network' });
+  const waiting = reads.filter((read): read is typeof read & { event: EnrichedEvent } => read.event !== undefined);
+  let settlements: Settlement[];
   if (result.status !== 'answered') {
     const gone = result.status === 'failed' && isNotFound(result.error);
-    if (gone) owner.apply({ kind: 'forget-network', owner: networkOwner, name });
-    else if (result.status === 'failed') config.logger.debug({ owner: networkOwner, name, err: result.error }, 'network read failed');
-    for (const read of reads)
-      if (read.event !== undefined) read.entry?.settle({ event: gone ? read.event : withFailed(read.event, READ_FAILED) });
-    for (const read of reads) read.then?.();
-    return;
+    if (gone) effects.push({ kind: 'forget-network', owner, name });
+    else if (result.status === 'failed')
+      effects.push({ kind: 'log', level: 'debug', fields: { owner, name, err: result.error }, message: 'network read failed' });
+    settlements = placesOf(waiting, gone ? bare : failed);
+  } else {
+    const record = networkRecord(result.value.answer, owner);
+    const changed = !networksEqual(view.model.network(record.project, record.name), record);
+    effects.push({ kind: 'store-network', record });
+    settlements = placesOf(waiting, (read) => ({ event: attachProject(view, withNetwork(read.event, record)) }));
+    if (changed || reads.some((read) => read.fanOut === 'always'))
+      effects.push(fanOut(view.model.instancesOn(record.project, record.name)));
   }
-  const record = networkRecord(result.value.answer, networkOwner);
-  const changed = model.setNetwork(record);
-  for (const read of reads)
-    if (read.event !== undefined) read.entry?.settle({ event: attachProject(view, withNetwork(read.event, record)) });
-  if (reads.some((read) => read.fanOut === 'always') || changed) owner.fanOut(model.instancesOn(record.project, record.name), 'fan-out');
-  for (const read of reads) read.then?.();
+  for (const read of reads) if (read.followUp !== undefined) effects.push({ kind: 'land-instance', result: read.followUp });
+  return { effects, settlements };
 }
+
+const fanOut = (instances: readonly InstanceKey[]): Effect => ({ kind: 'fan-out', instances });
 
 /**
  * A project read landed: a project not served takes its instances out (E4) and drops what waits
  * on it (E6); a served one stores its configuration, releases the reads parked on it, and, when
  * its labels changed, re-reads its instances so each says so again. A project that is gone is
- * pruned; a read that failed changes nothing (a project is never pruned on a failed read).
+ * pruned; a read that failed changes nothing (a project is never pruned on a failed read). Each
+ * round that asked is told how it ended.
  */
-export function landProject(owner: Owner, result: ReadResult<ProjectRead, string, Stamped<IncusProject>>): void {
-  const { model, config } = owner;
-  const name = result.requests[0].name;
-  owner.projectReads.delete(name);
+export function landProject(view: OwnerView, result: ProjectResult): Decision {
+  const project = result.requests[0].name;
+  const effects: Effect[] = [{ kind: 'project-read-landed', project }];
   let outcome: ProjectOutcome;
   if (result.status === 'answered') {
-    const configuration = result.value.answer.config ?? {};
-    if (!servedByConfig(config.projects, name, configuration)) {
-      owner.projectUnserved(name);
+    const config = result.value.answer.config ?? {};
+    if (!servedByConfig(view.projects, project, config)) {
+      effects.push(...projectUnserved(view, project));
       outcome = { status: 'unserved' };
     } else {
-      owner.unserved.delete(name);
-      const hadInstances = model.instanceNames(name);
-      const changed = model.setProjectConfig(name, configuration);
-      owner.readParked(name);
-      if (changed && wants(config.wanted, 'instance-updated', Enrichment.project)) {
-        owner.fanOut(
-          hadInstances.map((n) => ({ project: name, name: n })),
-          'fan-out',
-        );
-      }
-      outcome = { status: 'served', config: configuration };
+      effects.push({ kind: 'project-served', project, config }, { kind: 'parked', project, go: 'read' });
+      const changed = !configsEqual(view.model.projectConfig(project), config);
+      if (changed && wants(view.wanted, 'instance-updated', Enrichment.project))
+        effects.push(fanOut(view.model.instanceNames(project).map((name) => ({ project, name }))));
+      outcome = { status: 'served', config };
     }
   } else if (result.status === 'failed' && isNotFound(result.error)) {
-    owner.pruneProject(name);
-    owner.readParked(name);
+    effects.push({ kind: 'prune-project', project }, { kind: 'parked', project, go: 'read' });
     outcome = { status: 'gone' };
   } else {
-    config.logger.debug({ project: name, err: result.status === 'failed' ? result.error : 'cancelled' }, 'project read failed');
-    owner.readParked(name);
-    outcome = { status: 'failed', config: model.projectConfig(name) };
+    const err = result.status === 'failed' ? result.error : 'cancelled';
+    effects.push(
+      { kind: 'log', level: 'debug', fields: { project, err }, message: 'project read failed' },
+      { kind: 'parked', project, go: 'read' },
+    );
+    outcome = { status: 'failed', config: view.model.projectConfig(project) };
   }
-  for (const read of result.requests) if (read.round !== undefined && !read.round.abandoned) read.round.projectLanded(name, outcome);
-  owner.maybeWarm();
+  for (const read of result.requests)
+    if (read.round !== undefined && !read.round.abandoned)
+      effects.push({ kind: 'tell-round', round: read.round, landed: 'project', project, outcome });
+  return { effects, settlements: [] };
+}
+
+/**
+ * A project known not to be served from now on (E6): one that was served and is held takes its
+ * instances out, each announced as a delete (E4); the reads parked on it go nowhere.
+ */
+export function projectUnserved(view: OwnerView, project: string): Effect[] {
+  const effects: Effect[] = [{ kind: 'project-unserved', project }];
+  if (!view.unserved.has(project) && view.model.hasProject(project)) {
+    effects.push(
+      { kind: 'log', level: 'info', fields: { project }, message: 'project no longer served: its instances leave as deletes' },
+      { kind: 'prune-project', project },
+    );
+  }
+  effects.push({ kind: 'parked', project, go: 'nowhere' });
+  return effects;
 }

@@ -1,13 +1,15 @@
 /**
  * Routing (§3.3 of the reference, in order), as pure functions of an event and what the model
- * holds: what the event needs read, what it changes, and how it takes its place in the line. The
- * owner carries the route out; nothing here reads Incus or changes anything.
+ * holds: what the event needs read, what it changes ({@link Effect}s of the kinds an event sets
+ * going), and how it takes its place in the line. The owner carries the route out; nothing here
+ * reads Incus or changes anything.
  */
 import { EnrichedEvent, withProject } from '../model/event';
-import { FleetModel, InstanceKey } from '../model/FleetModel';
+import { FleetModel } from '../model/FleetModel';
 import { InstancesServed, servesByName } from '../model/instancesServed';
 import { ProjectsServed, servedByConfig, servedByName } from '../model/servedProjects';
 import { Enrichment, WantedTable, wants } from '../model/wanted';
+import { Effect } from './effects';
 
 /** What routing looks at. */
 export interface RouteView {
@@ -18,18 +20,6 @@ export interface RouteView {
   /** Projects a read found not served (E6). */
   readonly unserved: ReadonlySet<string>;
 }
-
-/** Something an event changes or sets going, carried out in order before it takes its place. */
-export type Effect =
-  /** A delete deletes: the instance leaves the model, its reads and repairs are cancelled (E7). */
-  | { readonly kind: 'forget-instance'; readonly project: string; readonly name: string }
-  /** The wire leaves the model and every instance that sat on it is read again. */
-  | { readonly kind: 'forget-network'; readonly owner: string; readonly name: string }
-  /** The project and its instances leave, each announced as a delete (E4). */
-  | { readonly kind: 'prune-project'; readonly project: string }
-  | { readonly kind: 'read-project'; readonly project: string }
-  /** Read these instances again for events of the enricher's own (origin `fan-out`). */
-  | { readonly kind: 'fan-out'; readonly instances: readonly InstanceKey[] };
 
 /** How an event goes on. */
 export type Place =

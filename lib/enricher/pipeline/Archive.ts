@@ -1,5 +1,5 @@
 import { EnrichedEvent, eventsEqual } from '../model/event';
-import { Answer } from './lineEntry';
+import { Answer } from '../owner/lineEntry';
 
 /** What the archive does with an answer leaving the line. */
 export type Verdict =

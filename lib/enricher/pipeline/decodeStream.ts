@@ -1,6 +1,7 @@
 /**
  * The listener's items as the enricher takes them: lifecycle events decoded against the wanted
- * table, connects and disconnects reported, everything malformed counted and logged (rate-limited).
+ * table, connects and disconnects marked in place, everything malformed counted and logged
+ * (rate-limited).
  */
 import { EMPTY, Observable, OperatorFunction, SchedulerLike, mergeMap, of } from 'rxjs';
 import { IncusStreamItem } from '../../incus/api';
@@ -17,13 +18,24 @@ export interface DecodeStreamConfig {
   readonly scheduler: SchedulerLike;
   readonly metrics: EnricherMetrics;
   readonly logger: Logger;
-  /** Told each time the event stream connects or disconnects. */
-  readonly onConnection: (connected: boolean) => void;
 }
 
 /**
+ * The event stream connected or disconnected, in its place among the events (upstream's
+ * `source/connected` and `source/disconnected`): the daemon's state and the chain's warmth are
+ * read off it downstream.
+ */
+export interface ConnectionMark {
+  readonly kind: 'connection';
+  readonly connected: boolean;
+}
+
+const CONNECTED: ConnectionMark = { kind: 'connection', connected: true };
+const DISCONNECTED: ConnectionMark = { kind: 'connection', connected: false };
+
+/**
  * The enricher events in the stream: a wanted, well-formed lifecycle event becomes an event of
- * origin `incus`; a connect or disconnect is reported to `onConnection`; an action nobody wants is
+ * origin `incus`; a connect or disconnect becomes a {@link ConnectionMark}; an action nobody wants is
  * counted as dropped (`unwanted`); a malformed frame, an event without an action, project or name,
  * or with a name no Incus object can have, and an item of an unknown kind are counted as malformed
  * (every one) and logged through a {@link RateLimitedLog} on `scheduler` (per kind of fault, the
@@ -31,10 +43,10 @@ export interface DecodeStreamConfig {
  * else is affected. A malformed frame is counted only: the listener (`incusEvents`) logs it, with
  * the same limit. Unsubscribing logs the summaries still pending.
  */
-export function decodeStream(config: DecodeStreamConfig): OperatorFunction<IncusStreamItem, EnrichedEvent> {
+export function decodeStream(config: DecodeStreamConfig): OperatorFunction<IncusStreamItem, EnrichedEvent | ConnectionMark> {
   const { scheduler, logger } = config;
   return (items$) =>
-    new Observable<EnrichedEvent>((subscriber) => {
+    new Observable<EnrichedEvent | ConnectionMark>((subscriber) => {
       // One per subscription, so its summary timers end with it.
       const badInput = new RateLimitedLog({ logger, scheduler });
       subscriber.add(items$.pipe(decodeItems(config, badInput)).subscribe(subscriber));
@@ -42,17 +54,18 @@ export function decodeStream(config: DecodeStreamConfig): OperatorFunction<Incus
     });
 }
 
-function decodeItems(config: DecodeStreamConfig, badInput: RateLimitedLog): OperatorFunction<IncusStreamItem, EnrichedEvent> {
-  const { wanted, scheduler, metrics, logger, onConnection } = config;
-  return mergeMap((item): Observable<EnrichedEvent> => {
+function decodeItems(
+  config: DecodeStreamConfig,
+  badInput: RateLimitedLog,
+): OperatorFunction<IncusStreamItem, EnrichedEvent | ConnectionMark> {
+  const { wanted, scheduler, metrics, logger } = config;
+  return mergeMap((item): Observable<EnrichedEvent | ConnectionMark> => {
     switch (item.kind) {
       case 'connected':
-        onConnection(true);
-        return EMPTY;
+        return of(CONNECTED);
       case 'disconnected':
         logger.warn({ reason: item.reason }, 'event stream disconnected');
-        onConnection(false);
-        return EMPTY;
+        return of(DISCONNECTED);
       case 'malformed':
         metrics.eventsMalformed.inc();
         return EMPTY;

@@ -1,16 +1,19 @@
 /**
  * The stages of the enricher's pipeline around its owner, each a small operator: the input (Incus
- * events merged with the rounds), the debounce, the ordered line, the archive.
+ * events merged with the rounds, the stream's end on an error), the debounce, the ordered line,
+ * the archive.
  */
 import {
+  EMPTY,
   MonoTypeOperatorFunction,
   Observable,
   OperatorFunction,
   SchedulerLike,
+  catchError,
   connect,
+  defer,
   endWith,
   filter,
-  identity,
   ignoreElements,
   map,
   merge,
@@ -19,33 +22,51 @@ import {
   take,
   takeUntil,
   tap,
-  withLatestFrom,
 } from 'rxjs';
 import { debounceByKey, releaseInOrder } from '@rxfleet/operators';
 import { IncusStreamItem } from '../../incus/api';
+import { Logger } from '../../logger';
 import { Archive } from './Archive';
-import { DecodeStreamConfig, decodeStream } from './decodeStream';
+import { ConnectionMark, DecodeStreamConfig, decodeStream } from './decodeStream';
 import { EnrichedEvent, withDropped } from '../model/event';
-import { Answer, LineEntry } from './lineEntry';
+import { Answer, LineEntry } from '../owner/lineEntry';
 import { EnricherMetrics } from '../metrics/metrics';
-import type { OwnerInput } from '../owner/ownerParts';
+import type { OwnerInput } from '../owner/fleetOwner';
 import { RoundFeedConfig, roundFeed } from '../rounds/roundFeed';
 import { WantedTable } from '../model/wanted';
 
+/**
+ * An error from the event stream is its end, not the enricher's failure: it is logged, and
+ * everything the enricher holds is handed on as after a drain.
+ */
+export function endOnStreamError(logger: Logger): MonoTypeOperatorFunction<IncusStreamItem> {
+  return catchError((error: unknown) => {
+    logger.error({ err: error }, 'the event stream failed: handing on what is held');
+    return EMPTY;
+  });
+}
+
 const isConnect = (item: IncusStreamItem): boolean => item.kind === 'connected';
 
+/** What the input stage hands on: the owner's input, with the stream's connects and disconnects marked in place. */
+export type EnricherInput = OwnerInput | ConnectionMark;
+
+/** Whether an input is a connect or a disconnect. */
+export const isConnectionMark = (input: EnricherInput): input is ConnectionMark => input.kind === 'connection';
+
 /**
- * The Incus events (decoded) merged with the rounds' names and signals. The rounds start at the
- * first connect, not at subscription, so round 1 is not abandoned a moment later by it; every later
- * connect runs a fast round at once. Completes when the stream does, rounds and all.
+ * The Incus events (decoded, connects and disconnects marked) merged with the rounds' names and
+ * signals. The rounds start at the first connect, not at subscription, so round 1 is not abandoned
+ * a moment later by it; every later connect runs a fast round at once. Completes when the stream
+ * does, rounds and all.
  */
 export function incusAndRounds(
   decode: DecodeStreamConfig,
   rounds: Omit<RoundFeedConfig, 'restart'>,
-): OperatorFunction<IncusStreamItem, OwnerInput> {
+): OperatorFunction<IncusStreamItem, EnricherInput> {
   return (stream$) =>
     stream$.pipe(
-      connect((shared$): Observable<OwnerInput> =>
+      connect((shared$): Observable<EnricherInput> =>
         merge(
           shared$.pipe(decodeStream(decode)),
           shared$.pipe(
@@ -66,6 +87,7 @@ interface Flush {
 }
 
 const isEvent = (input: OwnerInput | Flush): input is EnrichedEvent => 'action' in input;
+const isOwnerInput = (input: EnricherInput): input is OwnerInput => input.kind !== 'connection';
 // The kind is part of the key: an instance and a network of one name are two subjects.
 const subjectKey = (kind: string, project: string, name: string): string => `${kind}/${project}/${name}`;
 
@@ -74,12 +96,6 @@ export interface DebounceSubjectsConfig {
   /** Quiet that closes a burst; 0 turns debouncing off. */
   readonly window: number;
   readonly wanted: WantedTable;
-  /**
-   * Whether a round has ended since the stream last connected (upstream's "chain warm"), fed back
-   * from the owner's round ends downstream. It must replay its current value on subscription (a
-   * `BehaviorSubject`): an input is tagged with the latest value when it reaches the stage.
-   */
-  readonly warm$: Observable<boolean>;
   readonly metrics: EnricherMetrics;
   readonly scheduler: SchedulerLike;
 }
@@ -88,19 +104,55 @@ export interface DebounceSubjectsConfig {
 type Tagged = readonly [input: OwnerInput | Flush, warm: boolean];
 
 /**
+ * The chain (upstream's "chain warm"): warm once a round has ended well while the stream was
+ * connected, cold again at every disconnect. Both causes are in the input stage's own output (the
+ * marks, and the rounds' ends from `roundFeed`), so the debounce reads the warmth off its input:
+ * nothing downstream feeds it back.
+ */
+export interface Chain {
+  readonly connected: boolean;
+  readonly warm: boolean;
+}
+
+/** The chain before the stream first connects. */
+export const COLD_CHAIN: Chain = { connected: false, warm: false };
+
+/** The chain after `input`. */
+export function chainAfter(chain: Chain, input: EnricherInput): Chain {
+  if (input.kind === 'connection') return input.connected === chain.connected ? chain : { connected: input.connected, warm: false };
+  if (input.kind === 'round-end' && input.ok && chain.connected && !chain.warm) return { connected: true, warm: true };
+  return chain;
+}
+
+// Each input tagged with the chain's warmth as it came (per subscription); the marks end here.
+function tagWarmth(): OperatorFunction<EnricherInput, Tagged> {
+  return (input$) =>
+    defer(() => {
+      let chain = COLD_CHAIN;
+      return input$.pipe(
+        tap((input) => (chain = chainAfter(chain, input))),
+        filter(isOwnerInput),
+        map((input): Tagged => [input, chain.warm]),
+      );
+    });
+}
+
+/**
  * Collapses bursts per subject (`debounceByKey`): the first at once, the last after `window` of
  * quiet, the middles counted as dropped. Only a collapsible action from Incus collapses, and only
- * once a round has ended since the stream last connected (`warm$`): before that, what the stream
- * says may be all there is. Anything else closes its subject's window first, so it never overtakes
- * an older event about the same subject, and a rename closes the window of its old name too (the
- * old name is the same subject). The round's projects, networks and signals pass straight through.
- * Composed of rxjs operators and the kit's: a callback that throws errors the output.
+ * once a round has ended since the stream last connected ({@link chainAfter}, read off the input's
+ * connection marks and round ends): before that, what the stream says may be all there is.
+ * Anything else closes its subject's window first, so it never overtakes an older event about the
+ * same subject, and a rename closes the window of its old name too (the old name is the same
+ * subject). The round's projects, networks and signals pass straight through; the connection
+ * marks go no further. Composed of rxjs operators and the kit's: a callback that throws errors the
+ * output.
  */
-export function debounceSubjects(config: DebounceSubjectsConfig): MonoTypeOperatorFunction<OwnerInput> {
-  const { window, wanted, warm$, metrics, scheduler } = config;
-  if (window <= 0) return identity;
+export function debounceSubjects(config: DebounceSubjectsConfig): OperatorFunction<EnricherInput, OwnerInput> {
+  const { window, wanted, metrics, scheduler } = config;
+  if (window <= 0) return filter(isOwnerInput);
   return pipe(
-    withLatestFrom(warm$),
+    tagWarmth(),
     // A rename's flush of its old name goes first: `merge` hears the shared input in that order.
     connect((tagged$: Observable<Tagged>) =>
       merge(

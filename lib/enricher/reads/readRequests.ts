@@ -1,70 +1,44 @@
 /**
- * The reads the enricher asks for, keyed so one read is in flight per subject, and what each
- * one reads.
+ * What the enricher reads, keyed so one read is in flight per subject, and what each read asks
+ * of the server. Who waits on a read (an event's place, a round, a follow-up) is the owner's
+ * business (`owner/requests.ts`): a read here knows only its subject.
  */
 import { Observable, SchedulerLike, map } from 'rxjs';
 import { SlotPool } from '@rxfleet/operators';
 import { IncusInstance, IncusNetwork, IncusProject } from '../../incus/api';
-import { EnrichedEvent } from '../model/event';
-import { LineEntry } from '../pipeline/lineEntry';
 import { ObservableIncusReader } from './observableReader';
-import { InstanceAnswer, readInstance } from './readInstance';
-import type { RoundContext } from '../rounds/round';
+import { InstanceAnswer, InstanceReadRequest, readInstance } from './readInstance';
 
-interface Common {
-  /** `ins/<project>/<name>`, `net/<owner>/<name>` or `prj/<name>/`. */
+interface Keyed {
+  /** `ins/<project>/<name>`, `net/<owner>/<name>` or `prj/<name>/`: one read in flight per key. */
   readonly key: string;
-  /**
-   * When it was asked for, in the enricher's own count of events: the events of one read are
-   * settled in this order, and an instance read asked for before a delete of its key is stale (E7).
-   */
-  readonly seq: number;
 }
 
-/** A read of one instance, for an event holding a place in the line or for an invented one with none. */
-export interface InstanceRead extends Common {
+/** A read of one instance, and what its answer must wait for. */
+export interface InstanceSubject extends Keyed, InstanceReadRequest {
   readonly kind: 'instance';
-  readonly project: string;
-  readonly name: string;
-  readonly waitForRunning: boolean;
-  /** Somebody wants interfaces: a running instance without an address is worth waiting on. */
-  readonly wantInterfaces: boolean;
-  /** The event to enrich: the one in `entry`, or an invented `instance-updated`. */
-  readonly event: EnrichedEvent;
-  readonly entry?: LineEntry;
 }
 
-/** Whether a network read's landing re-reads the instances on the wire. */
-export type NetworkFanOut = 'always' | 'if-changed';
-
-/** A read of one network, owned by `owner`, asked for under `project`. */
-export interface NetworkRead extends Common {
+/** A read of one network, owned by some project, as `project` sees it. */
+export interface NetworkSubject extends Keyed {
   readonly kind: 'network';
   readonly project: string;
-  readonly owner: string;
   readonly name: string;
-  readonly fanOut: NetworkFanOut;
-  readonly event?: EnrichedEvent;
-  readonly entry?: LineEntry;
-  readonly round?: RoundContext;
-  /** Told once the read has landed, whatever it found (an instance read waiting on this network). */
-  readonly then?: () => void;
 }
 
 /** A read of one project's own configuration. */
-export interface ProjectRead extends Common {
+export interface ProjectSubject extends Keyed {
   readonly kind: 'project';
   readonly name: string;
-  readonly round?: RoundContext;
 }
 
-/** Any read. */
-export type ReadRequest = InstanceRead | NetworkRead | ProjectRead;
+/** What any read reads. */
+export type ReadSubject = InstanceSubject | NetworkSubject | ProjectSubject;
 
 /** What a read answers, by kind. */
 export type ReadAnswer = InstanceAnswer | IncusNetwork | IncusProject;
 
-/** An answer and where the enricher's count stood when its read began (see `Answer.readAt`). */
+/** An answer and where the enricher's count of events stood when its read began (see `Answer.readAt`). */
 export interface Stamped<A = ReadAnswer> {
   readonly answer: A;
   readonly readAt: number;
@@ -84,13 +58,13 @@ export function parseInstanceKey(key: string): { project: string; name: string }
 
 // A start needs an answer read once the instance runs with an address; a read that wants
 // interfaces needs more than one that does not.
-function strength(request: ReadRequest): number {
-  if (request.kind !== 'instance') return 0;
-  return request.waitForRunning ? 2 : request.wantInterfaces ? 1 : 0;
+function strength(subject: ReadSubject): number {
+  if (subject.kind !== 'instance') return 0;
+  return subject.waitForRunning ? 2 : subject.wantInterfaces ? 1 : 0;
 }
 
 /** Whether `next` needs more than the read running for `running` will give: then it supersedes it. */
-export function supersedes(next: ReadRequest, running: ReadRequest): boolean {
+export function supersedes(next: ReadSubject, running: ReadSubject): boolean {
   return strength(next) > strength(running);
 }
 
@@ -101,8 +75,8 @@ export function supersedes(next: ReadRequest, running: ReadRequest): boolean {
  * unchanged and was lost until the next round). Project reads need not: a round counts each of its
  * requests once, and the window is one short call.
  */
-export function mustBeFresh(request: ReadRequest): boolean {
-  return request.kind !== 'project';
+export function mustBeFresh(subject: ReadSubject): boolean {
+  return subject.kind !== 'project';
 }
 
 /** Options for {@link performRead}. */
@@ -117,30 +91,30 @@ export interface PerformReadOptions {
 
 /**
  * The read a request's lead asks for, called when it starts (it has its worker) and answering with
- * `readAt`, the enricher's count of events then. An instance read gives its worker back once its
- * instance and state calls answered (`release`): a wait for the address that follows holds none,
- * and each poll takes one of its own.
+ * `readAt`, the enricher's count of events then. An instance read gives its worker back
+ * (`giveBack`, as `PerKeyReader` hands it) once its instance and state calls answered: a wait for
+ * the address that follows holds none, and each poll takes one of its own.
  */
 export function performRead(
   reader: ObservableIncusReader,
-  request: ReadRequest,
+  subject: ReadSubject,
   readAt: number,
-  release: () => void,
+  giveBack: () => void,
   options: PerformReadOptions,
 ): Observable<Stamped> {
   const stamp = map((answer: ReadAnswer): Stamped => ({ answer, readAt }));
-  switch (request.kind) {
+  switch (subject.kind) {
     case 'instance':
-      return readInstance(reader, request, {
+      return readInstance(reader, subject, {
         ipTimeout: options.ipTimeout,
         scheduler: options.scheduler,
         slots: options.slots,
-        onFirstAnswer: release,
+        onFirstAnswer: giveBack,
         serves: options.serves,
       }).pipe(stamp);
     case 'network':
-      return reader.network$(request.project, request.name).pipe(stamp);
+      return reader.network$(subject.project, subject.name).pipe(stamp);
     case 'project':
-      return reader.project$(request.name).pipe(stamp);
+      return reader.project$(subject.name).pipe(stamp);
   }
 }

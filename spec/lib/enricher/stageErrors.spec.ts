@@ -1,12 +1,11 @@
 import { Registry } from 'prom-client';
-import { BehaviorSubject, Subject, config as rxjsConfig, of } from 'rxjs';
+import { Subject, config as rxjsConfig, of } from 'rxjs';
 import { IncusStreamItem } from '../../../lib/incus/api';
 import { Archive } from '../../../lib/enricher/pipeline/Archive';
 import { createEnricher } from '../../../lib/enricher/pipeline/createEnricher';
 import { EnrichedEvent, newEvent } from '../../../lib/enricher/model/event';
 import { EnricherMetrics } from '../../../lib/enricher/metrics/metrics';
-import { OwnerInput } from '../../../lib/enricher/owner/ownerParts';
-import { archiveFilter, debounceSubjects } from '../../../lib/enricher/pipeline/stages';
+import { EnricherInput, archiveFilter, debounceSubjects } from '../../../lib/enricher/pipeline/stages';
 import { WantedTable, daemonWanted } from '../../../lib/enricher/model/wanted';
 import { FakeIncus } from '../../helpers/FakeIncus';
 import { memoryColdStore } from '../../helpers/memoryColdStore';
@@ -43,18 +42,22 @@ describe('a stage that throws', () => {
 
   it("the debounce stage's callback throwing errors its output", () => {
     const errors: unknown[] = [];
-    const inputs = new Subject<OwnerInput>();
+    const inputs = new Subject<EnricherInput>();
     inputs
       .pipe(
         debounceSubjects({
           window: 100,
           wanted: throwingWants(),
-          warm$: new BehaviorSubject(true),
           metrics: new EnricherMetrics(new Registry()),
           scheduler: newTs(),
         }),
       )
       .subscribe({ error: (error: unknown) => errors.push(error) });
+    // A warm chain (connected, a round ended since), where an event's action is looked up to
+    // decide whether it collapses.
+    inputs.next({ kind: 'connection', connected: true });
+    inputs.next({ kind: 'round-end', round: 1, ok: true });
+    expect(errors).toEqual([]);
     inputs.next(decoded());
     expect(errors).toEqual([new Error('bug in a wants table')]);
     expect(unhandled).toEqual([]);

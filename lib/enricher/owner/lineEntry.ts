@@ -45,7 +45,10 @@ export class LineEntry implements Settling<Answer> {
     return this.answer !== undefined;
   }
 
-  /** @internal The line's side (`releaseSettled`): told the answer now if there is one, else when it comes. */
+  /**
+   * @internal The line's side (`releaseInOrder` without a `settle` function, which takes an entry
+   * as a `Settling` value): told the answer now if there is one, else when it comes.
+   */
   whenSettled(tell: (answer: Answer) => void): void {
     if (this.answer !== undefined) tell(this.answer);
     else this.tell = tell;

@@ -13,6 +13,11 @@ import { NATS_SERVERS } from '../helpers/natsServers';
 jest.setTimeout(240_000);
 
 const ELECTION_TTL_MS = 5000;
+// A candidate tries at most every quarter of the TTL (docs: Cadence).
+const CANDIDATE_CAP_MS = ELECTION_TTL_MS / 4;
+// The bucket's new stream leader (when it was on the killed server), the discovery the win starts
+// and the first cycle's RPCs at 200 ms each, with room for a busy machine: CI saw 7.5 s in all.
+const RESUME_SLACK_MS = 3000;
 const summaryOf = (fleet: RxfleetProcess): Record<string, unknown> | undefined => fleet.lines.find((l) => l.type === 'summary');
 const metric = async (p: ProvisionerProcess, name: string, labels: Record<string, string> = {}): Promise<number> =>
   sampleValue(await p.metrics(), name, { site: p.name, ...labels });
@@ -31,7 +36,7 @@ describe.each(NATS_SERVERS)('a server of the cluster killed (SIGKILL) under runn
     fleet = undefined;
   });
 
-  it("leader election: the leader's server is killed, and a leader provisions again within TTL + 2 s", async () => {
+  it("leader election: the leader's server is killed, and a leader provisions again within the TTL plus a candidate interval plus 3 s", async () => {
     fleet = await ElectionFleet.startCluster(ELECTION_TTL_MS, { binary });
     const cluster = fleet.cluster!;
     const provisioners = await Promise.all(cluster.servers.map((s, i) => fleet!.provisioner(`ha-${i + 1}`, { servers: [s.url] })));
@@ -49,7 +54,7 @@ describe.each(NATS_SERVERS)('a server of the cluster killed (SIGKILL) under runn
         .filter((r) => r.action === 'configure' && r.at > killedAt + 500)
         .map((r) => r.at),
     );
-    expect(resumedAt - killedAt).toBeLessThan(ELECTION_TTL_MS + 2000);
+    expect(resumedAt - killedAt).toBeLessThan(ELECTION_TTL_MS + CANDIDATE_CAP_MS + RESUME_SLACK_MS);
     expect((await nodes.exited).code).toBe(0);
     expect(summaryOf(nodes)).toMatchObject({ nodes: 80, provisioned: 80 });
     // The leader's own connection moved to another server, and says which.

@@ -3,7 +3,7 @@ export type { DemoTransport } from './demoTransport';
 import { parseChoriaClientConfig } from '../lib/choria/clientConfig';
 import { Logger, silentLogger } from '../lib/logger';
 import { cleanUpOnExit } from '../streams/exitCleanup';
-import { parseProvisionerConfig, requireValidConfig } from '../lib/provision/config';
+import { parseProvisionerConfig, requireValidConfig } from '../lib/provision/config/config';
 import { ProvisionerDaemon, startProvisioner } from './provision/daemon';
 import { sampleHelperPath } from './sampleHelpers';
 import { SimulatedFleet, startSimulatedFleet } from '../streams/simulate/simulatedFleet';

@@ -3,8 +3,8 @@
  * values shown without secrets.
  */
 import { ErrorObject } from 'ajv';
-import { withoutCredentials } from '../redact';
-import { PROVISIONER_CONFIG_SCHEMA } from './configSchema';
+import { withoutCredentials } from './redact';
+import { PROVISIONER_CONFIG_SCHEMA } from './provision/config/configSchema';
 
 /** Levenshtein distance, for the "did you mean" of an unknown key. */
 export function editDistance(a: string, b: string): number {

@@ -14,7 +14,7 @@ export interface NatsClusterOptions {
   readyTimeoutMs?: number;
   /**
    * Run each server under its own group id (this process must be root), so one server's route
-   * connections can be cut with `iptables -m owner` ({@link cutOff} in natsPartition.ts). Default
+   * connections can be cut with `iptables -m owner` (`cutOff` in spec/helpers/natsPartition.ts). Default
    * false.
    */
   partitionable?: boolean;

@@ -5,12 +5,12 @@ import { PauseGate, workFailed } from '@rxfleet/operators';
 import { formatGoDuration } from '../../lib/choria/duration';
 import { errorMessage } from '../../lib/choria/errors';
 import { Logger } from '../../lib/logger';
-import { ClaimMetrics } from '../../lib/provision/claimMetrics';
+import { ClaimMetrics } from '../../lib/provision/claims/claimMetrics';
 import { singleReplicaWarning } from '../../lib/bucketLayout';
-import { ClaimStore, NodeClaims, readClaimsTtl, rotateRound } from '../../lib/provision/claims';
-import { ProvisionerConfig } from '../../lib/provision/config';
+import { ClaimStore, NodeClaims, readClaimsTtl, rotateRound } from '../../lib/provision/claims/claims';
+import { ProvisionerConfig } from '../../lib/provision/config/config';
 import { ClaimStage, CycleOutcome, HostTicket } from '../../lib/provision/pipeline';
-import { CycleError } from '../../lib/provision/provisionCycle';
+import { CycleError } from '../../lib/provision/cycle/provisionCycle';
 import { natsClaimStore } from '../../streams/claims/natsClaimStore';
 
 /** The queue group active-active instances hear startup events in: each event reaches one of them. */

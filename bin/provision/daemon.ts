@@ -1,9 +1,9 @@
 import { Registry } from 'prom-client';
 import { asyncScheduler, ignoreElements, of } from 'rxjs';
 import { Logger, silentLogger } from '../../lib/logger';
-import { CycleTraces } from '../../lib/provision/cycleTrace';
-import { NodeBackoff } from '../../lib/provision/nodeBackoff';
-import { ProvisionCycle } from '../../lib/provision/provisionCycle';
+import { CycleTraces } from '../../lib/provision/cycle/cycleTrace';
+import { NodeBackoff } from '../../lib/provision/backoff/nodeBackoff';
+import { ProvisionCycle } from '../../lib/provision/cycle/provisionCycle';
 import { nodeSiteFiles } from '../../streams/siteFiles';
 import { serveDaemonEndpoint } from '../daemon/endpoint';
 import { ActiveActive, startActiveActive } from './activeActive';

@@ -11,10 +11,10 @@ import { ElectionStore } from '../../lib/election/ElectionStore';
 import { ElectionEvent } from '../../lib/election/campaign';
 import { Logger } from '../../lib/logger';
 import { ConnectionState, FleetConnection } from '../../streams/natsConnection';
-import { ProvisionerConfig } from '../../lib/provision/config';
-import { ProvisionerMetrics } from '../../lib/provision/metrics';
+import { ProvisionerConfig } from '../../lib/provision/config/config';
+import { ProvisionerMetrics } from '../../lib/provision/metrics/metrics';
 import { CycleResult, HostTicket, Sighting } from '../../lib/provision/pipeline';
-import { ClaimStore } from '../../lib/provision/claims';
+import { ClaimStore } from '../../lib/provision/claims/claims';
 import { CycleRecord } from '../../lib/provision/records/cycleRecord';
 import { EventPayload } from '../../lib/enricher/output/payload';
 

@@ -5,7 +5,7 @@ import { errorMessage } from '../../lib/choria/errors';
 import { DryRunCycle } from '../../lib/provision/dryRun/dryRunCycle';
 import { DryRunReport, DryRunSummary, reportLines, summaryLine } from '../../lib/provision/dryRun/dryRunReport';
 import { standInKeys } from '../../lib/provision/dryRun/standIns';
-import { ProvisionerMetrics } from '../../lib/provision/metrics';
+import { ProvisionerMetrics } from '../../lib/provision/metrics/metrics';
 import { redactUrlCredentials } from '../../lib/redact';
 import { broadcastDiscovery } from '../../streams/choria/discovery';
 import { createLogger } from '../../streams/logOutput';

@@ -5,9 +5,9 @@ import { EventPayload } from '../../lib/enricher/output/payload';
 import { ProjectsServed } from '../../lib/enricher/model/servedProjects';
 import { errorMessage } from '../../lib/choria/errors';
 import { Logger } from '../../lib/logger';
-import { IncusFeedSettings } from '../../lib/provision/incusFeedConfig';
-import { IncusDecision, incusSightings } from '../../lib/provision/incusSightings';
-import { ProvisionerMetrics } from '../../lib/provision/metrics';
+import { IncusFeedSettings } from '../../lib/provision/sightings/incusFeedConfig';
+import { IncusDecision, incusSightings } from '../../lib/provision/sightings/incusSightings';
+import { ProvisionerMetrics } from '../../lib/provision/metrics/metrics';
 import { enrichedInstanceEvents, instanceEventSubjects } from '../../streams/incus/enrichedEventFeed';
 
 /** What the Incus feed is wired from. */

@@ -1,8 +1,8 @@
 import { errorMessage } from '../../lib/choria/errors';
 import { Logger } from '../../lib/logger';
-import { ProvisionerMetrics } from '../../lib/provision/metrics';
+import { ProvisionerMetrics } from '../../lib/provision/metrics/metrics';
 import { PipelineHooks, Sighting } from '../../lib/provision/pipeline';
-import { CycleError } from '../../lib/provision/provisionCycle';
+import { CycleError } from '../../lib/provision/cycle/provisionCycle';
 
 /** How the admission line says where a sighting came from (upstream's words for its two). */
 const ADMITTED_AFTER: Record<Sighting['via'], string> = {

@@ -51,7 +51,7 @@ export type CycleResult = 'provisioned' | 'shutdown' | 'upgraded' | 'locked' | '
 
 /**
  * Runs a ticket's cycle under a claim on its node (active-active, DECISIONS P16): {@link NodeClaims}
- * in `claims.ts`. The cycle is only subscribed while the claim is held.
+ * in `claims/claims.ts`. The cycle is only subscribed while the claim is held.
  */
 export interface ClaimStage {
   around(ticket: HostTicket, cycle: () => Observable<CycleOutcome>): Observable<CycleOutcome>;
@@ -61,7 +61,7 @@ export interface ClaimStage {
 
 /**
  * A failing node's wait before it is admitted again (DECISIONS P22): {@link NodeBackoff} in
- * `nodeBackoff.ts`. Asked before admission, told each cycle's outcome, pruned at each round.
+ * `backoff/nodeBackoff.ts`. Asked before admission, told each cycle's outcome, pruned at each round.
  */
 export interface BackoffStage {
   /** Whether a sighting may go on to admission now; `until` (on the scheduler's clock) when it may not. */

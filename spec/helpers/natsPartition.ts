@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
-import { cleanUpOnExit } from './exitCleanup';
-import type { ClusterServer, NatsClusterProcess } from './natsClusterProcess';
+import { cleanUpOnExit } from '../../streams/exitCleanup';
+import type { ClusterServer, NatsClusterProcess } from '../../streams/natsClusterProcess';
 
 /** A cut made by {@link cutOff}. */
 export interface Partition {

@@ -9,7 +9,7 @@ import { x509RequestSigner, x509SignerProblem } from '../../lib/choria/requestSi
 import { ClientSecurity, SecurityEnvironment, clientSecurity } from '../../lib/choria/securityProvider';
 import { SiteFiles } from '../../lib/siteFiles';
 import type { NatsConnectionConfig } from '../natsConnection';
-import { ConfigProblem, ProvisionerConfig } from '../../lib/provision/config';
+import { ConfigProblem, ProvisionerConfig } from '../../lib/provision/config/config';
 import { nodeSiteFiles } from '../siteFiles';
 import type { WatchedCredential } from '../credentialWatch';
 import { rereadLogin } from './rereadLogin';

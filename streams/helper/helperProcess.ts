@@ -1,6 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import { LineSplitter } from '@rxfleet/operators';
-import { MAX_HELPER_LINE_BYTES } from '../../lib/provision/helperProtocol';
+import { MAX_HELPER_LINE_BYTES } from '../../lib/provision/helper/helperProtocol';
 import { killGroup, spawnSupervised } from './supervisedSpawn';
 
 /** How a persistent helper process ended. */

@@ -3,9 +3,9 @@ import { performance } from 'node:perf_hooks';
 import { PauseGate } from '@rxfleet/operators';
 import { formatGoDuration } from '../../lib/choria/duration';
 import { Logger, silentLogger } from '../../lib/logger';
-import { HelperCommandError, splitHelperCommand } from '../../lib/provision/helperCommand';
-import { HelperInput, encodeHelperInput } from '../../lib/provision/helperInput';
-import { HelperOutputError, HelperResponse, decodeHelperResponse } from '../../lib/provision/helperResponse';
+import { HelperCommandError, splitHelperCommand } from '../../lib/provision/helper/helperCommand';
+import { HelperInput, encodeHelperInput } from '../../lib/provision/helper/helperInput';
+import { HelperOutputError, HelperResponse, decodeHelperResponse } from '../../lib/provision/helper/helperResponse';
 import { HelperOutputBudget } from './outputBudget';
 import { killGroup, spawnSupervised } from './supervisedSpawn';
 

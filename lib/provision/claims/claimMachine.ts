@@ -4,13 +4,13 @@
  * do (effects). It reads no clock, bucket or timer: `driveClaim` (claimDriver.ts) carries the
  * effects out and feeds their answers back in as events. The table in
  * docs/provisioner/high-availability.md ("The claim, state by state") is rendered from it by
- * spec/lib/provision/claimMachine.table.spec.ts, so the two cannot drift apart.
+ * spec/lib/provision/claims/claimMachine.table.spec.ts, so the two cannot drift apart.
  */
 import { workFailed } from '@rxfleet/operators';
-import { formatGoDuration } from '../choria/duration';
+import { formatGoDuration } from '../../choria/duration';
 import { ClaimStoreClosedError } from './claimStore';
-import { CycleError, nodeDidNotAnswer } from './cycleError';
-import type { CycleOutcome, CycleResult } from './pipeline';
+import { CycleError, nodeDidNotAnswer } from '../cycle/cycleError';
+import type { CycleOutcome, CycleResult } from '../pipeline';
 
 /** What a claim is doing. */
 export type ClaimPhase =

@@ -1,5 +1,5 @@
 import { Observable, SchedulerLike, asyncScheduler } from 'rxjs';
-import type { ClaimStage, CycleOutcome, HostTicket } from './pipeline';
+import type { ClaimStage, CycleOutcome, HostTicket } from '../pipeline';
 import { claimKey } from './claimStore';
 import { ClaimHooks, NodeClaimsOptions } from './claimOptions';
 import { ClaimLeases } from './claimLeases';

@@ -1,9 +1,9 @@
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
 import { availableParallelism } from 'node:os';
-import { readYamlConfig } from '../yamlConfig';
+import { readYamlConfig } from '../../yamlConfig';
 import { DEPRECATED_KEYS, PROVISIONER_CONFIG_SCHEMA, SECTION_KEYS } from './configSchema';
-import { splitNatsUrls } from '../addresses';
+import { splitNatsUrls } from '../../addresses';
 import {
   ConfigProblem,
   ConfigurationError,
@@ -12,8 +12,8 @@ import {
   ProvisionerConfig,
   ProvisionerConfigResult,
 } from './configTypes';
-import { describe, editDistance, errorPath, schemaMessage } from './configProblems';
-import { CertDenyList } from './certDenyList';
+import { describe, editDistance, errorPath, schemaMessage } from '../../configProblems';
+import { CertDenyList } from '../credentials/certDenyList';
 import { RawConfig, checkRules } from './configRules';
 
 export { helperCommandProblem } from './configRules';

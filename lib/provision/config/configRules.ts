@@ -4,11 +4,11 @@
  * each node (reported as warnings). `config.ts` reads the file and calls {@link checkRules} once the
  * schema has run; every problem goes to `error` or `warn`, never thrown.
  */
-import { DurationSyntaxError, parseChoriaDuration } from '../choria/duration';
-import { isValidLifecycleComponent } from '../choria/lifecycleComponent';
-import { CertDenyList, DenyPatternError } from './certDenyList';
-import { HelperCommandError, splitHelperCommand } from './helperCommand';
-import { RawIncusFeed, parseIncusFeed } from './incusFeedConfig';
+import { DurationSyntaxError, parseChoriaDuration } from '../../choria/duration';
+import { isValidLifecycleComponent } from '../../choria/lifecycleComponent';
+import { CertDenyList, DenyPatternError } from '../credentials/certDenyList';
+import { HelperCommandError, splitHelperCommand } from '../helper/helperCommand';
+import { RawIncusFeed, parseIncusFeed } from '../sightings/incusFeedConfig';
 import { ProvisionerConfig, RxfleetSettings } from './configTypes';
 
 const MINUTE_MS = 60_000;

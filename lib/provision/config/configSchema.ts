@@ -4,7 +4,7 @@
  * one file serves both). Two annotation keywords are ours: `expected` is the text a problem shows
  * when a value is refused, and `secret: true` keeps a refused value out of the message.
  */
-import { INCUS_FEED_SCHEMA } from './incusFeedConfig';
+import { INCUS_FEED_SCHEMA } from '../sightings/incusFeedConfig';
 
 const string = (defaultValue: string | undefined, expected = 'a string', extra: Record<string, unknown> = {}) => ({
   type: 'string',

@@ -2,8 +2,8 @@
  * The provisioner's configuration as the rest of rxfleet sees it, once read: its settings, the
  * problems found reading it, and the error that carries them. `config.ts` reads it.
  */
-import { IncusFeedSettings } from './incusFeedConfig';
-import type { LogFormat } from '../logger';
+import { IncusFeedSettings } from '../sightings/incusFeedConfig';
+import type { LogFormat } from '../../logger';
 
 /** One problem found in a configuration: the key's path, what was wrong or expected, how bad. */
 export interface ConfigProblem {

@@ -1,8 +1,8 @@
 import 'reflect-metadata';
 import { Pkcs10CertificateRequest, SubjectAlternativeNameExtension } from '@peculiar/x509';
-import { Logger, silentLogger } from '../logger';
+import { Logger, silentLogger } from '../../logger';
 import { CertDenyList } from './certDenyList';
-import { decodePem } from '../choria/pem';
+import { decodePem } from '../../choria/pem';
 
 /** The `gencsr` reply the helper receives as `csr` (`provision.CSRReply`). */
 export interface CsrReply {

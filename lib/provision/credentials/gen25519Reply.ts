@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { HexDecodeError, decodeHex, ed25519Verify, ED25519_PUBLIC_KEY_SIZE, ED25519_SIGNATURE_SIZE } from '../choria/ed25519Keys';
+import { HexDecodeError, decodeHex, ed25519Verify, ED25519_PUBLIC_KEY_SIZE, ED25519_SIGNATURE_SIZE } from '../../choria/ed25519Keys';
 
 /** The `gen25519` reply the helper receives as `ed25519_pubkey` (`provision.ED25519Reply`). */
 export interface Ed25519Reply {

@@ -1,7 +1,7 @@
 import { KeyObject, X509Certificate, createPublicKey } from 'node:crypto';
-import { SiteFiles } from '../siteFiles';
+import { SiteFiles } from '../../siteFiles';
 import { decodeProtectedHeader, errors as joseErrors, jwtVerify } from 'jose';
-import { HexDecodeError, decodeHex, ed25519PublicKeyFromRaw, ED25519_PUBLIC_KEY_SIZE } from '../choria/ed25519Keys';
+import { HexDecodeError, decodeHex, ed25519PublicKeyFromRaw, ED25519_PUBLIC_KEY_SIZE } from '../../choria/ed25519Keys';
 
 /**
  * A verified provisioning JWT's claims in the shape Choria's `tokens.ProvisioningClaims` marshals

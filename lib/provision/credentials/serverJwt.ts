@@ -1,10 +1,10 @@
 import { KeyObject, createPrivateKey } from 'node:crypto';
-import { SiteFiles } from '../siteFiles';
+import { SiteFiles } from '../../siteFiles';
 import { SignJWT, decodeJwt } from 'jose';
-import { HexDecodeError, decodeHex, ed25519PrivateKeyFromSeed, ed25519Sign, ED25519_SEED_SIZE } from '../choria/ed25519Keys';
-import { formatGoDuration } from '../choria/duration';
-import { newKsuid } from '../choria/ksuid';
-import { Logger, silentLogger } from '../logger';
+import { HexDecodeError, decodeHex, ed25519PrivateKeyFromSeed, ed25519Sign, ED25519_SEED_SIZE } from '../../choria/ed25519Keys';
+import { formatGoDuration } from '../../choria/duration';
+import { newKsuid } from '../../choria/ksuid';
+import { Logger, silentLogger } from '../../logger';
 
 /** Extra abilities a server JWT grants (`tokens.ServerPermissions`). */
 export interface ServerPermissions {

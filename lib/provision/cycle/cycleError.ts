@@ -1,4 +1,4 @@
-import { NoRespondersError, RpcConnectionLostError, RpcTimeoutError, findCause, isProvisioningLockError } from '../choria/errors';
+import { NoRespondersError, RpcConnectionLostError, RpcTimeoutError, findCause, isProvisioningLockError } from '../../choria/errors';
 
 /** Which step of §3.2 a cycle failed in (`claim`: active-active's claim on the node, DECISIONS P16). */
 export type CycleStep =

@@ -1,16 +1,16 @@
-import { InventoryOutput } from '../choria/agents';
-import { errorMessage } from '../choria/errors';
-import { encryptPrivateKey } from '../choria/keyTransport';
-import { Logger } from '../logger';
-import { SiteFiles } from '../siteFiles';
-import { CsrReply } from './csrValidation';
+import { InventoryOutput } from '../../choria/agents';
+import { errorMessage } from '../../choria/errors';
+import { encryptPrivateKey } from '../../choria/keyTransport';
+import { Logger } from '../../logger';
+import { SiteFiles } from '../../siteFiles';
+import { CsrReply } from '../credentials/csrValidation';
 import { failStep } from './cycleError';
 import { CycleHelper, CycleSettings } from './cycleOptions';
-import { Ed25519Reply } from './gen25519Reply';
-import { buildHelperInput } from './helperInput';
-import { HelperResponse } from './helperResponse';
-import { ProvisioningClaims } from './provisioningJwt';
-import { signServerJwt } from './serverJwt';
+import { Ed25519Reply } from '../credentials/gen25519Reply';
+import { buildHelperInput } from '../helper/helperInput';
+import { HelperResponse } from '../helper/helperResponse';
+import { ProvisioningClaims } from '../credentials/provisioningJwt';
+import { signServerJwt } from '../credentials/serverJwt';
 
 /** What {@link CycleHelperSteps} needs. */
 export interface CycleHelperStepsOptions {

@@ -1,17 +1,17 @@
-import { Gen25519Output, InventoryOutput, JwtOutput, PROVISION_RPCS } from '../choria/agents';
-import { errorMessage, isProvisioningLockError } from '../choria/errors';
-import { Logger } from '../logger';
-import { SiteFiles } from '../siteFiles';
-import { CertDenyList } from './certDenyList';
-import { CycleResult } from './pipeline';
-import { CsrReply, validateCsr } from './csrValidation';
+import { Gen25519Output, InventoryOutput, JwtOutput, PROVISION_RPCS } from '../../choria/agents';
+import { errorMessage, isProvisioningLockError } from '../../choria/errors';
+import { Logger } from '../../logger';
+import { SiteFiles } from '../../siteFiles';
+import { CertDenyList } from '../credentials/certDenyList';
+import { CycleResult } from '../pipeline';
+import { CsrReply, validateCsr } from '../credentials/csrValidation';
 import { failStep, nodeDidNotAnswer } from './cycleError';
 import { CycleMetrics, CycleSettings } from './cycleOptions';
 import { CycleRpc, NodeGoneAfterLostReply, NonOkReply } from './cycleRpc';
-import { Ed25519Reply, newGen25519Nonce, validateGen25519Reply } from './gen25519Reply';
-import { HelperResponse } from './helperResponse';
-import { ProvisioningClaims, validateProvisioningJwt } from './provisioningJwt';
-import { decideUpgrade, releaseUpdateError, upgradeFailed } from './upgradeDecision';
+import { Ed25519Reply, newGen25519Nonce, validateGen25519Reply } from '../credentials/gen25519Reply';
+import { HelperResponse } from '../helper/helperResponse';
+import { ProvisioningClaims, validateProvisioningJwt } from '../credentials/provisioningJwt';
+import { decideUpgrade, releaseUpdateError, upgradeFailed } from '../upgrade/upgradeDecision';
 
 /** What {@link CycleNodeCalls} needs beside the RPCs themselves. */
 export interface CycleNodeCallsOptions {

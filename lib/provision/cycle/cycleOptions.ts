@@ -1,12 +1,12 @@
 import { Observable, SchedulerLike } from 'rxjs';
 import { PauseGate } from '@rxfleet/operators';
-import { ActionSpec } from '../choria/agents';
-import { Logger } from '../logger';
-import { SiteFiles } from '../siteFiles';
-import { ProvisionerConfig } from './config';
-import { HelperInput } from './helperInput';
-import { HelperResponse } from './helperResponse';
-import { ProvisionerRpc } from './metrics';
+import { ActionSpec } from '../../choria/agents';
+import { Logger } from '../../logger';
+import { SiteFiles } from '../../siteFiles';
+import { ProvisionerConfig } from '../config/config';
+import { HelperInput } from '../helper/helperInput';
+import { HelperResponse } from '../helper/helperResponse';
+import { ProvisionerRpc } from '../metrics/metrics';
 import type { CycleTraces } from './cycleTrace';
 
 /** One attempt of one RPC, as {@link ChoriaRpcClient.call} makes it. */

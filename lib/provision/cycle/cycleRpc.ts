@@ -1,5 +1,5 @@
 import { SchedulerLike, lastValueFrom, map, switchMap, take } from 'rxjs';
-import { ActionSpec } from '../choria/agents';
+import { ActionSpec } from '../../choria/agents';
 import {
   NoRespondersError,
   RpcConnectionLostError,
@@ -8,10 +8,10 @@ import {
   errorMessage,
   findCause,
   isProvisioningLockError,
-} from '../choria/errors';
-import { retryRpc } from '../choria/retry';
-import { Logger } from '../logger';
-import { ProvisionerRpc } from './metrics';
+} from '../../choria/errors';
+import { retryRpc } from '../../choria/retry';
+import { Logger } from '../../logger';
+import { ProvisionerRpc } from '../metrics/metrics';
 import { ProvisionCycleOptions } from './cycleOptions';
 
 /** What {@link CycleRpc} is built from: the cycle's options, with its scheduler and logger settled. */

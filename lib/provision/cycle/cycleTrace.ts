@@ -1,6 +1,6 @@
-import { errorMessage } from '../choria/errors';
+import { errorMessage } from '../../choria/errors';
 import { CycleError, CycleStep } from './cycleError';
-import { HelperResponse } from './helperResponse';
+import { HelperResponse } from '../helper/helperResponse';
 
 /** One step of a cycle as it went: its name, how it ended, how long it took, how many RPC attempts. */
 export interface StepTrace {

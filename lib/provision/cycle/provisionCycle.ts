@@ -1,16 +1,16 @@
 import { Observable, SchedulerLike, asyncScheduler, map } from 'rxjs';
 import { fromAbortable } from '@rxfleet/operators';
-import { errorMessage, isProvisioningLockError } from '../choria/errors';
-import { Logger, silentLogger } from '../logger';
-import { CertDenyList } from './certDenyList';
+import { errorMessage, isProvisioningLockError } from '../../choria/errors';
+import { Logger, silentLogger } from '../../logger';
+import { CertDenyList } from '../credentials/certDenyList';
 import { CycleError, CycleStep, failStep } from './cycleError';
 import { CycleHelperSteps } from './cycleHelperSteps';
 import { CycleNodeCalls, SignedDelivery } from './cycleNodeCalls';
 import { CycleSighting, ProvisionCycleOptions } from './cycleOptions';
 import { CycleRpc } from './cycleRpc';
 import { CycleTrace, helperDecision } from './cycleTrace';
-import { CycleOutcome, CycleResult, HostTicket } from './pipeline';
-import { staleSightingError } from './staleSighting';
+import { CycleOutcome, CycleResult, HostTicket } from '../pipeline';
+import { staleSightingError } from '../sightings/staleSighting';
 
 export { CycleError, nodeDidNotAnswer } from './cycleError';
 export type { CycleStep } from './cycleError';

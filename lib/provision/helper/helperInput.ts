@@ -1,6 +1,6 @@
-import { CsrReply } from './csrValidation';
-import { Ed25519Reply } from './gen25519Reply';
-import { ProvisioningClaims } from './provisioningJwt';
+import { CsrReply } from '../credentials/csrValidation';
+import { Ed25519Reply } from '../credentials/gen25519Reply';
+import { ProvisioningClaims } from '../credentials/provisioningJwt';
 
 /**
  * What the helper reads on stdin: upstream's `Host` JSON (reference §3.1), keys in this order.

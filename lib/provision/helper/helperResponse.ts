@@ -1,4 +1,4 @@
-import { ServerClaimsOverrides, ServerPermissions } from './serverJwt';
+import { ServerClaimsOverrides, ServerPermissions } from '../credentials/serverJwt';
 
 /** What the helper answered (upstream's `ConfigResponse`), with Go's zero values for what it left out. */
 export interface HelperResponse {

@@ -1,6 +1,6 @@
 import { Counter, Gauge, Registry, Summary } from 'prom-client';
 import { RefusalReason } from '@rxfleet/operators';
-import { INCUS_EVENT_RESULTS, IncusEventResult } from './incusSightings';
+import { INCUS_EVENT_RESULTS, IncusEventResult } from '../sightings/incusSightings';
 
 /** Every `rpc` label value upstream uses, in the order of the provisioning cycle. */
 export const PROVISIONER_RPCS = [

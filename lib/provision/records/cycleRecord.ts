@@ -1,8 +1,8 @@
 import { PoolResult } from '@rxfleet/operators';
 import { errorMessage } from '../../choria/errors';
-import { CycleError } from '../cycleError';
-import { CycleTrace, withoutSecret } from '../cycleTrace';
-import type { BackoffEntry } from '../nodeBackoff';
+import { CycleError } from '../cycle/cycleError';
+import { CycleTrace, withoutSecret } from '../cycle/cycleTrace';
+import type { BackoffEntry } from '../backoff/nodeBackoff';
 import type { CycleResult, HostTicket } from '../pipeline';
 import { CycleRecord, RECORD_VERSION } from './recordTypes';
 

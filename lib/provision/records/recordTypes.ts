@@ -1,5 +1,5 @@
-import type { CycleStep } from '../cycleError';
-import type { HelperDecision, StepTrace } from '../cycleTrace';
+import type { CycleStep } from '../cycle/cycleError';
+import type { HelperDecision, StepTrace } from '../cycle/cycleTrace';
 import type { CycleResult, SightingSource } from '../pipeline';
 
 /**

@@ -3,8 +3,8 @@
  * read from, which instances they may sight, and the Choria identity each instance maps to. The
  * section present (even `incus: {}`) turns the feed on; absent, `rxfleet provision` has none.
  */
-import { InstancesServed, parseInstancesServed } from '../enricher/model/instancesServed';
-import { ProjectsServed, parseProjectsServed } from '../enricher/model/servedProjects';
+import { InstancesServed, parseInstancesServed } from '../../enricher/model/instancesServed';
+import { ProjectsServed, parseProjectsServed } from '../../enricher/model/servedProjects';
 import { DEFAULT_IDENTITY_TEMPLATE, IdentityTemplate, IdentityTemplateError, parseIdentityTemplate } from './incusIdentity';
 
 /** The subjects `rxfleet enrich` publishes on by default (its `outputs.nats.subject_prefix`). */

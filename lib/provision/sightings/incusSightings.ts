@@ -3,9 +3,9 @@
  * publishes) in, the Choria identities of instances that have just come up out.
  */
 import { Observable, OperatorFunction } from 'rxjs';
-import { servesInstance } from '../enricher/model/instancesServed';
-import { InstancePayload, EventPayload } from '../enricher/output/payload';
-import { servedByConfig } from '../enricher/model/servedProjects';
+import { servesInstance } from '../../enricher/model/instancesServed';
+import { InstancePayload, EventPayload } from '../../enricher/output/payload';
+import { servedByConfig } from '../../enricher/model/servedProjects';
 import { IncusFeedSettings } from './incusFeedConfig';
 
 /**

@@ -1,4 +1,4 @@
-import { formatGoDuration } from '../choria/duration';
+import { formatGoDuration } from '../../choria/duration';
 
 /**
  * Whether a sighting waited too long to be worth provisioning (#167): older than twice the

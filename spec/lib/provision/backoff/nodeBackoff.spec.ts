@@ -1,10 +1,10 @@
 import { map, of, throwError } from 'rxjs';
 import { PauseGate, done, failed } from '@rxfleet/operators';
-import { RpcConnectionLostError } from '../../../lib/choria/errors';
-import { CycleError } from '../../../lib/provision/cycleError';
-import { NodeBackoff, backoffDelay, failureOfNode } from '../../../lib/provision/nodeBackoff';
-import { CycleOutcome, HostTicket, provisionPipeline } from '../../../lib/provision/pipeline';
-import { newScheduler } from '../../helpers/marbles';
+import { RpcConnectionLostError } from '../../../../lib/choria/errors';
+import { CycleError } from '../../../../lib/provision/cycle/cycleError';
+import { NodeBackoff, backoffDelay, failureOfNode } from '../../../../lib/provision/backoff/nodeBackoff';
+import { CycleOutcome, HostTicket, provisionPipeline } from '../../../../lib/provision/pipeline';
+import { newScheduler } from '../../../helpers/marbles';
 
 const deferred = failed(new CycleError('n1', 'defer', 'configuration defered: not yet'));
 

@@ -2,12 +2,12 @@ import fc from 'fast-check';
 import { EMPTY, NEVER, Observable, concat, concatMap, defer, ignoreElements, of, tap, throwError, timer } from 'rxjs';
 import { workDone, workFailed } from '@rxfleet/operators';
 import { trackingScheduler } from '@rxfleet/operators/testing';
-import { ClaimStore, NodeClaims } from '../../../lib/provision/claims';
-import { CycleOutcome, CycleResult, HostTicket } from '../../../lib/provision/pipeline';
-import { CycleError } from '../../../lib/provision/provisionCycle';
-import { NoRespondersError } from '../../../lib/choria/errors';
-import { MemoryClaimBucket } from '../../../streams/memory/memoryClaimBucket';
-import { newScheduler } from '../../helpers/marbles';
+import { ClaimStore, NodeClaims } from '../../../../lib/provision/claims/claims';
+import { CycleOutcome, CycleResult, HostTicket } from '../../../../lib/provision/pipeline';
+import { CycleError } from '../../../../lib/provision/cycle/provisionCycle';
+import { NoRespondersError } from '../../../../lib/choria/errors';
+import { MemoryClaimBucket } from '../../../../streams/memory/memoryClaimBucket';
+import { newScheduler } from '../../../helpers/marbles';
 
 // Several instances claim one node in one bucket, in virtual time; the bucket is the in-memory
 // model of a JetStream KV bucket with a max age. The claim's numbers are small so that a run sees

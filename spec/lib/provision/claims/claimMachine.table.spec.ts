@@ -15,16 +15,16 @@ import {
   ClaimWrite,
   IDLE_CLAIM,
   stepClaim,
-} from '../../../lib/provision/claimMachine';
-import { ClaimHeldError, ClaimStoreClosedError } from '../../../lib/provision/claimStore';
-import { CycleOutcome } from '../../../lib/provision/pipeline';
-import { CycleError } from '../../../lib/provision/provisionCycle';
-import { NoRespondersError } from '../../../lib/choria/errors';
+} from '../../../../lib/provision/claims/claimMachine';
+import { ClaimHeldError, ClaimStoreClosedError } from '../../../../lib/provision/claims/claimStore';
+import { CycleOutcome } from '../../../../lib/provision/pipeline';
+import { CycleError } from '../../../../lib/provision/cycle/provisionCycle';
+import { NoRespondersError } from '../../../../lib/choria/errors';
 
 // The claim's table in docs/provisioner/high-availability.md is this spec's rendering of
 // stepClaim over the samples below: run with CLAIM_TABLE=write to write it there after a change.
-const DOC = resolve(__dirname, '../../../docs/provisioner/high-availability.md');
-const BEGIN = '<!-- the claim machine: rendered by spec/lib/provision/claimMachine.table.spec.ts -->';
+const DOC = resolve(__dirname, '../../../../docs/provisioner/high-availability.md');
+const BEGIN = '<!-- the claim machine: rendered by spec/lib/provision/claims/claimMachine.table.spec.ts -->';
 const END = '<!-- end of the claim machine -->';
 
 // The sighting was admitted at 90 and claims live 30: it is stale after 120. Writes are sent at 100

@@ -8,12 +8,12 @@ import {
   claimKey,
   readClaimsTtl,
   rotateRound,
-} from '../../../lib/provision/claims';
-import { CycleOutcome, HostTicket } from '../../../lib/provision/pipeline';
-import { CycleError } from '../../../lib/provision/provisionCycle';
-import { NoRespondersError } from '../../../lib/choria/errors';
-import { MemoryClaimBucket } from '../../../streams/memory/memoryClaimBucket';
-import { newScheduler } from '../../helpers/marbles';
+} from '../../../../lib/provision/claims/claims';
+import { CycleOutcome, HostTicket } from '../../../../lib/provision/pipeline';
+import { CycleError } from '../../../../lib/provision/cycle/provisionCycle';
+import { NoRespondersError } from '../../../../lib/choria/errors';
+import { MemoryClaimBucket } from '../../../../streams/memory/memoryClaimBucket';
+import { newScheduler } from '../../../helpers/marbles';
 
 const OWNER = 'prov-a.example.net';
 const ticket = (identity: string, admittedAt = 0): HostTicket => ({ key: identity, admittedAt }) as unknown as HostTicket;

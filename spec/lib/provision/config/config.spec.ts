@@ -1,12 +1,12 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
 import pino from 'pino';
-import { REDACTED_PATHS } from '../../../lib/logger';
+import { REDACTED_PATHS } from '../../../../lib/logger';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigurationError, parseProvisionerConfig, requireValidConfig } from '../../../lib/provision/config';
-import { loadProvisionerConfig } from '../../../streams/provisionerConfigFile';
-import { DEFAULT_CERT_DENY_LIST } from '../../../lib/provision/certDenyList';
+import { ConfigurationError, parseProvisionerConfig, requireValidConfig } from '../../../../lib/provision/config/config';
+import { loadProvisionerConfig } from '../../../../streams/provisionerConfigFile';
+import { DEFAULT_CERT_DENY_LIST } from '../../../../lib/provision/credentials/certDenyList';
 
 const parse = (text: string, exists: (p: string) => boolean = () => false) => parseProvisionerConfig(text, { cpus: 6, exists });
 const errors = (text: string) => parse(text).problems.filter((p) => p.severity === 'error');

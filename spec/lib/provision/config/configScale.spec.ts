@@ -1,4 +1,4 @@
-import { parseProvisionerConfig } from '../../../lib/provision/config';
+import { parseProvisionerConfig } from '../../../../lib/provision/config/config';
 
 // The `rxfleet:` keys of issue 15: the helper mode, active-active, the claims bucket.
 const parse = (text: string, cpus = 2) => parseProvisionerConfig(`helper: /usr/local/bin/helper\n${text}`, { cpus });

@@ -1,9 +1,9 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { workerLimitProblems } from '../../../lib/provision/workerLimit';
-import { machineLimits } from '../../../streams/machineLimits';
-import { loadProvisionerConfig } from '../../../streams/provisionerConfigFile';
+import { workerLimitProblems } from '../../../../lib/provision/config/workerLimit';
+import { machineLimits } from '../../../../streams/machineLimits';
+import { loadProvisionerConfig } from '../../../../streams/provisionerConfigFile';
 
 // Issue 14 item 7: `workers: 100000` was accepted silently (1,721 helpers at once).
 describe('workers past what the machine can run', () => {

@@ -3,8 +3,13 @@ import { webcrypto } from 'node:crypto';
 import pino from 'pino';
 import { Writable } from 'node:stream';
 import { Pkcs10CertificateRequestGenerator, SubjectAlternativeNameExtension, cryptoProvider } from '@peculiar/x509';
-import { CertDenyList, DEFAULT_CERT_DENY_LIST, DenyPatternError, compileDenyPattern } from '../../../lib/provision/certDenyList';
-import { CsrValidationError, validateCsr } from '../../../lib/provision/csrValidation';
+import {
+  CertDenyList,
+  DEFAULT_CERT_DENY_LIST,
+  DenyPatternError,
+  compileDenyPattern,
+} from '../../../../lib/provision/credentials/certDenyList';
+import { CsrValidationError, validateCsr } from '../../../../lib/provision/credentials/csrValidation';
 
 cryptoProvider.set(webcrypto as unknown as Parameters<typeof cryptoProvider.set>[0]);
 const alg = { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256', publicExponent: new Uint8Array([1, 0, 1]), modulusLength: 2048 };

@@ -1,6 +1,6 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { ed25519Sign, rawEd25519PublicKey } from '../../../lib/choria/ed25519Keys';
-import { Gen25519ReplyError, newGen25519Nonce, validateGen25519Reply } from '../../../lib/provision/gen25519Reply';
+import { ed25519Sign, rawEd25519PublicKey } from '../../../../lib/choria/ed25519Keys';
+import { Gen25519ReplyError, newGen25519Nonce, validateGen25519Reply } from '../../../../lib/provision/credentials/gen25519Reply';
 
 const node = generateKeyPairSync('ed25519');
 const pk = rawEd25519PublicKey(node.publicKey).toString('hex');

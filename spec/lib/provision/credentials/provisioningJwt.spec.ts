@@ -1,4 +1,4 @@
-import { nodeSiteFiles } from '../../../streams/siteFiles';
+import { nodeSiteFiles } from '../../../../streams/siteFiles';
 import 'reflect-metadata';
 import { KeyObject, generateKeyPairSync, webcrypto } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -6,13 +6,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { JWTPayload, SignJWT } from 'jose';
 import { X509CertificateGenerator, cryptoProvider } from '@peculiar/x509';
-import { rawEd25519PublicKey } from '../../../lib/choria/ed25519Keys';
+import { rawEd25519PublicKey } from '../../../../lib/choria/ed25519Keys';
 import {
   JwtValidationError,
   readJwtVerificationKey,
   validateProvisioningJwt,
   verifyProvisioningJwt,
-} from '../../../lib/provision/provisioningJwt';
+} from '../../../../lib/provision/credentials/provisioningJwt';
 
 const NOW = Date.UTC(2026, 0, 15, 12, 0, 0);
 const now = (): number => NOW;

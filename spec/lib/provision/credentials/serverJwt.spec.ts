@@ -1,4 +1,4 @@
-import { nodeSiteFiles } from '../../../streams/siteFiles';
+import { nodeSiteFiles } from '../../../../streams/siteFiles';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,8 +12,8 @@ import {
   ed25519Sign,
   ed25519Verify,
   rawEd25519PublicKey,
-} from '../../../lib/choria/ed25519Keys';
-import { ksuidTime } from '../../../lib/choria/ksuid';
+} from '../../../../lib/choria/ed25519Keys';
+import { ksuidTime } from '../../../../lib/choria/ksuid';
 import {
   ServerClaims,
   ServerJwtError,
@@ -21,7 +21,7 @@ import {
   buildServerClaims,
   readSigningKey,
   signServerJwt,
-} from '../../../lib/provision/serverJwt';
+} from '../../../../lib/provision/credentials/serverJwt';
 
 const NOW = Date.UTC(2026, 0, 15, 12, 0, 0, 250);
 const now = (): number => NOW;

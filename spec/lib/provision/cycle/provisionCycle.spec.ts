@@ -1,25 +1,25 @@
-import { nodeSiteFiles } from '../../../streams/siteFiles';
+import { nodeSiteFiles } from '../../../../streams/siteFiles';
 import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Observable } from 'rxjs';
 import { PauseGate } from '@rxfleet/operators';
-import { ActionSpec } from '../../../lib/choria/agents';
+import { ActionSpec } from '../../../../lib/choria/agents';
 import {
   NoRespondersError,
   ProvisioningLockError,
   RpcConnectionLostError,
   RpcStatusError,
   RpcTimeoutError,
-} from '../../../lib/choria/errors';
-import { decryptPrivateKey, generateX25519KeyPair } from '../../../lib/choria/keyTransport';
+} from '../../../../lib/choria/errors';
+import { decryptPrivateKey, generateX25519KeyPair } from '../../../../lib/choria/keyTransport';
 import { decodeJwt } from 'jose';
-import { ProvisionerConfig, parseProvisionerConfig, requireValidConfig } from '../../../lib/provision/config';
-import { HelperInput } from '../../../lib/provision/helperInput';
-import { HelperResponse } from '../../../lib/provision/helperResponse';
-import { CycleError, CycleMetrics, ProvisionCycle } from '../../../lib/provision/provisionCycle';
-import { FleetKeys, createFleetKeys } from '../../../lib/simulate/fleetKeys';
+import { ProvisionerConfig, parseProvisionerConfig, requireValidConfig } from '../../../../lib/provision/config/config';
+import { HelperInput } from '../../../../lib/provision/helper/helperInput';
+import { HelperResponse } from '../../../../lib/provision/helper/helperResponse';
+import { CycleError, CycleMetrics, ProvisionCycle } from '../../../../lib/provision/cycle/provisionCycle';
+import { FleetKeys, createFleetKeys } from '../../../../lib/simulate/fleetKeys';
 
 /** What a scripted node answers to one attempt: reply data, an error, or nothing at all (hang). */
 type Answer = Record<string, unknown> | Error | 'hang';

@@ -1,13 +1,13 @@
 import { Observable, firstValueFrom } from 'rxjs';
-import { ActionSpec, PROVISION_RPCS } from '../../../lib/choria/agents';
-import { RpcTimeoutError } from '../../../lib/choria/errors';
-import { parseProvisionerConfig, requireValidConfig } from '../../../lib/provision/config';
-import { CycleRpcClient } from '../../../lib/provision/cycleOptions';
-import { DryRunCycle, DryRunRefusal, readOnlyClient } from '../../../lib/provision/dryRun/dryRunCycle';
-import { standInKeys } from '../../../lib/provision/dryRun/standIns';
-import { HelperInput } from '../../../lib/provision/helperInput';
-import { HelperResponse } from '../../../lib/provision/helperResponse';
-import { nodeSiteFiles } from '../../../streams/siteFiles';
+import { ActionSpec, PROVISION_RPCS } from '../../../../lib/choria/agents';
+import { RpcTimeoutError } from '../../../../lib/choria/errors';
+import { parseProvisionerConfig, requireValidConfig } from '../../../../lib/provision/config/config';
+import { CycleRpcClient } from '../../../../lib/provision/cycle/cycleOptions';
+import { DryRunCycle, DryRunRefusal, readOnlyClient } from '../../../../lib/provision/dryRun/dryRunCycle';
+import { standInKeys } from '../../../../lib/provision/dryRun/standIns';
+import { HelperInput } from '../../../../lib/provision/helper/helperInput';
+import { HelperResponse } from '../../../../lib/provision/helper/helperResponse';
+import { nodeSiteFiles } from '../../../../streams/siteFiles';
 
 /** A node answering inventory (or never), every RPC it is sent noted. */
 function node(inventory: Record<string, unknown> | 'silent' = { version: '0.29.4', upgradable: true }) {

@@ -1,12 +1,12 @@
 import { accessSync, constants, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { buildHelperInput } from '../../../lib/provision/helperInput';
-import { HelperRunner } from '../../../streams/helper/helperRunner';
-import { sampleHelperPath } from '../../../bin/sampleHelpers';
-import { buildServerClaims } from '../../../lib/provision/serverJwt';
+import { buildHelperInput } from '../../../../lib/provision/helper/helperInput';
+import { HelperRunner } from '../../../../streams/helper/helperRunner';
+import { sampleHelperPath } from '../../../../bin/sampleHelpers';
+import { buildServerClaims } from '../../../../lib/provision/credentials/serverJwt';
 
-const MINIMAL = resolve(__dirname, '../../../examples/helpers/minimal-helper.mjs');
-const ED25519 = resolve(__dirname, '../../../examples/helpers/ed25519-helper.mjs');
+const MINIMAL = resolve(__dirname, '../../../../examples/helpers/minimal-helper.mjs');
+const ED25519 = resolve(__dirname, '../../../../examples/helpers/ed25519-helper.mjs');
 const ISSUER = 'e72cba5268b34627b75c5ceae9449ad16d62f15f862c30d4e0e7d2588e2e6259';
 const NODE_KEY = '2ddc906446a935aefde69ceee2beb3b1d85f264153720d9a752aa88771c0594c';
 
@@ -99,6 +99,6 @@ describe('the sample helpers in examples/helpers', () => {
 
 describe('sampleHelperPath', () => {
   it.each(['minimal-helper', 'ed25519-helper'] as const)('finds %s in examples/helpers', (name) => {
-    expect(sampleHelperPath(name)).toBe(resolve(__dirname, `../../../examples/helpers/${name}.mjs`));
+    expect(sampleHelperPath(name)).toBe(resolve(__dirname, `../../../../examples/helpers/${name}.mjs`));
   });
 });

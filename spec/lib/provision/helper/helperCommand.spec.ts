@@ -1,4 +1,4 @@
-import { HelperCommandError, splitHelperCommand } from '../../../lib/provision/helperCommand';
+import { HelperCommandError, splitHelperCommand } from '../../../../lib/provision/helper/helperCommand';
 
 describe('splitHelperCommand (go-shellquote semantics)', () => {
   it.each([

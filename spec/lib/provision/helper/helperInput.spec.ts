@@ -1,5 +1,5 @@
-import { buildHelperInput, encodeHelperInput, stringifySorted } from '../../../lib/provision/helperInput';
-import { isStaleSighting, staleSightingError } from '../../../lib/provision/staleSighting';
+import { buildHelperInput, encodeHelperInput, stringifySorted } from '../../../../lib/provision/helper/helperInput';
+import { isStaleSighting, staleSightingError } from '../../../../lib/provision/sightings/staleSighting';
 
 describe('buildHelperInput (the Host JSON of §3.1)', () => {
   it('a node with nothing but an identity: null parts and an empty inventory string', () => {

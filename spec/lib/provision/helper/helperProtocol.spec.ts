@@ -1,5 +1,5 @@
-import { buildHelperInput } from '../../../lib/provision/helperInput';
-import { decodeHelperAnswer, encodeHelperRequest } from '../../../lib/provision/helperProtocol';
+import { buildHelperInput } from '../../../../lib/provision/helper/helperInput';
+import { decodeHelperAnswer, encodeHelperRequest } from '../../../../lib/provision/helper/helperProtocol';
 
 describe('the persistent helper protocol', () => {
   it('a request is the per-node input with the id first, compact, on one line', () => {

@@ -1,4 +1,4 @@
-import { HelperOutputError, decodeHelperResponse } from '../../../lib/provision/helperResponse';
+import { HelperOutputError, decodeHelperResponse } from '../../../../lib/provision/helper/helperResponse';
 
 const empty = {
   defer: false,

@@ -1,10 +1,10 @@
 import { createServer } from 'node:net';
 import { Registry } from 'prom-client';
-import { CredentialWatch } from '../../../streams/credentialWatch';
-import { registerProcessMetrics } from '../../../streams/processMetrics';
-import { ElectionMetrics } from '../../../lib/choria/electionMetrics';
-import { PROVISIONER_RPCS, ProvisionerMetrics } from '../../../lib/provision/metrics';
-import { UPSTREAM_NAME_FINDINGS_WITH_ELECTION, promtool } from '../../helpers/provisioner';
+import { CredentialWatch } from '../../../../streams/credentialWatch';
+import { registerProcessMetrics } from '../../../../streams/processMetrics';
+import { ElectionMetrics } from '../../../../lib/choria/electionMetrics';
+import { PROVISIONER_RPCS, ProvisionerMetrics } from '../../../../lib/provision/metrics/metrics';
+import { UPSTREAM_NAME_FINDINGS_WITH_ELECTION, promtool } from '../../../helpers/provisioner';
 
 // The election's counter keeps upstream's name too.
 

@@ -1,17 +1,17 @@
 import { Observable } from 'rxjs';
 import { AdmissionLedger, done, failed } from '@rxfleet/operators';
-import { ActionSpec } from '../../../lib/choria/agents';
-import { RpcTimeoutError } from '../../../lib/choria/errors';
-import { parseProvisionerConfig, requireValidConfig } from '../../../lib/provision/config';
-import { CycleTraces } from '../../../lib/provision/cycleTrace';
-import { HelperResponse } from '../../../lib/provision/helperResponse';
-import { NodeBackoff } from '../../../lib/provision/nodeBackoff';
-import { CycleError, ProvisionCycle } from '../../../lib/provision/provisionCycle';
-import { HostTicket, Sighting } from '../../../lib/provision/pipeline';
-import { cycleRecord, isCycleRecord } from '../../../lib/provision/records/cycleRecord';
-import { nodeSubject } from '../../../lib/provision/records/recordSubjects';
-import { nodeSiteFiles } from '../../../streams/siteFiles';
-import { newScheduler } from '../../helpers/marbles';
+import { ActionSpec } from '../../../../lib/choria/agents';
+import { RpcTimeoutError } from '../../../../lib/choria/errors';
+import { parseProvisionerConfig, requireValidConfig } from '../../../../lib/provision/config/config';
+import { CycleTraces } from '../../../../lib/provision/cycle/cycleTrace';
+import { HelperResponse } from '../../../../lib/provision/helper/helperResponse';
+import { NodeBackoff } from '../../../../lib/provision/backoff/nodeBackoff';
+import { CycleError, ProvisionCycle } from '../../../../lib/provision/cycle/provisionCycle';
+import { HostTicket, Sighting } from '../../../../lib/provision/pipeline';
+import { cycleRecord, isCycleRecord } from '../../../../lib/provision/records/cycleRecord';
+import { nodeSubject } from '../../../../lib/provision/records/recordSubjects';
+import { nodeSiteFiles } from '../../../../streams/siteFiles';
+import { newScheduler } from '../../../helpers/marbles';
 
 const TOKEN = 'tok-3141';
 

@@ -1,4 +1,4 @@
-import { DEFAULT_IDENTITY_TEMPLATE, IdentityTemplateError, parseIdentityTemplate } from '../../../lib/provision/incusIdentity';
+import { DEFAULT_IDENTITY_TEMPLATE, IdentityTemplateError, parseIdentityTemplate } from '../../../../lib/provision/sightings/incusIdentity';
 
 const source = { name: 'web1', project: 'p2', config: { 'user.choria-identity': 'web1.example.net', 'user.dc': 'ams' } };
 

@@ -1,9 +1,9 @@
-import { EventPayload, InstancePayload } from '../../../lib/enricher/output/payload';
-import { parseInstancesServed } from '../../../lib/enricher/model/instancesServed';
-import { parseProjectsServed } from '../../../lib/enricher/model/servedProjects';
-import { parseIdentityTemplate } from '../../../lib/provision/incusIdentity';
-import { IncusDecision, incusSightings } from '../../../lib/provision/incusSightings';
-import { newScheduler } from '../../helpers/marbles';
+import { EventPayload, InstancePayload } from '../../../../lib/enricher/output/payload';
+import { parseInstancesServed } from '../../../../lib/enricher/model/instancesServed';
+import { parseProjectsServed } from '../../../../lib/enricher/model/servedProjects';
+import { parseIdentityTemplate } from '../../../../lib/provision/sightings/incusIdentity';
+import { IncusDecision, incusSightings } from '../../../../lib/provision/sightings/incusSightings';
+import { newScheduler } from '../../../helpers/marbles';
 
 /** An instance as the enricher publishes it: running with `ipv4`/`ipv6` on eth0, or not running. */
 function instance(options: { running?: boolean; ipv4?: string[]; ipv6?: string[]; config?: Record<string, string> } = {}): InstancePayload {

@@ -1,7 +1,7 @@
-import { CycleRecord } from '../../../lib/provision/records/cycleRecord';
-import { InstanceRecord } from '../../../lib/provision/records/instanceRecord';
-import { fleetStatus } from '../../../lib/provision/status/fleetStatus';
-import { historyLines, statusLines } from '../../../lib/provision/status/statusText';
+import { CycleRecord } from '../../../../lib/provision/records/cycleRecord';
+import { InstanceRecord } from '../../../../lib/provision/records/instanceRecord';
+import { fleetStatus } from '../../../../lib/provision/status/fleetStatus';
+import { historyLines, statusLines } from '../../../../lib/provision/status/statusText';
 
 const NOW = Date.parse('2026-03-01T12:00:00Z');
 const iso = (msAgo: number): string => new Date(NOW - msAgo).toISOString();

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { compareRpmVersions, parseRpmVersion, rpmvercmp } from '../../../lib/provision/rpmVersion';
+import { compareRpmVersions, parseRpmVersion, rpmvercmp } from '../../../../lib/provision/upgrade/rpmVersion';
 
 describe('parseRpmVersion', () => {
   it.each([

@@ -1,4 +1,4 @@
-import { UpgradeInput, decideUpgrade, releaseUpdateError, upgradeFailed } from '../../../lib/provision/upgradeDecision';
+import { UpgradeInput, decideUpgrade, releaseUpdateError, upgradeFailed } from '../../../../lib/provision/upgrade/upgradeDecision';
 
 const base: UpgradeInput = {
   enabled: true,

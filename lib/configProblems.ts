@@ -1,10 +1,9 @@
 /**
- * How a problem in the provisioner's configuration is worded: key paths, what was expected, and
- * values shown without secrets.
+ * How a problem in a configuration file is worded, for both daemons' files: key paths, what was
+ * expected, a "did you mean" for a misspelt key, and values shown without secrets.
  */
 import { ErrorObject } from 'ajv';
 import { withoutCredentials } from './redact';
-import { PROVISIONER_CONFIG_SCHEMA } from './provision/config/configSchema';
 
 /** Levenshtein distance, for the "did you mean" of an unknown key. */
 export function editDistance(a: string, b: string): number {
@@ -30,25 +29,30 @@ export function errorPath(e: ErrorObject): string {
     .reduce((path, segment) => (/^\d+$/.test(segment) ? `${path}[${segment}]` : path === '' ? segment : `${path}.${segment}`), '');
 }
 
-interface SchemaNode {
+/**
+ * A JSON Schema as the configuration schemas write it: besides the standard keywords, `expected`
+ * is the text a problem shows when a value is refused, and `secret: true` keeps a refused value
+ * out of the message.
+ */
+export interface SchemaNode {
   expected?: string;
   secret?: boolean;
   properties?: Record<string, SchemaNode>;
   items?: SchemaNode;
 }
 
-/** The schema node describing the value at an ajv instance path, for its `expected` text. */
-function schemaAt(instancePath: string): SchemaNode | undefined {
-  let node: SchemaNode | undefined = PROVISIONER_CONFIG_SCHEMA as unknown as SchemaNode;
+/** The node of `schema` describing the value at an ajv instance path, for its `expected` text. */
+function schemaAt(schema: SchemaNode, instancePath: string): SchemaNode | undefined {
+  let node: SchemaNode | undefined = schema;
   for (const segment of instancePath.split('/').slice(1)) {
     node = /^\d+$/.test(segment) ? node?.items : node?.properties?.[segment];
   }
   return node;
 }
 
-/** What a schema error says: what was expected and what came, a secret's value never shown. */
-export function schemaMessage(e: ErrorObject): string {
-  const node = schemaAt(e.instancePath);
+/** What an error against `schema` says: what was expected and what came, a secret's value never shown. */
+export function schemaMessage(schema: SchemaNode, e: ErrorObject): string {
+  const node = schemaAt(schema, e.instancePath);
   const got =
     node?.secret === true ? `a ${Array.isArray(e.data) ? 'list' : typeof e.data} (value not shown: it is a secret)` : describe(e.data);
   const expected = node?.expected ?? e.message ?? 'a valid value';

@@ -9,9 +9,11 @@ import { ClaimMetrics } from '../../lib/provision/claims/claimMetrics';
 import { singleReplicaWarning } from '../../lib/bucketLayout';
 import { ClaimStore, NodeClaims, readClaimsTtl, rotateRound } from '../../lib/provision/claims/claims';
 import { ProvisionerConfig } from '../../lib/provision/config/config';
-import { ClaimStage, CycleOutcome, HostTicket } from '../../lib/provision/pipeline';
+import { ClaimStage } from '../../lib/provision/pipeline';
 import { CycleError } from '../../lib/provision/cycle/provisionCycle';
 import { natsClaimStore } from '../../streams/claims/natsClaimStore';
+import { CycleOutcome } from '../../lib/provision/cycle/cycleResult';
+import { HostTicket } from '../../lib/provision/sightings/sighting';
 
 /** The queue group active-active instances hear startup events in: each event reaches one of them. */
 export const STARTUP_QUEUE_GROUP = 'rxfleet-provisioners';

@@ -4,7 +4,7 @@ import { AdmissionLedger, PauseGate } from '@rxfleet/operators';
 import { ElectionMetrics } from '../../lib/choria/electionMetrics';
 import { ProvisionerConfig } from '../../lib/provision/config/config';
 import { ProvisionerMetrics } from '../../lib/provision/metrics/metrics';
-import { Sighting } from '../../lib/provision/pipeline';
+import { Sighting } from '../../lib/provision/sightings/sighting';
 import { registerProcessMetrics } from '../../streams/processMetrics';
 import { ELECTION_KEY } from './daemonTypes';
 

@@ -6,7 +6,7 @@ import { ProvisionerConfig } from '../../lib/provision/config/config';
 import { CycleTraces } from '../../lib/provision/cycle/cycleTrace';
 import { ProvisionerMetrics } from '../../lib/provision/metrics/metrics';
 import { NodeBackoff } from '../../lib/provision/backoff/nodeBackoff';
-import { HostTicket, PipelineHooks } from '../../lib/provision/pipeline';
+import { PipelineHooks } from '../../lib/provision/pipeline';
 import { CycleRecord, RECORD_VERSION, cycleRecord } from '../../lib/provision/records/cycleRecord';
 import { InstanceMode, InstanceRecord, oldestOf } from '../../lib/provision/records/instanceRecord';
 import { instanceSubject, nodeSubject } from '../../lib/provision/records/recordSubjects';
@@ -14,6 +14,7 @@ import { RateLimitedLog } from '../../lib/rateLimitedLog';
 import { singleReplicaWarning } from '../../lib/bucketLayout';
 import { RecordSink, natsRecordSink, prepareRecordStream } from '../../streams/records/recordStream';
 import { ProvisionerStatus } from './daemonTypes';
+import { HostTicket } from '../../lib/provision/sightings/sighting';
 
 /** How often an instance writes its own record by default, ms. */
 export const INSTANCE_RECORD_EVERY_MS = 10_000;

@@ -17,37 +17,9 @@ import {
   tap,
   timer,
 } from 'rxjs';
-import { AdmissionLedger, Outcome, PauseGate, PoolResult, Refusal, Ticket, admit, failed, pauseWhen, workerPool } from '@rxfleet/operators';
-
-/**
- * Where a sighting of a node came from, each source counted apart: a broadcast discovery round, a
- * lifecycle startup event, or an enriched Incus event saying its instance came up.
- */
-export type SightingSource = 'discovery' | 'event' | 'incus';
-
-/** One sighting of a node in provisioning mode. */
-export interface Sighting {
-  readonly identity: string;
-  readonly via: SightingSource;
-  /**
-   * Set on a sighting of an identity admission already held when it arrived: admitted, it is a
-   * re-admission superseding an old ticket (DECISIONS P1), which upstream would never count.
-   */
-  readonly readmission?: true;
-}
-
-/** A sighting admitted to the queue. */
-export type HostTicket = Ticket<Sighting, string>;
-
-/** What one provisioning cycle ended with, as the worker pool sees it. */
-export type CycleOutcome = Outcome<CycleResult>;
-
-/**
- * How a cycle that did not fail ended (choria-provisioner.md §3.11), plus `locked`: the node's
- * provisioning lock is held by another provisioner (DECISIONS P10), and `claimed`: in active-active
- * mode another instance holds the node's claim, so no cycle ran (DECISIONS P16).
- */
-export type CycleResult = 'provisioned' | 'shutdown' | 'upgraded' | 'locked' | 'claimed';
+import { AdmissionLedger, PauseGate, PoolResult, Refusal, admit, failed, pauseWhen, workerPool } from '@rxfleet/operators';
+import type { HostTicket, Sighting, SightingSource } from './sightings/sighting';
+import type { CycleOutcome, CycleResult } from './cycle/cycleResult';
 
 /**
  * Runs a ticket's cycle under a claim on its node (active-active, DECISIONS P16): {@link NodeClaims}

@@ -1,4 +1,4 @@
-import { ProtocolError } from '../errors';
+import { ProtocolError } from './protocolError';
 import { utf8 } from './encoding';
 import { parsePlainJson, refuse } from './layers';
 import { schemaErrors } from './schemas';

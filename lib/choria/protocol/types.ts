@@ -1,4 +1,4 @@
-import type { ProtocolError } from '../errors';
+import type { ProtocolError } from './protocolError';
 
 /** Which Choria protocol carried a message: v1 (`choria:*:1`, x509) or v2 (`io.choria.protocol.v2.*`, ed25519 + JWT). */
 export type ProtocolVersion = 'v1' | 'v2';

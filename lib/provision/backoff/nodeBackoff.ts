@@ -1,7 +1,7 @@
 import { Outcome } from '@rxfleet/operators';
 import { RpcConnectionLostError, findCause } from '../../choria/errors';
 import { CycleError, CycleStep } from '../cycle/cycleError';
-import type { SightingSource } from '../pipeline';
+import type { SightingSource } from '../sightings/sighting';
 
 /**
  * Failures that are not the node's: a sighting that waited too long in the queue, a claim another

@@ -1,5 +1,5 @@
 import { Observable, ObservableInput, SchedulerAction, SchedulerLike, Subscription, catchError, from, throwError } from 'rxjs';
-import type { CycleOutcome } from '../pipeline';
+import type { CycleOutcome } from '../cycle/cycleResult';
 import { ClaimEffect, ClaimEvent, ClaimInput, ClaimRules, ClaimState, ClaimTimer, IDLE_CLAIM, stepClaim } from './claimMachine';
 import { ClaimLeases } from './claimLeases';
 import { ClaimHooks } from './claimOptions';

@@ -10,7 +10,7 @@ import { workFailed } from '@rxfleet/operators';
 import { formatGoDuration } from '../../choria/duration';
 import { ClaimStoreClosedError } from './claimStore';
 import { CycleError, nodeDidNotAnswer } from '../cycle/cycleError';
-import type { CycleOutcome, CycleResult } from '../pipeline';
+import type { CycleOutcome, CycleResult } from '../cycle/cycleResult';
 
 /** What a claim is doing. */
 export type ClaimPhase =

@@ -1,10 +1,11 @@
 import { Observable, SchedulerLike, asyncScheduler } from 'rxjs';
-import type { ClaimStage, CycleOutcome, HostTicket } from '../pipeline';
 import { claimKey } from './claimStore';
 import { ClaimHooks, NodeClaimsOptions } from './claimOptions';
 import { ClaimLeases } from './claimLeases';
 import type { ClaimRules } from './claimMachine';
 import { driveClaim } from './claimDriver';
+import type { CycleOutcome } from '../cycle/cycleResult';
+import type { HostTicket } from '../sightings/sighting';
 
 export { ClaimHeldError, ClaimStoreClosedError, claimKey, readClaimsTtl, rotateRound } from './claimStore';
 export type { ClaimStore, ReadClaimsTtlOptions } from './claimStore';
@@ -23,6 +24,9 @@ export type { ClaimHooks, NodeClaimsOptions } from './claimOptions';
  * Each ticket's claim is the state machine of claimMachine.ts (`stepClaim`, tabled in
  * docs/provisioner/high-availability.md), carried out by claimDriver.ts; the claims held are
  * {@link ClaimLeases}, which the attempt boundary reads.
+ *
+ * It is the pipeline's `ClaimStage` (`pipeline.ts`), which names what the pipeline needs from it;
+ * the port stays with the pipeline, so this room imports nothing above it.
  *
  * Guarantees, for {@link around}:
  * - A sighting older than the claims' lifetime is refused before claiming (as a stale sighting,
@@ -61,7 +65,7 @@ export type { ClaimHooks, NodeClaimsOptions } from './claimOptions';
  *   `retryMs` until it can be, the claim would have aged out, or the store is closed.
  * - A store failure never throws past the stage; a hook that throws errors the stage's output once.
  */
-export class NodeClaims implements ClaimStage {
+export class NodeClaims {
   private readonly scheduler: SchedulerLike;
   private readonly rules: Omit<ClaimRules, 'identity' | 'admittedAt'>;
   private readonly hooks: ClaimHooks;

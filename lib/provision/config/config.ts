@@ -120,7 +120,7 @@ export function parseProvisionerConfig(text: string, options: ParseConfigOptions
       const path = errorPath(e);
       if (refused.has(path)) continue;
       refused.add(path);
-      error(path, schemaMessage(e));
+      error(path, schemaMessage(PROVISIONER_CONFIG_SCHEMA, e));
     }
   }
   const usable = (path: string): boolean =>

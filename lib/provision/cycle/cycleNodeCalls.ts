@@ -3,7 +3,7 @@ import { errorMessage, isProvisioningLockError } from '../../choria/errors';
 import { Logger } from '../../logger';
 import { SiteFiles } from '../../siteFiles';
 import { CertDenyList } from '../credentials/certDenyList';
-import { CycleResult } from '../pipeline';
+import { CycleResult } from './cycleResult';
 import { CsrReply, validateCsr } from '../credentials/csrValidation';
 import { failStep, nodeDidNotAnswer } from './cycleError';
 import { CycleMetrics, CycleSettings } from './cycleOptions';

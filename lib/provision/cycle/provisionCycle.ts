@@ -9,7 +9,8 @@ import { CycleNodeCalls, SignedDelivery } from './cycleNodeCalls';
 import { CycleSighting, ProvisionCycleOptions } from './cycleOptions';
 import { CycleRpc } from './cycleRpc';
 import { CycleTrace, helperDecision } from './cycleTrace';
-import { CycleOutcome, CycleResult, HostTicket } from '../pipeline';
+import { CycleOutcome, CycleResult } from './cycleResult';
+import { HostTicket } from '../sightings/sighting';
 import { staleSightingError } from '../sightings/staleSighting';
 
 export { CycleError, nodeDidNotAnswer } from './cycleError';

@@ -3,7 +3,8 @@ import { errorMessage } from '../../choria/errors';
 import { CycleError } from '../cycle/cycleError';
 import { CycleTrace, withoutSecret } from '../cycle/cycleTrace';
 import type { BackoffEntry } from '../backoff/nodeBackoff';
-import type { CycleResult, HostTicket } from '../pipeline';
+import type { CycleResult } from '../cycle/cycleResult';
+import type { HostTicket } from '../sightings/sighting';
 import { CycleRecord, RECORD_VERSION } from './recordTypes';
 
 export { RECORD_VERSION } from './recordTypes';

@@ -3,8 +3,10 @@ import { PauseGate, done, failed } from '@rxfleet/operators';
 import { RpcConnectionLostError } from '../../../../lib/choria/errors';
 import { CycleError } from '../../../../lib/provision/cycle/cycleError';
 import { NodeBackoff, backoffDelay, failureOfNode } from '../../../../lib/provision/backoff/nodeBackoff';
-import { CycleOutcome, HostTicket, provisionPipeline } from '../../../../lib/provision/pipeline';
+import { provisionPipeline } from '../../../../lib/provision/pipeline';
 import { newScheduler } from '../../../helpers/marbles';
+import { CycleOutcome } from '../../../../lib/provision/cycle/cycleResult';
+import { HostTicket } from '../../../../lib/provision/sightings/sighting';
 
 const deferred = failed(new CycleError('n1', 'defer', 'configuration defered: not yet'));
 

@@ -3,7 +3,8 @@ import { EMPTY, NEVER, Observable, concat, concatMap, defer, ignoreElements, of,
 import { workDone, workFailed } from '@rxfleet/operators';
 import { trackingScheduler } from '@rxfleet/operators/testing';
 import { ClaimStore, NodeClaims } from '../../../../lib/provision/claims/claims';
-import { CycleOutcome, CycleResult, HostTicket } from '../../../../lib/provision/pipeline';
+import { CycleOutcome, CycleResult } from '../../../../lib/provision/cycle/cycleResult';
+import { HostTicket } from '../../../../lib/provision/sightings/sighting';
 import { CycleError } from '../../../../lib/provision/cycle/provisionCycle';
 import { NoRespondersError } from '../../../../lib/choria/errors';
 import { MemoryClaimBucket } from '../../../../streams/memory/memoryClaimBucket';

@@ -17,7 +17,7 @@ import {
   stepClaim,
 } from '../../../../lib/provision/claims/claimMachine';
 import { ClaimHeldError, ClaimStoreClosedError } from '../../../../lib/provision/claims/claimStore';
-import { CycleOutcome } from '../../../../lib/provision/pipeline';
+import { CycleOutcome } from '../../../../lib/provision/cycle/cycleResult';
 import { CycleError } from '../../../../lib/provision/cycle/provisionCycle';
 import { NoRespondersError } from '../../../../lib/choria/errors';
 

@@ -9,7 +9,8 @@ import {
   readClaimsTtl,
   rotateRound,
 } from '../../../../lib/provision/claims/claims';
-import { CycleOutcome, HostTicket } from '../../../../lib/provision/pipeline';
+import { CycleOutcome } from '../../../../lib/provision/cycle/cycleResult';
+import { HostTicket } from '../../../../lib/provision/sightings/sighting';
 import { CycleError } from '../../../../lib/provision/cycle/provisionCycle';
 import { NoRespondersError } from '../../../../lib/choria/errors';
 import { MemoryClaimBucket } from '../../../../streams/memory/memoryClaimBucket';

@@ -7,7 +7,7 @@ import { CycleTraces } from '../../../../lib/provision/cycle/cycleTrace';
 import { HelperResponse } from '../../../../lib/provision/helper/helperResponse';
 import { NodeBackoff } from '../../../../lib/provision/backoff/nodeBackoff';
 import { CycleError, ProvisionCycle } from '../../../../lib/provision/cycle/provisionCycle';
-import { HostTicket, Sighting } from '../../../../lib/provision/pipeline';
+import { HostTicket, Sighting } from '../../../../lib/provision/sightings/sighting';
 import { cycleRecord, isCycleRecord } from '../../../../lib/provision/records/cycleRecord';
 import { nodeSubject } from '../../../../lib/provision/records/recordSubjects';
 import { nodeSiteFiles } from '../../../../streams/siteFiles';

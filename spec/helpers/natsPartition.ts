@@ -20,11 +20,6 @@ function iptables(args: string[]): void {
   if (!done.ok) throw new Error(`iptables ${args.join(' ')}: ${done.output}`);
 }
 
-/** Whether this process may change the firewall (root, `iptables` with the owner match, `ss -K`). */
-export function partitionsAvailable(): boolean {
-  return process.getuid?.() === 0 && run('iptables', ['-w', '-m', 'owner', '--help']).ok && run('ss', ['-V']).ok;
-}
-
 /** The local ports of `pid`'s established TCP connections to any of `ports`. */
 function dialedFrom(pid: number, ports: number[]): number[] {
   const listing = run('ss', ['-tnpH', 'state', 'established']).output;

@@ -1,7 +1,7 @@
 import { decodeBase64Strict, sha256, sha256Base64, toBase64 } from './encoding';
 import { base64Field, lenientBase64, parseLayer, refuse } from './layers';
 import { compileSchema, replyV2Schema, requestV2Schema, secureReplyV2Schema, secureRequestV2Schema, transportV2Schema } from './schemas';
-import { ChoriaReply, ChoriaRequest, Decoded, Filter, newFilter } from './types';
+import { ChoriaReply, ChoriaRequest, Decoded, Filter, RequestFields, newFilter } from './types';
 
 /** The v2 protocol strings (`io.choria.protocol.v2.*`), spoken in organisation-issuer deployments. */
 export const V2 = {
@@ -66,17 +66,13 @@ export interface V2Security {
   signerJwt?: string;
 }
 
-/**
- * What a v2 request is made from: a request's fields without its version and security, which the
- * encoder supplies. The payload is carried as bytes (base64 on the wire); `time` is sent as
- * nanoseconds.
- */
-export type RequestV2Fields = Omit<ChoriaRequest, 'version' | 'security'>;
-
 const INSECURE_BYTES = Buffer.from('insecure');
 
-/** The transport JSON of a v2 request. */
-export function encodeRequestV2(fields: RequestV2Fields, security: V2Security): string {
+/**
+ * The transport JSON of a v2 request, its version and security supplied here: the payload is
+ * carried as bytes (base64 on the wire), `time` as nanoseconds.
+ */
+export function encodeRequestV2(fields: RequestFields, security: V2Security): string {
   const request = Buffer.from(
     JSON.stringify({
       protocol: V2.request,

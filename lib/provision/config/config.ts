@@ -2,19 +2,11 @@ import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
 import { availableParallelism } from 'node:os';
 import { readYamlConfig } from '../../yamlConfig';
-import { DEPRECATED_KEYS, PROVISIONER_CONFIG_SCHEMA, SECTION_KEYS } from './configSchema';
-import { splitNatsUrls } from '../../addresses';
-import {
-  ConfigProblem,
-  ConfigurationError,
-  LogDestination,
-  ParseConfigOptions,
-  ProvisionerConfig,
-  ProvisionerConfigResult,
-} from './configTypes';
-import { describe, editDistance, errorPath, schemaMessage } from '../../configProblems';
-import { CertDenyList } from '../credentials/certDenyList';
-import { RawConfig, checkRules } from './configRules';
+import { PROVISIONER_CONFIG_SCHEMA, RawConfig } from './configSchema';
+import { ConfigProblem, ConfigurationError, ParseConfigOptions, ProvisionerConfig, ProvisionerConfigResult } from './configTypes';
+import { describe, errorPath, schemaMessage } from '../../configProblems';
+import { RuleContext, configFromDocument } from './configRules';
+import { foldKeys, isMapping } from './foldKeys';
 
 export { helperCommandProblem } from './configRules';
 
@@ -84,36 +76,24 @@ export function parseProvisionerConfig(text: string, options: ParseConfigOptions
     return { config: undefined, problems };
   }
 
-  const folded = foldSection(raw, '', warn);
-  // `incus:` left empty is null, which keeps the default (no feed) like any key: say so, since the
-  // section's whole point is turning the feed on.
-  if (isMapping(folded.rxfleet) && Object.entries(folded.rxfleet).some(([key, value]) => key.toLowerCase() === 'incus' && value === null)) {
-    warn('rxfleet.incus', 'empty, so the Incus feed is off: write `incus: {}` to turn it on with every default');
-  }
-  for (const section of ['features', 'rxfleet'] as const) {
-    if (isMapping(folded[section])) folded[section] = foldSection(folded[section], section, warn);
-  }
-  if (isMapping(folded.rxfleet) && isMapping(folded.rxfleet.incus))
-    folded.rxfleet.incus = foldSection(folded.rxfleet.incus, 'rxfleet.incus', warn);
-  for (const key of Object.keys(DEPRECATED_KEYS)) {
-    if (key in folded) warn(key, `deprecated: ${DEPRECATED_KEYS[key]}`);
-  }
-  // `failure_backoff: 0` (a number) is the off switch people write: read it as the duration "0".
-  if (isMapping(folded.rxfleet)) {
-    for (const [key, value] of Object.entries(folded.rxfleet)) if (key === 'failure_backoff' && value === 0) folded.rxfleet[key] = '0';
-  }
-  // A single server is as good as a list of one.
-  for (const key of ['nats_servers', 'dns_servers']) {
-    if (isMapping(folded.rxfleet) && typeof folded.rxfleet[key] === 'string') {
-      folded.rxfleet[key] = folded.rxfleet[key]
-        .split(',')
-        .map((s) => s.trim())
-        .filter((s) => s !== '');
-    }
-  }
+  const folded = foldKeys(raw, warn);
+  const { refused, usable } = checkSchema(folded, error);
+  const failed = (): boolean => problems.some((p) => p.severity === 'error');
+  return {
+    config: configFromDocument(folded as unknown as RawConfig, { error, warn, usable, refused, exists, cpus, failed }, file),
+    problems,
+  };
+}
 
-  // Schema errors do not stop the checks below: every problem is reported in one run. A check
-  // skips a key the schema already refused (its value may not even be of the right type).
+/**
+ * Runs the schema, reporting each refused key once. Its errors do not stop the rules: every
+ * problem is reported in one run, and a rule skips a key the schema refused (`usable`), whose
+ * value may not even be of the right type.
+ */
+function checkSchema(
+  folded: Record<string, unknown>,
+  error: (path: string, message: string) => void,
+): Pick<RuleContext, 'refused' | 'usable'> {
   const refused = new Set<string>();
   if (!validateSchema(folded)) {
     for (const e of validateSchema.errors ?? []) {
@@ -127,135 +107,11 @@ export function parseProvisionerConfig(text: string, options: ParseConfigOptions
     ![...refused].some(
       (r) => r === path || path.startsWith(`${r}.`) || path.startsWith(`${r}[`) || r.startsWith(`${path}.`) || r.startsWith(`${path}[`),
     );
-
-  const c = folded as unknown as RawConfig;
-  const {
-    intervalMs,
-    serverJwtValidity,
-    serverJwtValidityMs,
-    shutdownGraceMs,
-    helperTimeoutMs,
-    electionCandidateIntervalMs,
-    lifecycleComponent,
-    logLevel,
-    features,
-    workers,
-    incus,
-    failureBackoffMs,
-    recordsMaxAgeMs,
-    recordsEveryMs,
-  } = checkRules(c, { error, warn, usable, refused, exists, cpus });
-  if (problems.some((p) => p.severity === 'error')) return { config: undefined, problems };
-
-  // A server URL's `user:password@` is taken out of it (the keys win), so no server logged or shown
-  // carries a secret.
-  const nats = splitNatsUrls(c.rxfleet.nats_servers.join(','));
-  const config: ProvisionerConfig = {
-    file,
-    workers,
-    interval: c.interval,
-    intervalMs,
-    logDestination: logDestination(c.logfile),
-    logLevel,
-    helper: c.helper,
-    token: c.token,
-    lifecycleComponent,
-    choriaInsecure: c.choria_insecure,
-    site: c.site,
-    monitorPort: c.monitor_port,
-    brokerProvisioningPassword: c.broker_provisioning_password,
-    certDenyList: new CertDenyList(c.cert_deny_list).entries,
-    jwtVerifyCert: c.jwt_verify_cert,
-    jwtSigningKey: c.jwt_signing_key,
-    jwtSigningToken: c.jwt_signing_token,
-    serverJwtValidity,
-    serverJwtValidityMs,
-    leaderElection: c.leader_election,
-    upgradesRepository: c.upgrades_repository,
-    upgradesOptional: c.upgrades_optional,
-    features,
-    rxfleet: {
-      natsServers: nats.servers,
-      natsUser: c.rxfleet.nats_user ?? nats.credentials?.user,
-      natsPassword: c.rxfleet.nats_password ?? nats.credentials?.password,
-      natsCredentials: c.rxfleet.nats_credentials,
-      pkcs11PinFile: c.rxfleet.pkcs11_pin_file,
-      queueCapacity: c.rxfleet.queue_capacity,
-      shutdownGraceMs,
-      helperTimeoutMs,
-      electionApiPrefix: c.rxfleet.election_api_prefix,
-      electionCandidateIntervalMs,
-      dnsServers: c.rxfleet.dns_servers,
-      logFormat: c.rxfleet.log_format === '' ? undefined : c.rxfleet.log_format,
-      monitorHost: c.rxfleet.monitor_host === '' ? undefined : c.rxfleet.monitor_host,
-      mode: c.rxfleet.mode,
-      helperMode: c.rxfleet.helper_mode,
-      helperProcesses: c.rxfleet.helper_processes === 0 ? Math.max(1, Math.min(workers, cpus)) : c.rxfleet.helper_processes,
-      claimsBucket: c.rxfleet.claims_bucket,
-      claimsApiPrefix: c.rxfleet.claims_api_prefix,
-      incus,
-      failureBackoffMs,
-      records: c.rxfleet.records
-        ? {
-            stream: c.rxfleet.records_stream,
-            subject: c.rxfleet.records_subject,
-            apiPrefix: c.rxfleet.records_api_prefix,
-            create: c.rxfleet.records_create,
-            replicas: c.rxfleet.records_replicas,
-            maxAgeMs: recordsMaxAgeMs,
-            maxBytes: c.rxfleet.records_max_bytes,
-            perNode: c.rxfleet.records_per_node,
-            everyMs: recordsEveryMs,
-          }
-        : undefined,
-    },
-  };
-  return { config, problems };
+  return { refused, usable };
 }
 
 /** The config of a result without errors; otherwise throws {@link ConfigurationError} naming every error. */
 export function requireValidConfig(result: ProvisionerConfigResult): ProvisionerConfig {
   if (result.config === undefined) throw new ConfigurationError(result.problems);
   return result.config;
-}
-
-/** go-choria's `CommonLogOpener`: `stdout`, `stderr` and `discard` in any case are streams; anything else a file. */
-function logDestination(logfile: string): LogDestination {
-  const word = logfile.toLowerCase();
-  if (word === '' || word === 'stdout') return 'stdout';
-  if (word === 'stderr' || word === 'discard') return word;
-  return { file: logfile };
-}
-
-function isMapping(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/**
- * Maps each key to its canonical spelling case-insensitively (Go's JSON rule: the last of two
- * spellings wins), drops keys set to null (Go leaves the default) and warns about unknown keys.
- */
-function foldSection(
-  section: Record<string, unknown>,
-  prefix: keyof typeof SECTION_KEYS,
-  warn: (path: string, message: string) => void,
-): Record<string, unknown> {
-  const known = SECTION_KEYS[prefix];
-  const at = (key: string): string => (prefix === '' ? key : `${prefix}.${key}`);
-  const out: Record<string, unknown> = {};
-  const spelledAs = new Map<string, string>();
-  for (const [key, value] of Object.entries(section)) {
-    const canonical = known.find((k) => k === key) ?? known.find((k) => k.toLowerCase() === key.toLowerCase());
-    if (canonical === undefined) {
-      const hint = known.find((k) => editDistance(k, key.toLowerCase()) <= 2);
-      warn(at(key), `unknown key, ignored${hint === undefined ? '' : ` (did you mean ${at(hint)}?)`}`);
-      continue;
-    }
-    const earlier = spelledAs.get(canonical);
-    if (earlier !== undefined) warn(at(canonical), `given twice (as ${earlier} and ${key}); the last one wins`);
-    spelledAs.set(canonical, key);
-    if (value === null) delete out[canonical];
-    else out[canonical] = value;
-  }
-  return out;
 }

@@ -1,76 +1,23 @@
 /**
- * The rules of a provisioner configuration that one key's schema cannot say: durations and their
- * minimums, values upstream would misread, and what upstream would only meet while provisioning
- * each node (reported as warnings). `config.ts` reads the file and calls {@link checkRules} once the
- * schema has run; every problem goes to `error` or `warn`, never thrown.
+ * From the file's document to the provisioner's settings: the rules one key's schema cannot say
+ * (durations and their minimums, values upstream would misread, and what upstream would only meet
+ * while provisioning each node, reported as warnings) and the values they resolve. `config.ts`
+ * reads the file, folds its keys and runs the schema, then calls {@link configFromDocument}; every
+ * problem goes to `error` or `warn`, never thrown.
  */
 import { DurationSyntaxError, parseChoriaDuration } from '../../choria/duration';
 import { isValidLifecycleComponent } from '../../choria/lifecycleComponent';
 import { CertDenyList, DenyPatternError } from '../credentials/certDenyList';
 import { HelperCommandError, splitHelperCommand } from '../helper/helperCommand';
-import { RawIncusFeed, parseIncusFeed } from '../sightings/incusFeedConfig';
-import { ProvisionerConfig, RxfleetSettings } from './configTypes';
+import { parseIncusFeed } from '../sightings/incusFeedConfig';
+import { splitNatsUrls } from '../../addresses';
+import { LogDestination, ProvisionerConfig, RecordSettings } from './configTypes';
+import type { RawConfig } from './configSchema';
 
 const MINUTE_MS = 60_000;
 const HOUR_MS = 60 * MINUTE_MS;
 
-/** The file's keys after folding and the schema's defaults, as the schema promises them. */
-export interface RawConfig {
-  workers: number;
-  interval: string;
-  logfile: string;
-  loglevel: string;
-  helper: string;
-  token: string;
-  lifecycle_component: string;
-  choria_insecure: boolean;
-  site: string;
-  monitor_port: number;
-  broker_provisioning_password: string;
-  cert_deny_list: string[];
-  jwt_verify_cert: string;
-  jwt_signing_key: string;
-  jwt_signing_token: string;
-  server_jwt_validity: string;
-  leader_election: boolean;
-  upgrades_repository: string;
-  upgrades_optional: boolean;
-  features: ProvisionerConfig['features'];
-  rxfleet: {
-    nats_servers: string[];
-    nats_user?: string;
-    nats_password?: string;
-    nats_credentials?: string;
-    pkcs11_pin_file?: string;
-    queue_capacity: number;
-    shutdown_grace: string;
-    helper_timeout: string;
-    election_api_prefix: string;
-    election_candidate_interval: string;
-    dns_servers: string[];
-    log_format: '' | 'json' | 'logfmt' | 'logrus-json' | 'pretty';
-    monitor_host: string;
-    mode: RxfleetSettings['mode'];
-    helper_mode: RxfleetSettings['helperMode'];
-    helper_processes: number;
-    claims_bucket: string;
-    claims_api_prefix: string;
-    incus?: RawIncusFeed;
-    failure_backoff: string;
-    records: boolean;
-    records_stream: string;
-    records_subject: string;
-    records_api_prefix: string;
-    records_create: boolean;
-    records_replicas: number;
-    records_max_age: string;
-    records_max_bytes: number;
-    records_per_node: number;
-    records_every: string;
-  };
-}
-
-/** Where {@link checkRules} reports, and what it needs to know of the machine and the schema's verdict. */
+/** Where {@link configFromDocument} reports, and what it needs to know of the machine and the schema's verdict. */
 export interface RuleContext {
   error(path: string, message: string): void;
   warn(path: string, message: string): void;
@@ -80,29 +27,102 @@ export interface RuleContext {
   refused: ReadonlySet<string>;
   exists(file: string): boolean;
   cpus: number;
+  /** Whether an error has been reported: no settings are made then. */
+  failed(): boolean;
 }
 
-/** The values the rules compute, each valid only when no error was reported. */
-export interface CheckedValues {
+/**
+ * The settings `c` says, every rule checked on the way in the order the problems are reported
+ * (durations first, then each key that needs more than its schema); undefined once an error was.
+ */
+export function configFromDocument(c: RawConfig, ctx: RuleContext, file: string | undefined): ProvisionerConfig | undefined {
+  const durations = checkDurations(c, ctx);
+  const lifecycleComponent = checkLifecycleComponent(c, ctx);
+  const logLevel = checkLogLevel(c, ctx);
+  checkHelper(c, ctx);
+  checkCertDenyList(c, ctx);
+  const features = checkFeatures(c, ctx);
+  if (c.rxfleet.mode === 'active-active' && c.leader_election === true) {
+    ctx.error(
+      'rxfleet.mode',
+      'active-active and leader_election are two ways of sharing one fleet: choose one (set leader_election: false for active-active)',
+    );
+  }
+  const workers = checkWorkers(c, ctx);
+  const incus =
+    c.rxfleet.incus === undefined || ctx.refused.has('rxfleet') || ctx.refused.has('rxfleet.incus')
+      ? undefined
+      : parseIncusFeed(c.rxfleet.incus, ctx.error, ctx.usable);
+  if (ctx.failed()) return undefined;
+  // A server URL's `user:password@` is taken out of it (the keys win), so no server logged or shown
+  // carries a secret.
+  const nats = splitNatsUrls(c.rxfleet.nats_servers.join(','));
+  return {
+    file,
+    workers,
+    interval: c.interval,
+    intervalMs: durations.intervalMs,
+    logDestination: logDestination(c.logfile),
+    logLevel,
+    helper: c.helper,
+    token: c.token,
+    lifecycleComponent,
+    choriaInsecure: c.choria_insecure,
+    site: c.site,
+    monitorPort: c.monitor_port,
+    brokerProvisioningPassword: c.broker_provisioning_password,
+    certDenyList: new CertDenyList(c.cert_deny_list).entries,
+    jwtVerifyCert: c.jwt_verify_cert,
+    jwtSigningKey: c.jwt_signing_key,
+    jwtSigningToken: c.jwt_signing_token,
+    serverJwtValidity: durations.serverJwtValidity,
+    serverJwtValidityMs: durations.serverJwtValidityMs,
+    leaderElection: c.leader_election,
+    upgradesRepository: c.upgrades_repository,
+    upgradesOptional: c.upgrades_optional,
+    features,
+    rxfleet: {
+      natsServers: nats.servers,
+      natsUser: c.rxfleet.nats_user ?? nats.credentials?.user,
+      natsPassword: c.rxfleet.nats_password ?? nats.credentials?.password,
+      natsCredentials: c.rxfleet.nats_credentials,
+      pkcs11PinFile: c.rxfleet.pkcs11_pin_file,
+      queueCapacity: c.rxfleet.queue_capacity,
+      shutdownGraceMs: durations.shutdownGraceMs,
+      helperTimeoutMs: durations.helperTimeoutMs,
+      electionApiPrefix: c.rxfleet.election_api_prefix,
+      electionCandidateIntervalMs: durations.electionCandidateIntervalMs,
+      dnsServers: c.rxfleet.dns_servers,
+      logFormat: c.rxfleet.log_format === '' ? undefined : c.rxfleet.log_format,
+      monitorHost: c.rxfleet.monitor_host === '' ? undefined : c.rxfleet.monitor_host,
+      mode: c.rxfleet.mode,
+      helperMode: c.rxfleet.helper_mode,
+      helperProcesses: c.rxfleet.helper_processes === 0 ? Math.max(1, Math.min(workers, ctx.cpus)) : c.rxfleet.helper_processes,
+      claimsBucket: c.rxfleet.claims_bucket,
+      claimsApiPrefix: c.rxfleet.claims_api_prefix,
+      incus,
+      failureBackoffMs: durations.failureBackoffMs,
+      records: c.rxfleet.records ? recordSettings(c, durations) : undefined,
+    },
+  };
+}
+
+/** Every duration of the file in milliseconds, under the setting it becomes (0 where it was refused). */
+interface Durations {
   intervalMs: number;
+  /** As written, or upstream's default for an empty one (`1y`). */
   serverJwtValidity: string;
   serverJwtValidityMs: number;
   shutdownGraceMs: number;
   helperTimeoutMs: number;
   electionCandidateIntervalMs: number | undefined;
-  lifecycleComponent: string;
-  logLevel: ProvisionerConfig['logLevel'];
-  features: ProvisionerConfig['features'];
-  workers: number;
-  incus: RxfleetSettings['incus'];
   failureBackoffMs: number;
   recordsMaxAgeMs: number;
   recordsEveryMs: number;
 }
 
-/** Checks every cross-key rule of `c`, reporting through `ctx`, and returns the values they compute. */
-export function checkRules(c: RawConfig, ctx: RuleContext): CheckedValues {
-  const { error, warn, usable, refused, exists, cpus } = ctx;
+/** Reads each duration key, refusing one that does not parse or is under its minimum. */
+function checkDurations(c: RawConfig, { error, warn, usable }: RuleContext): Durations {
   const duration = (path: string, value: string, minimumMs: number, minimumText: string): number => {
     if (!usable(path)) return 0;
     try {
@@ -131,20 +151,27 @@ export function checkRules(c: RawConfig, ctx: RuleContext): CheckedValues {
       'is 1h or less: server JWTs that short are refused by upstream too and signed with this validity anyway after a warning',
     );
   }
-  const shutdownGraceMs = duration('rxfleet.shutdown_grace', c.rxfleet.shutdown_grace, 0, 'a duration >= 0');
-  const helperTimeoutMs = duration('rxfleet.helper_timeout', c.rxfleet.helper_timeout, 1, 'a duration greater than zero');
-  const electionCandidateIntervalMs =
-    c.rxfleet.election_candidate_interval === ''
-      ? undefined
-      : duration('rxfleet.election_candidate_interval', c.rxfleet.election_candidate_interval, 100, 'a duration of at least 100ms');
+  return {
+    intervalMs,
+    serverJwtValidity,
+    serverJwtValidityMs,
+    shutdownGraceMs: duration('rxfleet.shutdown_grace', c.rxfleet.shutdown_grace, 0, 'a duration >= 0'),
+    helperTimeoutMs: duration('rxfleet.helper_timeout', c.rxfleet.helper_timeout, 1, 'a duration greater than zero'),
+    electionCandidateIntervalMs:
+      c.rxfleet.election_candidate_interval === ''
+        ? undefined
+        : duration('rxfleet.election_candidate_interval', c.rxfleet.election_candidate_interval, 100, 'a duration of at least 100ms'),
+    // "0" is no Choria duration (it needs a unit) but is how the backoff is turned off.
+    failureBackoffMs: /^\s*0\s*$/.test(c.rxfleet.failure_backoff)
+      ? 0
+      : duration('rxfleet.failure_backoff', c.rxfleet.failure_backoff, 0, 'a duration >= 0 (0: every sighting, as upstream)'),
+    recordsEveryMs: duration('rxfleet.records_every', c.rxfleet.records_every, 1000, 'a duration of at least 1s such as 10s'),
+    recordsMaxAgeMs: duration('rxfleet.records_max_age', c.rxfleet.records_max_age, MINUTE_MS, 'a duration of at least 1m such as 7d'),
+  };
+}
 
-  // "0" is no Choria duration (it needs a unit) but is how the backoff is turned off.
-  const failureBackoffMs = /^\s*0\s*$/.test(c.rxfleet.failure_backoff)
-    ? 0
-    : duration('rxfleet.failure_backoff', c.rxfleet.failure_backoff, 0, 'a duration >= 0 (0: every sighting, as upstream)');
-  const recordsEveryMs = duration('rxfleet.records_every', c.rxfleet.records_every, 1000, 'a duration of at least 1s such as 10s');
-  const recordsMaxAgeMs = duration('rxfleet.records_max_age', c.rxfleet.records_max_age, MINUTE_MS, 'a duration of at least 1m such as 7d');
-
+/** The lifecycle component startup events are listened for (upstream's default when empty). */
+function checkLifecycleComponent(c: RawConfig, { error, warn, usable }: RuleContext): string {
   const lifecycleComponent = c.lifecycle_component === '' ? 'provision_mode_server' : c.lifecycle_component;
   if (usable('lifecycle_component') && /[.>*]/.test(lifecycleComponent)) {
     error(
@@ -157,10 +184,16 @@ export function checkRules(c: RawConfig, ctx: RuleContext): CheckedValues {
       `${JSON.stringify(lifecycleComponent)} contains white space, which no NATS subject may: startup events cannot be listened for, so nodes are found by discovery only (upstream starts the same way)`,
     );
   }
+  return lifecycleComponent;
+}
 
+/**
+ * The log level. Unset: upstream's warn when lines go to a log file, as go-choria's logging reads
+ * an empty level; rxfleet's info when they go to stdout (P6). A level upstream does not know is
+ * warn, as upstream, with a warning.
+ */
+function checkLogLevel(c: RawConfig, { warn, usable }: RuleContext): ProvisionerConfig['logLevel'] {
   const levels = ['debug', 'info', 'warn', 'error', 'fatal'] as const;
-  // Unset: upstream's warn when lines go to a log file, as go-choria's logging reads an empty
-  // level; rxfleet's info when they go to stdout (P6).
   // A logfile of the wrong type is refused on its own; it names no file here.
   const logsToFile = typeof c.logfile === 'string' && !['', 'stdout', 'stderr', 'discard'].includes(c.logfile.toLowerCase());
   const logLevel: ProvisionerConfig['logLevel'] =
@@ -177,16 +210,22 @@ export function checkRules(c: RawConfig, ctx: RuleContext): CheckedValues {
       `${JSON.stringify(c.loglevel)} is not one of debug, info, warn, error or fatal: logging at warn, as upstream does with a level it does not know`,
     );
   }
+  return logLevel;
+}
 
-  if (!usable('helper')) {
-    // already reported
-  } else if (c.helper.trim() === '') {
+/** Warns about a helper every node would fail on: none, or one that cannot be split into words. */
+function checkHelper(c: RawConfig, { warn, usable }: RuleContext): void {
+  if (!usable('helper')) return;
+  if (c.helper.trim() === '') {
     warn('helper', 'not set: every node will fail at the helper step (cannot parse helper command: empty), as upstream');
-  } else {
-    const problem = helperCommandProblem(c.helper);
-    if (problem !== undefined) warn('helper', `${problem}: every node will fail at the helper step, as upstream`);
+    return;
   }
+  const problem = helperCommandProblem(c.helper);
+  if (problem !== undefined) warn('helper', `${problem}: every node will fail at the helper step, as upstream`);
+}
 
+/** Refuses a deny-list pattern that does not compile (upstream never matches it, turning the check off). */
+function checkCertDenyList(c: RawConfig, { error, usable }: RuleContext): void {
   (usable('cert_deny_list') ? c.cert_deny_list : []).forEach((entry, index) => {
     try {
       new CertDenyList([entry]);
@@ -195,7 +234,13 @@ export function checkRules(c: RawConfig, ctx: RuleContext): CheckedValues {
       error(`cert_deny_list[${index}]`, `expected a regular expression: ${e.message}`);
     }
   });
+}
 
+/**
+ * The features, `jwt` forced on by `ed25519` as upstream; pki with ed25519 refused, and a warning
+ * for each file a feature needs and does not have.
+ */
+function checkFeatures(c: RawConfig, { error, warn, usable, exists }: RuleContext): ProvisionerConfig['features'] {
   const features = usable('features') ? { ...c.features } : { pki: false, jwt: false, ed25519: false, upgrades: false };
   if (features.pki === true && features.ed25519 === true) error('features', 'can only enable one of pki or ed25519 features');
   if (features.ed25519) features.jwt = true;
@@ -230,12 +275,11 @@ export function checkRules(c: RawConfig, ctx: RuleContext): CheckedValues {
       'not set while features.upgrades is on and upgrades_optional is false: every node the helper asks to upgrade will fail (updates_repository not configured for upgrades feature), as upstream',
     );
   }
-  if (c.rxfleet.mode === 'active-active' && c.leader_election === true) {
-    error(
-      'rxfleet.mode',
-      'active-active and leader_election are two ways of sharing one fleet: choose one (set leader_election: false for active-active)',
-    );
-  }
+  return features;
+}
+
+/** The workers (`0`: one per CPU), warning when persistent helpers outnumber them. */
+function checkWorkers(c: RawConfig, { warn, usable, cpus }: RuleContext): number {
   const workers = c.workers === 0 ? cpus : c.workers;
   if (usable('workers') && usable('rxfleet.helper_processes') && c.rxfleet.helper_processes > 0 && c.rxfleet.helper_processes > workers) {
     warn(
@@ -243,26 +287,30 @@ export function checkRules(c: RawConfig, ctx: RuleContext): CheckedValues {
       `${c.rxfleet.helper_processes} processes for ${workers} workers: at most one request per worker is in flight, so the others stand idle`,
     );
   }
-  const incus =
-    c.rxfleet.incus === undefined || refused.has('rxfleet') || refused.has('rxfleet.incus')
-      ? undefined
-      : parseIncusFeed(c.rxfleet.incus, error, usable);
+  return workers;
+}
+
+/** The records' settings (`rxfleet.records: true`). */
+function recordSettings(c: RawConfig, durations: Durations): RecordSettings {
   return {
-    intervalMs,
-    serverJwtValidity,
-    serverJwtValidityMs,
-    shutdownGraceMs,
-    helperTimeoutMs,
-    electionCandidateIntervalMs,
-    lifecycleComponent,
-    logLevel,
-    features,
-    workers,
-    incus,
-    failureBackoffMs,
-    recordsMaxAgeMs,
-    recordsEveryMs,
+    stream: c.rxfleet.records_stream,
+    subject: c.rxfleet.records_subject,
+    apiPrefix: c.rxfleet.records_api_prefix,
+    create: c.rxfleet.records_create,
+    replicas: c.rxfleet.records_replicas,
+    maxAgeMs: durations.recordsMaxAgeMs,
+    maxBytes: c.rxfleet.records_max_bytes,
+    perNode: c.rxfleet.records_per_node,
+    everyMs: durations.recordsEveryMs,
   };
+}
+
+/** go-choria's `CommonLogOpener`: `stdout`, `stderr` and `discard` in any case are streams; anything else a file. */
+function logDestination(logfile: string): LogDestination {
+  const word = logfile.toLowerCase();
+  if (word === '' || word === 'stdout') return 'stdout';
+  if (word === 'stderr' || word === 'discard') return word;
+  return { file: logfile };
 }
 
 /** Why a helper command line cannot be run, in upstream's words, or `undefined` when it can. */

@@ -4,7 +4,8 @@
  * one file serves both). Two annotation keywords are ours: `expected` is the text a problem shows
  * when a value is refused, and `secret: true` keeps a refused value out of the message.
  */
-import { INCUS_FEED_SCHEMA } from '../sightings/incusFeedConfig';
+import { INCUS_FEED_SCHEMA, RawIncusFeed } from '../sightings/incusFeedConfig';
+import type { ProvisionerConfig, RxfleetSettings } from './configTypes';
 
 const string = (defaultValue: string | undefined, expected = 'a string', extra: Record<string, unknown> = {}) => ({
   type: 'string',
@@ -151,3 +152,59 @@ export const DEPRECATED_KEYS: Record<string, string> = {
   broker_port: 'the embedded broker was removed upstream; the key is accepted and ignored',
   rego_policy: 'OPA policies for admission were removed upstream; the key is accepted and ignored',
 };
+
+/** A document after key folding and the schema's defaults, as the schema promises it. */
+export interface RawConfig {
+  workers: number;
+  interval: string;
+  logfile: string;
+  loglevel: string;
+  helper: string;
+  token: string;
+  lifecycle_component: string;
+  choria_insecure: boolean;
+  site: string;
+  monitor_port: number;
+  broker_provisioning_password: string;
+  cert_deny_list: string[];
+  jwt_verify_cert: string;
+  jwt_signing_key: string;
+  jwt_signing_token: string;
+  server_jwt_validity: string;
+  leader_election: boolean;
+  upgrades_repository: string;
+  upgrades_optional: boolean;
+  features: ProvisionerConfig['features'];
+  rxfleet: {
+    nats_servers: string[];
+    nats_user?: string;
+    nats_password?: string;
+    nats_credentials?: string;
+    pkcs11_pin_file?: string;
+    queue_capacity: number;
+    shutdown_grace: string;
+    helper_timeout: string;
+    election_api_prefix: string;
+    election_candidate_interval: string;
+    dns_servers: string[];
+    log_format: '' | 'json' | 'logfmt' | 'logrus-json' | 'pretty';
+    monitor_host: string;
+    mode: RxfleetSettings['mode'];
+    helper_mode: RxfleetSettings['helperMode'];
+    helper_processes: number;
+    claims_bucket: string;
+    claims_api_prefix: string;
+    incus?: RawIncusFeed;
+    failure_backoff: string;
+    records: boolean;
+    records_stream: string;
+    records_subject: string;
+    records_api_prefix: string;
+    records_create: boolean;
+    records_replicas: number;
+    records_max_age: string;
+    records_max_bytes: number;
+    records_per_node: number;
+    records_every: string;
+  };
+}

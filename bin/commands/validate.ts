@@ -3,6 +3,7 @@ import type { ChoriaClientConfig } from '../../lib/choria/clientConfig';
 import type { ProvisionerConfig } from '../../lib/provision/config/config';
 import { redactUrlCredentials } from '../../lib/redact';
 import { ProvisionFlags, addProvisionSourceOptions, provisionSources } from '../provision/sources';
+import { definedFields } from '../../lib/definedFields';
 
 /** What `rxfleet validate` prints and how it exits. */
 export interface ValidationReport {
@@ -41,7 +42,7 @@ export async function validateConfiguration(options: ValidateOptions): Promise<V
       : await startupLines({
           configFile: options.config,
           config: result.config,
-          ...(options.pid !== undefined ? { pidFile: options.pid } : {}),
+          ...definedFields({ pidFile: options.pid }),
           monitorFromFlag: sources.overrides?.monitor !== undefined,
         });
   const lines = [...result.lines, ...startup];

@@ -17,6 +17,7 @@ import { startHelper } from './helperSetup';
 import { preflight } from './preflight';
 import type { ProvisionOptions } from './run';
 import { provisionSources } from './sources';
+import { definedFields } from '../../lib/definedFields';
 
 /** `rxfleet provision --dry-run`'s options. */
 export interface DryRunOptions extends Omit<ProvisionOptions, 'version'> {
@@ -53,7 +54,7 @@ export async function runDryRun(
     return 1;
   }
   const { level, format } = logSettings(options, 'warn');
-  const logger = createLogger({ level, ...(format !== undefined ? { format } : {}), destination: 'stderr', name: 'rxfleet-dry-run' });
+  const logger = createLogger({ level, ...definedFields({ format }), destination: 'stderr', name: 'rxfleet-dry-run' });
   for (const line of checked.lines) logger.warn(line.replace(/^warning: /, ''));
 
   const registry = new Registry();

@@ -15,6 +15,7 @@ import type { WatchedCredential } from '../credentialWatch';
 import { rereadLogin } from './rereadLogin';
 import { pkcs11EngineKey } from './pkcs11Engine';
 import type { Pkcs11Token } from './pkcs11Token';
+import { definedFields } from '../../lib/definedFields';
 
 /** How the daemon reaches NATS and speaks to nodes, worked out from both configuration files. */
 export interface ConnectionPlan {
@@ -64,9 +65,7 @@ export function processSecurityEnvironment(): SecurityEnvironment {
   const { USER: user, MCOLLECTIVE_CERTNAME: certname, HOME: home } = process.env;
   return {
     root: process.getuid?.() === 0,
-    ...(user !== undefined ? { user } : {}),
-    ...(certname !== undefined ? { certname } : {}),
-    ...(home !== undefined ? { home } : {}),
+    ...definedFields({ user, certname, home }),
   };
 }
 

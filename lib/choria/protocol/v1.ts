@@ -2,6 +2,7 @@ import { sha256Base64, toBase64 } from './encoding';
 import { base64Field, lenientBase64, parseLayer, refuse } from './layers';
 import { compileSchema, replyV1Schema, requestV1Schema, secureReplyV1Schema, secureRequestV1Schema, transportV1Schema } from './schemas';
 import { ChoriaReply, ChoriaRequest, Decoded, FactFilter, RequestFields } from './types';
+import { definedFields } from '../../definedFields';
 
 /** The v1 protocol strings, outermost layer first. */
 export const V1 = {
@@ -158,7 +159,7 @@ export function encodeReplyV1(reply: Omit<ChoriaReply, 'version' | 'sender'>, se
     envelope: { requestid: reply.requestId, senderid: reply.senderId, agent: reply.agent, time: Math.floor(reply.time / 1000) },
   });
   const secure = JSON.stringify({ protocol: V1.secureReply, message: body, hash: sha256Base64(body) });
-  const headers = { mc_sender: reply.senderId, ...(seenBy !== undefined ? { 'seen-by': seenBy } : {}) };
+  const headers = { mc_sender: reply.senderId, ...definedFields({ 'seen-by': seenBy }) };
   return JSON.stringify({ protocol: V1.transport, data: toBase64(secure), headers });
 }
 

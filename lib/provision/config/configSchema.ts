@@ -6,10 +6,11 @@
  */
 import { INCUS_FEED_SCHEMA, RawIncusFeed } from '../sightings/incusFeedConfig';
 import type { ProvisionerConfig, RxfleetSettings } from './configTypes';
+import { definedFields } from '../../definedFields';
 
 const string = (defaultValue: string | undefined, expected = 'a string', extra: Record<string, unknown> = {}) => ({
   type: 'string',
-  ...(defaultValue === undefined ? {} : { default: defaultValue }),
+  ...definedFields({ default: defaultValue }),
   expected,
   ...extra,
 });

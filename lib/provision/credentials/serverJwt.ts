@@ -5,6 +5,7 @@ import { HexDecodeError, decodeHex, ed25519PrivateKeyFromSeed, ed25519Sign, ED25
 import { formatGoDuration } from '../../choria/duration';
 import { newKsuid } from '../../choria/ksuid';
 import { Logger, silentLogger } from '../../logger';
+import { definedFields } from '../../definedFields';
 
 /** Extra abilities a server JWT grants (`tokens.ServerPermissions`). */
 export interface ServerPermissions {
@@ -144,7 +145,7 @@ export function buildServerClaims(request: ServerJwtRequest): ServerClaims {
     collectives,
     ...(permissions === undefined ? {} : { permissions: goPermissions(permissions) }),
     ou: org,
-    ...(pubSubjects === undefined ? {} : { pub_subjects: pubSubjects }),
+    ...definedFields({ pub_subjects: pubSubjects }),
     purpose: 'choria_server',
     public_key: request.ed25519PublicKey.toLowerCase(),
     iss: ISSUER,
@@ -182,9 +183,9 @@ export function addChainIssuerData(claims: ServerClaims, signingToken: string, s
   return {
     identity,
     collectives,
-    ...(permissions === undefined ? {} : { permissions }),
+    ...definedFields({ permissions }),
     ou,
-    ...(pub_subjects === undefined ? {} : { pub_subjects }),
+    ...definedFields({ pub_subjects }),
     purpose,
     tcs: `${tcs}.${signature}`,
     public_key,

@@ -13,6 +13,7 @@ import { retryRpc } from '../../choria/retry';
 import { Logger } from '../../logger';
 import { ProvisionerRpc } from '../metrics/metrics';
 import { ProvisionCycleOptions } from './cycleOptions';
+import { definedFields } from '../../definedFields';
 
 /** What {@link CycleRpc} is built from: the cycle's options, with its scheduler and logger settled. */
 export type CycleRpcOptions = Pick<
@@ -79,7 +80,7 @@ export class CycleRpc {
       !isProvisioningLockError(error) && !(options.acceptStatusErrors && error instanceof RpcStatusError);
     const send = (attemptSignal: AbortSignal) =>
       client
-        .call(spec, identity, input, { signal: attemptSignal, ...(rpcTimeoutMs !== undefined ? { timeoutMs: rpcTimeoutMs } : {}) })
+        .call(spec, identity, input, { signal: attemptSignal, ...definedFields({ timeoutMs: rpcTimeoutMs }) })
         .pipe(map((reply) => reply.data));
     const { beforeAttempt } = this.options;
     const call$ = retryRpc(
@@ -99,8 +100,7 @@ export class CycleRpc {
         gate,
         signal,
         scheduler: this.options.scheduler,
-        ...(random !== undefined ? { random } : {}),
-        ...(backoffMs !== undefined ? { backoffMs } : {}),
+        ...definedFields({ random, backoffMs }),
         // A status the node answered with is final for shutdown (upstream treats it as done).
         retryable,
         onAttempt: (record) => {

@@ -13,6 +13,7 @@ import { helperDecision } from '../cycle/cycleTrace';
 import { decideUpgrade, upgradeFailed } from '../upgrade/upgradeDecision';
 import { DryRunReport } from './dryRunReport';
 import { StandIns, summariseCertificate } from './standIns';
+import { definedFields } from '../../definedFields';
 
 /** The only RPC a dry run sends a node: it reads, and takes no provisioning lock (go-choria locks jwt, gen25519, gencsr, configure, release_update). */
 export const DRY_RUN_RPCS: ReadonlySet<string> = new Set(['rpcutil#inventory']);
@@ -172,9 +173,7 @@ export class DryRunCycle {
     return {
       ...base,
       would: 'configure',
-      ...(certificate !== undefined ? { certificate } : {}),
-      ...(ca !== undefined ? { ca } : {}),
-      ...(serverJwt !== undefined ? { serverJwt } : {}),
+      ...definedFields({ certificate, ca, serverJwt }),
     };
   }
 }

@@ -6,6 +6,7 @@ import type { BackoffEntry } from '../backoff/nodeBackoff';
 import type { CycleResult } from '../cycle/cycleResult';
 import type { HostTicket } from '../sightings/sighting';
 import { CycleRecord, RECORD_VERSION } from './recordTypes';
+import { definedFields } from '../../definedFields';
 
 export { RECORD_VERSION } from './recordTypes';
 export type { CycleRecord } from './recordTypes';
@@ -52,8 +53,7 @@ export function cycleRecord(parts: CycleRecordParts): CycleRecord | undefined {
     ended: wall(now),
     outcome: outcome.status === 'failed' ? 'failed' : outcome.value,
     steps,
-    ...(trace?.helper !== undefined ? { decision: trace.helper } : {}),
-    ...(error !== undefined ? { error } : {}),
+    ...definedFields({ decision: trace?.helper, error }),
     ...(claimRevision !== undefined ? { claim: { revision: claimRevision } } : {}),
     ...(backoff !== undefined
       ? { backoff: { failures: backoff.failures, failingSince: wall(backoff.failingSince), retryAfter: wall(backoff.until) } }

@@ -28,7 +28,7 @@ import { resolve } from 'node:path';
 import { HelperRunner } from '../streams/helper/helperRunner';
 import { groupSupervisor } from '../streams/helper/groupSupervisor';
 import { spawnSupervised } from '../streams/helper/supervisedSpawn';
-import { buildHelperInput } from '../lib/provision/helperInput';
+import { buildHelperInput } from '../lib/provision/helper/helperInput';
 import { benchOutput } from './machineLoad';
 
 const RUNS = Number(process.env.RUNS ?? 200);

@@ -22,7 +22,7 @@ import { Registry } from 'prom-client';
 import { parseChoriaClientConfig } from '../lib/choria/clientConfig';
 import { defaultEnricherSettings } from '../lib/enricher/config/config';
 import { IncusApiError } from '../lib/incus/api';
-import { parseProvisionerConfig, requireValidConfig } from '../lib/provision/config';
+import { parseProvisionerConfig, requireValidConfig } from '../lib/provision/config/config';
 import { startProvisionerWithEnricher } from '../bin/provision/withEnricher';
 import { IncusRestClient } from '../streams/incus/incusRestClient';
 import { openNatsConnection } from '../streams/natsConnection';

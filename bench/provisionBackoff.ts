@@ -25,7 +25,7 @@ import { Registry } from 'prom-client';
 import { startProvisioner } from '../bin/provision/daemon';
 import { parseChoriaClientConfig } from '../lib/choria/clientConfig';
 import { parseGoDuration } from '../lib/duration';
-import { parseProvisionerConfig, requireValidConfig } from '../lib/provision/config';
+import { parseProvisionerConfig, requireValidConfig } from '../lib/provision/config/config';
 import { CycleRecord } from '../lib/provision/records/cycleRecord';
 import { startNatsServer } from '../streams/natsServerProcess';
 import { now, onInterrupt, print, printFooter, printHeader, round, sleep, start, stop } from './provisionHarness';

@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
-import { buildHelperInput } from '../lib/provision/helperInput';
+import { buildHelperInput } from '../lib/provision/helper/helperInput';
 import { HelperRunner } from '../streams/helper/helperRunner';
 import { PersistentHelper } from '../streams/helper/persistentHelper';
 import { openNatsConnection } from '../streams/natsConnection';

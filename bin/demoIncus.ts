@@ -3,7 +3,7 @@ import { Subscription } from 'rxjs';
 import { parseChoriaClientConfig } from '../lib/choria/clientConfig';
 import { defaultEnricherSettings } from '../lib/enricher/config/config';
 import { Logger, silentLogger } from '../lib/logger';
-import { parseProvisionerConfig, requireValidConfig } from '../lib/provision/config';
+import { parseProvisionerConfig, requireValidConfig } from '../lib/provision/config/config';
 import { cleanUpOnExit } from '../streams/exitCleanup';
 import { DaemonKind, daemonProgram, daemonUnavailable, preferredDaemonKind } from '../streams/incus/daemonKind';
 import { PrivateDaemon, startPrivateDaemon } from '../streams/incus/privateDaemon';

@@ -3,12 +3,13 @@ export type { DemoTransport } from './demoTransport';
 import { parseChoriaClientConfig } from '../lib/choria/clientConfig';
 import { Logger, silentLogger } from '../lib/logger';
 import { cleanUpOnExit } from '../streams/exitCleanup';
-import { parseProvisionerConfig, requireValidConfig } from '../lib/provision/config';
+import { parseProvisionerConfig, requireValidConfig } from '../lib/provision/config/config';
 import { ProvisionerDaemon, startProvisioner } from './provision/daemon';
 import { sampleHelperPath } from './sampleHelpers';
 import { SimulatedFleet, startSimulatedFleet } from '../streams/simulate/simulatedFleet';
 import { FleetConnection } from '../streams/natsConnection';
 import { DemoTransport, demoTransport } from './demoTransport';
+import { definedFields } from '../lib/definedFields';
 
 /** Options of `rxfleet demo`. */
 export interface DemoOptions {
@@ -121,8 +122,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
         config,
         choria: parseChoriaClientConfig(`identity = ${identity}\nplugin.choria.middleware_hosts = ${transport.url}\n`).config,
         connection,
-        ...(store !== undefined ? { electionStore: store } : {}),
-        ...(claimStore !== undefined ? { claimStore } : {}),
+        ...definedFields({ electionStore: store, claimStore }),
         logger: logger.child({ provisioner: identity }),
         processMetrics: false,
         tuning: { electionStartSplayMs: 300, helperEnv: { ...process.env, RXFLEET_HELPER_BROKERS: transport.url } },

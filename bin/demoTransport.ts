@@ -1,4 +1,4 @@
-import { ClaimStore } from '../lib/provision/claims';
+import { ClaimStore } from '../lib/provision/claims/claims';
 import { ElectionStore } from '../lib/election/ElectionStore';
 import { Logger } from '../lib/logger';
 import { createClaimsBucket } from '../streams/claims/claimsBucket';

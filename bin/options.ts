@@ -9,6 +9,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { ListenAddress, parseListenAddress, splitNatsUrls } from '../lib/addresses';
 import { DurationSyntaxError, formatGoDuration, parseGoDuration } from '../lib/duration';
 import { LOG_FORMATS, LOG_LEVELS, LogFormat, LogLevel } from '../lib/logLevels';
+import { definedFields } from '../lib/definedFields';
 
 /** Parses a positive whole number option, refusing anything else with one clear line. */
 export function positiveInt(value: string): number {
@@ -196,7 +197,7 @@ export function natsServers(flags: NatsFlags): { servers: string[]; user?: strin
   const { servers, credentials } = splitNatsUrls((flags.nats ?? []).join(','));
   const user = flags.natsUser ?? credentials?.user;
   const password = flags.natsPassword ?? credentials?.password;
-  return { servers, ...(user !== undefined ? { user } : {}), ...(password !== undefined ? { password } : {}) };
+  return { servers, ...definedFields({ user, password }) };
 }
 
 // ---------------------------------------------------------------------------------------------

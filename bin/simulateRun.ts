@@ -10,6 +10,7 @@ import { RequestRecord, startSimulatedFleet } from '../streams/simulate/simulate
 import { FleetConnection, openNatsConnection } from '../streams/natsConnection';
 import { NatsServerProcess, natsServerAvailable, startNatsServer } from '../streams/natsServerProcess';
 import { LogFlags, NatsFlags, logSettings, natsServers } from './options';
+import { definedFields } from '../lib/definedFields';
 
 /** The options of `rxfleet simulate`, as commander parses them (durations in milliseconds). */
 export interface SimulateOptions extends NatsFlags, LogFlags {
@@ -61,7 +62,7 @@ export async function runSimulate(options: SimulateOptions): Promise<number> {
   const { level, format: logFormat } = logSettings(options, 'warn');
   const logger = createLogger({
     level,
-    ...(logFormat !== undefined ? { format: logFormat } : {}),
+    ...definedFields({ format: logFormat }),
     destination: 'stderr',
     name: 'rxfleet-simulate',
   });
@@ -103,7 +104,7 @@ export async function runSimulate(options: SimulateOptions): Promise<number> {
         token: options.natsToken,
         credentials: options.natsCreds,
         signal: abandon.signal,
-        ...(tls !== undefined ? { tls } : {}),
+        ...definedFields({ tls }),
       },
       logger,
     );
@@ -157,16 +158,15 @@ async function runFleet(options: SimulateOptions, run: FleetRun): Promise<number
     latencyMs: options.latency,
     failureRate: options.failureRate,
     silent: options.silent,
-    ...(options.restartDelay !== undefined ? { restartDelayMs: options.restartDelay } : {}),
-    ...(options.shutdownDelay !== undefined ? { shutdownDelayMs: options.shutdownDelay } : {}),
+    ...definedFields({ restartDelayMs: options.restartDelay, shutdownDelayMs: options.shutdownDelay }),
     jwt: {
       jwtKeyType: options.jwtKeyType,
       perNodeKeys: options.perNodeKeys === true,
       urls: servers,
-      ...(jwtSigningKey !== undefined ? { jwtSigningKey } : {}),
+      ...definedFields({ jwtSigningKey }),
     },
     ...(options.seed !== undefined ? { random: seededRandom(options.seed) } : {}),
-    ...(options.lockWindow !== undefined ? { lockWindowMs: options.lockWindow } : {}),
+    ...definedFields({ lockWindowMs: options.lockWindow }),
     ...(caPem !== undefined ? { requireSigned: { caPem } } : {}),
     ...(options.trace === true ? { onRequest: (request: RequestRecord) => print(requestLine(format, request)) } : {}),
     logger,

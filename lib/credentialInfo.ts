@@ -1,5 +1,6 @@
 import { X509Certificate, createHash } from 'node:crypto';
 import { decodeJwt } from 'jose';
+import { definedFields } from './definedFields';
 
 /** What kind of file a credential is, so it can be described without quoting it. */
 export type CredentialFormat = 'certificate' | 'token' | 'creds' | 'secret';
@@ -47,7 +48,7 @@ export function describeCredential(format: CredentialFormat, content: Buffer): C
   const text = content.toString('utf8');
   const token = format === 'token' ? text : format === 'creds' ? NATS_USER_JWT.exec(text)?.[1] : undefined;
   const expiresAt = token !== undefined ? tokenExpiry(token) : undefined;
-  return { fingerprint: fileHash(content), ...(expiresAt !== undefined ? { expiresAt } : {}) };
+  return { fingerprint: fileHash(content), ...definedFields({ expiresAt }) };
 }
 
 /** `30s`, `5m`, `3h`, `14d`: a span in the largest whole unit, for log lines. */

@@ -3,6 +3,7 @@ import { CredentialFormat, CredentialInfo, describeCredential, roughSpan } from 
 import { Logger, silentLogger } from '../lib/logger';
 import { SiteFiles } from '../lib/siteFiles';
 import { nodeSiteFiles } from './siteFiles';
+import { definedFields } from '../lib/definedFields';
 
 /** A credential file a daemon logs in with, and the `kind` label its expiry is exported under. */
 export interface WatchedCredential {
@@ -102,7 +103,7 @@ export class CredentialWatch implements ConnectionWatch {
     }
     seen.problem = undefined;
     const expires = info.expiresAt !== undefined ? new Date(info.expiresAt).toISOString() : 'never';
-    const fields = { kind, file, fingerprint: info.fingerprint, expires, ...(info.subject !== undefined ? { subject: info.subject } : {}) };
+    const fields = { kind, file, fingerprint: info.fingerprint, expires, ...definedFields({ subject: info.subject }) };
     if (seen.info === undefined) {
       this.logger.info(fields, `${kind} credential ${file}: fingerprint ${info.fingerprint}, expires ${expires}`);
     } else if (seen.info.fingerprint !== info.fingerprint) {

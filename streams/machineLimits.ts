@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { MachineLimits } from '../lib/provision/workerLimit';
+import { MachineLimits } from '../lib/provision/config/workerLimit';
 
 /**
  * This process's limits: the CPUs it may use, and its soft limits on open files and processes from

@@ -1,4 +1,5 @@
 import { NatsServerProcess, freePort, startNatsServer } from './natsServerProcess';
+import { definedFields } from '../lib/definedFields';
 
 /** Options for {@link startNatsCluster}. */
 export interface NatsClusterOptions {
@@ -14,7 +15,7 @@ export interface NatsClusterOptions {
   readyTimeoutMs?: number;
   /**
    * Run each server under its own group id (this process must be root), so one server's route
-   * connections can be cut with `iptables -m owner` ({@link cutOff} in natsPartition.ts). Default
+   * connections can be cut with `iptables -m owner` (`cutOff` in spec/helpers/natsPartition.ts). Default
    * false.
    */
   partitionable?: boolean;
@@ -101,8 +102,7 @@ export async function startNatsCluster(options: NatsClusterOptions = {}): Promis
       const started = await startNatsServer({
         port: port.client,
         serverName,
-        ...(binary !== undefined ? { binary } : {}),
-        ...(gid !== undefined ? { gid } : {}),
+        ...definedFields({ binary, gid }),
         config: [
           `http: 127.0.0.1:${port.monitor}`,
           `cluster: { name: ${name}, listen: 127.0.0.1:${port.cluster}, routes: [${routes}] }`,

@@ -17,6 +17,7 @@ import { LoginBackoff } from './natsLoginBackoff';
 import { ConnectionWatch, isRefusal } from './credentialWatch';
 import type { ConnectorEvents } from '../lib/choria/connectorMetrics';
 import type { EngineKey } from './choria/pkcs11Engine';
+import { definedFields } from '../lib/definedFields';
 
 /** Where to connect and as whom. */
 export interface NatsConnectionConfig {
@@ -141,10 +142,7 @@ export function daemonConnectionOptions(config: NatsConnectionConfig, backoff: L
     // nats.js hands every other option to tls.connect as it is: the engine's key among them.
     const tlsOptions: NonNullable<ConnectionOptions['tls']> & Pick<TlsConnectionOptions, 'privateKeyEngine' | 'privateKeyIdentifier'> = {
       ...(verify ? {} : { rejectUnauthorized: false }),
-      ...(ca !== undefined ? { caFile: ca } : {}),
-      ...(cert !== undefined ? { certFile: cert } : {}),
-      ...(key !== undefined ? { keyFile: key } : {}),
-      ...(certificatePem !== undefined ? { cert: certificatePem } : {}),
+      ...definedFields({ caFile: ca, certFile: cert, keyFile: key, cert: certificatePem }),
       ...(engineKey !== undefined ? { privateKeyEngine: engineKey.engine, privateKeyIdentifier: engineKey.identifier } : {}),
     };
     options.tls = tlsOptions;

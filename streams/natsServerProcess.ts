@@ -4,6 +4,7 @@ import { AddressInfo, createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cleanUpOnExit } from './exitCleanup';
+import { definedFields } from '../lib/definedFields';
 
 /** Options for {@link startNatsServer}. */
 export interface NatsServerOptions {
@@ -125,7 +126,7 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
   const launch = async (): Promise<void> => {
     const started = spawn(binary, ['-c', confFile, '-l', join(dir, 'nats.log')], {
       stdio: 'ignore',
-      ...(options.gid !== undefined ? { gid: options.gid } : {}),
+      ...definedFields({ gid: options.gid }),
     });
     child = started;
     const spawnError = new Promise<never>((_, reject) => started.once('error', reject));

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { ParseConfigOptions, ProvisionerConfigResult, parseProvisionerConfig } from '../lib/provision/config';
-import { MachineLimits, workerLimitProblems } from '../lib/provision/workerLimit';
+import { ParseConfigOptions, ProvisionerConfigResult, parseProvisionerConfig } from '../lib/provision/config/config';
+import { MachineLimits, workerLimitProblems } from '../lib/provision/config/workerLimit';
 import { machineLimits } from './machineLimits';
 
 /**

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { NatsConnection, NodeConnectionOptions, connect, credsAuthenticator } from '@nats-io/transport-node';
+import { definedFields } from '../lib/definedFields';
 
 /** Where a command-line tool connects and as whom (the `--nats` options). */
 export interface ToolConnectionConfig {
@@ -29,9 +30,7 @@ export async function connectTool(config: ToolConnectionConfig): Promise<NatsCon
     timeout: timeoutMs,
     reconnect: false,
     maxReconnectAttempts: 0,
-    ...(config.user !== undefined ? { user: config.user } : {}),
-    ...(config.password !== undefined ? { pass: config.password } : {}),
-    ...(config.token !== undefined ? { token: config.token } : {}),
+    ...definedFields({ user: config.user, pass: config.password, token: config.token }),
   };
   if (config.credentials !== undefined) options.authenticator = credsAuthenticator(readFileSync(config.credentials));
   const tls = config.tls;

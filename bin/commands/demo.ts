@@ -1,6 +1,7 @@
 import { Command, Option } from 'commander';
 import { LogFlags, addLogOptions, durationOption, logSettings, positiveInt } from '../options';
 import type { DemoSummary } from '../demoRun';
+import { definedFields } from '../../lib/definedFields';
 
 /** What commander parses for `rxfleet demo`. */
 interface DemoFlags extends LogFlags {
@@ -70,7 +71,7 @@ export function registerDemo(program: Command): void {
     const { handleShutdownSignals } = await import('../daemon/shutdownSignals.js');
     const { createLogger } = await import('../../streams/logOutput.js');
     const { level, format } = logSettings(flags, 'silent');
-    const logger = createLogger({ level, ...(format !== undefined ? { format } : {}), destination: 'stderr', name: 'rxfleet-demo' });
+    const logger = createLogger({ level, ...definedFields({ format }), destination: 'stderr', name: 'rxfleet-demo' });
     const interrupt = new AbortController();
     let running: Promise<unknown> | undefined;
     const removeSignals = handleShutdownSignals({
@@ -88,7 +89,7 @@ export function registerDemo(program: Command): void {
         const { runIncusDemo } = await import('../demoIncus.js');
         const incus = runIncusDemo({
           instances: flags.instances,
-          ...(flags.incusDaemon !== undefined ? { daemon: flags.incusDaemon } : {}),
+          ...definedFields({ daemon: flags.incusDaemon }),
           transport: flags.transport,
           timeoutMs: flags.timeout,
           logger,

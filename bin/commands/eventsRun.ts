@@ -24,6 +24,7 @@ import { handleShutdownSignals } from '../daemon/shutdownSignals';
 import { LogFlags, NatsFlags, logSettings, natsServers } from '../options';
 import { readEnricherConfigText } from '../enrich/commandLine';
 import { EventsFormat, formatEvent, formatInstance, tableHeader } from './eventsFormat';
+import { definedFields } from '../../lib/definedFields';
 
 /** The flags, as commander hands them over. */
 export interface EventsOptions extends NatsFlags, LogFlags {
@@ -70,8 +71,7 @@ function configured(file: string): DurableSettings {
     const { settings } = parseEnricherConfig(read.raw);
     return {
       problems: [],
-      ...(settings.outputs.jetstream !== undefined ? { jetstream: settings.outputs.jetstream } : {}),
-      ...(settings.outputs.state !== undefined ? { state: settings.outputs.state } : {}),
+      ...definedFields({ jetstream: settings.outputs.jetstream, state: settings.outputs.state }),
     };
   } catch (error) {
     if (error instanceof EnricherConfigError) throw new EventsError(`${file}: ${error.problems[0]}`);
@@ -99,11 +99,7 @@ function source(options: EventsOptions): Source {
   const credentials = options.natsCreds ?? (fromFlags ? undefined : js?.credentials);
   return {
     servers,
-    ...(user !== undefined ? { user } : {}),
-    ...(password !== undefined ? { password } : {}),
-    ...(token !== undefined ? { token } : {}),
-    ...(credentials !== undefined ? { credentials } : {}),
-    ...(tls !== undefined ? { tls } : {}),
+    ...definedFields({ user, password, token, credentials, tls }),
     stream: options.stream ?? js?.stream ?? 'INCUS_EVENTS',
     bucket: options.bucket ?? file?.state?.bucket ?? 'INCUS_STATE',
     subjectPrefix: options.subjectPrefix ?? js?.subjectPrefix ?? 'incus.events',
@@ -138,7 +134,7 @@ export async function runEvents(options: EventsOptions): Promise<number> {
   const { level, format: logFormat } = logSettings(options, 'warn');
   const logger = createLogger({
     level,
-    ...(logFormat !== undefined ? { format: logFormat } : {}),
+    ...definedFields({ format: logFormat }),
     destination: 'stderr',
     name: 'rxfleet-events',
   });

@@ -1,8 +1,9 @@
 import { Command } from 'commander';
 import type { ChoriaClientConfig } from '../../lib/choria/clientConfig';
-import type { ProvisionerConfig } from '../../lib/provision/config';
+import type { ProvisionerConfig } from '../../lib/provision/config/config';
 import { redactUrlCredentials } from '../../lib/redact';
 import { ProvisionFlags, addProvisionSourceOptions, provisionSources } from '../provision/sources';
+import { definedFields } from '../../lib/definedFields';
 
 /** What `rxfleet validate` prints and how it exits. */
 export interface ValidationReport {
@@ -41,7 +42,7 @@ export async function validateConfiguration(options: ValidateOptions): Promise<V
       : await startupLines({
           configFile: options.config,
           config: result.config,
-          ...(options.pid !== undefined ? { pidFile: options.pid } : {}),
+          ...definedFields({ pidFile: options.pid }),
           monitorFromFlag: sources.overrides?.monitor !== undefined,
         });
   const lines = [...result.lines, ...startup];
@@ -59,8 +60,8 @@ export async function validateConfiguration(options: ValidateOptions): Promise<V
 
 /** What the summary line reads the configuration with, loaded with the checks. */
 async function summaryModules() {
-  const { helperCommandProblem } = await import('../../lib/provision/config.js');
-  const { splitHelperCommand } = await import('../../lib/provision/helperCommand.js');
+  const { helperCommandProblem } = await import('../../lib/provision/config/config.js');
+  const { splitHelperCommand } = await import('../../lib/provision/helper/helperCommand.js');
   const { brokerSource } = await import('../../lib/choria/brokerSource.js');
   return { helperCommandProblem, splitHelperCommand, brokerSource };
 }

@@ -1,6 +1,7 @@
 import { Registry } from 'prom-client';
 import { Logger } from '../../lib/logger';
 import { MonitorEndpoint, serveMonitorEndpoint } from '../../streams/monitorEndpoint';
+import { definedFields } from '../../lib/definedFields';
 
 /** What {@link serveDaemonEndpoint} serves. */
 export interface DaemonEndpointOptions {
@@ -28,7 +29,7 @@ export function serveDaemonEndpoint(options: DaemonEndpointOptions): Promise<Mon
     ready,
     describe: () => {
       const login = options.login?.();
-      return { ...(status() as Record<string, unknown>), ...(login === undefined ? {} : { login }) };
+      return { ...(status() as Record<string, unknown>), ...definedFields({ login }) };
     },
     logger,
   });

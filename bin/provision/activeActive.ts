@@ -5,13 +5,15 @@ import { PauseGate, workFailed } from '@rxfleet/operators';
 import { formatGoDuration } from '../../lib/choria/duration';
 import { errorMessage } from '../../lib/choria/errors';
 import { Logger } from '../../lib/logger';
-import { ClaimMetrics } from '../../lib/provision/claimMetrics';
+import { ClaimMetrics } from '../../lib/provision/claims/claimMetrics';
 import { singleReplicaWarning } from '../../lib/bucketLayout';
-import { ClaimStore, NodeClaims, readClaimsTtl, rotateRound } from '../../lib/provision/claims';
-import { ProvisionerConfig } from '../../lib/provision/config';
-import { ClaimStage, CycleOutcome, HostTicket } from '../../lib/provision/pipeline';
-import { CycleError } from '../../lib/provision/provisionCycle';
+import { ClaimHooks, ClaimStore, NodeClaims, readClaimsTtl, rotateRound } from '../../lib/provision/claims/claims';
+import { ProvisionerConfig } from '../../lib/provision/config/config';
+import { ClaimStage } from '../../lib/provision/pipeline';
+import { CycleError } from '../../lib/provision/cycle/provisionCycle';
 import { natsClaimStore } from '../../streams/claims/natsClaimStore';
+import { CycleOutcome } from '../../lib/provision/cycle/cycleResult';
+import { HostTicket } from '../../lib/provision/sightings/sighting';
 
 /** The queue group active-active instances hear startup events in: each event reaches one of them. */
 export const STARTUP_QUEUE_GROUP = 'rxfleet-provisioners';
@@ -95,35 +97,7 @@ export function startActiveActive(options: ActiveActiveOptions): ActiveActive {
       owner: identity,
       ttlMs,
       scheduler,
-      hooks: {
-        ...metrics.hooks(),
-        won: (node, revision) => {
-          metrics.claim('won');
-          revisions.set(node, revision);
-        },
-        lost: (node) => {
-          metrics.claim('lost');
-          logger.debug({ identity: node }, `${node} is claimed by another provisioner: leaving it`);
-        },
-        kept: (node, error) => {
-          metrics.claim('kept');
-          logger.warn(
-            { identity: node },
-            `${node} may hold this instance's configuration and did not answer (${errorMessage(error)}): its claim is kept and its cycle run again`,
-          );
-        },
-        lapsed: (node, why) => {
-          metrics.claim('lapsed');
-          logger.warn({ identity: node }, `the claim on ${node} lapsed (${why}): its cycle was stopped`);
-        },
-        failed: (operation, node, error, first = true) => {
-          metrics.error(operation);
-          // A bucket without a leader fails every claim's write each second until it has one: the first per cycle is enough.
-          const line = `claims bucket ${operation} for ${node} failed: ${errorMessage(error)}${operation === 'release' ? '' : '; waiting for the bucket'}`;
-          if (first) logger.error({ identity: node, operation }, line);
-          else logger.debug({ identity: node, operation }, line);
-        },
-      },
+      hooks: claimHooks(metrics, logger, revisions),
     });
     logger.info(
       { ttlMs, bucket: config.rxfleet.claimsBucket },
@@ -157,5 +131,42 @@ export function startActiveActive(options: ActiveActiveOptions): ActiveActive {
     },
     setUp$: setUpDone.asObservable(),
     stop: () => setUp.unsubscribe(),
+  };
+}
+
+/**
+ * What a claim's life is counted and logged as: won (its revision kept for the cycle's record),
+ * lost to another instance, kept for a node that may hold this instance's configuration, lapsed,
+ * and a bucket operation that failed (the first of a cycle at error, the rest at debug).
+ */
+function claimHooks(metrics: ClaimMetrics, logger: Logger, revisions: Map<string, number>): ClaimHooks {
+  return {
+    ...metrics.hooks(),
+    won: (node, revision) => {
+      metrics.claim('won');
+      revisions.set(node, revision);
+    },
+    lost: (node) => {
+      metrics.claim('lost');
+      logger.debug({ identity: node }, `${node} is claimed by another provisioner: leaving it`);
+    },
+    kept: (node, error) => {
+      metrics.claim('kept');
+      logger.warn(
+        { identity: node },
+        `${node} may hold this instance's configuration and did not answer (${errorMessage(error)}): its claim is kept and its cycle run again`,
+      );
+    },
+    lapsed: (node, why) => {
+      metrics.claim('lapsed');
+      logger.warn({ identity: node }, `the claim on ${node} lapsed (${why}): its cycle was stopped`);
+    },
+    failed: (operation, node, error, first = true) => {
+      metrics.error(operation);
+      // A bucket without a leader fails every claim's write each second until it has one: the first per cycle is enough.
+      const line = `claims bucket ${operation} for ${node} failed: ${errorMessage(error)}${operation === 'release' ? '' : '; waiting for the bucket'}`;
+      if (first) logger.error({ identity: node, operation }, line);
+      else logger.debug({ identity: node, operation }, line);
+    },
   };
 }

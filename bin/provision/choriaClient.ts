@@ -6,7 +6,7 @@ import { ChoriaClientConfig } from '../../lib/choria/clientConfig';
 import { ProtocolMetrics } from '../../lib/choria/connectorMetrics';
 import { lifecycleEventJson, lifecycleSubject, newLifecycleEvent } from '../../lib/choria/lifecycle';
 import { Logger } from '../../lib/logger';
-import { MalformedInputSource, ProvisionerMetrics } from '../../lib/provision/metrics';
+import { MalformedInputSource, ProvisionerMetrics } from '../../lib/provision/metrics/metrics';
 import { ConnectionPlan } from '../../streams/choria/connectionPlan';
 import { ChoriaRpcClient } from '../../streams/choria/rpcClient';
 import { ConnectionState } from '../../streams/natsConnection';

@@ -2,7 +2,7 @@ import { Registry } from 'prom-client';
 import { ChoriaClientConfig } from '../../lib/choria/clientConfig';
 import { ConnectorMetrics } from '../../lib/choria/connectorMetrics';
 import { Logger } from '../../lib/logger';
-import { ConfigurationError, ProvisionerConfig } from '../../lib/provision/config';
+import { ConfigurationError, ProvisionerConfig } from '../../lib/provision/config/config';
 import { ConnectionPlan, connectionPlan } from '../../streams/choria/connectionPlan';
 import { resolveBrokers } from '../../streams/choria/srvLookup';
 import { CredentialWatch } from '../../streams/credentialWatch';

@@ -1,23 +1,21 @@
-import { Registry } from 'prom-client';
-import { asyncScheduler, ignoreElements, of } from 'rxjs';
-import { Logger, silentLogger } from '../../lib/logger';
-import { CycleTraces } from '../../lib/provision/cycleTrace';
-import { NodeBackoff } from '../../lib/provision/nodeBackoff';
-import { ProvisionCycle } from '../../lib/provision/provisionCycle';
+import { ignoreElements, of } from 'rxjs';
+import { AdmissionLedger } from '@rxfleet/operators';
+import { ProvisionCycle, ProvisionCycleOptions } from '../../lib/provision/cycle/provisionCycle';
+import { Sighting } from '../../lib/provision/sightings/sighting';
 import { nodeSiteFiles } from '../../streams/siteFiles';
-import { serveDaemonEndpoint } from '../daemon/endpoint';
-import { ActiveActive, startActiveActive } from './activeActive';
+import { ActiveActive } from './activeActive';
 import { announceStartup, startChoriaClient } from './choriaClient';
-import { BrokerConnection, connectToBrokers } from './connect';
-import { ProvisionerDaemon, ProvisionerDaemonOptions, ProvisionerStatus } from './daemonTypes';
-import { Election, startElection } from './election';
-import { provisionerGauges } from './gauges';
+import { connectToBrokers } from './connect';
+import { DaemonSetting, ProvisionerDaemon, ProvisionerDaemonOptions, daemonSetting } from './daemonTypes';
+import { FleetSharing, shareFleet } from './fleetSharing';
+import { ProvisionerGauges, provisionerGauges } from './gauges';
 import { gracefulStop } from './gracefulStop';
+import { ProvisionerHealth } from './health';
 import { startHelper } from './helperSetup';
 import { pipelineHooks } from './pipelineHooks';
 import { startRecords } from './records';
-import { runPipeline } from './runningPipeline';
-import { sightings } from './sightings';
+import { RunPipelineConfig, RunningPipeline, runPipeline } from './runningPipeline';
+import { Sightings, sightings } from './sightings';
 
 export { ELECTION_KEY, PROVISIONER_COMPONENT } from './daemonTypes';
 export type { ProvisionerStatus, DaemonTuning, ProvisionerDaemon, ProvisionerDaemonOptions } from './daemonTypes';
@@ -41,174 +39,41 @@ export type { ProvisionerStatus, DaemonTuning, ProvisionerDaemon, ProvisionerDae
  * - Secrets (token, passwords, keys) are never logged.
  */
 export async function startProvisioner(options: ProvisionerDaemonOptions): Promise<ProvisionerDaemon> {
-  const { config, choria, companion, tuning = {} } = options;
-  const logger = options.logger ?? silentLogger;
-  const registry = options.registry ?? new Registry();
-  const scheduler = tuning.scheduler ?? asyncScheduler;
-  const identity = choria.identity;
-  const intervalMs = tuning.intervalMs ?? config.intervalMs;
-  const processMetrics = options.processMetrics !== false;
-  const activeActiveOn = config.rxfleet.mode === 'active-active';
-  const { metrics, electionMetrics, gate, ledger, ...gauges } = provisionerGauges(config, {
-    registry,
-    identity,
-    intervalMs,
-    scheduler,
-    processMetrics,
-  });
+  const setting = daemonSetting(options);
+  const { config, identity, logger, registry } = setting;
+  const gauges = provisionerGauges(setting, options.processMetrics !== false);
+  const { metrics, gate, ledger, backoff, traces } = gauges;
+  const health = new ProvisionerHealth(setting, gauges, options.companion);
+  const monitor = await health.serve();
 
-  // P22: a failing node waits longer and longer before it is admitted again; 0 turns it off.
-  const backoff =
-    config.rxfleet.failureBackoffMs > 0
-      ? new NodeBackoff({ baseMs: intervalMs, ceilingMs: config.rxfleet.failureBackoffMs, onSize: (n) => metrics.setBackoffNodes(n) })
-      : undefined;
-  // P21: each cycle's steps, for its record.
-  const traces = new CycleTraces(() => scheduler.now());
-
-  let state: ProvisionerStatus['state'] = 'running';
-  let busyWorkers = 0;
-  let broker: BrokerConnection | undefined;
-  let election: Election | undefined;
-  let activeActive: ActiveActive | undefined;
-  const ready = (): boolean =>
-    state === 'running' &&
-    broker?.connection.state === 'connected' &&
-    (election?.ready() ?? !config.leaderElection) &&
-    (activeActive?.ready() ?? true) &&
-    (companion?.ready() ?? true);
-  const status = (): ProvisionerStatus => ({
-    state,
-    connection: broker?.connection.state ?? 'disconnected',
-    paused: gate.paused,
-    leader: election?.leads() ?? false,
-    electionReady: election?.ready() ?? false,
-    busyWorkers,
-    held: ledger.held,
-    queued: ledger.queued,
-    failing: backoff?.failing ?? 0,
-  });
-  const describe = () => (companion === undefined ? status() : { ...status(), [companion.name]: companion.status() });
-  const port = tuning.monitorPort ?? (config.monitorPort > 0 ? config.monitorPort : undefined);
-  const address = port === undefined ? undefined : { port, host: config.rxfleet.monitorHost };
-  const login = () => broker?.watch?.problem();
-  const monitor = address && (await serveDaemonEndpoint({ address, registry, ready, status: describe, login, logger }));
-
-  logStart(config, identity, intervalMs, logger);
-  try {
-    broker = await connectToBrokers(config, choria, { logger, registry, given: options.connection });
-  } catch (error) {
-    await monitor?.close();
-    gauges.close();
-    throw error;
-  }
-  const { connection, plan } = broker;
-  const { nc, state$: connection$ } = connection;
-  announceStartup(nc, identity, options.version ?? '0.0.0', logger);
-  const wire = startChoriaClient({ nc, plan, choria, identity, connection$, metrics, registry, scheduler, logger });
+  logStart(setting);
+  const given = options.connection;
+  const broker = await connectToBrokers(config, setting.choria, { logger, registry, given }).catch((error: unknown) =>
+    closeInOrder([monitor, gauges]).then(() => Promise.reject(error)),
+  );
+  health.broker = broker;
+  const { nc, state$: connection$ } = broker.connection;
+  announceStartup(nc, identity, setting.version, logger);
+  const wire = startChoriaClient({ ...setting, nc, plan: broker.plan, connection$, metrics });
   const { client, badMessages } = wire;
-  const helpers = startHelper(config, { gate, metrics, registry, logger, env: tuning.helperEnv });
-  const { rpcTimeoutMs, retryBackoffMs: backoffMs, random } = tuning;
-  const cycle = new ProvisionCycle({
-    files: nodeSiteFiles,
-    config,
-    client,
-    helper: helpers.helper,
-    gate,
-    metrics,
-    scheduler,
-    logger,
-    rpcTimeoutMs,
-    backoffMs,
-    random,
-    traces,
-    // Active-active: an RPC attempt waits for its node's claim to be confirmed (P20).
-    beforeAttempt: activeActiveOn ? (node: string) => activeActive?.claims.attemptReady?.(node) ?? of(undefined) : undefined,
-  });
-  if (electionMetrics !== undefined) {
-    const { electionApiPrefix: apiPrefix, electionCandidateIntervalMs: maxCandidateIntervalMs } = config.rxfleet;
-    const store = options.electionStore;
-    election = startElection({
-      identity,
-      nc,
-      store,
-      apiPrefix,
-      maxCandidateIntervalMs,
-      gate,
-      metrics: electionMetrics,
-      logger,
-      scheduler,
-      tuning,
-    });
-  }
-  if (activeActiveOn) {
-    const { claimsSetupRetryMs: setupRetryMs } = tuning;
-    const store = options.claimStore;
-    activeActive = startActiveActive({ config, identity, nc, gate, registry, logger, scheduler, intervalMs, store, setupRetryMs, random });
-  }
-
-  const records = startRecords({
-    config,
-    identity,
-    version: options.version ?? '0.0.0',
-    nc,
-    metrics,
-    logger,
-    scheduler,
-    traces,
-    backoff,
-    claimRevision: activeActive === undefined ? undefined : (node) => activeActive?.claimRevision(node),
-    status,
-    everyMs: tuning.instanceRecordEveryMs,
-  });
-
-  const { incusEvents } = options;
-  const capacity = config.rxfleet.queueCapacity;
+  const helpers = startHelper(config, { gate, metrics, registry, logger, env: setting.tuning.helperEnv });
+  const { electionStore, claimStore, incusEvents } = options;
+  const sharing = shareFleet(setting, { nc, gate, electionMetrics: gauges.electionMetrics, electionStore, claimStore });
+  health.sharing = sharing;
+  const { election, activeActive } = sharing;
+  const cycle = provisionCycle(setting, { client, helper: helpers.helper, gate, metrics, traces, activeActive });
+  const records = startRecords(setting, { nc, metrics, traces, backoff, activeActive, status: health.status });
+  const onBusy = (n: number): void => void (health.busyWorkers = n);
   const pipeline = runPipeline({
-    ...sightings({ config, nc, client, badMessages, connection$, activeActive, incusEvents, metrics, logger, scheduler, tuning }),
-    claims: activeActive?.claims,
-    won: election?.won$,
-    lost: election?.lost$,
-    gate,
-    backoff,
+    ...pipelineSetting(setting, gauges, sharing),
+    ...sightings({ ...setting, nc, client, badMessages, connection$, activeActive, incusEvents, metrics }),
     provision: (ticket, hardStop) => cycle.outcome(ticket, hardStop),
-    interval: intervalMs,
-    workers: config.workers,
-    queueCapacity: capacity,
-    settleMs: tuning.settleMs,
-    lockHoldMs: tuning.lockHoldMs,
-    hooks: records.hooks(pipelineHooks({ metrics, logger, queueCapacity: capacity, onBusy: (n) => (busyWorkers = n) })),
-    scheduler,
-    ledger,
-    logger,
+    hooks: records.hooks(pipelineHooks({ metrics, logger, queueCapacity: config.rxfleet.queueCapacity, onBusy })),
     onFailure: () => void stop({ graceMs: 0 }),
   });
-
-  const { stop, stopped } = gracefulStop({
-    logger,
-    graceMs: config.rxfleet.shutdownGraceMs,
-    inFlight: () => busyWorkers,
-    stopSources: () => {
-      state = 'stopping';
-      pipeline.stopSources();
-      // Queued nodes are dropped (a worker skips them); the next instance or run rediscovers them.
-      ledger.reset();
-    },
-    abort: (reason) => pipeline.abort(reason),
-    pipelineDone: pipeline.done,
-    teardown: async () => {
-      activeActive?.stop();
-      await helpers.close();
-      pipeline.close();
-      await records.close();
-      election?.stop();
-      wire.close();
-      gauges.close();
-      await monitor?.close();
-      await broker?.close();
-      state = 'stopped';
-    },
-    failure: pipeline.failure,
-  });
+  // Closed in this order once no cycle runs.
+  const parts = [activeActive, helpers, pipeline, records, election, wire, gauges, monitor, broker];
+  const { stop, stopped } = provisionerStop(setting, { health, ledger, pipeline, teardown: parts });
 
   return {
     identity,
@@ -217,8 +82,8 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
     gate,
     ledger,
     port: monitor?.port,
-    status,
-    ready,
+    status: health.status,
+    ready: health.ready,
     stop,
     stopped,
     results$: pipeline.results$,
@@ -232,12 +97,109 @@ export async function startProvisioner(options: ProvisionerDaemonOptions): Promi
   };
 }
 
+/**
+ * The provisioning cycle with the daemon's parts: the site's files, the RPC client, the helper and
+ * the traces; in active-active an RPC attempt waits for its node's claim to be confirmed (P20).
+ */
+function provisionCycle(
+  setting: DaemonSetting,
+  parts: Pick<ProvisionCycleOptions, 'client' | 'helper' | 'gate' | 'metrics' | 'traces'> & { activeActive: ActiveActive | undefined },
+): ProvisionCycle {
+  const { config, scheduler, logger, tuning } = setting;
+  const { activeActive, ...given } = parts;
+  return new ProvisionCycle({
+    ...given,
+    files: nodeSiteFiles,
+    config,
+    scheduler,
+    logger,
+    rpcTimeoutMs: tuning.rpcTimeoutMs,
+    backoffMs: tuning.retryBackoffMs,
+    random: tuning.random,
+    beforeAttempt: activeActive === undefined ? undefined : (node: string) => activeActive.claims.attemptReady?.(node) ?? of(undefined),
+  });
+}
+
+/**
+ * What the pipeline takes from the setting and the shared state: its pace, sizes and clock, the
+ * gate and the ledger, and the stages around a cycle (the backoff, the claims, the election).
+ */
+function pipelineSetting(
+  setting: DaemonSetting,
+  gauges: ProvisionerGauges,
+  sharing: FleetSharing,
+): Omit<RunPipelineConfig, keyof Sightings | 'provision' | 'hooks' | 'onFailure'> {
+  const { config, intervalMs, tuning, scheduler, logger } = setting;
+  const { gate, ledger, backoff } = gauges;
+  const { election, activeActive } = sharing;
+  return {
+    interval: intervalMs,
+    workers: config.workers,
+    queueCapacity: config.rxfleet.queueCapacity,
+    settleMs: tuning.settleMs,
+    lockHoldMs: tuning.lockHoldMs,
+    scheduler,
+    logger,
+    gate,
+    ledger,
+    backoff,
+    claims: activeActive?.claims,
+    won: election?.won$,
+    lost: election?.lost$,
+  };
+}
+
+/**
+ * P9 for this daemon: the sources stop (the queued nodes dropped: a worker skips them, and the next
+ * instance or run finds them again), the cycles in flight finish within `shutdown_grace`, then
+ * `teardown` closes each part in order, and the state says `stopped`.
+ */
+function provisionerStop(
+  setting: DaemonSetting,
+  parts: {
+    health: ProvisionerHealth;
+    ledger: AdmissionLedger<Sighting, string>;
+    pipeline: RunningPipeline;
+    teardown: ReadonlyArray<Part | undefined>;
+  },
+): ReturnType<typeof gracefulStop> {
+  const { health, ledger, pipeline } = parts;
+  return gracefulStop({
+    logger: setting.logger,
+    graceMs: setting.config.rxfleet.shutdownGraceMs,
+    inFlight: () => health.busyWorkers,
+    stopSources: () => {
+      health.state = 'stopping';
+      pipeline.stopSources();
+      ledger.reset();
+    },
+    abort: (reason) => pipeline.abort(reason),
+    pipelineDone: pipeline.done,
+    teardown: async () => {
+      await closeInOrder(parts.teardown);
+      health.state = 'stopped';
+    },
+    failure: pipeline.failure,
+  });
+}
+
 /** The first line, as upstream's: which file, and how this instance runs. */
-function logStart(config: ProvisionerDaemonOptions['config'], identity: string, intervalMs: number, logger: Logger): void {
+function logStart({ config, identity, intervalMs, logger }: DaemonSetting): void {
   const { workers, leaderElection } = config;
   const { mode, helperMode } = config.rxfleet;
   logger.info(
     { config: config.file, intervalMs, workers, identity, leaderElection, mode, helperMode },
     `Choria Provisioner starting using configuration file ${config.file ?? '(none)'}`,
   );
+}
+
+/** A part of the daemon that is closed (or stopped) when it stops. */
+type Part = { close(): unknown } | { stop(): unknown };
+
+/** Closes (or stops) each part in turn, waiting for each; an undefined one is a part that was never started. */
+async function closeInOrder(parts: ReadonlyArray<Part | undefined>): Promise<void> {
+  for (const part of parts) {
+    if (part === undefined) continue;
+    await ('close' in part ? part.close() : part.stop());
+  }
 }

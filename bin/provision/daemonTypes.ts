@@ -1,20 +1,21 @@
 /**
- * What `rxfleet provision`'s daemon is given and what it hands back: its options and tuning, its
- * status and its stop report. `daemon.ts` starts it.
+ * What `rxfleet provision`'s daemon is given and what it hands back: its options and tuning, the
+ * setting its parts are started with, its status. `daemon.ts` starts it.
  */
 import { Registry } from 'prom-client';
 import { Daemon } from '../daemon/contract';
-import { Observable, SchedulerLike } from 'rxjs';
+import { Observable, SchedulerLike, asyncScheduler } from 'rxjs';
 import { AdmissionLedger, PauseGate, PoolResult } from '@rxfleet/operators';
 import { ChoriaClientConfig } from '../../lib/choria/clientConfig';
 import { ElectionStore } from '../../lib/election/ElectionStore';
 import { ElectionEvent } from '../../lib/election/campaign';
-import { Logger } from '../../lib/logger';
+import { Logger, silentLogger } from '../../lib/logger';
 import { ConnectionState, FleetConnection } from '../../streams/natsConnection';
-import { ProvisionerConfig } from '../../lib/provision/config';
-import { ProvisionerMetrics } from '../../lib/provision/metrics';
-import { CycleResult, HostTicket, Sighting } from '../../lib/provision/pipeline';
-import { ClaimStore } from '../../lib/provision/claims';
+import { ProvisionerConfig } from '../../lib/provision/config/config';
+import { ProvisionerMetrics } from '../../lib/provision/metrics/metrics';
+import { CycleResult } from '../../lib/provision/cycle/cycleResult';
+import { HostTicket, Sighting } from '../../lib/provision/sightings/sighting';
+import { ClaimStore } from '../../lib/provision/claims/claims';
 import { CycleRecord } from '../../lib/provision/records/cycleRecord';
 import { EventPayload } from '../../lib/enricher/output/payload';
 
@@ -95,6 +96,39 @@ export interface ProvisionerDaemonOptions {
    */
   companion?: { name: string; ready(): boolean; status(): object };
   tuning?: DaemonTuning;
+}
+
+/** What every part of the daemon is started with, read once from its options. */
+export interface DaemonSetting {
+  readonly config: ProvisionerConfig;
+  readonly choria: ChoriaClientConfig;
+  readonly tuning: DaemonTuning;
+  readonly logger: Logger;
+  /** The daemon's registry: the options', or a new one. */
+  readonly registry: Registry;
+  readonly scheduler: SchedulerLike;
+  /** This instance: its Choria identity. */
+  readonly identity: string;
+  /** The discovery interval in use: the tuning's, else the file's. */
+  readonly intervalMs: number;
+  /** Reported in the startup event and the records. */
+  readonly version: string;
+}
+
+/** The setting of the daemon `options` start, each default filled in. */
+export function daemonSetting(options: ProvisionerDaemonOptions): DaemonSetting {
+  const { config, choria, tuning = {} } = options;
+  return {
+    config,
+    choria,
+    tuning,
+    logger: options.logger ?? silentLogger,
+    registry: options.registry ?? new Registry(),
+    scheduler: tuning.scheduler ?? asyncScheduler,
+    identity: choria.identity,
+    intervalMs: tuning.intervalMs ?? config.intervalMs,
+    version: options.version ?? '0.0.0',
+  };
 }
 
 /** What a running provisioner is doing, for /health, /ready, the demo and tests. */

@@ -5,7 +5,7 @@ import { errorMessage } from '../../lib/choria/errors';
 import { DryRunCycle } from '../../lib/provision/dryRun/dryRunCycle';
 import { DryRunReport, DryRunSummary, reportLines, summaryLine } from '../../lib/provision/dryRun/dryRunReport';
 import { standInKeys } from '../../lib/provision/dryRun/standIns';
-import { ProvisionerMetrics } from '../../lib/provision/metrics';
+import { ProvisionerMetrics } from '../../lib/provision/metrics/metrics';
 import { redactUrlCredentials } from '../../lib/redact';
 import { broadcastDiscovery } from '../../streams/choria/discovery';
 import { createLogger } from '../../streams/logOutput';
@@ -17,6 +17,7 @@ import { startHelper } from './helperSetup';
 import { preflight } from './preflight';
 import type { ProvisionOptions } from './run';
 import { provisionSources } from './sources';
+import { definedFields } from '../../lib/definedFields';
 
 /** `rxfleet provision --dry-run`'s options. */
 export interface DryRunOptions extends Omit<ProvisionOptions, 'version'> {
@@ -53,7 +54,7 @@ export async function runDryRun(
     return 1;
   }
   const { level, format } = logSettings(options, 'warn');
-  const logger = createLogger({ level, ...(format !== undefined ? { format } : {}), destination: 'stderr', name: 'rxfleet-dry-run' });
+  const logger = createLogger({ level, ...definedFields({ format }), destination: 'stderr', name: 'rxfleet-dry-run' });
   for (const line of checked.lines) logger.warn(line.replace(/^warning: /, ''));
 
   const registry = new Registry();

@@ -1,10 +1,10 @@
 import { Registry } from 'prom-client';
 import { PauseGate } from '@rxfleet/operators';
 import { Logger } from '../../lib/logger';
-import { ProvisionerConfig } from '../../lib/provision/config';
-import { HelperPoolMetrics } from '../../lib/provision/helperPoolMetrics';
-import { ProvisionerMetrics } from '../../lib/provision/metrics';
-import { CycleHelper } from '../../lib/provision/provisionCycle';
+import { ProvisionerConfig } from '../../lib/provision/config/config';
+import { HelperPoolMetrics } from '../../lib/provision/metrics/helperPoolMetrics';
+import { ProvisionerMetrics } from '../../lib/provision/metrics/metrics';
+import { CycleHelper } from '../../lib/provision/cycle/provisionCycle';
 import { HelperRunner } from '../../streams/helper/helperRunner';
 import { PersistentHelper } from '../../streams/helper/persistentHelper';
 

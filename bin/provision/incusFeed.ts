@@ -5,10 +5,11 @@ import { EventPayload } from '../../lib/enricher/output/payload';
 import { ProjectsServed } from '../../lib/enricher/model/servedProjects';
 import { errorMessage } from '../../lib/choria/errors';
 import { Logger } from '../../lib/logger';
-import { IncusFeedSettings } from '../../lib/provision/incusFeedConfig';
-import { IncusDecision, incusSightings } from '../../lib/provision/incusSightings';
-import { ProvisionerMetrics } from '../../lib/provision/metrics';
+import { IncusFeedSettings } from '../../lib/provision/sightings/incusFeedConfig';
+import { IncusDecision, incusSightings } from '../../lib/provision/sightings/incusSightings';
+import { ProvisionerMetrics } from '../../lib/provision/metrics/metrics';
 import { enrichedInstanceEvents, instanceEventSubjects } from '../../streams/incus/enrichedEventFeed';
+import { definedFields } from '../../lib/definedFields';
 
 /** What the Incus feed is wired from. */
 export interface IncusFeedWiring {
@@ -69,8 +70,7 @@ export function incusFeed(wiring: IncusFeedWiring): Observable<string> {
         instance,
         action: d.action,
         result: d.result,
-        ...(d.identity !== undefined ? { identity: d.identity } : {}),
-        ...(d.address !== undefined ? { address: d.address } : {}),
+        ...definedFields({ identity: d.identity, address: d.address }),
       };
       if (d.result === 'sighted')
         logger.info(fields, `Incus instance ${instance} came up at ${d.address} (${d.action}): sighting ${d.identity}`);

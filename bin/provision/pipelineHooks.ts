@@ -1,8 +1,9 @@
 import { errorMessage } from '../../lib/choria/errors';
 import { Logger } from '../../lib/logger';
-import { ProvisionerMetrics } from '../../lib/provision/metrics';
-import { PipelineHooks, Sighting } from '../../lib/provision/pipeline';
-import { CycleError } from '../../lib/provision/provisionCycle';
+import { ProvisionerMetrics } from '../../lib/provision/metrics/metrics';
+import { PipelineHooks } from '../../lib/provision/pipeline';
+import { CycleError } from '../../lib/provision/cycle/provisionCycle';
+import { Sighting } from '../../lib/provision/sightings/sighting';
 
 /** How the admission line says where a sighting came from (upstream's words for its two). */
 const ADMITTED_AFTER: Record<Sighting['via'], string> = {

@@ -5,7 +5,7 @@ import { pkcs11EngineDirectory } from '../../streams/choria/pkcs11Engine';
 import { Pkcs11Token, openPkcs11Token } from '../../streams/choria/pkcs11Token';
 import { nodeSiteFiles } from '../../streams/siteFiles';
 import { ChoriaClientConfig } from '../../lib/choria/clientConfig';
-import { ConfigProblem, ProvisionerConfig } from '../../lib/provision/config';
+import { ConfigProblem, ProvisionerConfig } from '../../lib/provision/config/config';
 
 /** A problem and the file it belongs to (preflight's shape). */
 interface Pkcs11Problem extends ConfigProblem {

@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import { ListenAddress } from '../../lib/addresses';
 import { ChoriaClientConfig, parseChoriaClientConfig } from '../../lib/choria/clientConfig';
-import { ConfigProblem, ProvisionerConfig } from '../../lib/provision/config';
+import { ConfigProblem, ProvisionerConfig } from '../../lib/provision/config/config';
 import { redactUrlCredentials } from '../../lib/redact';
 import { connectionPlan } from '../../streams/choria/connectionPlan';
 import { defaultChoriaConfigPath, hostFqdn, loadChoriaClientConfig } from '../../streams/choria/clientConfigFile';

@@ -3,7 +3,9 @@ import { Observable, Subject } from 'rxjs';
 import { PoolResult } from '@rxfleet/operators';
 import { errorMessage } from '../../lib/choria/errors';
 import { Logger } from '../../lib/logger';
-import { CycleOutcome, CycleResult, HostTicket, ProvisionPipelineConfig, provisionPipeline } from '../../lib/provision/pipeline';
+import { ProvisionPipelineConfig, provisionPipeline } from '../../lib/provision/pipeline';
+import { CycleOutcome, CycleResult } from '../../lib/provision/cycle/cycleResult';
+import { HostTicket } from '../../lib/provision/sightings/sighting';
 
 /** The pipeline's configuration, but for what {@link runPipeline} owns: the stop signal and the hard stop. */
 export interface RunPipelineConfig extends Omit<ProvisionPipelineConfig, 'stop' | 'provision'> {

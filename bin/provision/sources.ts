@@ -2,6 +2,7 @@ import { Command, Option } from 'commander';
 import { ListenAddress } from '../../lib/addresses';
 import { NatsFlags, REQUIRED, addMonitorOption, addNatsOptions, natsServers } from '../options';
 import type { ProvisionSources } from './preflight';
+import { definedFields } from '../../lib/definedFields';
 
 /** The flags `rxfleet provision` and `rxfleet validate` share: what the provisioner starts from. */
 export interface ProvisionFlags extends NatsFlags {
@@ -35,5 +36,5 @@ export function provisionSources(flags: ProvisionFlags): ProvisionSources {
   if (nats.password !== undefined) overrides.natsPassword = nats.password;
   if (flags.natsCreds !== undefined) overrides.natsCredentials = flags.natsCreds;
   if (flags.monitor !== undefined) overrides.monitor = flags.monitor;
-  return { config: flags.config, ...(flags.choriaConfig !== undefined ? { choriaConfig: flags.choriaConfig } : {}), overrides };
+  return { config: flags.config, ...definedFields({ choriaConfig: flags.choriaConfig }), overrides };
 }

@@ -6,7 +6,7 @@
 import { accessSync, closeSync, constants, openSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname } from 'node:path';
-import { ProvisionerConfig } from '../../lib/provision/config';
+import { ProvisionerConfig } from '../../lib/provision/config/config';
 import { PreflightProblem, problemLine } from './preflight';
 
 /** What is checked: the configuration, its file, and the flags that name a file or a port. */

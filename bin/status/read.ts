@@ -1,5 +1,5 @@
 import type { NatsConnection } from '@nats-io/transport-node';
-import { claimKey } from '../../lib/provision/claimKey';
+import { claimKey } from '../../lib/provision/claims/claimKey';
 import type { CycleRecord } from '../../lib/provision/records/cycleRecord';
 import { isCycleRecord, isInstanceRecord } from '../../lib/provision/records/recordGuards';
 import { allInstancesSubject, allNodesSubject, nodeSubject } from '../../lib/provision/records/recordSubjects';

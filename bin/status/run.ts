@@ -6,6 +6,7 @@ import { DEFAULT_RECORDS_STREAM, DEFAULT_RECORDS_SUBJECT } from '../../lib/provi
 import { connectTool } from '../../streams/toolConnection';
 import { NatsFlags, natsServers } from '../options';
 import { FleetSources, readFleet, readNodeHistory } from './read';
+import { definedFields } from '../../lib/definedFields';
 
 /** The options `rxfleet status` and `rxfleet history` take, as commander parses them. */
 export interface StatusOptions extends NatsFlags {
@@ -82,10 +83,7 @@ async function settle(options: StatusOptions): Promise<{ sources: FleetSources; 
     nats: {
       servers,
       name: 'rxfleet-status',
-      ...(user !== undefined ? { user } : {}),
-      ...(password !== undefined ? { password } : {}),
-      ...(options.natsToken !== undefined ? { token: options.natsToken } : {}),
-      ...(credentials !== undefined ? { credentials } : {}),
+      ...definedFields({ user, password, token: options.natsToken, credentials }),
       tls: { ca: options.natsCa, cert: options.natsCert, key: options.natsKey },
     },
   };

@@ -4,6 +4,21 @@
  * go-choria reads that rxfleet cannot honour (each said once, with what rxfleet does instead).
  */
 
+/** One problem found in a Choria client configuration: where, and what was expected. */
+export interface ChoriaConfigProblem {
+  /** `<file>:<line>` followed by the key, e.g. `choria.cfg:4 discovery_timeout`. */
+  path: string;
+  message: string;
+  /** Warnings do not stop the daemon; errors do. */
+  severity: 'error' | 'warning';
+}
+
+/** The values go-choria accepts for `plugin.security.provider` (its validator refuses any other). */
+export const SECURITY_PROVIDERS = ['puppet', 'file', 'pkcs11', 'certmanager', 'choria'] as const;
+
+/** One of {@link SECURITY_PROVIDERS}. */
+export type SecurityProviderName = (typeof SECURITY_PROVIDERS)[number];
+
 /**
  * go-choria's `environment:` tags on the keys rxfleet reads (`config/choria.go`). As confkey sets
  * them, the variable replaces a value a file sets; for the keys of {@link DEFAULTED_KEYS} also the

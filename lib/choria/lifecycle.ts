@@ -6,6 +6,7 @@ import { utf8 } from './protocol/encoding';
 import { parsePlainJson, refuse } from './protocol/layers';
 import { MAX_IDENTITY_LENGTH, compileSchema, schemaErrors } from './protocol/schemas';
 import { Decoded } from './protocol/types';
+import { definedFields } from '../definedFields';
 
 export { validateLifecycleComponent };
 
@@ -178,8 +179,7 @@ function legacyObject(event: LifecycleEvent): Record<string, unknown> {
     identity: event.identity,
     component: event.component,
     timestamp: event.timestamp,
-    ...(event.version !== undefined ? { version: event.version } : {}),
-    ...(event.newVersion !== undefined ? { new_version: event.newVersion } : {}),
+    ...definedFields({ version: event.version, new_version: event.newVersion }),
   };
 }
 

@@ -12,6 +12,7 @@ import {
   errorMessage,
   findCause,
 } from './errors';
+import { definedFields } from '../definedFields';
 
 /** One finished attempt, for `rpc_time{rpc}`. */
 export interface AttemptRecord {
@@ -177,7 +178,7 @@ export function retryRpc<T>(attempt: (context: AttemptContext) => Observable<T>,
       logger.debug({ rpc, identity, attempt: n, tries }, `trying ${rpc}${on} ${n}/${tries}`);
       const startedAt = scheduler.now();
       const record = (error?: unknown): void =>
-        onAttempt?.({ rpc, attempt: n, tries, seconds: (scheduler.now() - startedAt) / 1000, ...(error !== undefined ? { error } : {}) });
+        onAttempt?.({ rpc, attempt: n, tries, seconds: (scheduler.now() - startedAt) / 1000, ...definedFields({ error }) });
       const values: T[] = [];
       let settled = false;
       const signal = listen((error) => {

@@ -3,6 +3,7 @@ import { SiteFiles } from '../siteFiles';
 import { certManagerSecurity } from './certManagerSecurity';
 import { ChoriaClientConfig, ChoriaConfigProblem } from './clientConfig';
 import { Pkcs11Settings } from './pkcs11';
+import { definedFields } from '../definedFields';
 
 /** What go-choria's providers read from the process: who runs it and the certname override. */
 export interface SecurityEnvironment {
@@ -172,7 +173,7 @@ export function clientSecurity(
       const ca = present('plugin.security.choria.ca', choria.choriaCa, "the broker's certificate is not verified");
       const tls: ClientTlsFiles = {
         verify: ca !== undefined,
-        ...(ca !== undefined ? { ca } : {}),
+        ...definedFields({ ca }),
         ...(cert !== undefined && key !== undefined ? { cert, key } : {}),
       };
       return result({ provider: 'choria', certname: env.user ?? choria.identity, tls, jwt: { tokenFile, seedFile } });

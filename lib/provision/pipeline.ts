@@ -17,41 +17,13 @@ import {
   tap,
   timer,
 } from 'rxjs';
-import { AdmissionLedger, Outcome, PauseGate, PoolResult, Refusal, Ticket, admit, failed, pauseWhen, workerPool } from '@rxfleet/operators';
-
-/**
- * Where a sighting of a node came from, each source counted apart: a broadcast discovery round, a
- * lifecycle startup event, or an enriched Incus event saying its instance came up.
- */
-export type SightingSource = 'discovery' | 'event' | 'incus';
-
-/** One sighting of a node in provisioning mode. */
-export interface Sighting {
-  readonly identity: string;
-  readonly via: SightingSource;
-  /**
-   * Set on a sighting of an identity admission already held when it arrived: admitted, it is a
-   * re-admission superseding an old ticket (DECISIONS P1), which upstream would never count.
-   */
-  readonly readmission?: true;
-}
-
-/** A sighting admitted to the queue. */
-export type HostTicket = Ticket<Sighting, string>;
-
-/** What one provisioning cycle ended with, as the worker pool sees it. */
-export type CycleOutcome = Outcome<CycleResult>;
-
-/**
- * How a cycle that did not fail ended (choria-provisioner.md §3.11), plus `locked`: the node's
- * provisioning lock is held by another provisioner (DECISIONS P10), and `claimed`: in active-active
- * mode another instance holds the node's claim, so no cycle ran (DECISIONS P16).
- */
-export type CycleResult = 'provisioned' | 'shutdown' | 'upgraded' | 'locked' | 'claimed';
+import { AdmissionLedger, PauseGate, PoolResult, Refusal, admit, failed, pauseWhen, workerPool } from '@rxfleet/operators';
+import type { HostTicket, Sighting, SightingSource } from './sightings/sighting';
+import type { CycleOutcome, CycleResult } from './cycle/cycleResult';
 
 /**
  * Runs a ticket's cycle under a claim on its node (active-active, DECISIONS P16): {@link NodeClaims}
- * in `claims.ts`. The cycle is only subscribed while the claim is held.
+ * in `claims/claims.ts`. The cycle is only subscribed while the claim is held.
  */
 export interface ClaimStage {
   around(ticket: HostTicket, cycle: () => Observable<CycleOutcome>): Observable<CycleOutcome>;
@@ -61,7 +33,7 @@ export interface ClaimStage {
 
 /**
  * A failing node's wait before it is admitted again (DECISIONS P22): {@link NodeBackoff} in
- * `nodeBackoff.ts`. Asked before admission, told each cycle's outcome, pruned at each round.
+ * `backoff/nodeBackoff.ts`. Asked before admission, told each cycle's outcome, pruned at each round.
  */
 export interface BackoffStage {
   /** Whether a sighting may go on to admission now; `until` (on the scheduler's clock) when it may not. */
@@ -166,26 +138,7 @@ export interface ProvisionPipelineConfig {
  *   the work already admitted has finished.
  */
 export function provisionPipeline(config: ProvisionPipelineConfig): Observable<PoolResult<HostTicket, CycleResult>> {
-  const {
-    discover,
-    startupEvents,
-    won = EMPTY,
-    discoverNow = EMPTY,
-    lost = EMPTY,
-    gate,
-    provision,
-    interval,
-    workers,
-    hooks = {},
-    scheduler = asyncScheduler,
-  } = config;
-  const settleMs = config.settleMs ?? 60_000;
-  const lockHoldMs = config.lockHoldMs ?? 120_000;
-  // An upgraded node restarts still in provisioning mode and must be provisioned again at once; a
-  // configured or shut-down node keeps its key while it goes away; a locked one while its lock lasts.
-  const holdFor: Record<CycleResult, number> = { provisioned: settleMs, shutdown: settleMs, upgraded: 0, locked: lockHoldMs, claimed: 0 };
-  const underClaim = (ticket: HostTicket, cycle: () => Observable<CycleOutcome>): Observable<CycleOutcome> =>
-    config.claims === undefined ? cycle() : config.claims.around(ticket, cycle);
+  const { startupEvents, lost = EMPTY, gate, backoff, interval, workers, hooks = {}, scheduler = asyncScheduler } = config;
   const ledger =
     config.ledger ??
     new AdmissionLedger<Sighting, string>({
@@ -194,43 +147,11 @@ export function provisionPipeline(config: ProvisionPipelineConfig): Observable<P
       capacity: config.queueCapacity ?? 50_000,
       scheduler,
     });
+  const upgrades = new RecentUpgrades();
 
-  // A round's answers may predate an upgrade that ended while the round was open: the node answered
-  // at its old version and restarts in a moment, and its startup event will announce it. Admitted,
-  // such an answer would upgrade it a second time. So a node's upgrade is remembered until a round
-  // that began after it, or its startup event, says where it is now.
-  const upgradedAt = new Map<string, number>();
-  const answeredBeforeUpgrade = (identity: string, roundStartedAt: number): boolean => {
-    const at = upgradedAt.get(identity);
-    if (at === undefined) return false;
-    if (roundStartedAt <= at) return true;
-    upgradedAt.delete(identity);
-    return false;
-  };
-
-  const { backoff } = config;
-  const discoveryRounds$ = merge(timer(0, interval, scheduler), won, discoverNow).pipe(
-    pauseWhen(gate.paused$, { onDrop: () => hooks.discoverySkipped?.() }),
-    exhaustMap(() => {
-      hooks.discoveryStarted?.();
-      const startedAt = scheduler.now();
-      backoff?.prune(startedAt);
-      return from(discover()).pipe(
-        tap((identities) =>
-          hooks.discoveryFinished?.(identities.length, identities.filter((id) => ledger.holder(id) === undefined).length),
-        ),
-        map((identities) => identities.filter((identity) => !answeredBeforeUpgrade(identity, startedAt))),
-        catchError((error: unknown) => {
-          hooks.discoveryFailed?.(error);
-          return EMPTY;
-        }),
-      );
-    }),
-    mergeMap((identities) => identities.map((identity): Sighting => ({ identity, via: 'discovery' }))),
-  );
-
+  const discoveryRounds$ = discoveryRounds(config, { ledger, upgrades, hooks, scheduler });
   const eventSightings$ = startupEvents.pipe(
-    tap((identity) => upgradedAt.delete(identity)),
+    tap((identity) => upgrades.started(identity)),
     map((identity): Sighting => ({ identity, via: 'event' })),
   );
   const incusSightings$ = (config.incusSightings ?? EMPTY).pipe(map((identity): Sighting => ({ identity, via: 'incus' })));
@@ -256,27 +177,110 @@ export function provisionPipeline(config: ProvisionPipelineConfig): Observable<P
     tap((ticket) => hooks.admitted?.(ticket)),
     workerPool<HostTicket, CycleResult>({
       concurrency: workers,
-      work: (ticket) => {
-        const outcome$ = underClaim(ticket, () => from(provision(ticket)));
-        return outcome$.pipe(
-          // The pool would make an error a failed outcome too; made here, the backoff sees it.
-          catchError((error: unknown) => of(failed(error))),
-          map((outcome): CycleOutcome => {
-            // A cycle that ends while the instance is paused (a lost election, a shutdown) was
-            // stopped by the pause: it says nothing about its node.
-            if (!gate.paused) backoff?.settle(ticket.key, outcome, scheduler.now());
-            if (outcome.status !== 'done') return outcome;
-            if (outcome.value === 'upgraded') upgradedAt.set(ticket.key, scheduler.now());
-            const hold = holdFor[outcome.value];
-            return hold > 0 ? { status: 'done', value: outcome.value, freeAfter: hold } : { status: 'done', value: outcome.value };
-          }),
-        );
-      },
+      work: cycleWork(config, { upgrades, scheduler }),
       onBusy: (n) => hooks.busy?.(n),
-      // A provisioned node's delayed release is one entry in the pool's ring for its delay, not a
+      // A provisioned node's delayed freeing is one entry in the pool's ring for its delay, not a
       // timer of its own (the pool keeps one timer per distinct delay).
       scheduler,
     }),
     tap((result) => hooks.finished?.(result)),
   );
+}
+
+/**
+ * The discovery rounds as sightings: one at every tick (and at start), at each won election and at
+ * each request for a round at once; none while paused (the tick is dropped, told to
+ * `discoverySkipped`), one at a time (a tick during a round is dropped). A failed round is told to
+ * `discoveryFailed` and says nothing. A round prunes the backoff's table first.
+ */
+function discoveryRounds(
+  config: ProvisionPipelineConfig,
+  {
+    ledger,
+    upgrades,
+    hooks,
+    scheduler,
+  }: { ledger: AdmissionLedger<Sighting, string>; upgrades: RecentUpgrades; hooks: PipelineHooks; scheduler: SchedulerLike },
+): Observable<Sighting> {
+  const { discover, won = EMPTY, discoverNow = EMPTY, gate, backoff, interval } = config;
+  return merge(timer(0, interval, scheduler), won, discoverNow).pipe(
+    pauseWhen(gate.paused$, { onDrop: () => hooks.discoverySkipped?.() }),
+    exhaustMap(() => {
+      hooks.discoveryStarted?.();
+      const startedAt = scheduler.now();
+      backoff?.prune(startedAt);
+      return from(discover()).pipe(
+        tap((identities) =>
+          hooks.discoveryFinished?.(identities.length, identities.filter((id) => ledger.holder(id) === undefined).length),
+        ),
+        map((identities) => identities.filter((identity) => !upgrades.answeredBefore(identity, startedAt))),
+        catchError((error: unknown) => {
+          hooks.discoveryFailed?.(error);
+          return EMPTY;
+        }),
+      );
+    }),
+    mergeMap((identities) => identities.map((identity): Sighting => ({ identity, via: 'discovery' }))),
+  );
+}
+
+/**
+ * One ticket's work: its cycle, under a claim on the node when there are claims; an error made a
+ * failed outcome here, so that the backoff is told every outcome (but for a cycle that ended while
+ * paused, which the pause stopped); and how long the node then keeps its key. An upgraded node
+ * restarts still in provisioning mode and must be provisioned again at once; a configured or
+ * shut-down node keeps its key for `settleMs` while it goes away; a locked one for `lockHoldMs`,
+ * while the other provisioner's lock lasts.
+ */
+function cycleWork(
+  config: ProvisionPipelineConfig,
+  { upgrades, scheduler }: { upgrades: RecentUpgrades; scheduler: SchedulerLike },
+): (ticket: HostTicket) => Observable<CycleOutcome> {
+  const { gate, backoff, provision, claims } = config;
+  const settleMs = config.settleMs ?? 60_000;
+  const lockHoldMs = config.lockHoldMs ?? 120_000;
+  const holdFor: Record<CycleResult, number> = { provisioned: settleMs, shutdown: settleMs, upgraded: 0, locked: lockHoldMs, claimed: 0 };
+  const cycle = (ticket: HostTicket) => (): Observable<CycleOutcome> => from(provision(ticket));
+  return (ticket) =>
+    (claims === undefined ? cycle(ticket)() : claims.around(ticket, cycle(ticket))).pipe(
+      // The pool would make an error a failed outcome too; made here, the backoff sees it.
+      catchError((error: unknown) => of(failed(error))),
+      map((outcome): CycleOutcome => {
+        // A cycle that ends while the instance is paused (a lost election, a shutdown) was
+        // stopped by the pause: it says nothing about its node.
+        if (!gate.paused) backoff?.settle(ticket.key, outcome, scheduler.now());
+        if (outcome.status !== 'done') return outcome;
+        if (outcome.value === 'upgraded') upgrades.upgraded(ticket.key, scheduler.now());
+        const hold = holdFor[outcome.value];
+        return hold > 0 ? { status: 'done', value: outcome.value, freeAfter: hold } : { status: 'done', value: outcome.value };
+      }),
+    );
+}
+
+/**
+ * The nodes upgraded lately. A round's answers may predate an upgrade that ended while the round
+ * was open: the node answered at its old version and restarts in a moment, and its startup event
+ * will announce it. Admitted, such an answer would upgrade it a second time. So a node's upgrade is
+ * remembered until a round that began after it, or its startup event, says where it is now.
+ */
+class RecentUpgrades {
+  private readonly at = new Map<string, number>();
+
+  upgraded(identity: string, now: number): void {
+    this.at.set(identity, now);
+  }
+
+  /** The node's startup event: it says where the node is now. */
+  started(identity: string): void {
+    this.at.delete(identity);
+  }
+
+  /** Whether the node's answer to a round begun at `roundStartedAt` predates its upgrade; a later round's forgets it. */
+  answeredBefore(identity: string, roundStartedAt: number): boolean {
+    const at = this.at.get(identity);
+    if (at === undefined) return false;
+    if (roundStartedAt <= at) return true;
+    this.at.delete(identity);
+    return false;
+  }
 }

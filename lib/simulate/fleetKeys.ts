@@ -4,6 +4,7 @@ import { SignJWT } from 'jose';
 import { KeyObject, createPrivateKey, createPublicKey, generateKeyPairSync, sign, webcrypto } from 'node:crypto';
 import { newKsuid } from '../choria/ksuid';
 import { encodePem } from '../choria/pem';
+import { rawEd25519PublicKey } from '../choria/ed25519Keys';
 
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
 
@@ -79,7 +80,7 @@ function signingKeyFrom(given: KeyObject | string | undefined, type: JwtKeyType)
 function ed25519Key(): NodeEd25519Key {
   const { privateKey, publicKey } = generateKeyPairSync('ed25519');
   return {
-    publicKeyHex: publicKey.export({ format: 'der', type: 'spki' }).subarray(-32).toString('hex'),
+    publicKeyHex: rawEd25519PublicKey(publicKey).toString('hex'),
     signHex: (data) => sign(null, Buffer.from(data, 'utf8'), privateKey).toString('hex'),
   };
 }
@@ -97,9 +98,7 @@ export async function createFleetKeys(options: FleetKeysOptions): Promise<FleetK
   if (keyType !== 'ed25519' && keyType !== 'rsa') throw new Error(`the JWT signing key must be ed25519 or RSA, not ${keyType}`);
   const publicKey = createPublicKey(signingKey);
   const jwtVerifyKey =
-    keyType === 'ed25519'
-      ? publicKey.export({ format: 'der', type: 'spki' }).subarray(-32).toString('hex')
-      : publicKey.export({ format: 'pem', type: 'spki' }).toString();
+    keyType === 'ed25519' ? rawEd25519PublicKey(publicKey).toString('hex') : publicKey.export({ format: 'pem', type: 'spki' }).toString();
 
   const { claims: input } = options;
   const now = Math.floor(Date.now() / 1000);

@@ -1,4 +1,4 @@
-import { cutOff } from '../../streams/natsPartition';
+import { cutOff } from '../helpers/natsPartition';
 import { ElectionFleet, ProvisionerProcess, cyclesInFlightAt, tracedRequests } from '../helpers/electionFleet';
 import { sampleValue } from '../helpers/provisioner';
 import type { RxfleetProcess } from '../helpers/rxfleetProcess';

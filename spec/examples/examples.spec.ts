@@ -8,14 +8,14 @@ import { parse } from 'yaml';
 import { loadEnrichSettings } from '../../bin/enrich/commandLine';
 import { parseChoriaClientConfig } from '../../lib/choria/clientConfig';
 import { ENRICHER_CONFIG_SCHEMA } from '../../lib/enricher/config/config';
-import { DEPRECATED_KEYS, SECTION_KEYS } from '../../lib/provision/configSchema';
-import { parseProvisionerConfig, requireValidConfig } from '../../lib/provision/config';
+import { DEPRECATED_KEYS, SECTION_KEYS } from '../../lib/provision/config/configSchema';
+import { parseProvisionerConfig, requireValidConfig } from '../../lib/provision/config/config';
 import { useNatsServer } from '../helpers/nats';
 import { RXFLEET_BIN, RxfleetProcess, killAll, startRxfleet } from '../helpers/rxfleetProcess';
 import { waitFor } from '../helpers/waitFor';
 
 // Every file in examples/ is checked here (or, for the sample helpers, in
-// spec/lib/provision/exampleHelpers.spec.ts): an example that stops working fails the suite.
+// spec/lib/provision/helper/exampleHelpers.spec.ts): an example that stops working fails the suite.
 const root = resolve(__dirname, '../..');
 const examples = join(root, 'examples');
 const run = promisify(execFile);

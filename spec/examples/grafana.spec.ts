@@ -8,7 +8,7 @@ import { startEnrichDaemon } from '../../bin/enrich/daemon';
 import { loadEnrichSettings } from '../../bin/enrich/commandLine';
 import { ProvisionerDaemon, startProvisioner } from '../../bin/provision/daemon';
 import { parseChoriaClientConfig } from '../../lib/choria/clientConfig';
-import { parseProvisionerConfig, requireValidConfig } from '../../lib/provision/config';
+import { parseProvisionerConfig, requireValidConfig } from '../../lib/provision/config/config';
 import { createClaimsBucket } from '../../streams/claims/claimsBucket';
 import { createElectionBucket } from '../../streams/election/electionBucket';
 import { SAMPLE_HELPERS, UPSTREAM_COUNTERS } from '../helpers/provisioner';

@@ -7,7 +7,7 @@ import { join, resolve } from 'node:path';
 import { parseChoriaClientConfig } from '../../lib/choria/clientConfig';
 import { ElectionStore } from '../../lib/election/ElectionStore';
 import { Logger, silentLogger } from '../../lib/logger';
-import { parseProvisionerConfig, requireValidConfig } from '../../lib/provision/config';
+import { parseProvisionerConfig, requireValidConfig } from '../../lib/provision/config/config';
 import { DaemonTuning, ProvisionerDaemon, startProvisioner } from '../../bin/provision/daemon';
 import { FleetKeys, createFleetKeys } from '../../lib/simulate/fleetKeys';
 import { SimulatedFleet, SimulatedFleetOptions, startSimulatedFleet } from '../../streams/simulate/simulatedFleet';

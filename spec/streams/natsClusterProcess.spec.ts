@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { Kvm } from '@nats-io/kv';
 import { NatsConnection, connect } from '@nats-io/transport-node';
 import { NatsClusterProcess, startNatsCluster } from '../../streams/natsClusterProcess';
-import { cutOff } from '../../streams/natsPartition';
+import { cutOff } from '../helpers/natsPartition';
 import { createClaimsBucket } from '../../streams/claims/claimsBucket';
 import { markedProcesses, processMarker } from '../helpers/leftovers';
 import { waitFor } from '../helpers/waitFor';

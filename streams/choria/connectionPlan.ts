@@ -9,12 +9,13 @@ import { x509RequestSigner, x509SignerProblem } from '../../lib/choria/requestSi
 import { ClientSecurity, SecurityEnvironment, clientSecurity } from '../../lib/choria/securityProvider';
 import { SiteFiles } from '../../lib/siteFiles';
 import type { NatsConnectionConfig } from '../natsConnection';
-import { ConfigProblem, ProvisionerConfig } from '../../lib/provision/config';
+import { ConfigProblem, ProvisionerConfig } from '../../lib/provision/config/config';
 import { nodeSiteFiles } from '../siteFiles';
 import type { WatchedCredential } from '../credentialWatch';
 import { rereadLogin } from './rereadLogin';
 import { pkcs11EngineKey } from './pkcs11Engine';
 import type { Pkcs11Token } from './pkcs11Token';
+import { definedFields } from '../../lib/definedFields';
 
 /** How the daemon reaches NATS and speaks to nodes, worked out from both configuration files. */
 export interface ConnectionPlan {
@@ -64,9 +65,7 @@ export function processSecurityEnvironment(): SecurityEnvironment {
   const { USER: user, MCOLLECTIVE_CERTNAME: certname, HOME: home } = process.env;
   return {
     root: process.getuid?.() === 0,
-    ...(user !== undefined ? { user } : {}),
-    ...(certname !== undefined ? { certname } : {}),
-    ...(home !== undefined ? { home } : {}),
+    ...definedFields({ user, certname, home }),
   };
 }
 

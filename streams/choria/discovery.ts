@@ -2,6 +2,7 @@ import { Observable, SchedulerLike, map } from 'rxjs';
 import { collectUntilIdle } from '@rxfleet/operators';
 import { newFilter } from '../../lib/choria/protocol/types';
 import { ChoriaRpcClient } from './rpcClient';
+import { definedFields } from '../../lib/definedFields';
 
 /** Options for {@link broadcastDiscovery}. */
 export interface BroadcastDiscoveryOptions {
@@ -28,7 +29,7 @@ export function broadcastDiscovery(client: ChoriaRpcClient, options: BroadcastDi
   const { agent = 'choria_provision', idleMs = 300, timeoutMs = 2000, scheduler } = options;
   return client.broadcast('discovery', 'ping', { filter: newFilter({ agent: [agent] }), payloadEncoding: 'base64' }).pipe(
     map((reply) => reply.sender),
-    collectUntilIdle({ idle: idleMs, timeout: timeoutMs, ...(scheduler !== undefined ? { scheduler } : {}) }),
+    collectUntilIdle({ idle: idleMs, timeout: timeoutMs, ...definedFields({ scheduler }) }),
     map((senders) => [...new Set(senders)]),
   );
 }

@@ -6,6 +6,7 @@ import { errorMessage } from '../../lib/choria/errors';
 import { LIFECYCLE_MAX_BYTES } from '../../lib/choria/protocol/bounds';
 import { Logger, silentLogger } from '../../lib/logger';
 import { formatGoDuration } from '../../lib/duration';
+import { definedFields } from '../../lib/definedFields';
 
 /** Options for {@link lifecycleEvents}. */
 export interface LifecycleListenerOptions {
@@ -54,7 +55,7 @@ export function lifecycleEvents(nc: NatsConnection, options: LifecycleListenerOp
     let refusals = 0;
     const subscribe = (): void => {
       const current = nc.subscribe(subject, {
-        ...(options.queue !== undefined ? { queue: options.queue } : {}),
+        ...definedFields({ queue: options.queue }),
         callback: (error, msg) => {
           if (error !== null) {
             if (subscription !== current || subscriber.closed) return;

@@ -1,5 +1,5 @@
-import { DiscardPolicy, StorageType, jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
+import { addKvBucketStream } from '../jetstream/kvBucketStream';
 
 /** The claims bucket's default name (`rxfleet.claims_bucket`). */
 export const DEFAULT_CLAIMS_BUCKET = 'RXFLEET_PROVISIONER_CLAIMS';
@@ -24,17 +24,5 @@ export interface ClaimsBucketOptions {
  */
 export async function createClaimsBucket(nc: NatsConnection, options: ClaimsBucketOptions): Promise<void> {
   const { ttlMs, bucket = DEFAULT_CLAIMS_BUCKET, replicas = 1 } = options;
-  const jsm = await jetstreamManager(nc);
-  await jsm.streams.add({
-    name: `KV_${bucket}`,
-    subjects: [`$KV.${bucket}.>`],
-    max_age: ttlMs * 1_000_000,
-    max_msgs_per_subject: 1,
-    discard: DiscardPolicy.New,
-    deny_delete: true,
-    allow_rollup_hdrs: true,
-    allow_direct: true,
-    storage: StorageType.File,
-    num_replicas: replicas,
-  });
+  await addKvBucketStream(nc, { bucket, ttlMs, replicas });
 }

@@ -2,7 +2,7 @@ import { JetStreamApiCodes, JetStreamApiError, jetstream, jetstreamManager } fro
 import { KV, Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { defer } from 'rxjs';
-import { ClaimHeldError, ClaimStore, ClaimStoreClosedError } from '../../lib/provision/claims';
+import { ClaimHeldError, ClaimStore, ClaimStoreClosedError } from '../../lib/provision/claims/claims';
 import { BucketLayout, bucketLayout } from '../../lib/bucketLayout';
 import { DEFAULT_CLAIMS_BUCKET } from './claimsBucket';
 

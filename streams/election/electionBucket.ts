@@ -1,5 +1,5 @@
-import { DiscardPolicy, StorageType, jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
+import { addKvBucketStream } from '../jetstream/kvBucketStream';
 
 /** Options for {@link createElectionBucket}. */
 export interface ElectionBucketOptions {
@@ -21,18 +21,5 @@ export interface ElectionBucketOptions {
  */
 export async function createElectionBucket(nc: NatsConnection, options: ElectionBucketOptions = {}): Promise<void> {
   const { ttlMs = 60_000, replicas = 1, bucket = 'CHORIA_LEADER_ELECTION' } = options;
-  const jsm = await jetstreamManager(nc);
-  await jsm.streams.add({
-    name: `KV_${bucket}`,
-    subjects: [`$KV.${bucket}.>`],
-    max_age: ttlMs * 1_000_000,
-    max_msgs_per_subject: 1,
-    max_msg_size: 1024,
-    discard: DiscardPolicy.New,
-    deny_delete: true,
-    allow_rollup_hdrs: true,
-    allow_direct: true,
-    storage: StorageType.File,
-    num_replicas: replicas,
-  });
+  await addKvBucketStream(nc, { bucket, ttlMs, replicas, maxMsgSize: 1024 });
 }

@@ -1,6 +1,6 @@
 import { accessSync, constants, statSync } from 'node:fs';
 import { delimiter, isAbsolute, join, resolve } from 'node:path';
-import { HelperCommandError, splitHelperCommand } from '../../lib/provision/helperCommand';
+import { HelperCommandError, splitHelperCommand } from '../../lib/provision/helper/helperCommand';
 
 /** Where to look and as whom; the defaults are this process's. */
 export interface HelperExecutableOptions {

@@ -1,7 +1,8 @@
 import type { ChildProcess } from 'node:child_process';
 import { LineSplitter } from '@rxfleet/operators';
-import { MAX_HELPER_LINE_BYTES } from '../../lib/provision/helperProtocol';
+import { MAX_HELPER_LINE_BYTES } from '../../lib/provision/helper/helperProtocol';
 import { killGroup, spawnSupervised } from './supervisedSpawn';
+import { definedFields } from '../../lib/definedFields';
 
 /** How a persistent helper process ended. */
 export interface HelperProcessEnd {
@@ -55,7 +56,7 @@ export class HelperProcess {
     try {
       this.child = spawnSupervised(options.executable, options.args, {
         env: options.env ?? process.env,
-        ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
+        ...definedFields({ cwd: options.cwd }),
       });
     } catch (error) {
       // Nothing started: reported as Node's spawn reports it, after the constructor returns.
@@ -86,7 +87,7 @@ export class HelperProcess {
       // A process that never started emits no 'close' on every Node version: end here.
       if (child.pid === undefined) finish({ code: null, signal: null, spawnError: error });
     });
-    child.on('close', (code, signal) => finish({ code, signal, ...(spawnError !== undefined ? { spawnError } : {}) }));
+    child.on('close', (code, signal) => finish({ code, signal, ...definedFields({ spawnError }) }));
   }
 
   /** Its process id (undefined when it could not be started). */

@@ -1,6 +1,6 @@
 import { Logger } from '../../lib/logger';
-import { MAX_HELPER_LINE_BYTES } from '../../lib/provision/helperProtocol';
-import { HelperRestartReason } from '../../lib/provision/helperPoolMetrics';
+import { MAX_HELPER_LINE_BYTES } from '../../lib/provision/helper/helperProtocol';
+import { HelperRestartReason } from '../../lib/provision/metrics/helperPoolMetrics';
 import { HelperFailure, HelperRunObserver } from './helperRunner';
 import { HelperProcess, HelperProcessEnd } from './helperProcess';
 

@@ -3,11 +3,12 @@ import { performance } from 'node:perf_hooks';
 import { PauseGate } from '@rxfleet/operators';
 import { formatGoDuration } from '../../lib/choria/duration';
 import { Logger, silentLogger } from '../../lib/logger';
-import { HelperCommandError, splitHelperCommand } from '../../lib/provision/helperCommand';
-import { HelperInput, encodeHelperInput } from '../../lib/provision/helperInput';
-import { HelperOutputError, HelperResponse, decodeHelperResponse } from '../../lib/provision/helperResponse';
+import { HelperCommandError, splitHelperCommand } from '../../lib/provision/helper/helperCommand';
+import { HelperInput, encodeHelperInput } from '../../lib/provision/helper/helperInput';
+import { HelperOutputError, HelperResponse, decodeHelperResponse } from '../../lib/provision/helper/helperResponse';
 import { HelperOutputBudget } from './outputBudget';
 import { killGroup, spawnSupervised } from './supervisedSpawn';
+import { definedFields } from '../../lib/definedFields';
 
 /** Why a helper run failed. */
 export type HelperFailure =
@@ -166,7 +167,7 @@ export class HelperRunner {
         // Its own process group (killed as one), tied to this process's life by the supervisor.
         child = spawnSupervised(executable, args, {
           env: this.options.env ?? process.env,
-          ...(this.options.cwd !== undefined ? { cwd: this.options.cwd } : {}),
+          ...definedFields({ cwd: this.options.cwd }),
         });
       } catch (error) {
         reject(new HelperError('start', `cannot start ${command}: ${(error as Error).message}`));

@@ -59,11 +59,6 @@ export function daemonProgram(kind: DaemonKind): DaemonProgram {
   return PROGRAMS[kind];
 }
 
-/** Whether `kind` is a daemon kind (for a command-line flag). */
-export function isDaemonKind(value: string): value is DaemonKind {
-  return value === 'incus' || value === 'lxd';
-}
-
 function onPath(file: string): boolean {
   return file.startsWith('/') ? existsSync(file) : spawnSync('sh', ['-c', `command -v ${file}`], { stdio: 'ignore' }).status === 0;
 }

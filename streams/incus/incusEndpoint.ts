@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { Duplex } from 'node:stream';
 import { SecureContext, connect as tlsConnect } from 'node:tls';
 import { IncusEndpointError, TlsCredentials, certificateFingerprint, tlsCredentials } from './incusTlsCredentials';
+import { definedFields } from '../../lib/definedFields';
 
 export { IncusEndpointError, certificateFingerprint, normaliseFingerprint } from './incusTlsCredentials';
 
@@ -190,8 +191,7 @@ export function incusEndpoint(options: IncusEndpointOptions = {}): IncusEndpoint
   const credentials = tlsCredentials({
     clientCert,
     clientKey,
-    ...(serverCert !== undefined ? { serverCert } : {}),
-    ...(serverFingerprint !== undefined ? { serverFingerprint } : {}),
+    ...definedFields({ serverCert, serverFingerprint }),
   });
 
   const host = parsed.hostname.startsWith('[') ? parsed.hostname.slice(1, -1) : parsed.hostname;

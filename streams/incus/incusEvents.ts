@@ -6,6 +6,7 @@ import { Logger, silentLogger } from '../../lib/logger';
 import { RateLimitedLog } from '../../lib/rateLimitedLog';
 import { EventSocket, EventSocketOpener, wsEventSocket } from './eventSocket';
 import { IncusEndpoint, IncusEndpointOptions, toEndpoint } from './incusEndpoint';
+import { definedFields } from '../../lib/definedFields';
 
 /** Options for {@link incusEvents}. */
 export interface IncusEventsOptions {
@@ -136,7 +137,7 @@ export function incusEvents(options: IncusEventsOptions = {}): Observable<IncusS
     const malformedLog = new RateLimitedLog({
       logger,
       scheduler,
-      ...(options.malformedLogBurst !== undefined ? { burst: options.malformedLogBurst } : {}),
+      ...definedFields({ burst: options.malformedLogBurst }),
     });
     let socket: EventSocket | undefined;
     // One timer of each kind at most, each rescheduling itself, so a long session arms nothing new.

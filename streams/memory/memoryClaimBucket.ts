@@ -1,5 +1,5 @@
 import { Observable, defer, of, throwError } from 'rxjs';
-import { ClaimHeldError, ClaimStore } from '../../lib/provision/claims';
+import { ClaimHeldError, ClaimStore } from '../../lib/provision/claims/claims';
 
 /** Options for {@link MemoryClaimBucket}. */
 export interface MemoryClaimBucketOptions {

@@ -2,8 +2,8 @@ import { DiscardPolicy, RetentionPolicy, StorageType, jetstream, jetstreamManage
 import type { NatsConnection } from '@nats-io/transport-node';
 import { BucketLayout, bucketLayout } from '../../lib/bucketLayout';
 import { errorMessage } from '../../lib/choria/errors';
-import type { RecordSettings } from '../../lib/provision/config';
-import { RecordResult } from '../../lib/provision/metrics';
+import type { RecordSettings } from '../../lib/provision/config/config';
+import { RecordResult } from '../../lib/provision/metrics/metrics';
 
 /** Where records are appended: fire and forget, each one's fate told to `onResult`. */
 export interface RecordSink {

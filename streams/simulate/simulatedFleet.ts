@@ -13,6 +13,7 @@ import { SimulatedFleetRuntime } from './simulatedFleetRuntime';
 import { FleetEvent, FleetStats, RequestRecord, fleetStats } from './simulatedFleetStats';
 import { SimulatedServerLifecycle } from './simulatedServerLifecycle';
 import { SimulatedServerReplies } from './simulatedServerReplies';
+import { definedFields } from '../../lib/definedFields';
 
 export type { FleetEvent, FleetStats, RequestRecord } from './simulatedFleetStats';
 
@@ -168,8 +169,7 @@ export async function startSimulatedFleet(options: SimulatedFleetOptions): Promi
   const lifecycle = new SimulatedServerLifecycle(runtime, {
     lifecycleFormat,
     component,
-    ...(options.restartDelayMs !== undefined ? { restartDelayMs: options.restartDelayMs } : {}),
-    ...(options.shutdownDelayMs !== undefined ? { shutdownDelayMs: options.shutdownDelayMs } : {}),
+    ...definedFields({ restartDelayMs: options.restartDelayMs, shutdownDelayMs: options.shutdownDelayMs }),
   });
   const replies = new SimulatedServerReplies(runtime, lifecycle, {
     token,
@@ -183,8 +183,7 @@ export async function startSimulatedFleet(options: SimulatedFleetOptions): Promi
     random,
     now,
     collective,
-    ...(options.requireSigned !== undefined ? { requireSigned: options.requireSigned } : {}),
-    ...(options.onRequest !== undefined ? { onRequest: options.onRequest } : {}),
+    ...definedFields({ requireSigned: options.requireSigned, onRequest: options.onRequest }),
     badMessages,
     logger,
   });

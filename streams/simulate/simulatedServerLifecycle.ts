@@ -9,6 +9,7 @@ import {
 import { leavesProvisioning } from '../../lib/simulate/serverAgents';
 import { SimulatedNode } from '../../lib/simulate/simulatedNode';
 import { SimulatedFleetRuntime } from './simulatedFleetRuntime';
+import { definedFields } from '../../lib/definedFields';
 
 /** How a fleet's servers announce themselves and how long their restarts and shutdowns take. */
 export interface ServerLifecycleSettings {
@@ -41,8 +42,7 @@ export class SimulatedServerLifecycle {
     const event = newLifecycleEvent(type, {
       identity: node.identity,
       component: eventComponent,
-      ...(fields.version !== undefined ? { version: fields.version } : {}),
-      ...(fields.newVersion !== undefined ? { newVersion: fields.newVersion } : {}),
+      ...definedFields({ version: fields.version, newVersion: fields.newVersion }),
     });
     this.runtime.publish(lifecycleSubject(type, eventComponent), lifecycleEventJson(event, this.settings.lifecycleFormat));
   }

@@ -1,4 +1,4 @@
-import { cutOff } from '../../../streams/natsPartition';
+import { cutOff } from '../../../spec/helpers/natsPartition';
 import type { RequestRecord } from '../../../streams/simulate/simulatedFleet';
 import { ElectionFleet, ProvisionerProcess, tracedRequests } from '../../../spec/helpers/electionFleet';
 import { sampleValue } from '../../../spec/helpers/provisioner';

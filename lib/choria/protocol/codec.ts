@@ -1,8 +1,8 @@
-import { ProtocolError } from '../errors';
+import { ProtocolError } from './protocolError';
 import { utf8 } from './encoding';
 import { parsePlainJson, refuse } from './layers';
 import { schemaErrors } from './schemas';
-import { ChoriaReply, ChoriaRequest, Decoded, Filter, ProtocolVersion } from './types';
+import { ChoriaReply, ChoriaRequest, Decoded, ProtocolVersion, RequestFields } from './types';
 import { TransportV1, V1, V1Signer, decodeReplyV1, decodeRequestV1, encodeReplyV1, encodeRequestV1, isTransportV1 } from './v1';
 import { TransportV2, V2, V2Security, decodeReplyV2, decodeRequestV2, encodeReplyV2, encodeRequestV2, isTransportV2 } from './v2';
 
@@ -24,19 +24,7 @@ export interface DecodeRequestOptions extends DecodeOptions {
 }
 
 /** What an outgoing request is made of, whichever protocol carries it. */
-export interface OutgoingRequest {
-  requestId: string;
-  senderId: string;
-  callerId: string;
-  collective: string;
-  agent: string;
-  /** Seconds. */
-  ttl: number;
-  /** ms since the epoch. */
-  time: number;
-  filter: Filter;
-  /** The agent payload text (mcorpc JSON, or `ping` for discovery). */
-  payload: string;
+export interface OutgoingRequest extends RequestFields {
   /**
    * How the payload goes into `message`, in either protocol: Go RPC clients send the JSON raw;
    * discovery sends base64 (`cGluZw==`). A server base64-decodes what it receives and keeps it raw
@@ -45,7 +33,6 @@ export interface OutgoingRequest {
    * decode `ping` as base64. Default `raw`.
    */
   payloadEncoding?: 'raw' | 'base64';
-  replyTo: string;
 }
 
 /**
@@ -114,8 +101,8 @@ export function decodeReply(data: Uint8Array | string, options: DecodeOptions = 
 /** The NATS payload of a request in the chosen protocol. */
 export function encodeRequest(request: OutgoingRequest, options: EncodeRequestOptions): string {
   const message = request.payloadEncoding === 'base64' ? Buffer.from(request.payload).toString('base64') : request.payload;
-  if (options.version === 'v2') return encodeRequestV2({ ...request, payload: message }, options.security);
-  return encodeRequestV1({ ...request, message }, options.signer);
+  const fields: RequestFields = { ...request, payload: message };
+  return options.version === 'v2' ? encodeRequestV2(fields, options.security) : encodeRequestV1(fields, options.signer);
 }
 
 /**

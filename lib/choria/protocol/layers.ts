@@ -1,6 +1,6 @@
 import { ValidateFunction } from 'ajv';
 import { JsonBounds, parseJsonObject } from '../../untrustedJson';
-import { ProtocolError, ProtocolErrorReason } from '../errors';
+import { ProtocolError, ProtocolErrorReason } from './protocolError';
 import { ENVELOPE_BOUNDS } from './bounds';
 import { decodeBase64Strict } from './encoding';
 import { schemaErrors } from './schemas';

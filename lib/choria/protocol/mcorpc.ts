@@ -2,6 +2,7 @@ import { AGENT_BOUNDS } from './bounds';
 import { parsePlainJson, refuse } from './layers';
 import { agentReplySchema, agentRequestSchema, compileSchema, schemaErrors } from './schemas';
 import { Decoded } from './types';
+import { definedFields } from '../../definedFields';
 
 /** The agent payload of an RPC request (go-choria mcorpc `RequestMessage`). */
 export interface AgentRequest {
@@ -38,7 +39,7 @@ export function decodeAgentRequest(payload: string): Decoded<AgentRequest> {
 /** The JSON a server puts in a reply's message, its fields in go-choria's order (`action` first). */
 export function encodeAgentReply(reply: AgentReply): string {
   return JSON.stringify({
-    ...(reply.action !== undefined ? { action: reply.action } : {}),
+    ...definedFields({ action: reply.action }),
     statuscode: reply.statuscode,
     statusmsg: reply.statusmsg,
     data: reply.data ?? {},
@@ -51,5 +52,5 @@ export function decodeAgentReply(payload: string): Decoded<AgentReply> {
   if (!parsed.ok) return parsed;
   if (!validReply(parsed.value)) return refuse('schema', 'agent', schemaErrors(validReply));
   const { statuscode, statusmsg, data, action } = parsed.value;
-  return { ok: true, value: { statuscode, statusmsg, data: data ?? {}, ...(action !== undefined ? { action } : {}) } };
+  return { ok: true, value: { statuscode, statusmsg, data: data ?? {}, ...definedFields({ action }) } };
 }

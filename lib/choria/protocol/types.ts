@@ -1,4 +1,4 @@
-import type { ProtocolError } from '../errors';
+import type { ProtocolError } from './protocolError';
 
 /** Which Choria protocol carried a message: v1 (`choria:*:1`, x509) or v2 (`io.choria.protocol.v2.*`, ed25519 + JWT). */
 export type ProtocolVersion = 'v1' | 'v2';
@@ -38,9 +38,8 @@ export interface RequestSecurity {
   signerJwt?: string;
 }
 
-/** A request, whichever protocol carried it. */
-export interface ChoriaRequest {
-  version: ProtocolVersion;
+/** What every request carries, whichever protocol carries it and whichever way it goes. */
+export interface RequestFields {
   /** 32 characters in v1. */
   requestId: string;
   /** The identity of the machine that sent it. */
@@ -51,13 +50,21 @@ export interface ChoriaRequest {
   agent: string;
   /** Seconds the request stays valid either side of `time`. */
   ttl: number;
-  /** When it was made, in ms since the epoch (v1 carries seconds, v2 nanoseconds). */
+  /** When it was made, in ms since the epoch (v1 carries whole seconds, v2 nanoseconds). */
   time: number;
   filter: Filter;
-  /** The agent payload as text (base64 already undone where the protocol uses it). */
+  /**
+   * The agent payload as text: mcorpc JSON, or `ping` for discovery (base64 already undone where
+   * the protocol uses it, in a request decoded).
+   */
   payload: string;
   /** Where the node must reply (the transport header, not the NATS reply subject). */
   replyTo: string;
+}
+
+/** A request, whichever protocol carried it. */
+export interface ChoriaRequest extends RequestFields {
+  version: ProtocolVersion;
   security: RequestSecurity;
 }
 

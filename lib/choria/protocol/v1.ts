@@ -1,7 +1,8 @@
 import { sha256Base64, toBase64 } from './encoding';
 import { base64Field, lenientBase64, parseLayer, refuse } from './layers';
 import { compileSchema, replyV1Schema, requestV1Schema, secureReplyV1Schema, secureRequestV1Schema, transportV1Schema } from './schemas';
-import { ChoriaReply, ChoriaRequest, Decoded, FactFilter, Filter } from './types';
+import { ChoriaReply, ChoriaRequest, Decoded, FactFilter, RequestFields } from './types';
+import { definedFields } from '../../definedFields';
 
 /** The v1 protocol strings, outermost layer first. */
 export const V1 = {
@@ -62,21 +63,6 @@ const validRequest = compileSchema<RequestV1>(requestV1Schema);
 const validSecureReply = compileSchema<SecureReplyV1>(secureReplyV1Schema);
 const validReply = compileSchema<ReplyV1>(replyV1Schema);
 
-/** What a v1 request is made from. `message` goes in as is: raw JSON for RPCs, base64 for discovery's `ping`. */
-export interface RequestV1Fields {
-  requestId: string;
-  senderId: string;
-  callerId: string;
-  collective: string;
-  agent: string;
-  ttl: number;
-  /** ms since the epoch; sent as whole seconds. */
-  time: number;
-  filter: Filter;
-  message: string;
-  replyTo: string;
-}
-
 /**
  * How a v1 request is signed, as go-choria's x509 providers sign (`SecureRequest.SetMessage`): the
  * caller's certificate (PEM) goes in `pubcert`, and `signature` is the standard base64 of what
@@ -90,12 +76,14 @@ export interface V1Signer {
 /**
  * The transport JSON of a v1 request: transport → secure request → request. Without a signer the
  * secure request carries `insecure` as signature and certificate, as go-choria does when the
- * protocol is not secure (provisioning mode, `choria_insecure`). A signer that throws throws here.
+ * protocol is not secure (provisioning mode, `choria_insecure`). The payload goes into `message` as
+ * is (raw JSON for RPCs, base64 for discovery's `ping`); `time` is sent as whole seconds. A signer
+ * that throws throws here.
  */
-export function encodeRequestV1(fields: RequestV1Fields, signer?: V1Signer): string {
+export function encodeRequestV1(fields: RequestFields, signer?: V1Signer): string {
   const request = JSON.stringify({
     protocol: V1.request,
-    message: fields.message,
+    message: fields.payload,
     envelope: {
       requestid: fields.requestId,
       senderid: fields.senderId,
@@ -171,7 +159,7 @@ export function encodeReplyV1(reply: Omit<ChoriaReply, 'version' | 'sender'>, se
     envelope: { requestid: reply.requestId, senderid: reply.senderId, agent: reply.agent, time: Math.floor(reply.time / 1000) },
   });
   const secure = JSON.stringify({ protocol: V1.secureReply, message: body, hash: sha256Base64(body) });
-  const headers = { mc_sender: reply.senderId, ...(seenBy !== undefined ? { 'seen-by': seenBy } : {}) };
+  const headers = { mc_sender: reply.senderId, ...definedFields({ 'seen-by': seenBy }) };
   return JSON.stringify({ protocol: V1.transport, data: toBase64(secure), headers });
 }
 

@@ -1,7 +1,8 @@
 import { decodeBase64Strict, sha256, sha256Base64, toBase64 } from './encoding';
 import { base64Field, lenientBase64, parseLayer, refuse } from './layers';
 import { compileSchema, replyV2Schema, requestV2Schema, secureReplyV2Schema, secureRequestV2Schema, transportV2Schema } from './schemas';
-import { ChoriaReply, ChoriaRequest, Decoded, Filter, newFilter } from './types';
+import { ChoriaReply, ChoriaRequest, Decoded, Filter, RequestFields, newFilter } from './types';
+import { definedFields } from '../../definedFields';
 
 /** The v2 protocol strings (`io.choria.protocol.v2.*`), spoken in organisation-issuer deployments. */
 export const V2 = {
@@ -66,17 +67,13 @@ export interface V2Security {
   signerJwt?: string;
 }
 
-/**
- * What a v2 request is made from: a request's fields without its version and security, which the
- * encoder supplies. The payload is carried as bytes (base64 on the wire); `time` is sent as
- * nanoseconds.
- */
-export type RequestV2Fields = Omit<ChoriaRequest, 'version' | 'security'>;
-
 const INSECURE_BYTES = Buffer.from('insecure');
 
-/** The transport JSON of a v2 request. */
-export function encodeRequestV2(fields: RequestV2Fields, security: V2Security): string {
+/**
+ * The transport JSON of a v2 request, its version and security supplied here: the payload is
+ * carried as bytes (base64 on the wire), `time` as nanoseconds.
+ */
+export function encodeRequestV2(fields: RequestFields, security: V2Security): string {
   const request = Buffer.from(
     JSON.stringify({
       protocol: V2.request,
@@ -98,7 +95,7 @@ export function encodeRequestV2(fields: RequestV2Fields, security: V2Security): 
     request: request.toString('base64'),
     signature: toBase64(signature),
     caller: security.callerJwt,
-    ...(security.signerJwt !== undefined ? { signer: security.signerJwt } : {}),
+    ...definedFields({ signer: security.signerJwt }),
   });
   return JSON.stringify({ protocol: V2.transport, data: toBase64(secure), headers: { reply: fields.replyTo, sender: fields.senderId } });
 }
@@ -138,7 +135,7 @@ export function decodeRequestV2(transport: TransportV2): Decoded<ChoriaRequest> 
       security: {
         signature: secure.value.signature,
         callerJwt: secure.value.caller,
-        ...(secure.value.signer !== undefined ? { signerJwt: secure.value.signer } : {}),
+        ...definedFields({ signerJwt: secure.value.signer }),
       },
     },
   };
@@ -159,7 +156,7 @@ export function encodeReplyV2(reply: Omit<ChoriaReply, 'version' | 'sender'>, se
   });
   const secure = JSON.stringify({ protocol: V2.secureReply, reply: toBase64(body), hash: sha256Base64(body) });
   // v2 names the hops `trace` (go-choria's v2 TransportHeaders), where v1 says `seen-by`.
-  const headers = { sender: reply.senderId, ...(seenBy !== undefined ? { trace: seenBy } : {}) };
+  const headers = { sender: reply.senderId, ...definedFields({ trace: seenBy }) };
   return JSON.stringify({ protocol: V2.transport, data: toBase64(secure), headers });
 }
 

@@ -14,7 +14,7 @@ import { ListenAddress, parseListenAddress, splitNatsUrls } from '../../addresse
 import { InstancesServed, parseInstancesServed } from '../model/instancesServed';
 import { ProjectsServed, parseProjectsServed } from '../model/servedProjects';
 import { EnrichmentName, Want, DEFAULT_DAEMON_WANTS, enrichmentBits } from '../model/wanted';
-import { describe as describeValue, editDistance } from '../../provision/configProblems';
+import { describe as describeValue, editDistance } from '../../configProblems';
 import { JetStreamOutputSettings, RawDurable, StandbySettings, StateOutputSettings, durableSettings } from './durableSettings';
 
 export { ENRICHER_CONFIG_SCHEMA, ENRICHER_DEFAULTS } from './configSchema';
@@ -108,7 +108,7 @@ const TYPE_WORDS: Record<string, string> = {
   object: 'a mapping',
 };
 
-/** What the schema wanted, in the provisioner's words (lib/provision/configProblems.ts). */
+/** What the schema wanted, in the provisioner's words (lib/configProblems.ts). */
 function expected(error: ErrorObject): string {
   const params = error.params as Record<string, unknown>;
   switch (error.keyword) {

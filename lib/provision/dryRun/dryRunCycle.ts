@@ -3,16 +3,17 @@ import { InventoryOutput } from '../../choria/agents';
 import { errorMessage } from '../../choria/errors';
 import { Logger, silentLogger } from '../../logger';
 import { SiteFiles } from '../../siteFiles';
-import { CertDenyList } from '../certDenyList';
-import { CycleError } from '../cycleError';
-import { CycleNodeCalls } from '../cycleNodeCalls';
-import { CycleHelperSteps } from '../cycleHelperSteps';
-import { CycleHelper, CycleRpcClient, CycleSettings } from '../cycleOptions';
-import { CycleRpc } from '../cycleRpc';
-import { helperDecision } from '../cycleTrace';
-import { decideUpgrade, upgradeFailed } from '../upgradeDecision';
+import { CertDenyList } from '../credentials/certDenyList';
+import { CycleError } from '../cycle/cycleError';
+import { CycleNodeCalls } from '../cycle/cycleNodeCalls';
+import { CycleHelperSteps } from '../cycle/cycleHelperSteps';
+import { CycleHelper, CycleRpcClient, CycleSettings } from '../cycle/cycleOptions';
+import { CycleRpc } from '../cycle/cycleRpc';
+import { helperDecision } from '../cycle/cycleTrace';
+import { decideUpgrade, upgradeFailed } from '../upgrade/upgradeDecision';
 import { DryRunReport } from './dryRunReport';
 import { StandIns, summariseCertificate } from './standIns';
+import { definedFields } from '../../definedFields';
 
 /** The only RPC a dry run sends a node: it reads, and takes no provisioning lock (go-choria locks jwt, gen25519, gencsr, configure, release_update). */
 export const DRY_RUN_RPCS: ReadonlySet<string> = new Set(['rpcutil#inventory']);
@@ -172,9 +173,7 @@ export class DryRunCycle {
     return {
       ...base,
       would: 'configure',
-      ...(certificate !== undefined ? { certificate } : {}),
-      ...(ca !== undefined ? { ca } : {}),
-      ...(serverJwt !== undefined ? { serverJwt } : {}),
+      ...definedFields({ certificate, ca, serverJwt }),
     };
   }
 }

@@ -1,5 +1,5 @@
-import { CycleStep } from '../cycleError';
-import { HelperDecision } from '../cycleTrace';
+import { CycleStep } from '../cycle/cycleError';
+import { HelperDecision } from '../cycle/cycleTrace';
 import { CertificateSummary } from './standIns';
 
 /**

@@ -2,8 +2,8 @@ import 'reflect-metadata';
 import * as x509 from '@peculiar/x509';
 import { createPublicKey, generateKeyPairSync, sign, webcrypto } from 'node:crypto';
 import { encodePem } from '../../choria/pem';
-import { CsrReply } from '../csrValidation';
-import { Ed25519Reply, newGen25519Nonce } from '../gen25519Reply';
+import { CsrReply } from '../credentials/csrValidation';
+import { Ed25519Reply, newGen25519Nonce } from '../credentials/gen25519Reply';
 
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
 

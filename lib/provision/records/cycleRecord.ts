@@ -1,10 +1,12 @@
 import { PoolResult } from '@rxfleet/operators';
 import { errorMessage } from '../../choria/errors';
-import { CycleError } from '../cycleError';
-import { CycleTrace, withoutSecret } from '../cycleTrace';
-import type { BackoffEntry } from '../nodeBackoff';
-import type { CycleResult, HostTicket } from '../pipeline';
+import { CycleError } from '../cycle/cycleError';
+import { CycleTrace, withoutSecret } from '../cycle/cycleTrace';
+import type { BackoffEntry } from '../backoff/nodeBackoff';
+import type { CycleResult } from '../cycle/cycleResult';
+import type { HostTicket } from '../sightings/sighting';
 import { CycleRecord, RECORD_VERSION } from './recordTypes';
+import { definedFields } from '../../definedFields';
 
 export { RECORD_VERSION } from './recordTypes';
 export type { CycleRecord } from './recordTypes';
@@ -51,8 +53,7 @@ export function cycleRecord(parts: CycleRecordParts): CycleRecord | undefined {
     ended: wall(now),
     outcome: outcome.status === 'failed' ? 'failed' : outcome.value,
     steps,
-    ...(trace?.helper !== undefined ? { decision: trace.helper } : {}),
-    ...(error !== undefined ? { error } : {}),
+    ...definedFields({ decision: trace?.helper, error }),
     ...(claimRevision !== undefined ? { claim: { revision: claimRevision } } : {}),
     ...(backoff !== undefined
       ? { backoff: { failures: backoff.failures, failingSince: wall(backoff.failingSince), retryAfter: wall(backoff.until) } }

@@ -1,4 +1,4 @@
-import { claimKey } from '../claimKey';
+import { claimKey } from '../claims/claimKey';
 
 /** The stream and subjects rxfleet's defaults give the records (`rxfleet.records_stream`, `records_subject`). */
 export const DEFAULT_RECORDS_STREAM = 'RXFLEET_PROVISIONER_RECORDS';

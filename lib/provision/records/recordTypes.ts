@@ -1,6 +1,7 @@
-import type { CycleStep } from '../cycleError';
-import type { HelperDecision, StepTrace } from '../cycleTrace';
-import type { CycleResult, SightingSource } from '../pipeline';
+import type { CycleStep } from '../cycle/cycleError';
+import type { HelperDecision, StepTrace } from '../cycle/cycleTrace';
+import type { CycleResult } from '../cycle/cycleResult';
+import type { SightingSource } from '../sightings/sighting';
 
 /**
  * The records' shapes (DECISIONS P21): what the stream holds and `rxfleet status` reads. Apart

@@ -1,5 +1,6 @@
 import type { CycleRecord } from '../records/cycleRecord';
 import type { InstanceMode, InstanceRecord, NodeCount } from '../records/instanceRecord';
+import { definedFields } from '../../definedFields';
 
 /** How many of its own periods an instance may be silent before status calls it gone. */
 export const GONE_AFTER_PERIODS = 3;
@@ -141,7 +142,7 @@ export function fleetStatus(inputs: StatusInputs): FleetStatus {
         : {
             count: failingCount,
             oldest: { node: oldestFailing.node, since: oldestFailing.since },
-            ...(oldestFailing.nextTry !== undefined ? { nextTry: oldestFailing.nextTry } : {}),
+            ...definedFields({ nextTry: oldestFailing.nextTry }),
           },
     lastOutcomes,
     ...(election !== undefined

@@ -1,6 +1,6 @@
 import { NatsConnection, connect } from '@nats-io/transport-node';
 import { SchedulerLike, asyncScheduler } from 'rxjs';
-import { CycleError } from '../../../lib/provision/provisionCycle';
+import { CycleError } from '../../../lib/provision/cycle/provisionCycle';
 import { useNatsServer } from '../../helpers/nats';
 import {
   SCRIPTED_HELPER,

@@ -1,6 +1,6 @@
 import { NatsConnection, connect } from '@nats-io/transport-node';
 import { ElectionEvent } from '../../../lib/election/campaign';
-import { CycleError } from '../../../lib/provision/provisionCycle';
+import { CycleError } from '../../../lib/provision/cycle/provisionCycle';
 import { createElectionBucket } from '../../../streams/election/electionBucket';
 import { natsElectionStore } from '../../../streams/election/natsElectionStore';
 import { useNatsServer } from '../../helpers/nats';

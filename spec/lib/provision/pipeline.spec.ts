@@ -1,7 +1,9 @@
 import { Observable, Subject, map, of } from 'rxjs';
 import { workDone, workFailed, PauseGate } from '@rxfleet/operators';
-import { CycleOutcome, HostTicket, PipelineHooks, provisionPipeline } from '../../../lib/provision/pipeline';
+import { PipelineHooks, provisionPipeline } from '../../../lib/provision/pipeline';
 import { newScheduler } from '../../helpers/marbles';
+import { CycleOutcome } from '../../../lib/provision/cycle/cycleResult';
+import { HostTicket } from '../../../lib/provision/sightings/sighting';
 
 type Run = ReturnType<typeof newScheduler>;
 

@@ -4,7 +4,7 @@ import { parseChoriaClientConfig } from '../../../lib/choria/clientConfig';
 import { ed25519PublicKeyFromRaw } from '../../../lib/choria/ed25519Keys';
 import { md5Hex } from '../../../lib/choria/protocol/encoding';
 import { SiteFiles } from '../../../lib/siteFiles';
-import { parseProvisionerConfig, requireValidConfig } from '../../../lib/provision/config';
+import { parseProvisionerConfig, requireValidConfig } from '../../../lib/provision/config/config';
 import { connectionPlan } from '../../../streams/choria/connectionPlan';
 import { IssuedCertificate, TestCa, createTestCa } from '../../helpers/testCa';
 

@@ -1,6 +1,6 @@
 import { NatsConnection, connect } from '@nats-io/transport-node';
 import { ObservableInput, from, lastValueFrom } from 'rxjs';
-import { ClaimHeldError, ClaimStore, ClaimStoreClosedError, claimKey } from '../../../lib/provision/claims';
+import { ClaimHeldError, ClaimStore, ClaimStoreClosedError, claimKey } from '../../../lib/provision/claims/claims';
 import { createClaimsBucket } from '../../../streams/claims/claimsBucket';
 import { MemoryClaimBucket } from '../../../streams/memory/memoryClaimBucket';
 import { natsClaimStore } from '../../../streams/claims/natsClaimStore';

@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { PauseGate } from '@rxfleet/operators';
-import { buildHelperInput } from '../../../lib/provision/helperInput';
+import { buildHelperInput } from '../../../lib/provision/helper/helperInput';
 import { HelperError, HelperFailure, HelperRunner } from '../../../streams/helper/helperRunner';
 
 const SCRIPT = resolve(__dirname, '../../fixtures/helpers/scripted-helper.mjs');

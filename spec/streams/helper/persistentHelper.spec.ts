@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { PauseGate } from '@rxfleet/operators';
-import { buildHelperInput } from '../../../lib/provision/helperInput';
-import { HelperRestartReason } from '../../../lib/provision/helperPoolMetrics';
+import { buildHelperInput } from '../../../lib/provision/helper/helperInput';
+import { HelperRestartReason } from '../../../lib/provision/metrics/helperPoolMetrics';
 import { HelperError } from '../../../streams/helper/helperRunner';
 import {
   HelperPoolObserver,

@@ -1,6 +1,6 @@
 import { accessSync, constants, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { buildHelperInput } from '../../../lib/provision/helperInput';
+import { buildHelperInput } from '../../../lib/provision/helper/helperInput';
 import { PersistentHelper } from '../../../streams/helper/persistentHelper';
 import { SAMPLE_HELPERS } from '../../helpers/provisioner';
 

@@ -52,19 +52,6 @@ const FLOORS: Record<string, readonly (readonly string[])[]> = {
   ],
 };
 
-/**
- * Imports known to go up, each a `from -> to` pair of repository paths. The owner refactor of
- * lib/enricher (issue 35) moves `lineEntry.ts` below the folders that use it and gives the reads
- * their round context without importing rounds/; its merge empties this list, and the spec fails
- * while an entry here no longer happens, so the list cannot outlive its reason.
- */
-const BEING_FIXED_IN_THE_OWNER_REFACTOR: readonly string[] = [
-  'lib/enricher/owner/fleetOwner.ts -> lib/enricher/pipeline/lineEntry.ts',
-  'lib/enricher/owner/ownerParts.ts -> lib/enricher/pipeline/lineEntry.ts',
-  'lib/enricher/reads/readRequests.ts -> lib/enricher/pipeline/lineEntry.ts',
-  'lib/enricher/reads/readRequests.ts -> lib/enricher/rounds/round.ts',
-];
-
 const ROOT = resolve(__dirname, '../..');
 
 /** Every source file under `path`, as repository paths. */
@@ -182,10 +169,7 @@ describe('the floors of lib/', () => {
     }
   });
 
-  it('have no import going up, but for the known ones the owner refactor removes', () => {
-    const found = upwardImports(graph, FLOORS);
-    expect(found.filter(({ arrow }) => !BEING_FIXED_IN_THE_OWNER_REFACTOR.includes(arrow))).toEqual([]);
-    // An exception that no longer happens goes from the list.
-    expect(BEING_FIXED_IN_THE_OWNER_REFACTOR.filter((arrow) => !found.some((f) => f.arrow === arrow))).toEqual([]);
+  it('have no import going up', () => {
+    expect(upwardImports(graph, FLOORS).map(({ arrow }) => arrow)).toEqual([]);
   });
 });

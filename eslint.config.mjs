@@ -21,7 +21,7 @@ const IO_MODULES = [
 ].flatMap((name) => [name, `node:${name}`]);
 
 export default tseslint.config(
-  { ignores: ['dist/**', '*/dist/**', 'build/**', 'node_modules/**', 'coverage/**', 'jest.config.js'] },
+  { ignores: ['**/*.generated.ts', 'dist/**', '*/dist/**', 'build/**', 'node_modules/**', 'coverage/**', 'jest.config.js'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -1,8 +1,8 @@
-import Ajv from 'ajv';
-import addFormats from 'ajv-formats';
+import type { ValidateFunction } from 'ajv';
 import { availableParallelism } from 'node:os';
 import { readYamlConfig } from '../../yamlConfig';
 import { PROVISIONER_CONFIG_SCHEMA, RawConfig } from './configSchema';
+import compiledValidator from './configValidator.generated';
 import { ConfigProblem, ConfigurationError, ParseConfigOptions, ProvisionerConfig, ProvisionerConfigResult } from './configTypes';
 import { describe, errorPath, schemaMessage } from '../../configProblems';
 import { RuleContext, configFromDocument } from './configRules';
@@ -24,10 +24,8 @@ export type {
 /** Keys whose values are secrets: a problem names them and never what they hold (keys match in any case). */
 const SECRET_KEYS = new Set(['token', 'broker_provisioning_password', 'rxfleet.nats_password']);
 
-const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: true, verbose: true });
-addFormats(ajv, ['uri']);
-ajv.addVocabulary(['expected', 'secret']);
-const validateSchema = ajv.compile(PROVISIONER_CONFIG_SCHEMA);
+// Compiled ahead of time (scripts/compileSchemas.ts): ajv's compiler is not loaded at start.
+const validateSchema = compiledValidator as unknown as ValidateFunction;
 
 /**
  * Reads a provisioner YAML configuration and reports every problem at once, never only the first.

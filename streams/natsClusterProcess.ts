@@ -109,69 +109,15 @@ export async function startNatsCluster(options: NatsClusterOptions = {}): Promis
           config,
         ].join('\n'),
       });
-      let up = true;
-      servers.push({
-        get url() {
-          return started.url;
-        },
-        get port() {
-          return started.port;
-        },
-        get dir() {
-          return started.dir;
-        },
-        get pid() {
-          return started.pid;
-        },
-        name: serverName,
-        clusterPort: port.cluster,
-        monitorPort: port.monitor,
-        gid,
-        running: () => up,
-        stop: async () => {
-          up = false;
-          await started.stop();
-        },
-        kill: async () => {
-          up = false;
-          await started.kill();
-        },
-        restart: async () => {
-          await started.restart();
-          up = true;
-        },
-      });
+      servers.push(clusterServer(started, { name: serverName, clusterPort: port.cluster, monitorPort: port.monitor, gid }));
     }
   } catch (error) {
     await stopAll();
     throw error;
   }
 
-  const metaLeader = async (): Promise<string | undefined> => {
-    for (const server of servers) {
-      const leader = (await monitor<Jsz>(server, '/jsz'))?.meta_cluster?.leader;
-      if (leader) return leader;
-    }
-    return undefined;
-  };
-  const ready = async (timeoutMs = readyTimeoutMs): Promise<void> => {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const up = servers.filter((s) => s.running());
-      const views = await Promise.all(
-        up.map(async (s) => ({
-          routes: (await monitor<{ num_routes?: number }>(s, '/routez'))?.num_routes ?? -1,
-          leader: (await monitor<Jsz>(s, '/jsz'))?.meta_cluster?.leader,
-        })),
-      );
-      const leaders = new Set(views.map((v) => v.leader));
-      const [leader] = leaders;
-      if (views.every((v) => v.routes >= up.length - 1) && leaders.size === 1 && up.some((s) => s.name === leader)) return;
-      if (Date.now() > deadline)
-        throw new Error(`the nats-server cluster ${name} did not form within ${timeoutMs} ms: ${JSON.stringify(views)}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  };
+  const metaLeader = (): Promise<string | undefined> => metaLeaderOf(servers);
+  const ready = (timeoutMs = readyTimeoutMs): Promise<void> => formed(name, servers, timeoutMs);
   try {
     await ready();
   } catch (error) {
@@ -200,4 +146,72 @@ export async function startNatsCluster(options: NatsClusterOptions = {}): Promis
     },
     stop: stopAll,
   };
+}
+
+/** A started server as a member of its cluster: its names and ports, and whether it runs now. */
+function clusterServer(
+  started: NatsServerProcess,
+  member: { name: string; clusterPort: number; monitorPort: number; gid: number | undefined },
+): ClusterServer {
+  let up = true;
+  return {
+    get url() {
+      return started.url;
+    },
+    get port() {
+      return started.port;
+    },
+    get dir() {
+      return started.dir;
+    },
+    get pid() {
+      return started.pid;
+    },
+    ...member,
+    running: () => up,
+    stop: async () => {
+      up = false;
+      await started.stop();
+    },
+    kill: async () => {
+      up = false;
+      await started.kill();
+    },
+    restart: async () => {
+      await started.restart();
+      up = true;
+    },
+  };
+}
+
+/** The JetStream meta leader's server name, as the first running server that knows one reports it. */
+async function metaLeaderOf(servers: readonly ClusterServer[]): Promise<string | undefined> {
+  for (const server of servers) {
+    const leader = (await monitor<Jsz>(server, '/jsz'))?.meta_cluster?.leader;
+    if (leader) return leader;
+  }
+  return undefined;
+}
+
+/**
+ * Resolves once every running server has its routes to the others and they agree on a JetStream
+ * meta leader that is one of them, asking every 100 ms; rejects after `timeoutMs` with what each said.
+ */
+async function formed(name: string, servers: readonly ClusterServer[], timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const up = servers.filter((s) => s.running());
+    const views = await Promise.all(
+      up.map(async (s) => ({
+        routes: (await monitor<{ num_routes?: number }>(s, '/routez'))?.num_routes ?? -1,
+        leader: (await monitor<Jsz>(s, '/jsz'))?.meta_cluster?.leader,
+      })),
+    );
+    const leaders = new Set(views.map((v) => v.leader));
+    const [leader] = leaders;
+    if (views.every((v) => v.routes >= up.length - 1) && leaders.size === 1 && up.some((s) => s.name === leader)) return;
+    if (Date.now() > deadline)
+      throw new Error(`the nats-server cluster ${name} did not form within ${timeoutMs} ms: ${JSON.stringify(views)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }

@@ -212,19 +212,9 @@ export async function openNatsConnection(
   backoff: LoginBackoff = new LoginBackoff(config.reconnectWaitMs !== undefined ? { baseMs: config.reconnectWaitMs } : {}),
 ): Promise<FleetConnection> {
   const options = daemonConnectionOptions(config, backoff);
-  let servers = (options.servers as string[]).map(redactUrlCredentials);
-  logger.info({ servers, connection: options.name }, 'connecting to NATS');
-  const { watch, resolveServers } = config;
-  // The brokers looked up again (SRV): a changed list is logged and used from the next attempt.
-  const lookUp = async (): Promise<string[] | undefined> => {
-    if (resolveServers === undefined) return undefined;
-    const found = (await resolveServers().catch(() => [] as string[])).map(normaliseServer);
-    if (found.length === 0 || found.join(',') === (options.servers as string[]).join(',')) return undefined;
-    options.servers = found;
-    servers = found.map(redactUrlCredentials);
-    logger.info({ servers }, `the brokers changed: now ${servers.join(',')}`);
-    return found;
-  };
+  const brokers = new Brokers(options, config.resolveServers, logger);
+  logger.info({ servers: brokers.logged, connection: options.name }, 'connecting to NATS');
+  const { watch } = config;
 
   const lines = new LogBackoff();
   const { events } = config;
@@ -233,7 +223,7 @@ export async function openNatsConnection(
   let nc: NatsConnection | undefined;
   for (let attempt = 1; nc === undefined; attempt++) {
     if (aborted()) throw abandoned();
-    if (attempt > 1) await lookUp();
+    if (attempt > 1) await brokers.lookUp();
     watch?.attempt();
     try {
       nc = await connect(options);
@@ -247,6 +237,7 @@ export async function openNatsConnection(
       const { log, quiet } = lines.next(Date.now());
       if (log) {
         const since = quiet > 0 ? ` (${quiet + 1} failed since the last line)` : '';
+        const servers = brokers.logged;
         logger.warn(
           { servers, attempt, reason, retryInMs },
           `cannot connect to NATS at ${servers.join(',')}: ${reason}; attempt ${attempt}${since}, next try in ${seconds(retryInMs)}`,
@@ -262,54 +253,7 @@ export async function openNatsConnection(
   events?.initiallyConnected((Date.now() - startedAt) / 1000);
   logger.info({ server: connected.getServer() }, 'connected to NATS');
 
-  // The status iterator is read in a loop rather than turned into an Observable with from():
-  // nothing subscribes to it but this loop, and it ends when the connection closes.
-  void (async () => {
-    const reconnects = new LogBackoff();
-    let attempts = 0;
-    let downSince = 0;
-    for await (const status of connected.status()) {
-      if (status.type === 'disconnect') {
-        attempts = 0;
-        downSince = Date.now();
-        reconnects.reset();
-        logger.warn({ server: status.server }, `disconnected from NATS (${status.server}): reconnecting`);
-        state.next('disconnected');
-        watch?.disconnected?.();
-        void lookUp().then((found) => {
-          if (found !== undefined && !connected.isClosed()) connected.setServers(found);
-        });
-      } else if (status.type === 'reconnecting') {
-        // Each one starts an attempt: the one before it, if any, has failed.
-        watch?.attempt();
-        if (attempts > 0) {
-          const { log, quiet } = reconnects.next(Date.now());
-          if (log) {
-            const since = quiet > 0 ? ` (${quiet + 1} failed since the last line)` : '';
-            logger.warn(
-              { servers, attempt: attempts, downForMs: Date.now() - downSince },
-              `cannot reconnect to NATS at ${servers.join(',')}: attempt ${attempts} failed${since}, next try within ${seconds(backoff.ceilingMs())}`,
-            );
-          }
-        }
-        attempts++;
-      } else if (status.type === 'reconnect') {
-        logger.info(
-          { server: status.server, attempts, downForMs: Date.now() - downSince },
-          `reconnected to NATS (${status.server}) after ${seconds(Date.now() - downSince)}`,
-        );
-        watch?.connected();
-        events?.reconnected();
-        state.next('connected');
-      } else if (status.type === 'staleConnection') {
-        logger.warn('the NATS server stopped answering pings: reconnecting');
-      } else if (status.type === 'error') {
-        events?.error();
-        if (isRefusal(failureReason(status.error))) watch?.refused(failureReason(status.error));
-        logger.warn({ err: status.error }, `NATS error: ${failureReason(status.error)}`);
-      }
-    }
-  })();
+  void followStatus(connected, { brokers, state, backoff, logger, watch, events });
   void connected.closed().then((error: Error | void) => {
     events?.closed();
     if (error) logger.error({ err: error }, 'NATS connection closed with an error');
@@ -318,6 +262,103 @@ export async function openNatsConnection(
   });
 
   return fleetConnectionOf(connected, state);
+}
+
+/**
+ * The brokers a connection is given, and how they are logged (without their user information).
+ * With `resolve` (DNS SRV records), {@link lookUp} asks again: a changed list is logged and used
+ * from the next attempt.
+ */
+class Brokers {
+  /** The brokers as the log shows them. */
+  logged: string[];
+
+  constructor(
+    private readonly options: ConnectionOptions,
+    private readonly resolve: (() => Promise<string[]>) | undefined,
+    private readonly logger: Logger,
+  ) {
+    this.logged = (options.servers as string[]).map(redactUrlCredentials);
+  }
+
+  /** The brokers looked up again, when they changed (then the connection options have them too). */
+  async lookUp(): Promise<string[] | undefined> {
+    if (this.resolve === undefined) return undefined;
+    const found = (await this.resolve().catch(() => [] as string[])).map(normaliseServer);
+    if (found.length === 0 || found.join(',') === (this.options.servers as string[]).join(',')) return undefined;
+    this.options.servers = found;
+    this.logged = found.map(redactUrlCredentials);
+    this.logger.info({ servers: this.logged }, `the brokers changed: now ${this.logged.join(',')}`);
+    return found;
+  }
+}
+
+/** What {@link followStatus} tells of a connection's life. */
+interface ConnectionLife {
+  brokers: Brokers;
+  /** Follows the connection: `disconnected` and `connected` again. */
+  state: BehaviorSubject<ConnectionState>;
+  /** Says how long nats.js waits before the next reconnect attempt, for the log. */
+  backoff: LoginBackoff;
+  logger: Logger;
+  watch: ConnectionWatch | undefined;
+  events: ConnectorEvents | undefined;
+}
+
+/**
+ * The connection's life after the first connection, as nats.js reports it: disconnections (the
+ * brokers looked up again), failed reconnect attempts (logged, thinned as the outage goes on),
+ * reconnections, stale pings and errors. The status iterator is read in a loop rather than turned
+ * into an Observable with from(): nothing subscribes to it but this loop, and it ends when the
+ * connection closes.
+ */
+async function followStatus(connected: NatsConnection, life: ConnectionLife): Promise<void> {
+  const { brokers, state, backoff, logger, watch, events } = life;
+  const reconnects = new LogBackoff();
+  let attempts = 0;
+  let downSince = 0;
+  for await (const status of connected.status()) {
+    if (status.type === 'disconnect') {
+      attempts = 0;
+      downSince = Date.now();
+      reconnects.reset();
+      logger.warn({ server: status.server }, `disconnected from NATS (${status.server}): reconnecting`);
+      state.next('disconnected');
+      watch?.disconnected?.();
+      void brokers.lookUp().then((found) => {
+        if (found !== undefined && !connected.isClosed()) connected.setServers(found);
+      });
+    } else if (status.type === 'reconnecting') {
+      // Each one starts an attempt: the one before it, if any, has failed.
+      watch?.attempt();
+      if (attempts > 0) {
+        const { log, quiet } = reconnects.next(Date.now());
+        if (log) {
+          const since = quiet > 0 ? ` (${quiet + 1} failed since the last line)` : '';
+          const servers = brokers.logged;
+          logger.warn(
+            { servers, attempt: attempts, downForMs: Date.now() - downSince },
+            `cannot reconnect to NATS at ${servers.join(',')}: attempt ${attempts} failed${since}, next try within ${seconds(backoff.ceilingMs())}`,
+          );
+        }
+      }
+      attempts++;
+    } else if (status.type === 'reconnect') {
+      logger.info(
+        { server: status.server, attempts, downForMs: Date.now() - downSince },
+        `reconnected to NATS (${status.server}) after ${seconds(Date.now() - downSince)}`,
+      );
+      watch?.connected();
+      events?.reconnected();
+      state.next('connected');
+    } else if (status.type === 'staleConnection') {
+      logger.warn('the NATS server stopped answering pings: reconnecting');
+    } else if (status.type === 'error') {
+      events?.error();
+      if (isRefusal(failureReason(status.error))) watch?.refused(failureReason(status.error));
+      logger.warn({ err: status.error }, `NATS error: ${failureReason(status.error)}`);
+    }
+  }
 }
 
 /**

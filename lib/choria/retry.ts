@@ -120,13 +120,12 @@ export function retryRpc<T>(attempt: (context: AttemptContext) => Observable<T>,
     let attempts = 0;
     let attemptSubscription: Subscription | undefined;
     let pause: Subscription | undefined;
-    // Stops listening to the gate and the shutdown signal; set while an attempt or a pause runs.
-    let stopListening: (() => void) | undefined;
+    const interruptions = new Interruptions(rpc, gate, shutdown);
 
     const finish = (error?: Error, values?: T[]): void => {
       if (done) return;
       done = true;
-      stopListening?.();
+      interruptions.stop();
       attemptSubscription?.unsubscribe();
       pause?.unsubscribe();
       if (error !== undefined) {
@@ -138,41 +137,8 @@ export function retryRpc<T>(attempt: (context: AttemptContext) => Observable<T>,
       }
     };
 
-    const interruption = (): Error | undefined => {
-      if (shutdown?.aborted) return new RpcAbortedError(rpc, shutdown.reason);
-      if (gate?.paused) return new RpcPausedError(rpc);
-      return undefined;
-    };
-
-    // Listens to the gate (a fresh signal each time: a gate's signal never un-aborts) and to the
-    // shutdown signal while one attempt or one pause runs. On either, `onInterrupt` settles the
-    // call first and only then is the attempt's own signal aborted, so the attempt's reaction to
-    // its signal arrives after the call has already ended with the right error.
-    const listen = (onInterrupt: (error: Error) => void): AbortSignal => {
-      const controller = new AbortController();
-      const gateSignal = gate?.signal();
-      // One gate signal is shared by every attempt in flight: hundreds of listeners are the design, not a leak.
-      if (gateSignal !== undefined) setMaxListeners(0, gateSignal);
-      // Which signal fired says why: the gate aborts its signals just before it reads as paused.
-      const interrupt = (error: Error): void => {
-        stopListening?.();
-        onInterrupt(error);
-        controller.abort(error);
-      };
-      const paused = (): void => interrupt(new RpcPausedError(rpc));
-      const aborted = (): void => interrupt(new RpcAbortedError(rpc, shutdown?.reason));
-      gateSignal?.addEventListener('abort', paused);
-      shutdown?.addEventListener('abort', aborted);
-      stopListening = () => {
-        gateSignal?.removeEventListener('abort', paused);
-        shutdown?.removeEventListener('abort', aborted);
-        stopListening = undefined;
-      };
-      return controller.signal;
-    };
-
     const start = (): void => {
-      const stop = interruption();
+      const stop = interruptions.now();
       if (stop !== undefined) return finish(stop);
       const n = ++attempts;
       logger.debug({ rpc, identity, attempt: n, tries }, `trying ${rpc}${on} ${n}/${tries}`);
@@ -181,23 +147,17 @@ export function retryRpc<T>(attempt: (context: AttemptContext) => Observable<T>,
         onAttempt?.({ rpc, attempt: n, tries, seconds: (scheduler.now() - startedAt) / 1000, ...definedFields({ error }) });
       const values: T[] = [];
       let settled = false;
-      const signal = listen((error) => {
+      const signal = interruptions.listen((error) => {
         settled = true;
         record(error);
         finish(error);
       });
-      let inner: Observable<T>;
-      try {
-        inner = attempt({ attempt: n, signal });
-      } catch (error) {
-        inner = new Observable<T>((s) => s.error(error));
-      }
-      attemptSubscription = inner.subscribe({
+      attemptSubscription = attemptOf(attempt, { attempt: n, signal }).subscribe({
         next: (value) => values.push(value),
         error: (error: unknown) => {
           if (settled) return;
           settled = true;
-          stopListening?.();
+          interruptions.stop();
           record(error);
           failed(n, error);
         },
@@ -214,11 +174,11 @@ export function retryRpc<T>(attempt: (context: AttemptContext) => Observable<T>,
       logger.debug({ rpc, identity, attempt: n, err: error }, `${rpc}${on} attempt ${n} failed: ${errorMessage(error)}`);
       if (error instanceof PausedError || error instanceof RpcAbortedError) return finish(error);
       if (n >= tries || !retryable(error)) return finish(new RpcRetryError(rpc, n, error));
-      listen((interrupted) => finish(interrupted));
+      interruptions.listen((interrupted) => finish(interrupted));
       // A reply lost with the connection is no reason to wait: the request goes again at once.
       const wait = error instanceof RpcConnectionLostError ? 0 : backoffDelay(backoffMs, n, random);
       pause = scheduler.schedule(() => {
-        stopListening?.();
+        interruptions.stop();
         start();
       }, wait);
     };
@@ -226,9 +186,76 @@ export function retryRpc<T>(attempt: (context: AttemptContext) => Observable<T>,
     start();
     return () => {
       done = true;
-      stopListening?.();
+      interruptions.stop();
       attemptSubscription?.unsubscribe();
       pause?.unsubscribe();
     };
   });
+}
+
+/** The attempt's Observable; an attempt function that throws makes one that errors with the throw. */
+function attemptOf<T>(attempt: (context: AttemptContext) => Observable<T>, context: AttemptContext): Observable<T> {
+  try {
+    return attempt(context);
+  } catch (error) {
+    return new Observable<T>((s) => s.error(error));
+  }
+}
+
+/**
+ * What ends one call from outside: the pause gate closing, or the shutdown signal. It listens to
+ * both while one attempt or one pause runs, one at a time.
+ */
+class Interruptions {
+  // Stops listening to the gate and the shutdown signal; set while an attempt or a pause runs.
+  private stopListening: (() => void) | undefined;
+
+  constructor(
+    private readonly rpc: string,
+    private readonly gate: PauseGate | undefined,
+    private readonly shutdown: AbortSignal | undefined,
+  ) {}
+
+  /** The error the call ends with when the shutdown signal has fired or the gate is paused now. */
+  now(): Error | undefined {
+    if (this.shutdown?.aborted) return new RpcAbortedError(this.rpc, this.shutdown.reason);
+    if (this.gate?.paused) return new RpcPausedError(this.rpc);
+    return undefined;
+  }
+
+  /**
+   * Listens to the gate (a fresh signal each time: a gate's signal never un-aborts) and to the
+   * shutdown signal while one attempt or one pause runs, until {@link stop}. On either,
+   * `onInterrupt` settles the call first and only then is the returned signal (the attempt's own)
+   * aborted, so the attempt's reaction to its signal arrives after the call has already ended with
+   * the right error.
+   */
+  listen(onInterrupt: (error: Error) => void): AbortSignal {
+    const { rpc, shutdown } = this;
+    const controller = new AbortController();
+    const gateSignal = this.gate?.signal();
+    // One gate signal is shared by every attempt in flight: hundreds of listeners are the design, not a leak.
+    if (gateSignal !== undefined) setMaxListeners(0, gateSignal);
+    // Which signal fired says why: the gate aborts its signals just before it reads as paused.
+    const interrupt = (error: Error): void => {
+      this.stop();
+      onInterrupt(error);
+      controller.abort(error);
+    };
+    const paused = (): void => interrupt(new RpcPausedError(rpc));
+    const aborted = (): void => interrupt(new RpcAbortedError(rpc, shutdown?.reason));
+    gateSignal?.addEventListener('abort', paused);
+    shutdown?.addEventListener('abort', aborted);
+    this.stopListening = () => {
+      gateSignal?.removeEventListener('abort', paused);
+      shutdown?.removeEventListener('abort', aborted);
+      this.stopListening = undefined;
+    };
+    return controller.signal;
+  }
+
+  /** Stops listening (nothing to do when not listening). */
+  stop(): void {
+    this.stopListening?.();
+  }
 }

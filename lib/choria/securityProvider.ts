@@ -96,17 +96,21 @@ export function clientSecurity(
   const where = choria.file ?? 'choria config';
   const problems: ChoriaConfigProblem[] = [];
   const error = (message: string): void => void problems.push({ path: where, message, severity: 'error' });
-  const warn = (message: string): void => void problems.push({ path: where, message, severity: 'warning' });
+  const checks: ProviderChecks = {
+    error,
+    warn: (message) => void problems.push({ path: where, message, severity: 'warning' }),
+    exists: (file) => files.exists(file),
+    needed: (key, file, unset) => {
+      if (file === undefined) error(`${key} is required ${unset}`);
+      else if (!files.exists(file)) error(`${key}: file ${JSON.stringify(file)} does not exist`);
+      return file ?? '';
+    },
+  };
   const result = (security: ClientSecurity): { security: ClientSecurity | undefined; problems: ChoriaConfigProblem[] } => ({
     security: problems.some((p) => p.severity === 'error') ? undefined : security,
     problems,
   });
-  // A file a provider needs: configured and present, or one error saying which.
-  const needed = (key: string, file: string | undefined, unset: string): string => {
-    if (file === undefined) error(`${key} is required ${unset}`);
-    else if (!files.exists(file)) error(`${key}: file ${JSON.stringify(file)} does not exist`);
-    return file ?? '';
-  };
+  const { needed } = checks;
   const fileCertname =
     env.certname ?? (!env.root && env.user !== undefined && env.user !== '' ? `${env.user}.mcollective` : choria.identity);
 
@@ -125,59 +129,10 @@ export function clientSecurity(
         x509: { certificate, key, ca },
       });
     }
-    case 'puppet': {
-      // go-choria's puppet provider: MCOLLECTIVE_CERTNAME, else <USER>.mcollective (root too). The
-      // file's plugin.security.certname (not a go-choria key) never changes that choice.
-      const upstream = env.certname ?? (env.user !== undefined && env.user !== '' ? `${env.user}.mcollective` : undefined);
-      const certname = upstream ?? choria.certname;
-      if (choria.certname !== undefined && upstream === undefined)
-        warn(
-          `plugin.security.certname is not a go-choria key: rxfleet names the certificate ${choria.certname} by it, where go-choria would refuse to start (neither MCOLLECTIVE_CERTNAME nor USER is set)`,
-        );
-      else if (choria.certname !== undefined && choria.certname !== upstream)
-        warn(
-          `plugin.security.certname is not a go-choria key and does not change the certname: ${upstream} (MCOLLECTIVE_CERTNAME, else <USER>.mcollective), as go-choria chooses it`,
-        );
-      const sslDir = choria.sslDir ?? defaultPuppetSslDir(env);
-      if (certname === undefined)
-        error(
-          'the puppet security provider cannot name its certificate: set plugin.security.certname here, or MCOLLECTIVE_CERTNAME or USER in the environment (or pick another plugin.security.provider)',
-        );
-      if (sslDir === undefined)
-        error('the puppet security provider cannot find its SSL directory: set plugin.choria.ssldir (HOME is not set)');
-      if (certname === undefined || sslDir === undefined) return result({ provider: 'puppet', certname: '' });
-      const layout = (file: string, what: string): string => {
-        if (!files.exists(file))
-          error(
-            `the puppet security provider needs the ${what} ${JSON.stringify(file)} (plugin.choria.ssldir ${sslDir}, certname ${certname}), which does not exist`,
-          );
-        return file;
-      };
-      const certificate = layout(join(sslDir, 'certs', `${certname}.pem`), 'certificate');
-      const key = layout(join(sslDir, 'private_keys', `${certname}.pem`), 'private key');
-      const ca = layout(join(sslDir, 'certs', 'ca.pem'), 'CA');
-      return result({ provider: 'puppet', certname, tls: { ca, cert: certificate, key, verify: true }, x509: { certificate, key, ca } });
-    }
-    case 'choria': {
-      const unset = 'with plugin.security.provider = choria';
-      const tokenFile = needed('plugin.security.choria.token_file', choria.tokenFile, unset);
-      const seedFile = needed('plugin.security.choria.seed_file', choria.seedFile, unset);
-      const present = (key: string, file: string | undefined, consequence: string): string | undefined => {
-        if (file === undefined) return undefined;
-        if (files.exists(file)) return file;
-        warn(`${key}: file ${JSON.stringify(file)} does not exist: ${consequence}, as go-choria does`);
-        return undefined;
-      };
-      const cert = present('plugin.security.choria.certificate', choria.choriaCertificate, 'no client certificate is sent');
-      const key = present('plugin.security.choria.key', choria.choriaKey, 'no client certificate is sent');
-      const ca = present('plugin.security.choria.ca', choria.choriaCa, "the broker's certificate is not verified");
-      const tls: ClientTlsFiles = {
-        verify: ca !== undefined,
-        ...definedFields({ ca }),
-        ...(cert !== undefined && key !== undefined ? { cert, key } : {}),
-      };
-      return result({ provider: 'choria', certname: env.user ?? choria.identity, tls, jwt: { tokenFile, seedFile } });
-    }
+    case 'puppet':
+      return result(puppetSecurity(choria, env, checks));
+    case 'choria':
+      return result(choriaSecurity(choria, env, checks));
     case 'pkcs11': {
       const unset = 'with plugin.security.provider = pkcs11';
       const driverFile = needed('plugin.security.pkcs11.driver_file', choria.pkcs11DriverFile, unset);
@@ -202,4 +157,73 @@ export function clientSecurity(
       });
     }
   }
+}
+
+/** How a provider's checks report what is wrong (each problem naming the key and the file) and look at files. */
+interface ProviderChecks {
+  error(message: string): void;
+  warn(message: string): void;
+  exists(file: string): boolean;
+  /** A file the provider needs: configured and present, or one error saying which (`unset` ends the message when it is not configured). */
+  needed(key: string, file: string | undefined, unset: string): string;
+}
+
+/** go-choria's `puppet` provider: its certname and the Puppet SSL layout (see {@link clientSecurity}). */
+function puppetSecurity(choria: ChoriaClientConfig, env: SecurityEnvironment, checks: ProviderChecks): ClientSecurity {
+  const { error, warn } = checks;
+  // go-choria's puppet provider: MCOLLECTIVE_CERTNAME, else <USER>.mcollective (root too). The
+  // file's plugin.security.certname (not a go-choria key) never changes that choice.
+  const upstream = env.certname ?? (env.user !== undefined && env.user !== '' ? `${env.user}.mcollective` : undefined);
+  const certname = upstream ?? choria.certname;
+  if (choria.certname !== undefined && upstream === undefined)
+    warn(
+      `plugin.security.certname is not a go-choria key: rxfleet names the certificate ${choria.certname} by it, where go-choria would refuse to start (neither MCOLLECTIVE_CERTNAME nor USER is set)`,
+    );
+  else if (choria.certname !== undefined && choria.certname !== upstream)
+    warn(
+      `plugin.security.certname is not a go-choria key and does not change the certname: ${upstream} (MCOLLECTIVE_CERTNAME, else <USER>.mcollective), as go-choria chooses it`,
+    );
+  const sslDir = choria.sslDir ?? defaultPuppetSslDir(env);
+  if (certname === undefined)
+    error(
+      'the puppet security provider cannot name its certificate: set plugin.security.certname here, or MCOLLECTIVE_CERTNAME or USER in the environment (or pick another plugin.security.provider)',
+    );
+  if (sslDir === undefined) error('the puppet security provider cannot find its SSL directory: set plugin.choria.ssldir (HOME is not set)');
+  if (certname === undefined || sslDir === undefined) return { provider: 'puppet', certname: '' };
+  const layout = (file: string, what: string): string => {
+    if (!checks.exists(file))
+      error(
+        `the puppet security provider needs the ${what} ${JSON.stringify(file)} (plugin.choria.ssldir ${sslDir}, certname ${certname}), which does not exist`,
+      );
+    return file;
+  };
+  const certificate = layout(join(sslDir, 'certs', `${certname}.pem`), 'certificate');
+  const key = layout(join(sslDir, 'private_keys', `${certname}.pem`), 'private key');
+  const ca = layout(join(sslDir, 'certs', 'ca.pem'), 'CA');
+  return { provider: 'puppet', certname, tls: { ca, cert: certificate, key, verify: true }, x509: { certificate, key, ca } };
+}
+
+/**
+ * go-choria's `choria` provider: the client JWT and seed it needs, and TLS with what it finds of
+ * its certificate, key and CA (see {@link clientSecurity}).
+ */
+function choriaSecurity(choria: ChoriaClientConfig, env: SecurityEnvironment, checks: ProviderChecks): ClientSecurity {
+  const unset = 'with plugin.security.provider = choria';
+  const tokenFile = checks.needed('plugin.security.choria.token_file', choria.tokenFile, unset);
+  const seedFile = checks.needed('plugin.security.choria.seed_file', choria.seedFile, unset);
+  const present = (key: string, file: string | undefined, consequence: string): string | undefined => {
+    if (file === undefined) return undefined;
+    if (checks.exists(file)) return file;
+    checks.warn(`${key}: file ${JSON.stringify(file)} does not exist: ${consequence}, as go-choria does`);
+    return undefined;
+  };
+  const cert = present('plugin.security.choria.certificate', choria.choriaCertificate, 'no client certificate is sent');
+  const key = present('plugin.security.choria.key', choria.choriaKey, 'no client certificate is sent');
+  const ca = present('plugin.security.choria.ca', choria.choriaCa, "the broker's certificate is not verified");
+  const tls: ClientTlsFiles = {
+    verify: ca !== undefined,
+    ...definedFields({ ca }),
+    ...(cert !== undefined && key !== undefined ? { cert, key } : {}),
+  };
+  return { provider: 'choria', certname: env.user ?? choria.identity, tls, jwt: { tokenFile, seedFile } };
 }

@@ -1,6 +1,7 @@
-import { Observable, ObservableInput, SchedulerLike, Subscription, asyncScheduler, from, take } from 'rxjs';
+import { Observable, SchedulerLike, asyncScheduler } from 'rxjs';
 import { Logger, silentLogger } from '../logger';
 import { ElectionStore } from './ElectionStore';
+import { PendingWork, pendingWork } from './pendingWork';
 import { TWENTY_SEC_BACKOFF_MS, backoffDelay } from '../choria/backoff';
 
 /** What the election tells its owner. */
@@ -86,52 +87,9 @@ export function campaign(config: CampaignConfig): Observable<ElectionEvent> {
     let announce = false;
     let candidateCap = Infinity;
     // Every timer and store call in flight; at most one of each at a time, all torn down together.
-    const work = new Subscription();
-    subscriber.add(work);
-
-    const later = (ms: number, step: () => void): void => {
-      const timer = scheduler.schedule(() => {
-        work.remove(timer);
-        step();
-      }, ms);
-      work.add(timer);
-    };
-
-    const call = <T>(operation: () => ObservableInput<T>, onValue: (value: T) => void, onError: (error: unknown) => void): void => {
-      let input: ObservableInput<T>;
-      try {
-        input = operation();
-      } catch (error) {
-        onError(error);
-        return;
-      }
-      const inner = new Subscription();
-      work.add(inner);
-      const settle = (): void => {
-        work.remove(inner);
-        inner.unsubscribe();
-      };
-      inner.add(
-        from(input)
-          .pipe(take(1))
-          .subscribe({
-            next: (value) => {
-              settle();
-              onValue(value);
-            },
-            error: (error: unknown) => {
-              settle();
-              onError(error);
-            },
-            complete: () => {
-              if (!inner.closed) {
-                settle();
-                onError(new Error('election store answered nothing'));
-              }
-            },
-          }),
-      );
-    };
+    const work = pendingWork(scheduler);
+    subscriber.add(work.subscription);
+    const { later, call } = work;
 
     const scheduleTick = (): void => {
       const jittered = backoffDelay(TWENTY_SEC_BACKOFF_MS, tries, random);
@@ -189,30 +147,46 @@ export function campaign(config: CampaignConfig): Observable<ElectionEvent> {
       );
     };
 
-    const setup = (failures: number): void => {
-      call(
-        () => store.ttl(),
-        (ttl) => {
-          if (!(ttl >= 1000 && ttl <= 3_600_000)) {
-            const error = new Error(`election bucket TTL must be between 1 s and 1 h, it is ${ttl} ms`);
-            hooks.onSetupFailure?.(error, failures + 1);
-            logger.error({ err: error }, 'election set-up failed; retrying');
-            later(setupRetryMs(failures + 1), () => setup(failures + 1));
-            return;
-          }
-          candidateCap = config.maxCandidateIntervalMs ?? ttl / 4;
-          hooks.onSetup?.(ttl);
-          logger.info({ identity, ttlMs: ttl, maxCandidateIntervalMs: candidateCap }, 'campaigning for leadership');
-          later(random() * startSplayMs, tick);
-        },
-        (error) => {
-          hooks.onSetupFailure?.(error, failures + 1);
-          logger.error({ err: error, attempt: failures + 1 }, 'election set-up failed: cannot read the bucket; retrying');
-          later(setupRetryMs(failures + 1), () => setup(failures + 1));
-        },
-      );
-    };
-
-    setup(0);
+    setUp(store, work, { hooks, logger, setupRetryMs }, (ttl) => {
+      candidateCap = config.maxCandidateIntervalMs ?? ttl / 4;
+      hooks.onSetup?.(ttl);
+      logger.info({ identity, ttlMs: ttl, maxCandidateIntervalMs: candidateCap }, 'campaigning for leadership');
+      later(random() * startSplayMs, tick);
+    });
   });
+}
+
+/**
+ * Set-up (DECISIONS P8): reads the bucket's TTL until it is one an election can run on (1 s to
+ * 1 h), reporting, logging and retrying every failure after `setupRetryMs`; then hands the TTL to
+ * `ready`, once.
+ */
+function setUp(
+  store: ElectionStore,
+  work: PendingWork,
+  report: { hooks: CampaignHooks; logger: Logger; setupRetryMs: (failures: number) => number },
+  ready: (ttlMs: number) => void,
+): void {
+  const { hooks, logger, setupRetryMs } = report;
+  const attempt = (failures: number): void => {
+    work.call(
+      () => store.ttl(),
+      (ttl) => {
+        if (!(ttl >= 1000 && ttl <= 3_600_000)) {
+          const error = new Error(`election bucket TTL must be between 1 s and 1 h, it is ${ttl} ms`);
+          hooks.onSetupFailure?.(error, failures + 1);
+          logger.error({ err: error }, 'election set-up failed; retrying');
+          work.later(setupRetryMs(failures + 1), () => attempt(failures + 1));
+          return;
+        }
+        ready(ttl);
+      },
+      (error) => {
+        hooks.onSetupFailure?.(error, failures + 1);
+        logger.error({ err: error, attempt: failures + 1 }, 'election set-up failed: cannot read the bucket; retrying');
+        work.later(setupRetryMs(failures + 1), () => attempt(failures + 1));
+      },
+    );
+  };
+  attempt(0);
 }

@@ -117,8 +117,8 @@ export interface ProvisionPipelineConfig {
  * discovery rounds, which with lifecycle startup messages and Incus instances coming up pass
  * `pauseWhen`; each sighting goes through admission (a ledger keyed by identity, window
  * `interval`, bounded queue); the worker pool runs the provisioning cycle for each current ticket,
- * under a claim on the node when `claims` is given (active-active); the outcome releases the
- * identity now (failure, upgrade, claimed by another instance), after `settleMs` (provisioned,
+ * under a claim on the node when `claims` is given (active-active); the outcome frees the
+ * identity's ticket now (failure, upgrade, claimed by another instance), after `settleMs` (provisioned,
  * shutdown) or after `lockHoldMs` (another provisioner holds the node's lock); a lost election
  * resets the ledger. With `backoff`, a node whose cycles keep failing is not admitted again until
  * its wait is over (P22), unless the sighting is its own startup.

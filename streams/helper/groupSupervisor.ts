@@ -46,7 +46,7 @@ done`;
  *   a helper given it as fd 3 is found and killed with its group even if it was never registered;
  * - after {@link register} returns, the group is recorded in the supervisor's pipe (the write is
  *   made at once), so this process dying at any later moment gets the group killed;
- * - {@link release} is called only once the group is gone, so a reused pid is never killed;
+ * - {@link forget} is called only once the group is gone, so a reused pid is never killed;
  * - when the supervisor itself dies while this process lives, a new one is started at once and
  *   told every live group, so a kill of the supervisor alone loses nothing;
  * - it never keeps this process's event loop alive.
@@ -137,7 +137,7 @@ export class GroupSupervisor {
   }
 
   /** Forgets a group that is gone (killed and reaped). */
-  release(pgid: number): void {
+  forget(pgid: number): void {
     if (!this.live.delete(pgid)) return;
     this.child?.stdin?.write(`-${pgid}\n`);
   }

@@ -30,7 +30,7 @@ export interface SupervisedSpawnOptions {
  *   once, as Node's `spawn` reports it: `spawn <executable> ENOENT` or `EACCES`, with that `code`;
  *   so does a supervisor that cannot be started: no helper runs unsupervised;
  * - when the executable exits, its whole group is killed (whatever it left running), and only then
- *   released from the supervisor.
+ *   forgotten by the supervisor.
  *
  * The cost over a bare spawn is the three pipes any helper needs, the marker descriptor and two
  * short lines on a pipe (see `npm run bench:helper`).
@@ -54,7 +54,7 @@ export function spawnSupervised(executable: string, args: readonly string[], opt
     // When it exits, whatever it left in its group goes too; then the group is forgotten.
     child.once('exit', () => {
       killGroup(child);
-      supervisor.release(pid);
+      supervisor.forget(pid);
     });
   }
   return child;

@@ -142,8 +142,7 @@ export function incusEvents(options: IncusEventsOptions = {}): Observable<IncusS
     let socket: EventSocket | undefined;
     // One timer of each kind at most, each rescheduling itself, so a long session arms nothing new.
     let handshakeTimer: Subscription | undefined;
-    let deadlineTimer: Subscription | undefined;
-    let pingTimer: Subscription | undefined;
+    let keepaliveTimers: Subscription | undefined;
     let reconnectTimer: Subscription | undefined;
     let nextWait = backoffInitialMs;
     let lastHeard = 0;
@@ -152,9 +151,8 @@ export function incusEvents(options: IncusEventsOptions = {}): Observable<IncusS
 
     const stopTimers = (): void => {
       handshakeTimer?.unsubscribe();
-      deadlineTimer?.unsubscribe();
-      pingTimer?.unsubscribe();
-      handshakeTimer = deadlineTimer = pingTimer = undefined;
+      keepaliveTimers?.unsubscribe();
+      handshakeTimer = keepaliveTimers = undefined;
     };
 
     const attemptOnce = (): void => {
@@ -197,15 +195,15 @@ export function incusEvents(options: IncusEventsOptions = {}): Observable<IncusS
           nextWait = backoffInitialMs;
           handshakeTimer?.unsubscribe();
           lastHeard = scheduler.now();
-          deadlineTimer = scheduler.schedule(function (this: SchedulerAction<unknown>) {
-            const silentFor = scheduler.now() - lastHeard;
-            if (silentFor >= readDeadlineMs) giveUp(`no frame, ping or pong for ${readDeadlineMs} ms (half-open connection)`);
-            else this.schedule(undefined, readDeadlineMs - silentFor);
-          }, readDeadlineMs);
-          pingTimer = scheduler.schedule(function (this: SchedulerAction<unknown>) {
-            socket?.ping();
-            this.schedule(undefined, pingIntervalMs);
-          }, pingIntervalMs);
+          keepaliveTimers = keepAlive(
+            scheduler,
+            { readDeadlineMs, pingIntervalMs },
+            {
+              lastHeard: () => lastHeard,
+              ping: () => socket?.ping(),
+              silent: () => giveUp(`no frame, ping or pong for ${readDeadlineMs} ms (half-open connection)`),
+            },
+          );
           metrics.attempts.inc({ result: 'opened' });
           metrics.connected.set(1);
           logger.info({ incus: where }, 'incus events session open');
@@ -214,16 +212,8 @@ export function incusEvents(options: IncusEventsOptions = {}): Observable<IncusS
         frame: (text) => {
           if (!current() || !opened) return;
           lastHeard = scheduler.now();
-          const decoding = decodeLifecycle(text);
-          metrics.frames.inc({ result: decoding.kind });
-          if (decoding.kind === 'event') {
-            subscriber.next({ kind: 'event', event: decoding.event });
-          } else if (decoding.kind === 'malformed') {
-            malformedLog.log('incus_frame', { incus: where, reason: decoding.reason }, 'incus events: malformed frame');
-            subscriber.next({ kind: 'malformed', reason: decoding.reason });
-          } else {
-            logger.debug({ reason: decoding.reason }, 'incus events: frame ignored');
-          }
+          const item = readFrame(text, { metrics, malformedLog, logger, where });
+          if (item !== undefined) subscriber.next(item);
         },
         alive: () => {
           if (current()) lastHeard = scheduler.now();
@@ -248,4 +238,51 @@ export function incusEvents(options: IncusEventsOptions = {}): Observable<IncusS
       }
     };
   });
+}
+
+/**
+ * The timers that keep an open session honest: a ping every `pingIntervalMs`, and `silent` once
+ * nothing (frame, ping or pong) has been heard for `readDeadlineMs` since `lastHeard()`. One timer
+ * of each kind, each rescheduling itself; unsubscribing the result stops both.
+ */
+function keepAlive(
+  scheduler: SchedulerLike,
+  { readDeadlineMs, pingIntervalMs }: { readDeadlineMs: number; pingIntervalMs: number },
+  session: { lastHeard: () => number; ping: () => void; silent: () => void },
+): Subscription {
+  const timers = new Subscription();
+  timers.add(
+    scheduler.schedule(function (this: SchedulerAction<unknown>) {
+      const silentFor = scheduler.now() - session.lastHeard();
+      if (silentFor >= readDeadlineMs) session.silent();
+      else this.schedule(undefined, readDeadlineMs - silentFor);
+    }, readDeadlineMs),
+  );
+  timers.add(
+    scheduler.schedule(function (this: SchedulerAction<unknown>) {
+      session.ping();
+      this.schedule(undefined, pingIntervalMs);
+    }, pingIntervalMs),
+  );
+  return timers;
+}
+
+/**
+ * What one frame of an open session says, counted by result: an event or a malformed frame to emit
+ * (a malformed one logged, the log thinned by `malformedLog`), or nothing for another event type
+ * or an empty action (logged at debug).
+ */
+function readFrame(
+  text: string,
+  report: { metrics: EventMetrics; malformedLog: RateLimitedLog; logger: Logger; where: string },
+): IncusStreamItem | undefined {
+  const decoding = decodeLifecycle(text);
+  report.metrics.frames.inc({ result: decoding.kind });
+  if (decoding.kind === 'event') return { kind: 'event', event: decoding.event };
+  if (decoding.kind === 'malformed') {
+    report.malformedLog.log('incus_frame', { incus: report.where, reason: decoding.reason }, 'incus events: malformed frame');
+    return { kind: 'malformed', reason: decoding.reason };
+  }
+  report.logger.debug({ reason: decoding.reason }, 'incus events: frame ignored');
+  return undefined;
 }

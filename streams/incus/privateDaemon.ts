@@ -114,15 +114,7 @@ export async function startPrivateDaemon(kind: DaemonKind, options: PrivateDaemo
     const failedToSpawn = new Promise<never>((_, reject) => child?.once('error', reject));
     await Promise.race([admin(['waitready', '--timeout=60'], 70_000), failedToSpawn]);
   };
-  const shutdown = async (): Promise<void> => {
-    const daemon = child;
-    if (!running(daemon)) return;
-    daemon.kill('SIGCONT');
-    await admin(['shutdown', '--timeout=60'], 70_000).catch(() => undefined);
-    const killer = setTimeout(() => daemon.kill('SIGKILL'), 30_000);
-    await exited(daemon);
-    clearTimeout(killer);
-  };
+  const shutdown = (): Promise<void> => shutDown(child, admin);
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
@@ -188,6 +180,19 @@ export async function startPrivateDaemon(kind: DaemonKind, options: PrivateDaemo
     leftovers: () => privateDaemonLeftovers(dir, bridges),
     stop,
   };
+}
+
+/**
+ * Asks a running daemon to shut down (its instances with it), waking it first in case it was
+ * stopped (SIGSTOP), and kills it if it has not exited 30 s after the request ends.
+ */
+async function shutDown(daemon: ChildProcess | undefined, admin: (args: string[], timeoutMs: number) => Promise<string>): Promise<void> {
+  if (!running(daemon)) return;
+  daemon.kill('SIGCONT');
+  await admin(['shutdown', '--timeout=60'], 70_000).catch(() => undefined);
+  const killer = setTimeout(() => daemon.kill('SIGKILL'), 30_000);
+  await exited(daemon);
+  clearTimeout(killer);
 }
 
 async function buildImage(dir: string): Promise<string> {

@@ -155,15 +155,7 @@ export async function startSimulatedFleet(options: SimulatedFleetOptions): Promi
       },
     }));
 
-  const nodes = new Map<string, SimulatedNode>();
-  const order: SimulatedNode[] = [];
-  for (let i = 1; i <= options.nodes; i++) {
-    const node = new SimulatedNode(identity(i), version);
-    if (nodes.has(node.identity)) throw new Error(`duplicate identity ${node.identity}`);
-    nodes.set(node.identity, node);
-    order.push(node);
-  }
-  for (const node of order.slice(0, options.silent ?? 0)) node.silent = true;
+  const { nodes, order } = createNodes(options.nodes, identity, version, options.silent ?? 0);
 
   const runtime = new SimulatedFleetRuntime(nc, logger);
   const lifecycle = new SimulatedServerLifecycle(runtime, {
@@ -188,11 +180,87 @@ export async function startSimulatedFleet(options: SimulatedFleetOptions): Promi
     logger,
   });
 
+  const subscriptions = subscribeServers(nc, collective, { nodes, order }, replies, runtime);
+  await nc.flush();
+
+  const booting = new FleetBootSchedule(order, bootRate, (node) => lifecycle.boot(node));
+
+  const fleet: SimulatedFleet = {
+    keys,
+    jwtVerifyKey: keys.jwtVerifyKey,
+    events$: runtime.events.asObservable(),
+    stats: () => fleetStats(order, booting.booted, runtime.counters),
+    node: (id) => nodes.get(id)?.record(),
+    nodes: () => order.map((node) => node.record()),
+    identities: () => order.map((node) => node.identity),
+    silence: (target) => silenceNodes({ nodes, order }, target),
+    unsilence: (identities) => unsilenceNodes({ nodes, order }, identities),
+    whenBooted: () => booting.allBooted,
+    async stop() {
+      if (runtime.stopped) return;
+      runtime.stop();
+      booting.stop();
+      for (const subscription of subscriptions) if (!subscription.isClosed()) subscription.unsubscribe();
+      runtime.events.complete();
+      if (options.badMessages === undefined) badMessages.close();
+      if (!nc.isClosed()) await nc.flush().catch(() => undefined);
+    },
+  };
+  return fleet;
+}
+
+/** The fleet's nodes by identity, and in index order (from 1). */
+interface FleetNodes {
+  readonly nodes: ReadonlyMap<string, SimulatedNode>;
+  readonly order: readonly SimulatedNode[];
+}
+
+/** Makes `count` nodes, each with its own identity; the first `silent` never answer. */
+function createNodes(count: number, identity: (index: number) => string, version: string, silent: number): FleetNodes {
+  const nodes = new Map<string, SimulatedNode>();
+  const order: SimulatedNode[] = [];
+  for (let i = 1; i <= count; i++) {
+    const node = new SimulatedNode(identity(i), version);
+    if (nodes.has(node.identity)) throw new Error(`duplicate identity ${node.identity}`);
+    nodes.set(node.identity, node);
+    order.push(node);
+  }
+  for (const node of order.slice(0, silent)) node.silent = true;
+  return { nodes, order };
+}
+
+/** Silences the first `count` nodes in provisioning mode and still talking, or the ones named; returns their identities. */
+function silenceNodes({ nodes, order }: FleetNodes, target: number | string[]): string[] {
+  const chosen =
+    typeof target === 'number'
+      ? order.filter((node) => node.state === 'provisioning' && !node.silent).slice(0, target)
+      : target.map((id) => nodes.get(id)).filter((node): node is SimulatedNode => node !== undefined);
+  for (const node of chosen) node.silent = true;
+  return chosen.map((node) => node.identity);
+}
+
+/** Makes the nodes named (all when none are) answer again. */
+function unsilenceNodes({ nodes, order }: FleetNodes, identities: string[] | undefined): void {
+  for (const node of identities === undefined ? order : identities.map((id) => nodes.get(id))) if (node !== undefined) node.silent = false;
+}
+
+/**
+ * Where requests reach the servers: one wildcard subscription for every node's direct subject, and
+ * one per provisioning agent for broadcasts. A request is answered by each node it is meant for
+ * that is in provisioning mode, not silenced, and matches its filter.
+ */
+function subscribeServers(
+  nc: NatsConnection,
+  collective: string,
+  { nodes, order }: FleetNodes,
+  replies: SimulatedServerReplies,
+  runtime: SimulatedFleetRuntime,
+): Subscription[] {
   const listening = (node: SimulatedNode | undefined): node is SimulatedNode =>
     node !== undefined && node.state === 'provisioning' && !node.silent;
 
   const directPrefix = `${collective}.node.`;
-  const subscriptions: Subscription[] = [
+  return [
     nc.subscribe(`${collective}.node.>`, {
       callback: (error, msg) => {
         if (error !== null || runtime.stopped) return;
@@ -214,40 +282,4 @@ export async function startSimulatedFleet(options: SimulatedFleetOptions): Promi
       }),
     ),
   ];
-  await nc.flush();
-
-  const booting = new FleetBootSchedule(order, bootRate, (node) => lifecycle.boot(node));
-
-  const fleet: SimulatedFleet = {
-    keys,
-    jwtVerifyKey: keys.jwtVerifyKey,
-    events$: runtime.events.asObservable(),
-    stats: () => fleetStats(order, booting.booted, runtime.counters),
-    node: (id) => nodes.get(id)?.record(),
-    nodes: () => order.map((node) => node.record()),
-    identities: () => order.map((node) => node.identity),
-    silence(target) {
-      const chosen =
-        typeof target === 'number'
-          ? order.filter((node) => node.state === 'provisioning' && !node.silent).slice(0, target)
-          : target.map((id) => nodes.get(id)).filter((node): node is SimulatedNode => node !== undefined);
-      for (const node of chosen) node.silent = true;
-      return chosen.map((node) => node.identity);
-    },
-    unsilence(identities) {
-      for (const node of identities === undefined ? order : identities.map((id) => nodes.get(id)))
-        if (node !== undefined) node.silent = false;
-    },
-    whenBooted: () => booting.allBooted,
-    async stop() {
-      if (runtime.stopped) return;
-      runtime.stop();
-      booting.stop();
-      for (const subscription of subscriptions) if (!subscription.isClosed()) subscription.unsubscribe();
-      runtime.events.complete();
-      if (options.badMessages === undefined) badMessages.close();
-      if (!nc.isClosed()) await nc.flush().catch(() => undefined);
-    },
-  };
-  return fleet;
 }

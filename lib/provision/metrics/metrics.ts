@@ -286,7 +286,7 @@ export class ProvisionerMetrics {
     this.workQueueEntriesGauge.set(this.labels, count);
   }
 
-  /** Identities held by the admission ledger (queued, running or in their release delay). */
+  /** Identities held by the admission ledger (queued, running, or held after their work). */
   setWaitingNodes(count: number): void {
     this.waitingNodesGauge.set(this.labels, count);
   }

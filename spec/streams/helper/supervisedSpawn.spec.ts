@@ -138,19 +138,19 @@ describe('GroupSupervisor', () => {
     return child.pid as number;
   }
 
-  it('kills, when it ends, the groups still registered, and never one released', async () => {
+  it('kills, when it ends, the groups still registered, and never one forgotten', async () => {
     const supervisor = new GroupSupervisor();
     const kept = sleeper(supervisor);
-    const released = sleeper(supervisor);
+    const forgotten = sleeper(supervisor);
     supervisor.register(kept);
-    supervisor.register(released);
-    supervisor.release(released);
+    supervisor.register(forgotten);
+    supervisor.forget(forgotten);
     try {
       await supervisor.close();
       await waitFor(() => !alive(kept), 'the registered group to be killed', 5000);
-      expect([alive(kept), alive(released)]).toEqual([false, true]);
+      expect([alive(kept), alive(forgotten)]).toEqual([false, true]);
     } finally {
-      for (const pid of [kept, released]) if (alive(pid)) process.kill(-pid, 'SIGKILL');
+      for (const pid of [kept, forgotten]) if (alive(pid)) process.kill(-pid, 'SIGKILL');
     }
   });
 

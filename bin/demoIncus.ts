@@ -78,15 +78,7 @@ export async function runIncusDemo(options: IncusDemoOptions): Promise<IncusDemo
   const logger = options.logger ?? silentLogger;
   const kind = options.daemon ?? preferredDaemonKind();
   const program = daemonProgram(kind);
-  const summary: IncusDemoSummary = {
-    instances,
-    daemon: kind,
-    provisioned: 0,
-    foundBy: { incus: 0, discovery: 0, event: 0 },
-    errors: 0,
-    duplicates: 0,
-    launchToProvisionedMs: [],
-  };
+  const summary = nothingYet(instances, kind);
   const unavailable = daemonUnavailable(kind);
   if (unavailable !== undefined) {
     options.err.write(`rxfleet demo --incus: cannot run: ${unavailable}; rxfleet demo without --incus needs neither\n`);
@@ -135,19 +127,17 @@ export async function runIncusDemo(options: IncusDemoOptions): Promise<IncusDemo
       logger,
     });
     const launchedAt = await launchInstances(host, instances, (name) => print(`${program.client} launch ${name}: running`));
-    const reported = new Set<string>();
+    const sinceLaunch = (identity: string, at: number): number => at - (launchedAt.get(identity) ?? at);
+    const report = newlyProvisioned(provisionedAt);
     const complete = await until(() => {
-      for (const [identity, at] of provisionedAt) {
-        if (reported.has(identity)) continue;
-        reported.add(identity);
-        print(`${identity}: provisioned ${((at - (launchedAt.get(identity) ?? at)) / 1000).toFixed(1)} s after ${program.client} launch`);
-      }
+      for (const [identity, at] of report())
+        print(`${identity}: provisioned ${(sinceLaunch(identity, at) / 1000).toFixed(1)} s after ${program.client} launch`);
       return (fleet?.stats().provisioned ?? 0) >= instances;
     });
     const stats = fleet.stats();
     summary.provisioned = stats.provisioned;
     summary.duplicates = stats.duplicates;
-    summary.launchToProvisionedMs = [...provisionedAt].map(([identity, at]) => at - (launchedAt.get(identity) ?? at));
+    summary.launchToProvisionedMs = [...provisionedAt].map(([identity, at]) => sinceLaunch(identity, at));
     const cut = interrupted() ? ' (interrupted)' : ` (gave up after ${Number((options.timeoutMs / 1000).toFixed(1))} s)`;
     printSummary(print, summary, complete ? '' : cut);
     return summary;
@@ -219,6 +209,33 @@ function tallyResults(daemon: ProvisionerWithEnricher, summary: IncusDemoSummary
       summary.foundBy[ticket.value.via]++;
     }
   });
+}
+
+/** The summary before anything ran. */
+function nothingYet(instances: number, kind: DaemonKind): IncusDemoSummary {
+  return {
+    instances,
+    daemon: kind,
+    provisioned: 0,
+    foundBy: { incus: 0, discovery: 0, event: 0 },
+    errors: 0,
+    duplicates: 0,
+    launchToProvisionedMs: [],
+  };
+}
+
+/** The nodes provisioned since the last call (each once, in the order they were), with when. */
+function newlyProvisioned(provisionedAt: ReadonlyMap<string, number>): () => Array<[string, number]> {
+  const reported = new Set<string>();
+  return () => {
+    const fresh: Array<[string, number]> = [];
+    for (const [identity, at] of provisionedAt) {
+      if (reported.has(identity)) continue;
+      reported.add(identity);
+      fresh.push([identity, at]);
+    }
+    return fresh;
+  };
 }
 
 /** Asks `done` every 100 ms while `going` says so; true once `done` is. */

@@ -78,15 +78,7 @@ export async function runIncusDemo(options: IncusDemoOptions): Promise<IncusDemo
   const logger = options.logger ?? silentLogger;
   const kind = options.daemon ?? preferredDaemonKind();
   const program = daemonProgram(kind);
-  const summary: IncusDemoSummary = {
-    instances,
-    daemon: kind,
-    provisioned: 0,
-    foundBy: { incus: 0, discovery: 0, event: 0 },
-    errors: 0,
-    duplicates: 0,
-    launchToProvisionedMs: [],
-  };
+  const summary = nothingYet(instances, kind);
   const unavailable = daemonUnavailable(kind);
   if (unavailable !== undefined) {
     options.err.write(`rxfleet demo --incus: cannot run: ${unavailable}; rxfleet demo without --incus needs neither\n`);
@@ -111,59 +103,15 @@ export async function runIncusDemo(options: IncusDemoOptions): Promise<IncusDemo
     if (interrupted()) return summary;
 
     const registry = new Registry();
-    const config = requireValidConfig(
-      parseProvisionerConfig(
-        [
-          'workers: 4',
-          // Discovery runs once, at start: what the demo provisions, its instances sighted.
-          'interval: 1h',
-          `helper: ${JSON.stringify(sampleHelperPath('persistent-helper'))}`,
-          `token: ${TOKEN}`,
-          'choria_insecure: true',
-          'site: demo-incus',
-          'rxfleet:',
-          '  helper_mode: persistent',
-          '  shutdown_grace: 5s',
-          '  incus:',
-          '    instances: user.choria=provision',
-          '    identity: "{name}.example.net"',
-        ].join('\n'),
-      ),
-    );
     const connection = await transport.connect('demo-provisioner.example.net');
     connections.push(connection);
-    daemon = await startProvisionerWithEnricher(
-      {
-        config,
-        choria: parseChoriaClientConfig(`identity = demo-provisioner.example.net\nplugin.choria.middleware_hosts = ${transport.url}\n`)
-          .config,
-        connection,
-        registry,
-        logger,
-        processMetrics: false,
-        tuning: { helperEnv: { ...process.env, RXFLEET_HELPER_BROKERS: transport.url } },
-      },
-      defaultEnricherSettings({ incus: { url: host.socket }, http: undefined, storeFile: undefined }),
-    );
+    daemon = await startDemoPipeline(transport, { connection, registry, logger, socket: host.socket });
     const running = daemon;
     const provisionedAt = new Map<string, number>();
-    watches.push(
-      running.results$.subscribe(({ ticket, outcome }) => {
-        if (outcome.status === 'failed') summary.errors++;
-        else if (outcome.status === 'done' && outcome.value === 'provisioned') {
-          provisionedAt.set(ticket.key, Date.now());
-          summary.foundBy[ticket.value.via]++;
-        }
-      }),
-    );
+    watches.push(tallyResults(running, summary, provisionedAt));
     const deadline = Date.now() + options.timeoutMs;
-    const until = async (done: () => boolean | Promise<boolean>): Promise<boolean> => {
-      while (!interrupted() && Date.now() < deadline) {
-        if (await done()) return true;
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      return false;
-    };
+    const until = (done: () => boolean | Promise<boolean>): Promise<boolean> =>
+      pollUntil(done, () => !interrupted() && Date.now() < deadline);
     // The discovery round at start and the enricher's first look at the daemon, before anything answers.
     if (!(await until(async () => running.ready() && (await counter(registry, 'choria_provisioner_discover_cycles')) >= 1))) return summary;
 
@@ -178,37 +126,20 @@ export async function runIncusDemo(options: IncusDemoOptions): Promise<IncusDemo
       restartDelayMs: 200,
       logger,
     });
-
-    const launchedAt = new Map<string, number>();
-    const launching = host;
-    await Promise.all(
-      Array.from({ length: instances }, async (_, i) => {
-        const name = instanceName(i);
-        launchedAt.set(identityOf(name), Date.now());
-        await launching.launch(name, { 'user.choria': 'provision' });
-        print(`${program.client} launch ${name}: running`);
-      }),
-    );
-    const reported = new Set<string>();
+    const launchedAt = await launchInstances(host, instances, (name) => print(`${program.client} launch ${name}: running`));
+    const sinceLaunch = (identity: string, at: number): number => at - (launchedAt.get(identity) ?? at);
+    const report = newlyProvisioned(provisionedAt);
     const complete = await until(() => {
-      for (const [identity, at] of provisionedAt) {
-        if (reported.has(identity)) continue;
-        reported.add(identity);
-        print(`${identity}: provisioned ${((at - (launchedAt.get(identity) ?? at)) / 1000).toFixed(1)} s after ${program.client} launch`);
-      }
+      for (const [identity, at] of report())
+        print(`${identity}: provisioned ${(sinceLaunch(identity, at) / 1000).toFixed(1)} s after ${program.client} launch`);
       return (fleet?.stats().provisioned ?? 0) >= instances;
     });
     const stats = fleet.stats();
     summary.provisioned = stats.provisioned;
     summary.duplicates = stats.duplicates;
-    summary.launchToProvisionedMs = [...provisionedAt].map(([identity, at]) => at - (launchedAt.get(identity) ?? at));
+    summary.launchToProvisionedMs = [...provisionedAt].map(([identity, at]) => sinceLaunch(identity, at));
     const cut = interrupted() ? ' (interrupted)' : ` (gave up after ${Number((options.timeoutMs / 1000).toFixed(1))} s)`;
-    print(`nodes provisioned: ${summary.provisioned} of ${instances}${complete ? '' : cut}`);
-    print(
-      `found by:          Incus ${summary.foundBy.incus}, discovery ${summary.foundBy.discovery}, startup events ${summary.foundBy.event}`,
-    );
-    print(`errors:            ${summary.errors}`);
-    print(`duplicates:        ${summary.duplicates}`);
+    printSummary(print, summary, complete ? '' : cut);
     return summary;
   } finally {
     for (const watch of watches) watch.unsubscribe();
@@ -223,4 +154,119 @@ export async function runIncusDemo(options: IncusDemoOptions): Promise<IncusDemo
       forgetExitCleanup();
     }
   }
+}
+
+/**
+ * The provisioner and the enricher in one process (`rxfleet provision-incus`), on the private
+ * daemon's socket. Discovery runs once, at start: what the demo provisions, its instances sighted
+ * (the label `user.choria=provision` as selector, the identity template `{name}.example.net`).
+ */
+function startDemoPipeline(
+  transport: Transport,
+  parts: { connection: FleetConnection; registry: Registry; logger: Logger; socket: string },
+): Promise<ProvisionerWithEnricher> {
+  const { connection, registry, logger, socket } = parts;
+  const config = requireValidConfig(
+    parseProvisionerConfig(
+      [
+        'workers: 4',
+        // Discovery runs once, at start: what the demo provisions, its instances sighted.
+        'interval: 1h',
+        `helper: ${JSON.stringify(sampleHelperPath('persistent-helper'))}`,
+        `token: ${TOKEN}`,
+        'choria_insecure: true',
+        'site: demo-incus',
+        'rxfleet:',
+        '  helper_mode: persistent',
+        '  shutdown_grace: 5s',
+        '  incus:',
+        '    instances: user.choria=provision',
+        '    identity: "{name}.example.net"',
+      ].join('\n'),
+    ),
+  );
+  return startProvisionerWithEnricher(
+    {
+      config,
+      choria: parseChoriaClientConfig(`identity = demo-provisioner.example.net\nplugin.choria.middleware_hosts = ${transport.url}\n`)
+        .config,
+      connection,
+      registry,
+      logger,
+      processMetrics: false,
+      tuning: { helperEnv: { ...process.env, RXFLEET_HELPER_BROKERS: transport.url } },
+    },
+    defaultEnricherSettings({ incus: { url: socket }, http: undefined, storeFile: undefined }),
+  );
+}
+
+/** Counts each cycle's result into the summary: failures, and how each provisioned node was found (and when, in `provisionedAt`). */
+function tallyResults(daemon: ProvisionerWithEnricher, summary: IncusDemoSummary, provisionedAt: Map<string, number>): Subscription {
+  return daemon.results$.subscribe(({ ticket, outcome }) => {
+    if (outcome.status === 'failed') summary.errors++;
+    else if (outcome.status === 'done' && outcome.value === 'provisioned') {
+      provisionedAt.set(ticket.key, Date.now());
+      summary.foundBy[ticket.value.via]++;
+    }
+  });
+}
+
+/** The summary before anything ran. */
+function nothingYet(instances: number, kind: DaemonKind): IncusDemoSummary {
+  return {
+    instances,
+    daemon: kind,
+    provisioned: 0,
+    foundBy: { incus: 0, discovery: 0, event: 0 },
+    errors: 0,
+    duplicates: 0,
+    launchToProvisionedMs: [],
+  };
+}
+
+/** The nodes provisioned since the last call (each once, in the order they were), with when. */
+function newlyProvisioned(provisionedAt: ReadonlyMap<string, number>): () => Array<[string, number]> {
+  const reported = new Set<string>();
+  return () => {
+    const fresh: Array<[string, number]> = [];
+    for (const [identity, at] of provisionedAt) {
+      if (reported.has(identity)) continue;
+      reported.add(identity);
+      fresh.push([identity, at]);
+    }
+    return fresh;
+  };
+}
+
+/** Asks `done` every 100 ms while `going` says so; true once `done` is. */
+async function pollUntil(done: () => boolean | Promise<boolean>, going: () => boolean): Promise<boolean> {
+  while (going()) {
+    if (await done()) return true;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return false;
+}
+
+/** Launches the demo's instances at once, labelled for provisioning; when each launch began, by the identity it is sighted as. */
+async function launchInstances(host: PrivateDaemon, instances: number, onRunning: (name: string) => void): Promise<Map<string, number>> {
+  const launchedAt = new Map<string, number>();
+  await Promise.all(
+    Array.from({ length: instances }, async (_, i) => {
+      const name = instanceName(i);
+      launchedAt.set(identityOf(name), Date.now());
+      await host.launch(name, { 'user.choria': 'provision' });
+      onRunning(name);
+    }),
+  );
+  return launchedAt;
+}
+
+/** The summary's lines; `ended`: why the count ended short, if it did. */
+function printSummary(print: (text: string) => void, summary: IncusDemoSummary, ended: string): void {
+  print(`nodes provisioned: ${summary.provisioned} of ${summary.instances}${ended}`);
+  print(
+    `found by:          Incus ${summary.foundBy.incus}, discovery ${summary.foundBy.discovery}, startup events ${summary.foundBy.event}`,
+  );
+  print(`errors:            ${summary.errors}`);
+  print(`duplicates:        ${summary.duplicates}`);
 }

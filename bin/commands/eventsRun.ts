@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { JetStreamApiCodes, JetStreamApiError, jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { Subscription, filter } from 'rxjs';
+import { Observable, Subscription, filter } from 'rxjs';
 import { parseGoDuration } from '../../lib/duration';
 import { EnricherConfigError, parseEnricherConfig } from '../../lib/enricher/config/config';
 import { DurableSettings } from '../../lib/enricher/config/durableSettings';
@@ -14,6 +14,7 @@ import { fleetKey } from '../../lib/enricher/follow/fleetLedger';
 import { EventPayload } from '../../lib/enricher/output/payload';
 import { decodeEventPayload } from '../../lib/enricher/output/payloadDecoder';
 import { subjectToken } from '../../lib/enricher/output/subject';
+import { Logger } from '../../lib/logger';
 import { redactUrlCredentials } from '../../lib/redact';
 import { createLogger } from '../../streams/logOutput';
 import { FleetConnection, openNatsConnection } from '../../streams/natsConnection';
@@ -138,108 +139,147 @@ export async function runEvents(options: EventsOptions): Promise<number> {
     destination: 'stderr',
     name: 'rxfleet-events',
   });
-  const format: EventsFormat = options.format ?? (process.stdout.isTTY === true ? 'table' : 'json');
-  const print = (line: string): boolean => process.stdout.write(`${line}\n`);
-  const abandon = new AbortController();
+  const following = new Following();
+  const removeSignals = handleShutdownSignals({ graceful: async () => following.end(), logger, graceMs: 5000 });
+  const timer = setTimeout(() => following.abandon.abort(), options.connectTimeout);
   let connection: FleetConnection | undefined;
-  let following: Subscription | undefined;
-  let failed: string | undefined;
-  let done: () => void = () => undefined;
-  const finished = new Promise<void>((resolve) => (done = resolve));
-  const removeSignals = handleShutdownSignals({
-    graceful: async () => {
-      abandon.abort();
-      following?.unsubscribe();
-      done();
-    },
-    logger,
-    graceMs: 5000,
-  });
-  const timer = setTimeout(() => abandon.abort(), options.connectTimeout);
   try {
     const where = source(options);
     const since = options.since === undefined ? undefined : startTime(options.since);
     // Each failed attempt is a warning in a daemon; here the one line at the end says it.
     const quiet = logger.child({}, { level: logger.isLevelEnabled('debug') ? 'debug' : 'error' });
-    connection = await openNatsConnection({ ...where, name: 'rxfleet-events', signal: abandon.signal }, quiet).catch((error: unknown) => {
-      if (abandon.signal.aborted)
-        throw new EventsError(`cannot reach NATS at ${where.servers.join(',')} within ${options.connectTimeout} ms`);
+    const { signal } = following.abandon;
+    connection = await openNatsConnection({ ...where, name: 'rxfleet-events', signal }, quiet).catch((error: unknown) => {
+      if (signal.aborted) throw new EventsError(`cannot reach NATS at ${where.servers.join(',')} within ${options.connectTimeout} ms`);
       throw error;
     });
     clearTimeout(timer);
-    const nc = connection.nc;
-    const wanted = (p: EventPayload): boolean =>
-      (options.project === undefined || p.project === options.project) &&
-      (options.name === undefined || p.name === options.name || p.old_name === options.name);
-    const decode = (m: JsMsg): EventPayload | undefined => {
-      const decoded = decodeEventPayload(m.data);
-      if (!decoded.ok)
-        logger.warn({ streamSeq: m.seq, reason: decoded.reason }, 'a message in the stream is not an enriched event: skipped');
-      return decoded.ok ? decoded.value : undefined;
+    const out: Printing = {
+      format: options.format ?? (process.stdout.isTTY === true ? 'table' : 'json'),
+      print: (line) => process.stdout.write(`${line}\n`),
+      wanted: (p) =>
+        (options.project === undefined || p.project === options.project) &&
+        (options.name === undefined || p.name === options.name || p.old_name === options.name),
+      following,
     };
-    if (options.state === true) {
-      await mustExist(nc, `KV_${where.bucket}`, `state bucket ${where.bucket}`);
-      if (options.follow === true) await mustExist(nc, where.stream, `stream ${where.stream}`);
-      if (format === 'table') print(tableHeader('state'));
-      const printState = (instances: Iterable<{ project: string; name: string; seq: number; event: EventPayload }>): void => {
-        const sorted = [...instances]
-          .filter((i) => wanted(i.event))
-          .sort((a, b) => fleetKey(a.project, a.name).localeCompare(fleetKey(b.project, b.name)));
-        for (const i of sorted) print(formatInstance(i.event, i.seq, format));
-      };
-      if (options.follow !== true) {
-        printState((await readStateSnapshot(nc, where.bucket)).instances);
-        return 0;
-      }
-      following = followFleet({ nc, stream: where.stream, bucket: where.bucket, subjectPrefix: where.subjectPrefix }).subscribe({
-        next: (update) => {
-          if (update.kind === 'state') {
-            printState(update.instances.values());
-            if (format === 'table') print(tableHeader('events'));
-          } else if (wanted(update.event)) print(formatEvent(update.event, format));
-        },
-        error: (error: unknown) => {
-          failed = (error as Error).message;
-          done();
-        },
-      });
-      await finished;
-      if (failed !== undefined) throw new EventsError(failed);
-      return 0;
-    }
-    await mustExist(nc, where.stream, `stream ${where.stream}`);
-    const subject = `${where.subjectPrefix}.${options.project === undefined ? '*' : subjectToken(options.project)}.*.*.${options.name === undefined ? '*' : subjectToken(options.name)}`;
-    const start: Partial<OrderedConsumerOptions> =
-      since === undefined ? { deliver_policy: DeliverPolicy.All } : { deliver_policy: DeliverPolicy.StartTime, opt_start_time: since };
-    if (format === 'table') print(tableHeader('events'));
-    const show = (m: JsMsg): void => {
-      const payload = decode(m);
-      if (payload !== undefined) print(formatEvent(payload, format));
-    };
-    if (options.follow !== true) {
-      await readToEnd(nc, where.stream, { filter_subjects: subject, ...start }, show);
-      return 0;
-    }
-    following = streamMessages(nc, where.stream, { filter_subjects: subject, ...start })
-      .pipe(filter(() => !abandon.signal.aborted))
-      .subscribe({
-        next: show,
-        error: (error: unknown) => {
-          failed = (error as Error).message;
-          done();
-        },
-      });
-    await finished;
-    if (failed !== undefined) throw new EventsError(failed);
-    return 0;
+    if (options.state === true) return await showState(connection.nc, where, options.follow === true, out);
+    return await showEvents(connection.nc, where, { ...options, since }, out, logger);
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     process.stderr.write(`${redactUrlCredentials(`rxfleet events: ${message}`)}\n`);
     return 1;
   } finally {
     clearTimeout(timer);
-    following?.unsubscribe();
+    following.stop();
     await connection?.drain().catch(() => undefined);
     removeSignals();
   }
+}
+
+/**
+ * What `--follow` follows, until a signal ends it (waiting for NATS stops too) or the stream or
+ * bucket errors: then the error is the command's one line.
+ */
+class Following {
+  /** Aborted by a signal, or when NATS is not reached in time. */
+  readonly abandon = new AbortController();
+  private subscription: Subscription | undefined;
+  private failed: string | undefined;
+  private done: () => void = () => undefined;
+  private readonly finished = new Promise<void>((resolve) => (this.done = resolve));
+
+  /** A signal: stop waiting for NATS, stop following. */
+  end(): void {
+    this.abandon.abort();
+    this.subscription?.unsubscribe();
+    this.done();
+  }
+
+  /** Follows `source` until a signal or its error ends it. */
+  async follow<T>(source: Observable<T>, next: (value: T) => void): Promise<void> {
+    this.subscription = source.subscribe({
+      next,
+      error: (error: unknown) => {
+        this.failed = (error as Error).message;
+        this.done();
+      },
+    });
+    await this.finished;
+    if (this.failed !== undefined) throw new EventsError(this.failed);
+  }
+
+  stop(): void {
+    this.subscription?.unsubscribe();
+  }
+}
+
+/** How the command prints: the format, each line, the filter of `--project` and `--name`, and what `--follow` follows. */
+interface Printing {
+  readonly format: EventsFormat;
+  readonly print: (line: string) => boolean;
+  readonly wanted: (payload: EventPayload) => boolean;
+  readonly following: Following;
+}
+
+/** `--state`: the fleet as the bucket holds it, sorted; with `--follow`, then every event after it. */
+async function showState(nc: NatsConnection, where: Source, follow: boolean, out: Printing): Promise<number> {
+  const { format, print, wanted } = out;
+  await mustExist(nc, `KV_${where.bucket}`, `state bucket ${where.bucket}`);
+  if (follow) await mustExist(nc, where.stream, `stream ${where.stream}`);
+  if (format === 'table') print(tableHeader('state'));
+  const printState = (instances: Iterable<{ project: string; name: string; seq: number; event: EventPayload }>): void => {
+    const sorted = [...instances]
+      .filter((i) => wanted(i.event))
+      .sort((a, b) => fleetKey(a.project, a.name).localeCompare(fleetKey(b.project, b.name)));
+    for (const i of sorted) print(formatInstance(i.event, i.seq, format));
+  };
+  if (!follow) {
+    printState((await readStateSnapshot(nc, where.bucket)).instances);
+    return 0;
+  }
+  await out.following.follow(
+    followFleet({ nc, stream: where.stream, bucket: where.bucket, subjectPrefix: where.subjectPrefix }),
+    (update) => {
+      if (update.kind === 'state') {
+        printState(update.instances.values());
+        if (format === 'table') print(tableHeader('events'));
+      } else if (wanted(update.event)) print(formatEvent(update.event, format));
+    },
+  );
+  return 0;
+}
+
+/**
+ * The events in the stream (those of `--project` and `--name`, from `--since`) to its end; with
+ * `--follow`, and every one after. A message that is not an enriched event is a warning, skipped.
+ */
+async function showEvents(
+  nc: NatsConnection,
+  where: Source,
+  options: Pick<EventsOptions, 'project' | 'name' | 'follow'> & { since: string | undefined },
+  out: Printing,
+  logger: Logger,
+): Promise<number> {
+  const { format, print } = out;
+  const { since } = options;
+  await mustExist(nc, where.stream, `stream ${where.stream}`);
+  const subject = `${where.subjectPrefix}.${options.project === undefined ? '*' : subjectToken(options.project)}.*.*.${options.name === undefined ? '*' : subjectToken(options.name)}`;
+  const start: Partial<OrderedConsumerOptions> =
+    since === undefined ? { deliver_policy: DeliverPolicy.All } : { deliver_policy: DeliverPolicy.StartTime, opt_start_time: since };
+  if (format === 'table') print(tableHeader('events'));
+  const show = (m: JsMsg): void => {
+    const decoded = decodeEventPayload(m.data);
+    if (!decoded.ok) logger.warn({ streamSeq: m.seq, reason: decoded.reason }, 'a message in the stream is not an enriched event: skipped');
+    else print(formatEvent(decoded.value, format));
+  };
+  if (options.follow !== true) {
+    await readToEnd(nc, where.stream, { filter_subjects: subject, ...start }, show);
+    return 0;
+  }
+  const { abandon } = out.following;
+  await out.following.follow(
+    streamMessages(nc, where.stream, { filter_subjects: subject, ...start }).pipe(filter(() => !abandon.signal.aborted)),
+    show,
+  );
+  return 0;
 }

@@ -49,6 +49,11 @@ export class DurableOutput {
     private readonly parts: DurableParts,
   ) {}
 
+  /** Its series: `enricher_active` and `enricher_takeovers_total` follow the terms (`beginTerms.ts`). */
+  get metrics(): DurableMetrics {
+    return this.parts.metrics;
+  }
+
   /** The connection (once open): the standby's election runs on it too. */
   get nc(): FleetConnection {
     if (this.connection === undefined) throw new Error('the JetStream output is not open');

@@ -177,61 +177,10 @@ function problemsOf(errors: ErrorObject[]): string[] {
 export function parseEnricherConfig(raw: unknown = {}): { settings: EnricherSettings; warnings: string[] } {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw))
     throw new EnricherConfigError(['(top level): expected a mapping of keys']);
-  const known = new Set(Object.keys(ENRICHER_CONFIG_SCHEMA.properties));
-  const warnings: string[] = [];
-  const input: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(raw as Record<string, unknown>)) {
-    if (known.has(key)) input[key] = value;
-    else {
-      const hint = suggestion(key, known);
-      warnings.push(`${key}: unknown key, ignored${hint === undefined ? '' : ` (did you mean ${hint}?)`}`);
-    }
-  }
-  const copy = structuredClone(input);
-  if (!validate(copy)) {
-    const problems = problemsOf(validate.errors ?? []);
-    // Checked here too, so that one run reports every problem, not the schema's first.
-    const http = (copy as { http?: unknown }).http;
-    if (typeof http === 'string') {
-      try {
-        parseListenAddress(http);
-      } catch (error) {
-        problems.push(`http: ${(error as Error).message}`);
-      }
-    }
-    throw new EnricherConfigError(problems);
-  }
-  const c = copy as {
-    projects?: string[] | string;
-    instances?: string[] | string;
-    workers: number;
-    read_timeout: string | 0;
-    ip_timeout: string | 0;
-    read_delay: string | 0;
-    sweep_interval: string | 0;
-    store_interval: string | 0;
-    debounce_window: string | 0;
-    ttl: string | 0;
-    data_dir: string;
-    config_exclude: string[];
-    wants?: Array<{ action: string; enrich: EnrichmentName[]; debounce: boolean }>;
-    outputs?: { stdout?: boolean; nats?: RawNats; jetstream?: RawDurable['jetstream']; state?: RawDurable['state'] };
-    standby?: RawDurable['standby'];
-    incus?: { url?: string; client_cert?: string; client_key?: string; server_cert?: string; server_fingerprint?: string };
-    http: string;
-  };
+  const { input, warnings } = knownKeys(raw as Record<string, unknown>);
+  const c = validated(input);
   const problems: string[] = [];
-  const ms = (
-    key: 'read_timeout' | 'ip_timeout' | 'read_delay' | 'sweep_interval' | 'store_interval' | 'debounce_window' | 'ttl',
-    min = 0,
-  ): number => {
-    const value = c[key] === 0 ? 0 : Math.round(parseGoDuration(String(c[key])));
-    if (value < min) problems.push(`${key}: must be at least ${min} ms`);
-    // Every duration here is waited by a timer, and a timer asked to wait longer fires at once.
-    if (value > LONGEST_TIMER_MS)
-      problems.push(`${key}: must be at most ${LONGEST_TIMER_MS} ms (about 24.8 days, the longest a timer waits)`);
-    return value;
-  };
+  const ms = (key: DurationKey, min = 0): number => duration(c, key, min, problems);
   let http: ListenAddress | undefined;
   try {
     http = parseListenAddress(c.http);
@@ -279,6 +228,71 @@ export function parseEnricherConfig(raw: unknown = {}): { settings: EnricherSett
   };
   if (problems.length > 0) throw new EnricherConfigError(problems);
   return { settings, warnings };
+}
+
+/** The top-level keys the schema knows, and a warning for each other one (with the key it likely misspells). */
+function knownKeys(raw: Record<string, unknown>): { input: Record<string, unknown>; warnings: string[] } {
+  const known = new Set(Object.keys(ENRICHER_CONFIG_SCHEMA.properties));
+  const warnings: string[] = [];
+  const input: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(raw)) {
+    if (known.has(key)) input[key] = value;
+    else {
+      const hint = suggestion(key, known);
+      warnings.push(`${key}: unknown key, ignored${hint === undefined ? '' : ` (did you mean ${hint}?)`}`);
+    }
+  }
+  return { input, warnings };
+}
+
+/** The configuration as the schema checked it, its defaults filled in. */
+type RawConfig = {
+  projects?: string[] | string;
+  instances?: string[] | string;
+  workers: number;
+  read_timeout: string | 0;
+  ip_timeout: string | 0;
+  read_delay: string | 0;
+  sweep_interval: string | 0;
+  store_interval: string | 0;
+  debounce_window: string | 0;
+  ttl: string | 0;
+  data_dir: string;
+  config_exclude: string[];
+  wants?: Array<{ action: string; enrich: EnrichmentName[]; debounce: boolean }>;
+  outputs?: { stdout?: boolean; nats?: RawNats; jetstream?: RawDurable['jetstream']; state?: RawDurable['state'] };
+  standby?: RawDurable['standby'];
+  incus?: { url?: string; client_cert?: string; client_key?: string; server_cert?: string; server_fingerprint?: string };
+  http: string;
+};
+
+/** A copy of `input` checked against the schema, with its defaults; else every problem, thrown. */
+function validated(input: Record<string, unknown>): RawConfig {
+  const copy = structuredClone(input);
+  if (validate(copy)) return copy as RawConfig;
+  const problems = problemsOf(validate.errors ?? []);
+  // Checked here too, so that one run reports every problem, not the schema's first.
+  const http = (copy as { http?: unknown }).http;
+  if (typeof http === 'string') {
+    try {
+      parseListenAddress(http);
+    } catch (error) {
+      problems.push(`http: ${(error as Error).message}`);
+    }
+  }
+  throw new EnricherConfigError(problems);
+}
+
+type DurationKey = 'read_timeout' | 'ip_timeout' | 'read_delay' | 'sweep_interval' | 'store_interval' | 'debounce_window' | 'ttl';
+
+/** A duration in ms, at least `min`; a value out of range is added to `problems`. */
+function duration(c: RawConfig, key: DurationKey, min: number, problems: string[]): number {
+  const value = c[key] === 0 ? 0 : Math.round(parseGoDuration(String(c[key])));
+  if (value < min) problems.push(`${key}: must be at least ${min} ms`);
+  // Every duration here is waited by a timer, and a timer asked to wait longer fires at once.
+  if (value > LONGEST_TIMER_MS)
+    problems.push(`${key}: must be at most ${LONGEST_TIMER_MS} ms (about 24.8 days, the longest a timer waits)`);
+  return value;
 }
 
 interface RawNats {

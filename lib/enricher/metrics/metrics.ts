@@ -65,38 +65,14 @@ export class EnricherMetrics {
     // A standby's every term builds an enricher on the daemon's one registry: the series are
     // registered once and carried from term to term.
     const once = <T>(name: string, make: () => T): T => (registry.getSingleMetric(name) as T | undefined) ?? make();
-    this.projects = once(
-      'enricher_projects',
-      () => new Gauge({ name: 'enricher_projects', help: 'Projects held in the model', registers }),
-    );
-    this.instances = once(
-      'enricher_instances',
-      () => new Gauge({ name: 'enricher_instances', help: 'Instances held in the model', registers }),
-    );
-    this.networks = once(
-      'enricher_networks',
-      () => new Gauge({ name: 'enricher_networks', help: 'Networks held in the model', registers }),
-    );
-    this.sweeps = once(
-      'enricher_sweeps_total',
-      () =>
-        new Counter({
-          name: 'enricher_sweeps_total',
-          help: 'Rounds over the fleet that ended, by result',
-          labelNames: ['result'],
-          registers,
-        }),
-    );
-    this.reads = once(
-      'enricher_reads_total',
-      () =>
-        new Counter({
-          name: 'enricher_reads_total',
-          help: 'REST calls to the Incus server, by kind and result',
-          labelNames: ['kind', 'result'],
-          registers,
-        }),
-    );
+    const gauge = (name: string, help: string): Gauge => once(name, () => new Gauge({ name, help, registers }));
+    const counter = <L extends string = string>(name: string, help: string, labelNames: L[] = []): Counter<L> =>
+      once(name, () => new Counter({ name, help, labelNames, registers }));
+    this.projects = gauge('enricher_projects', 'Projects held in the model');
+    this.instances = gauge('enricher_instances', 'Instances held in the model');
+    this.networks = gauge('enricher_networks', 'Networks held in the model');
+    this.sweeps = counter('enricher_sweeps_total', 'Rounds over the fleet that ended, by result', ['result']);
+    this.reads = counter('enricher_reads_total', 'REST calls to the Incus server, by kind and result', ['kind', 'result']);
     this.readSeconds = once(
       'enricher_read_duration_seconds',
       () =>
@@ -108,91 +84,20 @@ export class EnricherMetrics {
           registers,
         }),
     );
-    this.eventsReceived = once(
-      'enricher_events_received_total',
-      () =>
-        new Counter({
-          name: 'enricher_events_received_total',
-          help: 'Lifecycle events taken from the event stream',
-          registers,
-        }),
-    );
-    this.eventsMalformed = once(
-      'enricher_events_malformed_total',
-      () =>
-        new Counter({
-          name: 'enricher_events_malformed_total',
-          help: 'Frames or events that could not be decoded',
-          registers,
-        }),
-    );
-    this.eventsDropped = once(
-      'enricher_events_dropped_total',
-      () =>
-        new Counter({
-          name: 'enricher_events_dropped_total',
-          help: 'Events that went nowhere, by reason',
-          labelNames: ['reason'],
-          registers,
-        }),
-    );
-    this.eventsEmitted = once(
-      'enricher_events_emitted_total',
-      () =>
-        new Counter({
-          name: 'enricher_events_emitted_total',
-          help: 'Events handed on, by status',
-          labelNames: ['status'],
-          registers,
-        }),
-    );
-    this.repairsPending = once(
-      'enricher_repairs_pending',
-      () => new Gauge({ name: 'enricher_repairs_pending', help: 'Instances with a repair read scheduled', registers }),
-    );
-    this.awaitingAddress = once(
-      'enricher_instances_awaiting_address',
-      () =>
-        new Gauge({
-          name: 'enricher_instances_awaiting_address',
-          help: 'Instances last read running with a NIC and no address',
-          registers,
-        }),
-    );
-    this.lineLength = once(
-      'enricher_line_length',
-      () => new Gauge({ name: 'enricher_line_length', help: 'Events waiting in the ordered line', registers }),
-    );
-    this.connected = once(
-      'enricher_connected',
-      () => new Gauge({ name: 'enricher_connected', help: '1 while the Incus event stream is connected', registers }),
-    );
-    this.warm = once(
-      'enricher_warm',
-      () => new Gauge({ name: 'enricher_warm', help: '1 once the model can place instances on networks', registers }),
-    );
-    this.storeWrites = once(
-      'enricher_store_writes_total',
-      () =>
-        new Counter({
-          name: 'enricher_store_writes_total',
-          help: 'Cold store writes, by result',
-          labelNames: ['result'],
-          registers,
-        }),
-    );
-    this.storeStale = once(
-      'enricher_store_stale',
-      () => new Gauge({ name: 'enricher_store_stale', help: '1 from a failed cold store write until a write lands', registers }),
-    );
-    this.storeLastSuccess = once(
+    this.eventsReceived = counter('enricher_events_received_total', 'Lifecycle events taken from the event stream');
+    this.eventsMalformed = counter('enricher_events_malformed_total', 'Frames or events that could not be decoded');
+    this.eventsDropped = counter('enricher_events_dropped_total', 'Events that went nowhere, by reason', ['reason']);
+    this.eventsEmitted = counter('enricher_events_emitted_total', 'Events handed on, by status', ['status']);
+    this.repairsPending = gauge('enricher_repairs_pending', 'Instances with a repair read scheduled');
+    this.awaitingAddress = gauge('enricher_instances_awaiting_address', 'Instances last read running with a NIC and no address');
+    this.lineLength = gauge('enricher_line_length', 'Events waiting in the ordered line');
+    this.connected = gauge('enricher_connected', '1 while the Incus event stream is connected');
+    this.warm = gauge('enricher_warm', '1 once the model can place instances on networks');
+    this.storeWrites = counter('enricher_store_writes_total', 'Cold store writes, by result', ['result']);
+    this.storeStale = gauge('enricher_store_stale', '1 from a failed cold store write until a write lands');
+    this.storeLastSuccess = gauge(
       'enricher_store_last_success_timestamp_seconds',
-      () =>
-        new Gauge({
-          name: 'enricher_store_last_success_timestamp_seconds',
-          help: 'When a cold store write last landed, Unix seconds (0 before the first)',
-          registers,
-        }),
+      'When a cold store write last landed, Unix seconds (0 before the first)',
     );
 
     for (const result of ['success', 'failed']) this.sweeps.labels(result).inc(0);

@@ -23,13 +23,6 @@ const LONG_FUNCTIONS: readonly { file: string; name: string; reason: string }[] 
     name: 'incusEvents > (anonymous)',
     reason: 'the subscribe function of incusEvents, long for the same reason',
   },
-  // The enricher's and the demo's, which another branch of issue 35 splits; the merge fixes these entries.
-  { file: 'bin/enrich/daemon.ts', name: 'startEnrichDaemon', reason: 'being split (issue 35)' },
-  { file: 'lib/enricher/metrics/metrics.ts', name: 'EnricherMetrics.constructor', reason: 'being split (issue 35)' },
-  { file: 'bin/demoIncus.ts', name: 'runIncusDemo', reason: 'being split (issue 35)' },
-  { file: 'bin/demoRun.ts', name: 'runDemo', reason: 'being split (issue 35)' },
-  { file: 'bin/commands/eventsRun.ts', name: 'runEvents', reason: 'being split (issue 35)' },
-  { file: 'lib/enricher/config/config.ts', name: 'parseEnricherConfig', reason: 'being split (issue 35)' },
 ];
 
 const LIMIT = 100;

@@ -32,6 +32,9 @@ const network = {
   },
 } as const;
 
+// An instance here is not the payload's (EVENT_PAYLOAD_SCHEMA): the file leaves empty lists out and
+// is read back by this version only, while a payload always carries every field for any consumer;
+// one schema for both would be one of them with every difference as a flag.
 /** JSON Schema of a cold store file; a file that does not match is ignored (logged), never half-loaded. */
 export const COLD_STORE_SCHEMA = {
   $id: 'https://rxfleet.dev/schemas/enricher-cold-store.json',

@@ -94,7 +94,14 @@ describe("rxfleet provision active-active, as processes on a broker laid out as 
     ]);
     const restartedBy = (caller: string): number =>
       tracedRequests(fleet).filter((r) => r.caller === caller && r.action === 'restart').length;
-    await waitFor(() => restartedBy(victim.callerId) >= 5, 'the victim to provision 5 nodes', 60_000);
+    // Mid-run for the victim itself: some of its nodes done and a cycle of its own under way (the
+    // others may have won most of the fleet; CI once saw the victim with nothing left in flight).
+    const victimInFlight = (): number => cyclesInFlightAt(work(tracedRequests(fleet)), Date.now(), victim.callerId);
+    await waitFor(
+      () => restartedBy(victim.callerId) >= 3 && victimInFlight() > 0,
+      'the victim to provision 3 nodes and be in a cycle',
+      60_000,
+    );
     const killedAt = Date.now();
     victim.process.child.kill('SIGKILL');
     await victim.process.exited;

@@ -1,5 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { describeRealProvisioning } from '../helpers/goChoria/provisionsRealServers';
+import { ProvisioningFlow, expectEveryServerProvisioned, useRealSite } from '../helpers/goChoria/provisionsRealServers';
+
+const SERVERS = 20;
 
 // rxfleet provisions real go-choria servers through a real Choria Broker with an organisation
 // issuer: the servers' provisioning JWT (signed by the issuer, protocol v2, `chs` set) lets them
@@ -8,10 +10,8 @@ import { describeRealProvisioning } from '../helpers/goChoria/provisionsRealServ
 // (gen25519), signs the server's JWT in a chain with jwt_signing_key and jwt_signing_token, and
 // configures it for the `choria` security provider. Restarted, each server logs in with that JWT
 // and answers the operator's `choria ping`, whose client JWT the same issuer signed.
-describeRealProvisioning({
+const FLOW: ProvisioningFlow = {
   flow: 'issuer',
-  title:
-    'rxfleet provision against real go-choria servers: organisation issuer (features.ed25519, servers whose provisioning JWT sets chs)',
   provider: 'choria',
   expectCredentials: (server) => {
     // The server JWT rxfleet signed, in the chain its jwt_signing_token starts, for this identity.
@@ -19,4 +19,14 @@ describeRealProvisioning({
     expect(claims).toMatchObject({ purpose: 'choria_server', identity: server.identity });
     expect(String(claims.iss)).toMatch(/^C-/);
   },
+};
+
+describe('rxfleet provision against real go-choria servers: organisation issuer (features.ed25519, servers whose provisioning JWT sets chs)', () => {
+  const real = useRealSite(FLOW.flow, SERVERS);
+
+  it(
+    `configures all ${SERVERS} servers, which go-choria's client then finds as configured servers`,
+    () => expectEveryServerProvisioned(real, FLOW),
+    120_000,
+  );
 });

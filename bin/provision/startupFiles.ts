@@ -4,7 +4,6 @@
  * `provision` alike) and reports each as a configuration error naming the key.
  */
 import { accessSync, closeSync, constants, openSync, statSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { dirname } from 'node:path';
 import { ProvisionerConfig } from '../../lib/provision/config/config';
 import { PreflightProblem, problemLine } from './preflight';
@@ -60,7 +59,9 @@ export function writableProblem(file: string, options: { mkdir?: boolean } = {})
 }
 
 /** Why nothing can listen on `port` (in use, or a privileged port), or `undefined`: a trial listen, closed at once. */
-export function portProblem(port: number, host?: string): Promise<string | undefined> {
+export async function portProblem(port: number, host?: string): Promise<string | undefined> {
+  // Loaded when a port is checked: `validate` without a monitor port never needs it.
+  const { createServer } = await import('node:net');
   return new Promise((resolve) => {
     const server = createServer();
     server.once('error', (error: NodeJS.ErrnoException) => {

@@ -47,17 +47,13 @@ export async function readFleet(nc: NatsConnection, sources: FleetSources): Prom
   const { recordsStream: stream, recordsSubject: subject, apiPrefix, timeoutMs } = sources;
   const notes: string[] = [];
   const noRecords = `the records stream ${stream} is not there: set rxfleet.records: true (and make the stream, or records_create: true)`;
-  const instances = await optional(
-    readStream(nc, { stream, subject: allInstancesSubject(subject), apiPrefix, timeoutMs, last: true }),
-    notes,
-    noRecords,
-  );
-  const nodes =
-    instances === undefined
-      ? undefined
-      : await readStream(nc, { stream, subject: allNodesSubject(subject), apiPrefix, timeoutMs, last: true });
-  const claims = await optional(readBucket(nc, { bucket: sources.claimsBucket, apiPrefix, timeoutMs }), [], '');
-  const election = await optional(readBucket(nc, { bucket: sources.electionBucket, apiPrefix, timeoutMs }), [], '');
+  // Asked all at once: each read is a few round trips to JetStream, and an operator waits for all.
+  const [instances, nodes, claims, election] = await Promise.all([
+    optional(readStream(nc, { stream, subject: allInstancesSubject(subject), apiPrefix, timeoutMs, last: true }), notes, noRecords),
+    optional(readStream(nc, { stream, subject: allNodesSubject(subject), apiPrefix, timeoutMs, last: true }), [], ''),
+    optional(readBucket(nc, { bucket: sources.claimsBucket, apiPrefix, timeoutMs }), [], ''),
+    optional(readBucket(nc, { bucket: sources.electionBucket, apiPrefix, timeoutMs }), [], ''),
+  ]);
   const leader = election?.entries.find((e) => e.key === 'provisioner');
   return {
     now: Date.now(),
@@ -86,15 +82,17 @@ export interface NodeHistory {
 export async function readNodeHistory(nc: NatsConnection, sources: FleetSources, node: string): Promise<NodeHistory> {
   const { recordsStream: stream, recordsSubject: subject, apiPrefix, timeoutMs } = sources;
   const notes: string[] = [];
-  const messages = await optional(
-    readStream(nc, { stream, subject: nodeSubject(subject, node), apiPrefix, timeoutMs }),
-    notes,
-    `the records stream ${stream} is not there: set rxfleet.records: true (and make the stream, or records_create: true)`,
-  );
-  const claims = await optional(readBucket(nc, { bucket: sources.claimsBucket, apiPrefix, timeoutMs }), [], '').catch((error: unknown) => {
-    notes.push(`the claims bucket could not be read: ${error instanceof Error ? error.message : String(error)}`);
-    return undefined;
-  });
+  const [messages, claims] = await Promise.all([
+    optional(
+      readStream(nc, { stream, subject: nodeSubject(subject, node), apiPrefix, timeoutMs }),
+      notes,
+      `the records stream ${stream} is not there: set rxfleet.records: true (and make the stream, or records_create: true)`,
+    ),
+    optional(readBucket(nc, { bucket: sources.claimsBucket, apiPrefix, timeoutMs }), [], '').catch((error: unknown) => {
+      notes.push(`the claims bucket could not be read: ${error instanceof Error ? error.message : String(error)}`);
+      return undefined;
+    }),
+  ]);
   const key = claimKey(node);
   const entry = claims?.entries.find((e) => e.key === key && Date.now() - e.time < claims.ttlMs);
   const records = (messages ?? [])

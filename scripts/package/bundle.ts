@@ -48,6 +48,29 @@ function packageFiles(root: string, version: string): Plugin {
 }
 
 /**
+ * commander loads `child_process` when it loads (for executable subcommands, which the CLI has
+ * none of): milliseconds of every command's start in the binary, where each built-in module is
+ * compiled at first use. The bundle's copy loads it only if a subcommand is ever spawned; a
+ * commander that words the line otherwise fails the build rather than loading it again.
+ */
+function commanderWithoutChildProcess(): Plugin {
+  const eager = "const childProcess = require('node:child_process');";
+  const deferred = "const childProcess = { spawn: (...args) => require('node:child_process').spawn(...args) };";
+  return {
+    name: 'rxfleet-commander-deferred-child-process',
+    setup(b) {
+      b.onLoad({ filter: /[\\/]node_modules[\\/]commander[\\/]lib[\\/]command\.js$/ }, (args) => {
+        const source = readFileSync(args.path, 'utf8');
+        if (!source.includes(eager)) throw new Error(`${args.path} no longer has "${eager}": update scripts/package/bundle.ts`);
+        if ((source.match(/childProcess\.(\w+)/g) ?? []).some((use) => use !== 'childProcess.spawn'))
+          throw new Error(`${args.path} uses more of child_process than spawn: update scripts/package/bundle.ts`);
+        return { contents: source.replace(eager, deferred), loader: 'js' };
+      });
+    },
+  };
+}
+
+/**
  * Optional native add-ons, which a single executable cannot load: `ws`'s, which it tries in a
  * `try` and does without (left as `require`s, the binary would print Node's warning that its
  * `require` loads built-in modules only; bundled as a module that throws, `ws` takes its
@@ -87,7 +110,11 @@ export async function bundle(root: string, out: string, version: string): Promis
     mainFields: ['main'],
     conditions: ['require'],
     tsconfig: join(root, 'tsconfig.build.json'),
-    plugins: [packageFiles(root, version), absentOptional(['bufferutil', 'utf-8-validate', 'pkcs11js'])],
+    plugins: [packageFiles(root, version), commanderWithoutChildProcess(), absentOptional(['bufferutil', 'utf-8-validate', 'pkcs11js'])],
+    // Smaller to read and to deserialise at every start (the code cache is of this text); names
+    // kept, as logs and errors print class and function names.
+    minify: true,
+    keepNames: true,
     legalComments: 'none',
     logLevel: 'warning',
     metafile: false,

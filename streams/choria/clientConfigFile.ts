@@ -1,5 +1,4 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { promises as dns } from 'node:dns';
 import { homedir, hostname } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { ChoriaConfigResult, parseChoriaClientConfig } from '../../lib/choria/clientConfig';
@@ -33,6 +32,8 @@ export async function hostFqdn(): Promise<string> {
   const name = hostname();
   if (name.includes('.')) return name;
   try {
+    // Loaded here: only a file without an identity asks, and the module costs every command its load.
+    const { promises: dns } = await import('node:dns');
     const { address } = await dns.lookup(name);
     const names = await dns.reverse(address);
     return names.find((n) => n.startsWith(`${name}.`)) ?? names.find((n) => n.includes('.')) ?? name;
@@ -93,7 +94,6 @@ export function projectConfigFiles(dir: string): Array<{ file: string; text: str
  * problem (with the defaults returned beside it), never a throw.
  */
 export async function loadChoriaClientConfig(file: string, options: LoadChoriaConfigOptions = {}): Promise<ChoriaConfigResult> {
-  const defaultIdentity = options.defaultIdentity ?? (await hostFqdn());
   const env = options.env ?? process.env;
   const home = options.home ?? homedir();
   let text: string;
@@ -101,9 +101,15 @@ export async function loadChoriaClientConfig(file: string, options: LoadChoriaCo
     text = readFileSync(file, 'utf8');
   } catch (error) {
     const reason = (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'file not found' : `cannot read it: ${(error as Error).message}`;
-    const { config } = parseChoriaClientConfig('', { file, defaultIdentity });
+    const { config } = parseChoriaClientConfig('', { file, defaultIdentity: options.defaultIdentity ?? (await hostFqdn()) });
     return { config, problems: [{ path: file, message: reason, severity: 'error' }] };
   }
   const dropIns = [...choriaDropIns(file, home), ...projectConfigFiles(options.cwd ?? process.cwd())];
-  return parseChoriaClientConfig(text, { file, defaultIdentity, home, env, dropIns });
+  const parse = (defaultIdentity: string): ChoriaConfigResult =>
+    parseChoriaClientConfig(text, { file, defaultIdentity, home, env, dropIns });
+  if (options.defaultIdentity !== undefined) return parse(options.defaultIdentity);
+  // The host's name can cost a DNS round trip (a lookup and a reverse): asked only of a file that
+  // names no identity (an empty identity is none, so '' here says the file had none).
+  const parsed = parse('');
+  return parsed.config.identity === '' ? parse(await hostFqdn()) : parsed;
 }

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseChoriaClientConfig } from '../../../lib/choria/clientConfig';
 import { clientSecurity } from '../../../lib/choria/securityProvider';
-import { choriaDropIns, loadChoriaClientConfig } from '../../../streams/choria/clientConfigFile';
+import { choriaDropIns, hostFqdn, loadChoriaClientConfig } from '../../../streams/choria/clientConfigFile';
 
 // The whole client configuration as go-choria reads it: plugin.d/choria.cfg, the environment
 // overrides, the middleware host forms, connect_timeout, and the keys rxfleet warns about.
@@ -13,6 +13,21 @@ describe('the Choria client configuration beyond its one file', () => {
     dir = mkdtempSync(join(tmpdir(), 'rxfleet-choria-cfg-'));
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("takes the host's fully qualified name as the identity only when the file names none (or an empty one)", async () => {
+    const named = join(dir, 'named.cfg');
+    writeFileSync(named, 'identity = prov.example.net\n');
+    const unnamed = join(dir, 'unnamed.cfg');
+    writeFileSync(unnamed, 'identity =\nplugin.choria.middleware_hosts = b1:4222\n');
+    const options = { env: {}, home: '/home/nobody', cwd: dir };
+    expect((await loadChoriaClientConfig(named, options)).config.identity).toBe('prov.example.net');
+    const fallback = await loadChoriaClientConfig(unnamed, options);
+    expect(fallback.config.identity).toBe(await hostFqdn());
+    expect(fallback.config.middlewareHosts).toEqual(['nats://b1:4222']);
+    expect((await loadChoriaClientConfig(unnamed, { ...options, defaultIdentity: 'given.example.net' })).config.identity).toBe(
+      'given.example.net',
+    );
+  });
 
   it('reads plugin.d/choria.cfg beside the file, its keys under plugin.choria., its lines winning', async () => {
     const etc = join(dir, 'etc');

@@ -1,3 +1,4 @@
+import { inputCollector } from '../inputCollector';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { Observable, SchedulerLike, Subscription as RxSubscription, asyncScheduler } from 'rxjs';
 import { BadMessages } from '../../lib/choria/badMessages';
@@ -71,6 +72,7 @@ export function lifecycleEvents(nc: NatsConnection, options: LifecycleListenerOp
             return;
           }
           refusals = 0;
+          inputCollector.received(msg.data.byteLength);
           const parsed = parseLifecycleEvent(msg.data, { maxBytes });
           if (!parsed.ok) {
             badMessages.report('lifecycle', parsed.error, msg.subject);

@@ -1,3 +1,4 @@
+import { inputCollector } from '../inputCollector';
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
 import { SchedulerLike, Subscription as RxSubscription, asyncScheduler } from 'rxjs';
 import { errorMessage } from '../../lib/choria/errors';
@@ -94,6 +95,7 @@ export class ReplyInbox {
           return;
         }
         this.refusals = 0;
+        inputCollector.received(msg.data.byteLength);
         const requestId = msg.subject.slice(this.prefix.length + 1);
         const handler = this.handlers.get(requestId);
         if (handler === undefined) {

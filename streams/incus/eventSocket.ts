@@ -1,6 +1,7 @@
 import { IncomingMessage } from 'node:http';
 import WebSocket from 'ws';
 import { IncusEndpoint } from './incusEndpoint';
+import { inputCollector } from '../inputCollector';
 
 /** What one events websocket tells its owner. */
 export interface EventSocketHandlers {
@@ -64,6 +65,7 @@ export function wsEventSocket(endpoint: IncusEndpoint, options: WsEventSocketOpt
     ws.on('message', (data: Buffer | ArrayBuffer | Buffer[]) => {
       if (done) return;
       const buffer = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
+      inputCollector.received(buffer.byteLength);
       handlers.frame(buffer.toString('utf8'));
     });
     ws.on('ping', () => {

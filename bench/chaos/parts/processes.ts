@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { RxfleetProcess, startRxfleet } from '../../../spec/helpers/rxfleetProcess';
 
 /** Every process a scenario started, so an interrupted run (Ctrl-C, a timeout) leaves none behind. */
@@ -46,6 +46,21 @@ export function peakRssMiB(pid: number | undefined): number | undefined {
     return hwm === null ? undefined : Math.round(Number(hwm[1]) / 102.4) / 10;
   } catch {
     return undefined;
+  }
+}
+
+/**
+ * Starts a process's peak resident set (VmHWM) again from its resident set now (Linux's
+ * `clear_refs` 5), so that a later {@link peakRssMiB} is the peak of what came after. False when
+ * the kernel refused (a process of another user, a kernel before 4.0).
+ */
+export function resetPeakRss(pid: number | undefined): boolean {
+  if (pid === undefined) return false;
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, '5');
+    return true;
+  } catch {
+    return false;
   }
 }
 

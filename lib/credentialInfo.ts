@@ -1,5 +1,5 @@
 import { X509Certificate, createHash } from 'node:crypto';
-import { decodeJwt } from 'jose';
+import { jwtClaims } from './choria/jwtClaims';
 import { definedFields } from './definedFields';
 
 /** What kind of file a credential is, so it can be described without quoting it. */
@@ -24,7 +24,7 @@ function fileHash(text: Buffer): string {
 
 function tokenExpiry(token: string): number | undefined {
   try {
-    const exp = decodeJwt(token.trim()).exp;
+    const exp = jwtClaims(token.trim()).exp;
     return typeof exp === 'number' && exp > 0 ? exp * 1000 : undefined;
   } catch {
     return undefined;

@@ -1,4 +1,3 @@
-import { inputCollector } from '../inputCollector';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { Observable, SchedulerLike, Subscription as RxSubscription, asyncScheduler } from 'rxjs';
 import { BadMessages } from '../../lib/choria/badMessages';
@@ -8,6 +7,7 @@ import { LIFECYCLE_MAX_BYTES } from '../../lib/choria/protocol/bounds';
 import { Logger, silentLogger } from '../../lib/logger';
 import { formatGoDuration } from '../../lib/duration';
 import { definedFields } from '../../lib/definedFields';
+import { inputCollector } from '../inputCollector';
 
 /** Options for {@link lifecycleEvents}. */
 export interface LifecycleListenerOptions {

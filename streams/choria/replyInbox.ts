@@ -1,9 +1,9 @@
-import { inputCollector } from '../inputCollector';
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
 import { SchedulerLike, Subscription as RxSubscription, asyncScheduler } from 'rxjs';
 import { errorMessage } from '../../lib/choria/errors';
 import { Logger, silentLogger } from '../../lib/logger';
 import { formatGoDuration } from '../../lib/duration';
+import { inputCollector } from '../inputCollector';
 
 /** Options for {@link ReplyInbox}. */
 export interface ReplyInboxOptions {

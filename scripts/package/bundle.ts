@@ -111,6 +111,9 @@ export async function bundle(root: string, out: string, version: string): Promis
     conditions: ['require'],
     tsconfig: join(root, 'tsconfig.build.json'),
     plugins: [packageFiles(root, version), commanderWithoutChildProcess(), absentOptional(['bufferutil', 'utf-8-validate', 'pkcs11js'])],
+    // A single executable has no loader for `import()` ("A dynamic import callback was not
+    // specified"): every one, of a built-in too, becomes a `require` in a promise.
+    supported: { 'dynamic-import': false },
     // Smaller to read and to deserialise at every start (the code cache is of this text); names
     // kept, as logs and errors print class and function names.
     minify: true,

@@ -1,5 +1,5 @@
 import { X509Certificate, createHash } from 'node:crypto';
-import { jwtClaims } from './choria/jwtClaims';
+import { jwtClaims } from './jwtClaims';
 import { definedFields } from './definedFields';
 
 /** What kind of file a credential is, so it can be described without quoting it. */

@@ -1,4 +1,4 @@
-import { jwtClaims } from './jwtClaims';
+import { jwtClaims } from '../jwtClaims';
 import { CallerHash, callerHash } from './protocol/subjects';
 
 /** What a Choria client (or server) JWT says about its holder, read without verifying it. */

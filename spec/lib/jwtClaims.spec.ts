@@ -1,5 +1,5 @@
 import { SignJWT, decodeJwt } from 'jose';
-import { jwtClaims } from '../../../lib/choria/jwtClaims';
+import { jwtClaims } from '../../lib/jwtClaims';
 
 const part = (value: unknown): string => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url');
 

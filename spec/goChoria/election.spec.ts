@@ -28,18 +28,7 @@ describe("rxfleet's election on a real Choria Broker's bucket: the leader SIGKIL
   }, 30_000);
 
   const provisioner = (name: string): RxfleetProcess => {
-    const yaml = site.dir.file(
-      `${name}.yaml`,
-      [
-        `helper: ${site.helper.command}`,
-        'workers: 4',
-        'site: spec',
-        'monitor_port: 0',
-        'leader_election: true',
-        ...site.provisionerYaml(),
-        '',
-      ].join('\n'),
-    );
+    const yaml = site.provisionerConfig(name, ['workers: 4', 'site: spec', 'leader_election: true']);
     const cfg = site.dir.file(
       `${name}.cfg`,
       readFileSync(site.provisionerChoriaConfig, 'utf8').replace('identity = provisioner.mcollective', `identity = ${name}.mcollective`),

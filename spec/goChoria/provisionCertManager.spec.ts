@@ -56,10 +56,7 @@ describe('rxfleet provision against real go-choria servers on the certmanager se
   }, 30_000);
 
   it('validate says which files start-up will use and the caller, then provision configures every server', async () => {
-    const yaml = site.dir.file(
-      'provisioner.yaml',
-      [`helper: ${site.helper.command}`, 'workers: 4', 'site: spec', 'monitor_port: 0', ...site.provisionerYaml(), ''].join('\n'),
-    );
+    const yaml = site.provisionerConfig('provisioner', ['workers: 4', 'site: spec']);
     const env = { ...site.helper.env, MCOLLECTIVE_CERTNAME: undefined };
     const validate = startRxfleet(['validate', '--config', yaml, '--choria-config', site.provisionerChoriaConfig], { env });
     expect((await validate.exited).code).toBe(0);

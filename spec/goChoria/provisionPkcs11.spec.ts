@@ -54,19 +54,7 @@ describe('rxfleet provision against real go-choria servers with its key on a PKC
 
   it(`provisions all ${SERVERS} servers through the broker, TLS and requests signed on the token, the PIN in no line`, async () => {
     const pinFile = site.dir.file('token.pin', `${token.pin}\n`);
-    const yaml = site.dir.file(
-      'provisioner.yaml',
-      [
-        `helper: ${site.helper.command}`,
-        'workers: 4',
-        'site: spec',
-        'monitor_port: 0',
-        ...site.provisionerYaml(),
-        'rxfleet:',
-        `  pkcs11_pin_file: ${pinFile}`,
-        '',
-      ].join('\n'),
-    );
+    const yaml = site.provisionerConfig('provisioner', ['workers: 4', 'site: spec', 'rxfleet:', `  pkcs11_pin_file: ${pinFile}`]);
     const provisioner = startRxfleet(['provision', '--config', yaml, '--choria-config', site.provisionerChoriaConfig], {
       env: { ...site.helper.env, ...token.env },
     });
@@ -116,10 +104,7 @@ describe('rxfleet provision against real go-choria servers with its key on a PKC
   }, 60_000);
 
   it('without a PIN file, asks for the PIN on the terminal as go-choria does, echoes nothing, and connects with it', async () => {
-    const yaml = site.dir.file(
-      'terminal.yaml',
-      [`helper: ${site.helper.command}`, 'monitor_port: 0', 'interval: 1h', ...site.provisionerYaml(), ''].join('\n'),
-    );
+    const yaml = site.provisionerConfig('terminal', ['interval: 1h']);
     // `script` gives rxfleet a terminal (a pty) and copies what is written to its stdin onto it.
     const command = [process.execPath, RXFLEET_BIN, 'provision', '--config', yaml, '--choria-config', site.provisionerChoriaConfig]
       .map((a) => `'${a}'`)

@@ -42,6 +42,12 @@ export interface ChoriaSite {
   readonly provisionerChoriaConfig: string;
   /** The YAML lines a provisioner for this site's flow needs (token, password, features, JWT files). */
   provisionerYaml(): string[];
+  /**
+   * Writes `<name>.yaml` in the site's directory for `rxfleet provision` on this site: this flow's
+   * helper, no monitor port, then `lines` (workers, site, election, an `rxfleet:` section), then
+   * {@link provisionerYaml}. Returns its path.
+   */
+  provisionerConfig(name: string, lines?: string[]): string;
   /** The helper for this flow, and the environment it reads. */
   readonly helper: { command: string; env: Record<string, string> };
   /** The identities `choria ping` finds as configured servers (the operator's client, main collective). */
@@ -128,6 +134,18 @@ export async function startChoriaSite(options: ChoriaSiteOptions): Promise<Chori
             env: { RXFLEET_HELPER_CA_CERT: credentials.ca, RXFLEET_HELPER_CA_KEY: credentials.caKey, RXFLEET_HELPER_BROKERS: b.url },
           }
         : { command: ED25519_HELPER, env: { RXFLEET_HELPER_ISSUER: credentials.issuer!.publicKey, RXFLEET_HELPER_BROKERS: b.url } };
+    const provisionerYaml = (): string[] => [
+      `token: ${token}`,
+      `broker_provisioning_password: ${provisionerPassword}`,
+      ...(credentials.flow === 'x509'
+        ? ['features: {pki: true, jwt: true}', `jwt_verify_cert: ${credentials.signer!.cert}`]
+        : [
+            'features: {jwt: true, ed25519: true}',
+            `jwt_verify_cert: ${credentials.issuer!.publicKey}`,
+            `jwt_signing_key: ${credentials.provisioner.seed}`,
+            `jwt_signing_token: ${credentials.provisioner.jwt}`,
+          ]),
+    ];
     return {
       flow: options.flow,
       dir,
@@ -138,18 +156,10 @@ export async function startChoriaSite(options: ChoriaSiteOptions): Promise<Chori
       provisionerPassword,
       provisionerChoriaConfig,
       helper,
-      provisionerYaml: () => [
-        `token: ${token}`,
-        `broker_provisioning_password: ${provisionerPassword}`,
-        ...(credentials.flow === 'x509'
-          ? ['features: {pki: true, jwt: true}', `jwt_verify_cert: ${credentials.signer!.cert}`]
-          : [
-              'features: {jwt: true, ed25519: true}',
-              `jwt_verify_cert: ${credentials.issuer!.publicKey}`,
-              `jwt_signing_key: ${credentials.provisioner.seed}`,
-              `jwt_signing_token: ${credentials.provisioner.jwt}`,
-            ]),
-      ],
+      provisionerYaml,
+      provisionerConfig(name, lines = []) {
+        return dir.file(`${name}.yaml`, [`helper: ${helper.command}`, 'monitor_port: 0', ...lines, ...provisionerYaml(), ''].join('\n'));
+      },
       async ping(expect) {
         const args = [
           'ping',

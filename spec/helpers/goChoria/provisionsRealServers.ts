@@ -52,18 +52,7 @@ export function useRealSite(flow: SiteFlow, servers: number): RealSite {
 export async function expectEveryServerProvisioned(real: RealSite, { provider, expectCredentials }: ProvisioningFlow): Promise<void> {
   const site = real.site();
   const servers = site.servers.servers.length;
-  const yaml = site.dir.file(
-    'provisioner.yaml',
-    [
-      `helper: ${site.helper.command}`,
-      'workers: 8',
-      'site: spec',
-      'monitor_port: 0',
-      'leader_election: true',
-      ...site.provisionerYaml(),
-      '',
-    ].join('\n'),
-  );
+  const yaml = site.provisionerConfig('provisioner', ['workers: 8', 'site: spec', 'leader_election: true']);
   const provisioner = startRxfleet(['provision', '--config', yaml, '--choria-config', site.provisionerChoriaConfig], {
     env: site.helper.env,
   });

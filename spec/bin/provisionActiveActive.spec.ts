@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { SAMPLE_HELPERS, SCRIPTED_HELPER, sampleValue } from '../helpers/provisioner';
 import type { RequestRecord } from '../../streams/simulate/simulatedFleet';
-import { ElectionFleet, ProvisionerProcess, cyclesInFlightAt, tracedRequests } from '../helpers/electionFleet';
+import { ElectionFleet, ProvisionerProcess, cyclesInFlightAt, tracedRequests, waitMidRun } from '../helpers/electionFleet';
 import { RxfleetProcess } from '../helpers/rxfleetProcess';
 import { waitFor } from '../helpers/waitFor';
 
@@ -92,16 +92,8 @@ describe("rxfleet provision active-active, as processes on a broker laid out as 
       '2s',
       '--exit-when-provisioned',
     ]);
-    const restartedBy = (caller: string): number =>
-      tracedRequests(fleet).filter((r) => r.caller === caller && r.action === 'restart').length;
-    // Mid-run for the victim itself: some of its nodes done and a cycle of its own under way (the
-    // others may have won most of the fleet; CI once saw the victim with nothing left in flight).
-    const victimInFlight = (): number => cyclesInFlightAt(work(tracedRequests(fleet)), Date.now(), victim.callerId);
-    await waitFor(
-      () => restartedBy(victim.callerId) >= 3 && victimInFlight() > 0,
-      'the victim to provision 3 nodes and be in a cycle',
-      60_000,
-    );
+    // Mid-run for the victim itself: the others may have won most of the fleet.
+    await waitMidRun(fleet, victim.callerId, 3);
     const killedAt = Date.now();
     victim.process.child.kill('SIGKILL');
     await victim.process.exited;

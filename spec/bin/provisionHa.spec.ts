@@ -1,6 +1,6 @@
 import { SCRIPTED_HELPER, sampleValue } from '../helpers/provisioner';
 import type { RequestRecord } from '../../streams/simulate/simulatedFleet';
-import { ElectionFleet, cyclesInFlightAt, leaderOf, tracedRequests } from '../helpers/electionFleet';
+import { ElectionFleet, cyclesInFlightAt, leaderOf, tracedRequests, waitMidRun } from '../helpers/electionFleet';
 import { waitFor } from '../helpers/waitFor';
 
 // Several `rxfleet provision` processes with leader_election over a broker laid out as Choria's
@@ -74,16 +74,7 @@ describe('rxfleet provision with leader_election, as processes', () => {
       '2s',
       '--exit-when-provisioned',
     ]);
-    const restartedBy = (caller: string): number =>
-      tracedRequests(fleet).filter((r) => r.caller === caller && r.action === 'restart').length;
-    // Mid-run: some nodes done and a cycle under way (CI once saw the kill land between the leader's
-    // rounds, with nothing in flight to count duplicates against).
-    const leaderInFlight = (): number => cyclesInFlightAt(work(tracedRequests(fleet)), Date.now(), leader.callerId);
-    await waitFor(
-      () => restartedBy(leader.callerId) >= 10 && leaderInFlight() > 0,
-      'the leader to provision 10 nodes and be in a cycle',
-      60_000,
-    );
+    await waitMidRun(fleet, leader.callerId, 10);
     const killedAt = Date.now();
     leader.process.child.kill('SIGKILL');
     await leader.process.exited;

@@ -290,6 +290,23 @@ export function cyclesInFlightAt(requests: RequestRecord[], at: number, caller?:
   return new Set(mine.map((r) => r.identity).filter((id) => !restarted.has(id))).size;
 }
 
+/**
+ * Waits until `caller` is mid-run by the fleet's trace: at least `done` nodes told to restart and a
+ * cycle of its own under way, so that a kill then has cycles in flight to count duplicates
+ * against (CI has killed an instance between its rounds, with none).
+ */
+export async function waitMidRun(fleet: RxfleetProcess, caller: string, done: number, timeoutMs = 60_000): Promise<void> {
+  await waitFor(
+    () => {
+      const requests = tracedRequests(fleet);
+      const restarted = requests.filter((r) => r.caller === caller && r.action === 'restart').length;
+      return restarted >= done && cyclesInFlightAt(requests, Date.now(), caller) > 0;
+    },
+    `${caller} to provision ${done} nodes and be in a cycle`,
+    timeoutMs,
+  );
+}
+
 /** Waits until exactly one of these leads, and returns it. */
 export async function leaderOf(provisioners: ProvisionerProcess[], timeoutMs: number): Promise<ProvisionerProcess> {
   let leading: ProvisionerProcess[] = [];

@@ -7,7 +7,8 @@
  *
  * Every command is run RUNS times (default 20), all of them in turn each round, so a change in the
  * machine's load falls on each alike; the median of each is printed with its ratio to the bare
- * start. `status` and `history` read a records stream on a private nats-server the bench fills
+ * start. Each command's first run, before those, has no code cache yet (bin/compileCache.ts; the
+ * bench keeps its caches in its own directory) and writes it: that run is printed on its own. `status` and `history` read a records stream on a private nats-server the bench fills
  * first (an instance record and NODES node records, default 200), so they connect, ask and print
  * as on a site; `validate` checks examples/provisioner-minimal.yaml. One JSON line per figure; the
  * load average first and last (bench/machineLoad.ts).
@@ -37,9 +38,9 @@ const median = (values: number[]): number => [...values].sort((a, b) => a - b)[M
 const round = (n: number): number => Math.round(n * 10) / 10;
 
 /** Milliseconds `argv` takes to exit (with any code: `status` on an empty fleet is 1 too, and as fast). */
-function timed(argv: string[]): number {
+function timed(argv: string[], env: NodeJS.ProcessEnv = process.env): number {
   const start = process.hrtime.bigint();
-  const result = spawnSync(argv[0], argv.slice(1), { cwd: root, encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 });
+  const result = spawnSync(argv[0], argv.slice(1), { cwd: root, env, encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 });
   const ms = Number(process.hrtime.bigint() - start) / 1e6;
   if (result.error !== undefined) throw result.error;
   if (result.status !== 0 && result.status !== 1) throw new Error(`${argv.join(' ')}: exit ${result.status}\n${result.stderr}`);
@@ -123,15 +124,29 @@ async function main(): Promise<void> {
     const runners: Record<string, string[]> = { npm: [process.execPath, SCRIPT] };
     if (existsSync(BINARY)) runners.binary = [BINARY];
     else out.print({ note: `no ${BINARY}: run npm run package -- --no-deb first; only the npm install is measured` });
+    const env = { ...process.env, RXFLEET_COMPILE_CACHE: join(dir, 'compile-cache') };
+    const first = new Map<string, number>();
+    for (const [runner, argv] of Object.entries(runners))
+      for (const [name, args] of Object.entries(commands)) first.set(`${runner} ${name}`, timed([...argv, ...args], env));
     const times = new Map<string, number[]>();
     const note = (key: string, ms: number): void => void times.set(key, [...(times.get(key) ?? []), ms]);
     for (let i = 0; i < RUNS; i++) {
       note('bare', timed([process.execPath, '-e', '0']));
       for (const [runner, argv] of Object.entries(runners))
-        for (const [name, args] of Object.entries(commands)) note(`${runner} ${name}`, timed([...argv, ...args]));
+        for (const [name, args] of Object.entries(commands)) note(`${runner} ${name}`, timed([...argv, ...args], env));
     }
     const bare = median(times.get('bare')!);
     out.print({ figure: 'bare node start (node -e 0), median ms', runs: RUNS, ms: round(bare) });
+    for (const [runner] of Object.entries(runners))
+      for (const name of Object.keys(commands)) {
+        const cold = first.get(`${runner} ${name}`)!;
+        out.print({
+          figure: `rxfleet ${name} from the ${runner === 'npm' ? 'npm install' : 'single binary'}, its first run (no code cache yet: it writes one), ms`,
+          runs: 1,
+          ms: round(cold),
+          ratio_to_bare_node: Math.round((cold / bare) * 100) / 100,
+        });
+      }
     for (const [runner] of Object.entries(runners))
       for (const name of Object.keys(commands)) {
         const ms = median(times.get(`${runner} ${name}`)!);

@@ -4,3 +4,6 @@
  * under the directory scripts/package/entry.ts extracts them to.
  */
 export const ASSETS = ['examples/helpers/minimal-helper.mjs', 'examples/helpers/persistent-helper.mjs', 'scripts/lxd/build-image.sh'];
+
+/** The CLI's bundle, an asset of the binary that its main script (scripts/package/seaMain.ts) runs. */
+export const CLI_BUNDLE_ASSET = 'rxfleet.bundle.cjs';

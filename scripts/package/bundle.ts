@@ -1,29 +1,38 @@
 import { build, Plugin } from 'esbuild';
-import { readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
+
+/** Which bundle: the single executable's, or the npm install's `dist/bin/rxfleet.bundle.cjs`. */
+export type BundleTarget = 'binary' | 'npm';
+
+/** Modules that search upwards from their own directory for files of the package. */
+const SEARCH_UPWARDS = ['bin/sampleHelpers.ts', 'streams/incus/daemonHost.ts'];
 
 /**
  * Our own modules that use `__dirname` at run time, and what each is bundled with instead. A file
- * tree has the package around the module; the bundle (and the binary made from it) has not.
- * - bin/rxfleet.ts reads its version from ../../package.json: the version is written in.
+ * tree has the package around the module; the binary has not.
+ * - bin/program.ts reads its version from ../../package.json: the version is written in.
  * - bin/sampleHelpers.ts and streams/incus/daemonHost.ts search upwards from their directory for
- *   examples/helpers/ and scripts/lxd/: they search from scripts/package/entry.ts's packageDir()
- *   (the bundle's directory, or the binary's extracted assets).
+ *   examples/helpers/ and scripts/lxd/: in the binary they search from scripts/package/entry.ts's
+ *   packageDir() (its extracted assets); the npm bundle's own directory, dist/bin/, lies under the
+ *   same package as theirs, so there they keep `__dirname`.
  * Any other module of ours that names `__dirname` fails the build, so a new one cannot be missed.
  */
-function rewrites(version: string): Record<string, (source: string) => string> {
+function rewrites(version: string, target: BundleTarget): Record<string, (source: string) => string> {
   const searchFromPackageDir = (source: string) =>
-    source.replace(/\b__dirname\b/g, '(globalThis as unknown as { __rxfleetPackageDir: () => string }).__rxfleetPackageDir()');
+    target === 'npm'
+      ? source
+      : source.replace(/\b__dirname\b/g, '(globalThis as unknown as { __rxfleetPackageDir: () => string }).__rxfleetPackageDir()');
   return {
-    'bin/rxfleet.ts': (source) =>
+    'bin/program.ts': (source) =>
       source.replace(/JSON\.parse\(readFileSync\(join\(__dirname, '\.\.\/\.\.\/package\.json'\), 'utf8'\)\)/, JSON.stringify({ version })),
-    'bin/sampleHelpers.ts': searchFromPackageDir,
-    'streams/incus/daemonHost.ts': searchFromPackageDir,
+    ...Object.fromEntries(SEARCH_UPWARDS.map((path) => [path, searchFromPackageDir])),
   };
 }
 
-function packageFiles(root: string, version: string): Plugin {
-  const table = rewrites(version);
+function packageFiles(root: string, version: string, target: BundleTarget): Plugin {
+  const table = rewrites(version, target);
   const seen = new Set<string>();
   return {
     name: 'rxfleet-package-files',
@@ -35,7 +44,8 @@ function packageFiles(root: string, version: string): Plugin {
         const rewrite = table[path];
         const contents = rewrite === undefined ? source : rewrite(source);
         if (rewrite !== undefined) seen.add(path);
-        if (/\b__dirname\b/.test(contents) && path !== 'scripts/package/entry.ts')
+        const keepsDirname = path === 'scripts/package/entry.ts' || (target === 'npm' && SEARCH_UPWARDS.includes(path));
+        if (/\b__dirname\b/.test(contents) && !keepsDirname)
           throw new Error(`${path} uses __dirname, which the bundle does not have: add it to scripts/package/bundle.ts`);
         return { contents, loader: 'ts' };
       });
@@ -92,15 +102,20 @@ function absentOptional(names: string[]): Plugin {
 }
 
 /**
- * Bundles the whole CLI (every command, with its dependencies) into one CommonJS file `out` that
- * needs nothing beside it: the entry scripts/package/entry.ts, Node's built-ins left as they are,
- * the optional native add-ons left out (`ws` falls back to JavaScript without them; the `pkcs11`
- * security provider refuses to start in the binary, saying so).
+ * Bundles the whole CLI (every command, with its dependencies) into one CommonJS file `out` of
+ * ASCII only, headed by a hash of its text (bin/compileCache.ts keys its code caches by it), Node's
+ * built-ins left as they are.
+ * - `binary`: from scripts/package/entry.ts, needing nothing beside it; the optional native add-ons
+ *   left out (`ws` falls back to JavaScript without them; the `pkcs11` security provider refuses
+ *   to start in the binary, saying so).
+ * - `npm`: from bin/program.ts, for dist/bin/rxfleet.js to start; the native add-ons are loaded
+ *   from the install's node_modules, as the modules they are bundled from would.
  */
-export async function bundle(root: string, out: string, version: string): Promise<void> {
+export async function bundle(root: string, out: string, version: string, target: BundleTarget): Promise<void> {
+  const natives = ['bufferutil', 'utf-8-validate', 'pkcs11js'];
   const result = await build({
     absWorkingDir: root,
-    entryPoints: [join(root, 'scripts/package/entry.ts')],
+    entryPoints: [join(root, target === 'binary' ? 'scripts/package/entry.ts' : 'bin/program.ts')],
     outfile: out,
     bundle: true,
     platform: 'node',
@@ -110,17 +125,50 @@ export async function bundle(root: string, out: string, version: string): Promis
     mainFields: ['main'],
     conditions: ['require'],
     tsconfig: join(root, 'tsconfig.build.json'),
-    plugins: [packageFiles(root, version), commanderWithoutChildProcess(), absentOptional(['bufferutil', 'utf-8-validate', 'pkcs11js'])],
+    plugins: [
+      packageFiles(root, version, target),
+      commanderWithoutChildProcess(),
+      ...(target === 'binary' ? [absentOptional(natives)] : []),
+    ],
+    external: target === 'npm' ? natives : [],
     // A single executable has no loader for `import()` ("A dynamic import callback was not
-    // specified"): every one, of a built-in too, becomes a `require` in a promise.
+    // specified"), nor has a bundle run by bin/compileCache.ts: every one, of a built-in too,
+    // becomes a `require` in a promise.
     supported: { 'dynamic-import': false },
-    // Smaller to read and to deserialise at every start (the code cache is of this text); names
+    // Smaller to read at every start, and V8 parses what the code cache does not hold; names
     // kept, as logs and errors print class and function names.
     minify: true,
     keepNames: true,
     legalComments: 'none',
     logLevel: 'warning',
     metafile: false,
+    write: false,
+  });
+  if (result.errors.length > 0) throw new Error('esbuild failed');
+  // ASCII only, so that a launcher reads it as latin1 (faster than UTF-8, and a one-byte string in
+  // V8 at half the memory): esbuild escapes strings but leaves a regular expression's characters
+  // (@nats-io/jetstream's duration has a µ), which an escape matches alike.
+  const text = result.outputFiles[0].text.replace(/[^\t\n\r\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  writeFileSync(out, `// rxfleet-bundle ${createHash('sha256').update(text).digest('hex').slice(0, 16)}\n${text}`, 'latin1');
+}
+
+/**
+ * The single executable's main script: scripts/package/seaMain.ts, which runs the bundle `bundle`
+ * made for the binary (one of its assets) with a code cache.
+ */
+export async function bundleSeaMain(root: string, out: string): Promise<void> {
+  const result = await build({
+    absWorkingDir: root,
+    entryPoints: [join(root, 'scripts/package/seaMain.ts')],
+    outfile: out,
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    format: 'cjs',
+    tsconfig: join(root, 'tsconfig.build.json'),
+    minify: true,
+    legalComments: 'none',
+    logLevel: 'warning',
   });
   if (result.errors.length > 0) throw new Error('esbuild failed');
 }

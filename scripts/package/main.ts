@@ -1,5 +1,6 @@
 // `npm run package`: the CLI as one executable and a Debian package, in build/package/:
 //   rxfleet.cjs                the whole CLI bundled by esbuild (runs with any Node 20+)
+//   sea-main.cjs               the binary's main script, which runs rxfleet.cjs with a code cache
 //   rxfleet                    the single executable (Node 20's SEA): no Node, no node_modules needed
 //   rxfleet_<version>_amd64.deb  /usr/bin/rxfleet, both systemd units, /etc/rxfleet/
 // Needs the operator kit built (`npm ci` builds it), linux-x64 and dpkg-deb. `--no-deb` stops
@@ -7,7 +8,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { bundle } from './bundle';
+import { bundle, bundleSeaMain } from './bundle';
 import { debianPackage } from './deb';
 import { singleExecutable } from './sea';
 
@@ -21,9 +22,11 @@ async function main(): Promise<void> {
   mkdirSync(out, { recursive: true });
   const started = Date.now();
   const cjs = join(out, 'rxfleet.cjs');
-  await bundle(root, cjs, version);
+  await bundle(root, cjs, version, 'binary');
+  const seaMain = join(out, 'sea-main.cjs');
+  await bundleSeaMain(root, seaMain);
   const binary = join(out, 'rxfleet');
-  singleExecutable(root, cjs, binary);
+  singleExecutable(root, seaMain, cjs, binary);
   const mb = (file: string) => `${(statSync(file).size / 1e6).toFixed(1)} MB`;
   console.log(`${binary}: ${mb(binary)} (bundle ${mb(cjs)}), Node ${process.version}`);
   if (process.argv.includes('--no-deb')) return;

@@ -1,4 +1,4 @@
-import type * as Crypto from 'node:crypto';
+import { lazyCrypto } from '../../lib/lazyCrypto';
 import { CallerHash } from '../../lib/choria/protocol/subjects';
 
 /** Whether this process runs in FIPS 140 mode, and what says so. */
@@ -28,8 +28,7 @@ export function fipsMode(env: Record<string, string | undefined> = process.env, 
   return { on: false, callerHash: 'md5' };
 }
 
-/** Node's own FIPS mode. The crypto module is loaded here, when asked: it costs an operator's command (`validate`) milliseconds it otherwise does without. */
+/** Node's own FIPS mode (the crypto module loaded only when asked). */
 function nodeFipsMode(): number {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports -- a synchronous, deferred load of a built-in
-  return (require('node:crypto') as typeof Crypto).getFips();
+  return lazyCrypto().getFips();
 }

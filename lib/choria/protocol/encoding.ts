@@ -1,4 +1,4 @@
-import { createHash, hash } from 'node:crypto';
+import { lazyCrypto } from '../../lazyCrypto';
 
 const EQUALS = 61;
 
@@ -36,16 +36,16 @@ export function utf8(data: Uint8Array): string {
 
 /** Hex MD5 (the reply subject's caller hash). */
 export function md5Hex(text: string): string {
-  return createHash('md5').update(text).digest('hex');
+  return lazyCrypto().createHash('md5').update(text).digest('hex');
 }
 
 /** SHA-256 of bytes, or of a string's UTF-8 bytes. */
 export function sha256(data: string | Uint8Array): Buffer {
   // The one-shot form (Node 20.12+) skips the Hash object a streaming digest needs.
-  return hash('sha256', data, 'buffer');
+  return lazyCrypto().hash('sha256', data, 'buffer');
 }
 
 /** Standard base64 of the SHA-256 of bytes or of a string's UTF-8 bytes (a secure reply's `hash`). */
 export function sha256Base64(data: string | Uint8Array): string {
-  return hash('sha256', data, 'base64');
+  return lazyCrypto().hash('sha256', data, 'base64');
 }

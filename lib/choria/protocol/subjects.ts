@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { lazyCrypto } from '../../lazyCrypto';
 import { md5Hex, sha256 } from './encoding';
 
 /**
@@ -21,7 +21,7 @@ export const PROVISIONING_COLLECTIVE = 'provisioning';
  * `NewRequestID` (the v1 schema insists on exactly 32).
  */
 export function newRequestId(): string {
-  return randomUUID().replaceAll('-', '');
+  return lazyCrypto().randomUUID().replaceAll('-', '');
 }
 
 /** `<collective>.reply.<md5 (or sha256) hex of caller id>`: where every reply to this caller lands. */

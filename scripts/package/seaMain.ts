@@ -1,0 +1,20 @@
+// The single executable's main script: the CLI's bundle is one of the binary's assets
+// (CLI_BUNDLE_ASSET), run from a code cache of the same command's last run (bin/compileCache.ts),
+// with the binary's `require` (Node's built-ins: the bundle needs nothing else).
+import { dirname } from 'node:path';
+import { getAsset } from 'node:sea';
+import { cacheKeyOf, compileCacheDir, runBundle } from '../../bin/compileCache';
+import { CACHED_COMMANDS, COMMAND_NAMES } from '../../bin/commandNames';
+import { CLI_BUNDLE_ASSET } from './assets';
+
+runBundle({
+  // ASCII only (scripts/package/bundle.ts): latin1 reads it faster than UTF-8.
+  source: Buffer.from(getAsset(CLI_BUNDLE_ASSET)).toString('latin1'),
+  // Where it would be, were it a file: stack traces name it.
+  filename: `${process.execPath}:${CLI_BUNDLE_ASSET}`,
+  dirname: dirname(process.execPath),
+  require,
+  // A sample helper run by the binary (--sample-helper) has none.
+  key: cacheKeyOf(process.argv.slice(2), COMMAND_NAMES, CACHED_COMMANDS),
+  cacheDir: compileCacheDir(process.env),
+});

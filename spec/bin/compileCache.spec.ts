@@ -1,0 +1,220 @@
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { cacheKeyOf, compileCacheDir } from '../../bin/compileCache';
+import { CACHED_COMMANDS, COMMAND_NAMES } from '../../bin/commandNames';
+import { RXFLEET_BIN } from '../helpers/rxfleetProcess';
+
+// The launchers' code cache (bin/compileCache.ts), run in child processes as the CLI runs it: a
+// cache is written when a process exits, and used by the next. The runner below calls the built
+// runBundle (`npm test` builds first) on a small bundle and prints what became of the cache.
+const execFileAsync = promisify(execFile);
+const root = resolve(__dirname, '../..');
+let scratch: string;
+
+beforeAll(() => {
+  scratch = mkdtempSync(join(tmpdir(), 'rxfleet-compile-cache-'));
+  writeFileSync(
+    join(scratch, 'runner.cjs'),
+    `const { runBundle } = require(${JSON.stringify(join(root, 'dist/bin/compileCache.js'))});
+const { readFileSync } = require('node:fs');
+const file = process.argv[2];
+const use = runBundle({ source: readFileSync(file, 'latin1'), filename: file, dirname: __dirname, require, key: 'status', cacheDir: process.env.CACHE_DIR });
+console.log('cache ' + use);
+`,
+  );
+});
+
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+/** A bundle as scripts/package/bundle.ts heads it; its body prints `says` and exits with `exitCode`. */
+function bundleText(says: string): string {
+  const body = `const words = ${JSON.stringify(says)};
+function shout(text) { return text.toUpperCase(); }
+function twice(text) { return [text, text].join(' '); }
+console.log(twice(shout(words)), typeof require, __filename.endsWith('.cjs'));
+process.exitCode = Number(process.env.EXIT_CODE ?? 0);
+`;
+  return `// rxfleet-bundle ${createHash('sha256').update(body).digest('hex').slice(0, 16)}\n${body}`;
+}
+
+async function run(bundle: string, cacheDir: string, exitCode = 0): Promise<{ use: string; said: string; code: number }> {
+  try {
+    const { stdout } = await execFileAsync(process.execPath, [join(scratch, 'runner.cjs'), bundle], {
+      env: { ...process.env, CACHE_DIR: cacheDir, EXIT_CODE: String(exitCode) },
+    });
+    return { said: stdout.split('\n')[0], use: /cache (\w+)/.exec(stdout)?.[1] ?? '', code: 0 };
+  } catch (error) {
+    const e = error as { code: number; stdout: string };
+    return { said: e.stdout.split('\n')[0], use: /cache (\w+)/.exec(e.stdout)?.[1] ?? '', code: e.code };
+  }
+}
+
+let n = 0;
+/** A fresh bundle file and cache directory. */
+function place(says = 'hello'): { bundle: string; cache: string } {
+  const dir = join(scratch, `case-${++n}`);
+  mkdirSync(dir);
+  const bundle = join(dir, 'cli.cjs');
+  writeFileSync(bundle, bundleText(says));
+  return { bundle, cache: join(dir, 'cache') };
+}
+
+const cacheFiles = (cache: string): string[] => readdirSync(cache).filter((name) => name.endsWith('.v8'));
+const only = (cache: string): string => {
+  const files = cacheFiles(cache);
+  expect(files).toHaveLength(1);
+  return join(cache, files[0]);
+};
+const header = (file: string): string => readFileSync(file, 'latin1').split('\n')[0];
+
+describe('runBundle: a code cache of the last run', () => {
+  it("writes one at the first run's exit, private to the user, and the next run uses it without writing again", async () => {
+    const { bundle, cache } = place();
+    expect(await run(bundle, cache)).toEqual({ use: 'none', said: 'HELLO HELLO function true', code: 0 });
+    const file = only(cache);
+    const hash = /^\/\/ rxfleet-bundle ([0-9a-f]{16})/.exec(readFileSync(bundle, 'latin1'))![1];
+    expect(header(file)).toBe(`rxfleet-compile-cache ${hash} ${process.version} ${process.arch} ok`);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(statSync(cache).mode & 0o777).toBe(0o700);
+    const written = statSync(file).mtimeMs;
+    expect(await run(bundle, cache)).toEqual({ use: 'used', said: 'HELLO HELLO function true', code: 0 });
+    expect(statSync(file).mtimeMs).toBe(written);
+    expect(cacheFiles(cache)).toHaveLength(1);
+  });
+
+  it('never uses a cache for another text of the same length at the same path (V8 checks only the length), and replaces it', async () => {
+    const { bundle, cache } = place('hello');
+    await run(bundle, cache);
+    const before = header(only(cache));
+    writeFileSync(bundle, bundleText('HELLO'));
+    expect(readFileSync(bundle).length).toBe(bundleText('hello').length);
+    expect(await run(bundle, cache)).toEqual({ use: 'none', said: 'HELLO HELLO function true', code: 0 });
+    expect(header(only(cache))).not.toBe(before);
+    expect((await run(bundle, cache)).use).toBe('used');
+  });
+
+  it('runs the bundle when V8 refuses the data, and writes a good cache in its place', async () => {
+    const { bundle, cache } = place();
+    await run(bundle, cache);
+    const file = only(cache);
+    writeFileSync(file, `${header(file)}\n${'x'.repeat(4096)}`, { mode: 0o600 });
+    expect(await run(bundle, cache)).toEqual({ use: 'refused', said: 'HELLO HELLO function true', code: 0 });
+    expect((await run(bundle, cache)).use).toBe('used');
+  });
+
+  it("replaces a failed run's cache with a successful run's, and keeps a successful run's through a failed one", async () => {
+    const { bundle, cache } = place();
+    expect((await run(bundle, cache, 3)).code).toBe(3);
+    expect(header(only(cache))).toMatch(/ failed$/);
+    expect((await run(bundle, cache, 0)).use).toBe('used');
+    expect(header(only(cache))).toMatch(/ ok$/);
+    const written = statSync(only(cache)).mtimeMs;
+    expect((await run(bundle, cache, 3)).use).toBe('used');
+    expect(statSync(only(cache)).mtimeMs).toBe(written);
+    expect(header(only(cache))).toMatch(/ ok$/);
+  });
+
+  it('uses no cache that others could have written: a file others may write, a symbolic link, a directory others may write', async () => {
+    const { bundle, cache } = place();
+    await run(bundle, cache);
+    const file = only(cache);
+    chmodSync(file, 0o666);
+    expect((await run(bundle, cache)).use).toBe('none');
+    // ...and puts its own in its place.
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect((await run(bundle, cache)).use).toBe('used');
+
+    const elsewhere = join(scratch, `elsewhere-${n}.v8`);
+    writeFileSync(elsewhere, readFileSync(file), { mode: 0o600 });
+    rmSync(file);
+    symlinkSync(elsewhere, file);
+    expect((await run(bundle, cache)).use).toBe('none');
+
+    const open = place();
+    mkdirSync(open.cache, { mode: 0o777 });
+    chmodSync(open.cache, 0o777);
+    expect(await run(open.bundle, open.cache)).toEqual({ use: 'none', said: 'HELLO HELLO function true', code: 0 });
+    expect(cacheFiles(open.cache)).toEqual([]);
+  });
+
+  it('runs as before, writing nothing, where the directory cannot be made', async () => {
+    const { bundle } = place();
+    const blocked = join(scratch, `a-file-${n}`);
+    writeFileSync(blocked, '');
+    const outcome = await run(bundle, join(blocked, 'cache'));
+    expect(outcome).toEqual({ use: 'none', said: 'HELLO HELLO function true', code: 0 });
+  });
+});
+
+describe('which cache a command line uses', () => {
+  it.each([
+    [['status', '--nats', 'nats://x:4222'], 'status'],
+    [['history', 'node-1.example.net'], 'history'],
+    [['validate', '--config', 'a.yaml'], 'validate'],
+    [['--debug', 'validate'], 'validate'],
+    [['status', '--help'], 'status-help'],
+    [['provision', '-h'], 'provision-help'],
+    [['help', 'enrich'], 'enrich-help'],
+    [['--help'], 'rxfleet-help'],
+    [['--version'], 'rxfleet'],
+    [['-V'], 'rxfleet'],
+  ])('%j: %s', (args, key) => {
+    expect(cacheKeyOf(args, COMMAND_NAMES, CACHED_COMMANDS)).toBe(key);
+  });
+
+  it.each([[['provision', '--config', 'p.yaml']], [['run']], [['enrich']], [['demo']], [['--config', 'p.yaml']], [[]]])(
+    '%j, a daemon or a long run: none',
+    (args) => {
+      expect(cacheKeyOf(args, COMMAND_NAMES, CACHED_COMMANDS)).toBeUndefined();
+    },
+  );
+
+  it('where: RXFLEET_COMPILE_CACHE, else $XDG_CACHE_HOME/rxfleet, else ~/.cache/rxfleet; none when disabled or homeless', () => {
+    expect(compileCacheDir({ RXFLEET_COMPILE_CACHE: '/c', XDG_CACHE_HOME: '/x', HOME: '/h' })).toBe('/c');
+    expect(compileCacheDir({ XDG_CACHE_HOME: '/x', HOME: '/h' })).toBe('/x/rxfleet');
+    expect(compileCacheDir({ HOME: '/h' })).toBe('/h/.cache/rxfleet');
+    expect(compileCacheDir({})).toBeUndefined();
+    expect(compileCacheDir({ HOME: '/h', RXFLEET_DISABLE_COMPILE_CACHE: '1' })).toBeUndefined();
+    expect(compileCacheDir({ HOME: '/h', RXFLEET_DISABLE_COMPILE_CACHE: '0' })).toBe('/h/.cache/rxfleet');
+  });
+});
+
+describe('the npm install runs its bundle through the cache', () => {
+  const cli = async (args: string[], cache: string) =>
+    execFileAsync(process.execPath, [RXFLEET_BIN, ...args], { env: { ...process.env, RXFLEET_COMPILE_CACHE: cache } });
+
+  it('names every command the program has, and caches only commands of it', async () => {
+    const { stdout } = await execFileAsync(process.execPath, [RXFLEET_BIN, '--help'], { env: { ...process.env, COLUMNS: '200' } });
+    const listed = stdout
+      .slice(stdout.indexOf('Commands:'))
+      .split('\n')
+      .map((line) => /^ {2}([a-z][a-z|-]*)/.exec(line)?.[1])
+      .filter((name): name is string => name !== undefined && name !== 'help')
+      .flatMap((name) => name.split('|'));
+    expect([...listed].sort()).toEqual([...COMMAND_NAMES].sort());
+    for (const command of CACHED_COMMANDS) expect(COMMAND_NAMES).toContain(command);
+  });
+
+  it('keeps a cache per operator command, none for a daemon, and uses it at the next start', async () => {
+    const cache = join(scratch, 'cli-cache');
+    expect((await cli(['--version'], cache)).stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+    await cli(['validate', '--help'], cache);
+    await expect(cli(['provision', '--config', join(scratch, 'none.yaml')], cache)).rejects.toThrow();
+    const files = readdirSync(cache).sort();
+    expect(files.map((f) => f.replace(/^[0-9a-f]{8}-/, ''))).toEqual(['rxfleet.v8', 'validate-help.v8']);
+    const written = files.map((f) => statSync(join(cache, f)).mtimeMs);
+    expect((await cli(['--version'], cache)).stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+    expect(files.map((f) => statSync(join(cache, f)).mtimeMs)).toEqual(written);
+  });
+
+  it('is ASCII only, headed by the hash of the rest of its text', () => {
+    const text = readFileSync(join(root, 'dist/bin/rxfleet.bundle.cjs'), 'latin1');
+    const [, hash, rest] = /^\/\/ rxfleet-bundle ([0-9a-f]{16})\n([\s\S]*)$/.exec(text) ?? [];
+    expect(createHash('sha256').update(rest).digest('hex').slice(0, 16)).toBe(hash);
+    expect(/[^\t\n\r\x20-\x7e]/.test(text)).toBe(false);
+  });
+});

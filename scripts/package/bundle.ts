@@ -57,25 +57,79 @@ function packageFiles(root: string, version: string, target: BundleTarget): Plug
   };
 }
 
+/** A dependency's eager `require` of a built-in, made lazy in the bundle; see `deferredBuiltins`. */
+interface Deferral {
+  /** The module's path under node_modules. */
+  file: string;
+  /** Each line as the module has it, and what the bundle has instead. */
+  lines: Array<[eager: string, deferred: string]>;
+  /** The bindings the deferred module is held in (a pattern), and every use of them the replacement provides. */
+  binding: string;
+  uses: string[];
+}
+
+const DEFERRALS: Deferral[] = [
+  // For executable subcommands, which the CLI has none of.
+  {
+    file: 'commander/lib/command.js',
+    lines: [
+      [
+        "const childProcess = require('node:child_process');",
+        "const childProcess = { spawn: (...args) => require('node:child_process').spawn(...args) };",
+      ],
+    ],
+    binding: 'childProcess',
+    uses: ['childProcess.spawn'],
+  },
+  // tls for a tls:// server only (its TLSSocket check becomes the socket's own `encrypted`), dns
+  // for a host name to resolve; tls loads the crypto module too.
+  {
+    file: '@nats-io/transport-node/lib/node_transport.js',
+    lines: [
+      ['const node_tls_1 = require("node:tls");', 'const node_tls_1 = { connect: (...args) => require("node:tls").connect(...args) };'],
+      ['return this.socket instanceof node_tls_1.TLSSocket;', 'return this.socket?.encrypted === true;'],
+      [
+        'const node_dns_1 = __importDefault(require("node:dns"));',
+        'const node_dns_1 = { default: { lookup: (...args) => require("node:dns").lookup(...args) } };',
+      ],
+    ],
+    binding: 'node_(?:tls|dns)_1',
+    uses: ['node_tls_1.connect', 'node_dns_1.default.lookup'],
+  },
+  // Its random source for nkeys, which signs only where a site authenticates with one.
+  {
+    file: 'tweetnacl/nacl-fast.js',
+    lines: [["crypto = require('crypto');", "crypto = { randomBytes: (n) => require('crypto').randomBytes(n) };"]],
+    binding: 'crypto',
+    uses: ['crypto.randomBytes', 'crypto.getRandomValues'],
+  },
+];
+
 /**
- * commander loads `child_process` when it loads (for executable subcommands, which the CLI has
- * none of): milliseconds of every command's start in the binary, where each built-in module is
- * compiled at first use. The bundle's copy loads it only if a subcommand is ever spawned; a
- * commander that words the line otherwise fails the build rather than loading it again.
+ * Built-in modules that dependencies load when they load, for what only some commands do:
+ * milliseconds of every start (`status` reads a stream over plain nats:// and needs neither tls,
+ * dns nor crypto). The bundle's copy loads each at its first use. A dependency whose lines change,
+ * or which uses more of the module than the replacement provides, fails the build rather than
+ * loading it again or breaking.
  */
-function commanderWithoutChildProcess(): Plugin {
-  const eager = "const childProcess = require('node:child_process');";
-  const deferred = "const childProcess = { spawn: (...args) => require('node:child_process').spawn(...args) };";
+function deferredBuiltins(): Plugin {
   return {
-    name: 'rxfleet-commander-deferred-child-process',
+    name: 'rxfleet-deferred-builtins',
     setup(b) {
-      b.onLoad({ filter: /[\\/]node_modules[\\/]commander[\\/]lib[\\/]command\.js$/ }, (args) => {
-        const source = readFileSync(args.path, 'utf8');
-        if (!source.includes(eager)) throw new Error(`${args.path} no longer has "${eager}": update scripts/package/bundle.ts`);
-        if ((source.match(/childProcess\.(\w+)/g) ?? []).some((use) => use !== 'childProcess.spawn'))
-          throw new Error(`${args.path} uses more of child_process than spawn: update scripts/package/bundle.ts`);
-        return { contents: source.replace(eager, deferred), loader: 'js' };
-      });
+      for (const deferral of DEFERRALS) {
+        const filter = new RegExp(`[\\\\/]node_modules[\\\\/]${deferral.file.replace(/[.]/g, '\\.').replace(/\//g, '[\\\\/]')}$`);
+        b.onLoad({ filter }, (args) => {
+          let source = readFileSync(args.path, 'utf8');
+          for (const [eager, deferred] of deferral.lines) {
+            if (!source.includes(eager)) throw new Error(`${args.path} no longer has "${eager}": update scripts/package/bundle.ts`);
+            source = source.replace(eager, deferred);
+          }
+          const used = source.match(new RegExp(`\\b(?:${deferral.binding})(?:\\.\\w+)+`, 'g')) ?? [];
+          const unprovided = used.filter((use) => !deferral.uses.includes(use));
+          if (unprovided.length > 0) throw new Error(`${args.path} uses ${unprovided.join(', ')}: update scripts/package/bundle.ts`);
+          return { contents: source, loader: 'js' };
+        });
+      }
     },
   };
 }
@@ -125,11 +179,7 @@ export async function bundle(root: string, out: string, version: string, target:
     mainFields: ['main'],
     conditions: ['require'],
     tsconfig: join(root, 'tsconfig.build.json'),
-    plugins: [
-      packageFiles(root, version, target),
-      commanderWithoutChildProcess(),
-      ...(target === 'binary' ? [absentOptional(natives)] : []),
-    ],
+    plugins: [packageFiles(root, version, target), deferredBuiltins(), ...(target === 'binary' ? [absentOptional(natives)] : [])],
     external: target === 'npm' ? natives : [],
     // A single executable has no loader for `import()` ("A dynamic import callback was not
     // specified"), nor has a bundle run by bin/compileCache.ts: every one, of a built-in too,

@@ -160,6 +160,20 @@ describe(`rxfleet_${version}_amd64.deb`, () => {
     await ok('dpkg', ['--install', deb]);
     expect(await installed()).toBe('installed');
     expect((await ok('/usr/bin/rxfleet', ['--version'])).stdout.trim()).toBe(version);
+    // The binary keeps a code cache of the command's run (bin/compileCache.ts), and the next run
+    // uses it rather than writing it again.
+    const cache = join(scratch, 'compile-cache');
+    const versionRun = async () =>
+      (await ok('/usr/bin/rxfleet', ['--version'], { env: cleanEnv({ RXFLEET_COMPILE_CACHE: cache }) })).stdout.trim();
+    expect(await versionRun()).toBe(version);
+    expect(readdirSync(cache)).toHaveLength(1);
+    const cached = join(cache, readdirSync(cache)[0]);
+    expect(readFileSync(cached, 'latin1').split('\n')[0]).toMatch(
+      new RegExp(`^rxfleet-compile-cache [0-9a-f]{16} ${process.version.replace(/\./g, '\\.')} x64 ok$`),
+    );
+    const written = statSync(cached).mtimeMs;
+    expect(await versionRun()).toBe(version);
+    expect(statSync(cached).mtimeMs).toBe(written);
     const user = (await ok('getent', ['passwd', 'rxfleet'])).stdout.trim().split(':');
     expect([user[0], user[5], user[6]]).toEqual(['rxfleet', '/var/lib/rxfleet-provision', '/usr/sbin/nologin']);
     expect(Number(user[2])).toBeLessThan(1000);

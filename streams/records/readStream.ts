@@ -36,9 +36,26 @@ function missing(error: unknown, stream: string): unknown {
 }
 
 /**
+ * The newest message of each subject, oldest first: a deliver-last-per-subject consumer starts at
+ * the last of each subject but goes on to deliver what is written while it is read (an instance
+ * writes its record every few seconds), which would be a second message for that subject.
+ */
+export function newestPerSubject(messages: readonly StoredMessage[]): StoredMessage[] {
+  const newest = new Map<string, StoredMessage>();
+  for (const message of messages) {
+    const seen = newest.get(message.subject);
+    if (seen !== undefined && seen.seq > message.seq) continue;
+    newest.delete(message.subject);
+    newest.set(message.subject, message);
+  }
+  return [...newest.values()];
+}
+
+/**
  * Reads every stored message on `subject`, or only the last of each subject (`last: true`), with
  * an ordered consumer (JetStream's own deliver-last-per-subject on nats-server 2.9 and later),
- * oldest first. Ends when the consumer has nothing pending; the consumer is deleted after.
+ * oldest first. Ends when the consumer has nothing pending; the consumer is deleted after. With
+ * `last`, a subject written to during the read still gives one message, its newest.
  * Throws {@link StreamMissingError} when the stream is not there.
  */
 export async function readStream(nc: NatsConnection, options: StreamReadOptions & { last?: boolean }): Promise<StoredMessage[]> {
@@ -73,7 +90,7 @@ export async function readStream(nc: NatsConnection, options: StreamReadOptions 
       if (pending === 0) break;
     }
     await messages.close();
-    return out;
+    return options.last === true ? newestPerSubject(out) : out;
   } finally {
     await consumer.delete().catch(() => undefined);
   }

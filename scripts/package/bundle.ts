@@ -96,7 +96,7 @@ const DEFERRALS: Deferral[] = [
     binding: 'node_(?:tls|dns)_1',
     uses: ['node_tls_1.connect', 'node_dns_1.default.lookup'],
   },
-  // Its random source for nkeys, which signs only where a site authenticates with one.
+  // Its random source, which only making a key uses (signing with an nkey does not).
   {
     file: 'tweetnacl/nacl-fast.js',
     lines: [["crypto = require('crypto');", "crypto = { randomBytes: (n) => require('crypto').randomBytes(n) };"]],

@@ -1,6 +1,6 @@
-// The entry of the bundle `npm run package` makes (scripts/package/bundle.ts), and so of the
-// single executable: what a file tree gives `node dist/bin/rxfleet.js` and a lone binary has not. The
-// binary's main script (scripts/package/seaMain.ts) runs this bundle.
+// The entry of the bundle `npm run package` makes (scripts/package/bundle.ts), which the single
+// executable's main script (scripts/package/seaMain.ts) runs: what a file tree gives
+// `node dist/bin/rxfleet.js` and a lone binary has not.
 //
 // - Files the CLI finds beside itself (the demo's sample helpers, the LXD image script): in the
 //   binary they are assets (sea-config.json); the first command that asks for one gets them
@@ -17,7 +17,6 @@ import * as sea from 'node:sea';
 import { ASSETS } from './assets';
 
 const SAMPLE_HELPER_FLAG = '--sample-helper';
-
 const inBinary = sea.isSea();
 let extracted: string | undefined;
 

@@ -1,4 +1,4 @@
-import { NatsServerProcess, freePort, startNatsServer } from './natsServerProcess';
+import { NatsServerProcess, PORT_ATTEMPTS, PortInUseError, freePort, startNatsServer } from './natsServerProcess';
 import { definedFields } from '../lib/definedFields';
 
 /** Options for {@link startNatsCluster}. */
@@ -86,34 +86,39 @@ let clustersStarted = 0;
 export async function startNatsCluster(options: NatsClusterOptions = {}): Promise<NatsClusterProcess> {
   const { size = 3, name = 'rxfleet', config = '', binary, readyTimeoutMs = 30_000, partitionable = false } = options;
   if (size < 1) throw new RangeError(`a cluster needs at least one server, got ${size}`);
-  const ports = await Promise.all(
-    Array.from({ length: size }, async () => ({ client: await freePort(), cluster: await freePort(), monitor: await freePort() })),
-  );
-  const routes = ports.map((p) => `nats-route://127.0.0.1:${p.cluster}`).join(', ');
   const gidOffset = gidBase() + (clustersStarted++ % 3) * size;
   const servers: ClusterServer[] = [];
   const stopAll = async (): Promise<void> => {
     await Promise.all(servers.map((s) => s.stop()));
   };
-  try {
-    for (const [index, port] of ports.entries()) {
-      const serverName = `${name}-${index + 1}`;
-      const gid = partitionable ? gidOffset + index : undefined;
-      const started = await startNatsServer({
-        port: port.client,
-        serverName,
-        ...definedFields({ binary, gid }),
-        config: [
-          `http: 127.0.0.1:${port.monitor}`,
-          `cluster: { name: ${name}, listen: 127.0.0.1:${port.cluster}, routes: [${routes}] }`,
-          config,
-        ].join('\n'),
-      });
-      servers.push(clusterServer(started, { name: serverName, clusterPort: port.cluster, monitorPort: port.monitor, gid }));
+  // The ports are picked together (each server's routes name them all), so a port another process
+  // takes first means picking them all again.
+  for (let attempt = 1; servers.length < size; attempt++) {
+    const ports = await Promise.all(
+      Array.from({ length: size }, async () => ({ client: await freePort(), cluster: await freePort(), monitor: await freePort() })),
+    );
+    const routes = ports.map((p) => `nats-route://127.0.0.1:${p.cluster}`).join(', ');
+    try {
+      for (const [index, port] of ports.entries()) {
+        const serverName = `${name}-${index + 1}`;
+        const gid = partitionable ? gidOffset + index : undefined;
+        const started = await startNatsServer({
+          port: port.client,
+          serverName,
+          ...definedFields({ binary, gid }),
+          config: [
+            `http: 127.0.0.1:${port.monitor}`,
+            `cluster: { name: ${name}, listen: 127.0.0.1:${port.cluster}, routes: [${routes}] }`,
+            config,
+          ].join('\n'),
+        });
+        servers.push(clusterServer(started, { name: serverName, clusterPort: port.cluster, monitorPort: port.monitor, gid }));
+      }
+    } catch (error) {
+      await stopAll();
+      servers.length = 0;
+      if (!(error instanceof PortInUseError) || attempt === PORT_ATTEMPTS) throw error;
     }
-  } catch (error) {
-    await stopAll();
-    throw error;
   }
 
   const metaLeader = (): Promise<string | undefined> => metaLeaderOf(servers);

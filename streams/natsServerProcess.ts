@@ -63,14 +63,28 @@ export function freePort(): Promise<number> {
   });
 }
 
-function canConnect(port: number): Promise<boolean> {
+/**
+ * Whether the server named `serverName` answers on the port: its first line is an `INFO` naming
+ * it. A connection alone is not enough: another process, even another nats-server, may be
+ * listening on the port this one failed to bind.
+ */
+function servesNats(port: number, serverName: string): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = createConnection({ port, host: '127.0.0.1' });
-    socket.once('connect', () => {
+    const done = (answer: boolean) => {
       socket.destroy();
-      resolve(true);
+      resolve(answer);
+    };
+    socket.setTimeout(1000, () => done(false));
+    let head = '';
+    socket.on('data', (chunk: Buffer) => {
+      head += chunk.toString('latin1');
+      const end = head.indexOf('\n');
+      if (end !== -1 || head.length > 65_536)
+        done(head.startsWith('INFO ') && head.slice(0, end).includes(`"server_name":${JSON.stringify(serverName)}`));
     });
-    socket.once('error', () => resolve(false));
+    socket.once('error', () => done(false));
+    socket.once('close', () => done(false));
   });
 }
 
@@ -99,11 +113,50 @@ function exited(child: ChildProcess): Promise<void> {
 }
 
 /**
+ * A server that could not listen on a port it was given: another process took the port between
+ * {@link freePort} finding it free and the server binding it (any outgoing connection on the
+ * machine may be given it as its local port). Whoever picked the port can pick another.
+ */
+export class PortInUseError extends Error {
+  override readonly name = 'PortInUseError';
+}
+
+/** Why a server that exited at start did: its log's last error line, as the error's message. */
+function exitError(code: number, dir: string): Error {
+  let log = '';
+  try {
+    log = readFileSync(join(dir, 'nats.log'), 'utf8');
+  } catch {
+    // No log written: the message says so by having none.
+  }
+  const reason = log
+    .split('\n')
+    .filter((line) => /\[(ERR|FTL)\]/.test(line))
+    .pop();
+  const message = `nats-server exited with ${code}${reason === undefined ? '' : `: ${reason.replace(/^.*?\[(ERR|FTL)\] /, '')}`}`;
+  return /address already in use/.test(reason ?? '') ? new PortInUseError(message) : new Error(message);
+}
+
+/** Attempts at a start whose port another process took first (see {@link PortInUseError}). */
+export const PORT_ATTEMPTS = 3;
+
+/**
  * Starts a private `nats-server` on a free loopback port with its own temporary directory (config,
  * JetStream store, log), and resolves once it accepts connections. Nothing is shared with any
- * other server on the machine; `stop()` removes every trace.
+ * other server on the machine; `stop()` removes every trace. A port it picked itself that another
+ * process takes first is picked again, up to {@link PORT_ATTEMPTS} times.
  */
 export async function startNatsServer(options: NatsServerOptions = {}): Promise<NatsServerProcess> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnPort(options, options.port ?? (await freePort()));
+    } catch (error) {
+      if (!(error instanceof PortInUseError) || options.port !== undefined || attempt === PORT_ATTEMPTS) throw error;
+    }
+  }
+}
+
+async function startOnPort(options: NatsServerOptions, port: number): Promise<NatsServerProcess> {
   const { jetstream = true, config = '', binary = 'nats-server', readyTimeoutMs = 10_000 } = options;
   const dir = mkdtempSync(join(tmpdir(), 'rxfleet-nats-'));
   let child: ChildProcess | undefined;
@@ -117,9 +170,9 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
     }
     rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 20 });
   });
-  const port = options.port ?? (await freePort());
   const confFile = join(dir, 'nats.conf');
-  const lines = [`listen: 127.0.0.1:${port}`, `server_name: ${options.serverName ?? `rxfleet_${port}`}`];
+  const serverName = options.serverName ?? `rxfleet_${port}`;
+  const lines = [`listen: 127.0.0.1:${port}`, `server_name: ${serverName}`];
   if (jetstream) lines.push(`jetstream: { store_dir: "${join(dir, 'js')}" }`);
   writeFileSync(confFile, `${lines.join('\n')}\n${config.replaceAll('{{dir}}', dir)}\n`);
 
@@ -132,8 +185,8 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
     const spawnError = new Promise<never>((_, reject) => started.once('error', reject));
     const deadline = Date.now() + readyTimeoutMs;
     for (;;) {
-      if (started.exitCode !== null) throw new Error(`nats-server exited with ${started.exitCode} (see ${join(dir, 'nats.log')})`);
-      if (await Promise.race([canConnect(port), spawnError])) return;
+      if (started.exitCode !== null) throw exitError(started.exitCode, dir);
+      if (await Promise.race([servesNats(port, serverName), spawnError])) return;
       if (Date.now() > deadline) throw new Error(`nats-server did not accept connections on ${port} within ${readyTimeoutMs} ms`);
       await new Promise((r) => setTimeout(r, 25));
     }

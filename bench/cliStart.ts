@@ -8,10 +8,11 @@
  * Every command is run RUNS times (default 20), all of them in turn each round, so a change in the
  * machine's load falls on each alike; the median of each is printed with its ratio to the bare
  * start. Each command's first run, before those, has no code cache yet (bin/compileCache.ts; the
- * bench keeps its caches in its own directory) and writes it: that run is printed on its own. `status` and `history` read a records stream on a private nats-server the bench fills
- * first (an instance record and NODES node records, default 200), so they connect, ask and print
- * as on a site; `validate` checks examples/provisioner-minimal.yaml. One JSON line per figure; the
- * load average first and last (bench/machineLoad.ts).
+ * bench keeps its caches in its own directory) and writes it: that run is printed on its own.
+ * `status` and `history` read a records stream on a private nats-server the bench fills first (an
+ * instance record and NODES node records, default 200), so they connect, ask and print as on a
+ * site; `validate` checks examples/provisioner-minimal.yaml. One JSON line per figure; the load
+ * average first and last (bench/machineLoad.ts).
  *
  * `npm run bench:cli` builds dist/ and the binary first (`npm run package -- --no-deb`); a missing
  * binary is skipped with a line saying so.

@@ -142,9 +142,9 @@ export const PORT_ATTEMPTS = 3;
 
 /**
  * Starts a private `nats-server` on a free loopback port with its own temporary directory (config,
- * JetStream store, log), and resolves once it accepts connections. Nothing is shared with any
- * other server on the machine; `stop()` removes every trace. A port it picked itself that another
- * process takes first is picked again, up to {@link PORT_ATTEMPTS} times.
+ * JetStream store, log), and resolves once it answers as itself (its `INFO` names it). Nothing is
+ * shared with any other server on the machine; `stop()` removes every trace. A port it picked
+ * itself that another process takes first is picked again, up to {@link PORT_ATTEMPTS} times.
  */
 export async function startNatsServer(options: NatsServerOptions = {}): Promise<NatsServerProcess> {
   for (let attempt = 1; ; attempt++) {

@@ -127,20 +127,22 @@ export interface Bundle {
  */
 export function runBundle(bundle: Bundle): CacheUse {
   const hash = BUNDLE_HEADER.exec(bundle.source)?.[1];
-  const dir = hash === undefined || bundle.key === undefined ? undefined : bundle.cacheDir;
   // One file per place the bundle is run from and command: a new build or Node there replaces it,
   // and an npm install and a binary (or two versions) on one host keep theirs apart.
-  const file = `${pathHash(bundle.filename)}-${bundle.key}.v8`;
-  const cached = dir === undefined || hash === undefined ? undefined : readCache(dir, file, hash);
+  const place =
+    hash === undefined || bundle.key === undefined || bundle.cacheDir === undefined
+      ? undefined
+      : { dir: bundle.cacheDir, file: `${pathHash(bundle.filename)}-${bundle.key}.v8`, hash };
+  const cached = place === undefined ? undefined : readCache(place.dir, place.file, place.hash);
   const script = new Script(`(function (exports, require, module, __filename, __dirname) { ${bundle.source}\n});`, {
     filename: bundle.filename,
     cachedData: cached?.data,
   });
-  if (dir !== undefined && hash !== undefined)
+  if (place !== undefined)
     process.once('exit', (code) => {
       const success = code === 0;
       if (cached !== undefined && !script.cachedDataRejected && (cached.fromSuccess || !success)) return;
-      writeCache(dir, file, hash, script.createCachedData(), success);
+      writeCache(place.dir, place.file, place.hash, script.createCachedData(), success);
     });
   const module = { exports: {} };
   (script.runInThisContext() as (...args: unknown[]) => void).call(
@@ -151,5 +153,5 @@ export function runBundle(bundle: Bundle): CacheUse {
     bundle.filename,
     bundle.dirname,
   );
-  return dir === undefined ? 'off' : cached === undefined ? 'none' : script.cachedDataRejected === true ? 'refused' : 'used';
+  return place === undefined ? 'off' : cached === undefined ? 'none' : script.cachedDataRejected === true ? 'refused' : 'used';
 }

@@ -75,7 +75,12 @@ describe("rxfleet provision active-active, as processes on a broker laid out as 
     // Claims live 20 s: they lapse before the survivors' next round (a minute after their first),
     // and outlive the survivors' queue of the dead instance's nodes (older sightings are refused).
     aa = await ElectionFleet.start(ELECTION_TTL_MS, { claimsTtlMs: 20_000 });
-    const provisioners = await Promise.all(['aa-a', 'aa-b', 'aa-c'].map((name) => aa!.provisioner(name, { mode: 'active-active' })));
+    // The victim's helper takes a second, so the cycle it is killed in is surely still under way.
+    const provisioners = await Promise.all(
+      ['aa-a', 'aa-b', 'aa-c'].map((name, i) =>
+        aa!.provisioner(name, i === 0 ? { mode: 'active-active', helper: `${SCRIPTED_HELPER} delay 1000` } : { mode: 'active-active' }),
+      ),
+    );
     await setUp(provisioners);
     const [victim, ...survivors] = provisioners;
 

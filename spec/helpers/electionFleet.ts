@@ -292,17 +292,21 @@ export function cyclesInFlightAt(requests: RequestRecord[], at: number, caller?:
 
 /**
  * Waits until `caller` is mid-run by the fleet's trace: at least `done` nodes told to restart and a
- * cycle of its own under way, so that a kill then has cycles in flight to count duplicates
- * against (CI has killed an instance between its rounds, with none).
+ * cycle of its own under way that has not yet reached its configure, so that a kill at once still
+ * finds it in flight to count duplicates against. A cycle seen merely under way may be at its
+ * restart already, the trace read a moment behind the fleet: CI has killed an instance between
+ * rounds, and just after its last restart, with none in flight.
  */
 export async function waitMidRun(fleet: RxfleetProcess, caller: string, done: number, timeoutMs = 60_000): Promise<void> {
   await waitFor(
     () => {
-      const requests = tracedRequests(fleet);
-      const restarted = requests.filter((r) => r.caller === caller && r.action === 'restart').length;
-      return restarted >= done && cyclesInFlightAt(requests, Date.now(), caller) > 0;
+      const mine = tracedRequests(fleet).filter((r) => r.caller === caller && r.agent !== 'discovery');
+      const past = (action: string): Set<string> => new Set(mine.filter((r) => r.action === action).map((r) => r.identity));
+      const restarted = past('restart');
+      const configured = past('configure');
+      return restarted.size >= done && mine.some((r) => !restarted.has(r.identity) && !configured.has(r.identity));
     },
-    `${caller} to provision ${done} nodes and be in a cycle`,
+    `${caller} to provision ${done} nodes and be early in a cycle`,
     timeoutMs,
   );
 }

@@ -4,6 +4,7 @@
 // next start skips them. Node 20 has no compile cache of its own (22's `module.enableCompileCache`).
 import { closeSync, constants, fstatSync, mkdirSync, openSync, readFileSync, renameSync, statSync, Stats, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type * as V8 from 'node:v8';
 import { Script } from 'node:vm';
 
 /** The line scripts/package/bundle.ts heads every bundle with: a hash of the rest of its text. */
@@ -37,6 +38,15 @@ export function cacheKeyOf(args: readonly string[], commands: readonly string[],
   if (args[0] === 'help' || args.some((arg) => arg === '--help' || arg === '-h')) return `${command ?? 'rxfleet'}-help`;
   if (command !== undefined) return cached.includes(command) ? command : undefined;
   return args.length === 1 && (args[0] === '--version' || args[0] === '-V') ? 'rxfleet' : undefined;
+}
+
+/**
+ * Whether a command line is over in a moment: one that keeps a cache (`cacheKeyOf`'s key) and does
+ * not watch. Nothing such a run calls gets hot enough to repay V8's optimizing compiler, which it
+ * would pay for at exit: Node waits there for every optimization still compiling on another thread.
+ */
+export function isQuickRun(args: readonly string[], key: string | undefined): boolean {
+  return key !== undefined && !args.includes('--watch');
 }
 
 /** Owned by this user and writable by nobody else: a cache is code, run as this user. */
@@ -112,6 +122,8 @@ export interface Bundle {
   key: string | undefined;
   /** `compileCacheDir`; undefined runs it without a cache. */
   cacheDir: string | undefined;
+  /** `isQuickRun`: run without V8's optimizing compiler. */
+  quick?: boolean;
 }
 
 /**
@@ -138,10 +150,15 @@ export function runBundle(bundle: Bundle): CacheUse {
     filename: bundle.filename,
     cachedData: cached?.data,
   });
+  // Off only once compiled: V8 takes a cache only under the flags that made it, so it is back on
+  // before one is made. Node's own code cache was checked at its start, under the default flags.
+  const v8 = bundle.quick === true ? (bundle.require('node:v8') as typeof V8) : undefined;
+  v8?.setFlagsFromString('--no-opt');
   if (place !== undefined)
     process.once('exit', (code) => {
       const success = code === 0;
       if (cached !== undefined && !script.cachedDataRejected && (cached.fromSuccess || !success)) return;
+      v8?.setFlagsFromString('--opt');
       writeCache(place.dir, place.file, place.hash, script.createCachedData(), success);
     });
   const module = { exports: {} };

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { cacheKeyOf, compileCacheDir, runBundle } from './compileCache';
+import { cacheKeyOf, compileCacheDir, isQuickRun, runBundle } from './compileCache';
 import { CACHED_COMMANDS, COMMAND_NAMES } from './commandNames';
 
 const filename = join(__dirname, 'rxfleet.bundle.cjs');
@@ -16,6 +16,8 @@ try {
 } catch {
   source = undefined;
 }
+const args = process.argv.slice(2);
+const key = cacheKeyOf(args, COMMAND_NAMES, CACHED_COMMANDS);
 if (source === undefined) void import('./program.js');
 else
   runBundle({
@@ -23,6 +25,7 @@ else
     filename,
     dirname: __dirname,
     require: createRequire(filename),
-    key: cacheKeyOf(process.argv.slice(2), COMMAND_NAMES, CACHED_COMMANDS),
+    key,
     cacheDir: compileCacheDir(process.env),
+    quick: isQuickRun(args, key),
   });

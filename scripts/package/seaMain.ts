@@ -3,10 +3,13 @@
 // with the binary's `require` (Node's built-ins: the bundle needs nothing else).
 import { dirname } from 'node:path';
 import { getAsset } from 'node:sea';
-import { cacheKeyOf, compileCacheDir, runBundle } from '../../bin/compileCache';
+import { cacheKeyOf, compileCacheDir, isQuickRun, runBundle } from '../../bin/compileCache';
 import { CACHED_COMMANDS, COMMAND_NAMES } from '../../bin/commandNames';
 import { CLI_BUNDLE_ASSET } from './assets';
 
+const args = process.argv.slice(2);
+// A sample helper run by the binary (--sample-helper) has none.
+const key = cacheKeyOf(args, COMMAND_NAMES, CACHED_COMMANDS);
 runBundle({
   // ASCII only (scripts/package/bundle.ts): latin1 reads it faster than UTF-8.
   source: Buffer.from(getAsset(CLI_BUNDLE_ASSET)).toString('latin1'),
@@ -14,7 +17,7 @@ runBundle({
   filename: `${process.execPath}:${CLI_BUNDLE_ASSET}`,
   dirname: dirname(process.execPath),
   require,
-  // A sample helper run by the binary (--sample-helper) has none.
-  key: cacheKeyOf(process.argv.slice(2), COMMAND_NAMES, CACHED_COMMANDS),
+  key,
   cacheDir: compileCacheDir(process.env),
+  quick: isQuickRun(args, key),
 });

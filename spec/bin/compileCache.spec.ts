@@ -4,7 +4,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, s
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { cacheKeyOf, compileCacheDir } from '../../bin/compileCache';
+import { cacheKeyOf, compileCacheDir, isQuickRun } from '../../bin/compileCache';
 import { CACHED_COMMANDS, COMMAND_NAMES } from '../../bin/commandNames';
 import { RXFLEET_BIN } from '../helpers/rxfleetProcess';
 
@@ -22,7 +22,7 @@ beforeAll(() => {
     `const { runBundle } = require(${JSON.stringify(join(root, 'dist/bin/compileCache.js'))});
 const { readFileSync } = require('node:fs');
 const file = process.argv[2];
-const use = runBundle({ source: readFileSync(file, 'latin1'), filename: file, dirname: __dirname, require, key: 'status', cacheDir: process.env.CACHE_DIR });
+const use = runBundle({ source: readFileSync(file, 'latin1'), filename: file, dirname: __dirname, require, key: 'status', cacheDir: process.env.CACHE_DIR, quick: process.env.QUICK === '1' });
 console.log('cache ' + use);
 `,
   );
@@ -141,12 +141,53 @@ describe('runBundle: a code cache of the last run', () => {
     expect(cacheFiles(open.cache)).toEqual([]);
   });
 
+  it("a quick run: V8's optimizing compiler off while it runs, and its cache taken by the next quick run (made under the same flags)", async () => {
+    const dir = join(scratch, `case-${++n}`);
+    mkdirSync(dir);
+    const bundle = join(dir, 'hot.cjs');
+    // A function hot enough for TurboFan within a few milliseconds; --trace-opt says when it compiles one.
+    const body =
+      'function add(a, b) { return a + b * 2; }\nlet s = 0; for (let i = 0; i < 3e6; i++) s = add(s, i) % 1000003;\nconsole.log(s);\n';
+    writeFileSync(bundle, `// rxfleet-bundle ${createHash('sha256').update(body).digest('hex').slice(0, 16)}\n${body}`);
+    const traced = async (quick: boolean, cache: string): Promise<string> =>
+      (
+        await execFileAsync(process.execPath, ['--trace-opt', join(scratch, 'runner.cjs'), bundle], {
+          env: { ...process.env, CACHE_DIR: cache, QUICK: quick ? '1' : '0' },
+        })
+      ).stdout;
+    expect(await traced(false, join(dir, 'slow'))).toMatch(/TURBOFAN/);
+    const cache = join(dir, 'quick');
+    const first = await traced(true, cache);
+    expect(first).not.toMatch(/TURBOFAN/);
+    expect(first).toMatch(/cache none/);
+    const written = statSync(only(cache)).mtimeMs;
+    const second = await traced(true, cache);
+    expect(second).toMatch(/cache used/);
+    expect(second).not.toMatch(/TURBOFAN/);
+    expect(statSync(only(cache)).mtimeMs).toBe(written);
+  });
+
   it('runs as before, writing nothing, where the directory cannot be made', async () => {
     const { bundle } = place();
     const blocked = join(scratch, `a-file-${n}`);
     writeFileSync(blocked, '');
     const outcome = await run(bundle, join(blocked, 'cache'));
     expect(outcome).toEqual({ use: 'none', said: 'HELLO HELLO function true', code: 0 });
+  });
+});
+
+describe('which runs are quick', () => {
+  it.each([
+    [['status', '--nats', 'nats://x:4222'], true],
+    [['history', 'node-1.example.net'], true],
+    [['validate', '--config', 'a.yaml'], true],
+    [['--version'], true],
+    [['status', '--help'], true],
+    [['status', '--watch'], false],
+    [['provision', '--config', 'p.yaml'], false],
+    [['demo'], false],
+  ])('%j: %s', (args, quick) => {
+    expect(isQuickRun(args, cacheKeyOf(args, COMMAND_NAMES, CACHED_COMMANDS))).toBe(quick);
   });
 });
 

@@ -41,12 +41,14 @@ export function cacheKeyOf(args: readonly string[], commands: readonly string[],
 }
 
 /**
- * Whether a command line is over in a moment: one that keeps a cache (`cacheKeyOf`'s key) and does
- * not watch. Nothing such a run calls gets hot enough to repay V8's optimizing compiler, which it
- * would pay for at exit: Node waits there for every optimization still compiling on another thread.
+ * Whether a command line runs without V8's optimizing compiler: one of `quick` (the commands that
+ * read a whole fleet and exit) that keeps a cache (`cacheKeyOf`'s key) and does not watch. Its
+ * hottest functions start optimizing only to be waited for at exit, where Node waits for every
+ * optimization still compiling on another thread (~10 ms); the others would pay for loading the
+ * flag's module (`node:v8`) and gain nothing.
  */
-export function isQuickRun(args: readonly string[], key: string | undefined): boolean {
-  return key !== undefined && !args.includes('--watch');
+export function isQuickRun(args: readonly string[], key: string | undefined, quick: readonly string[]): boolean {
+  return key !== undefined && quick.includes(key) && !args.includes('--watch');
 }
 
 /** Owned by this user and writable by nobody else: a cache is code, run as this user. */

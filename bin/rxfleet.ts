@@ -1,14 +1,17 @@
 #!/usr/bin/env node
 // The npm install's `rxfleet`: the CLI as one bundle (dist/bin/rxfleet.bundle.cjs, made by `npm run
-// build`), started from a code cache of the same command's last run (bin/compileCache.ts). Run
-// from the sources, with no bundle beside it, it loads the program's modules as they are.
+// build`; `status` and `history` from dist/bin/rxfleet-read.bundle.cjs, theirs alone), started
+// from a code cache of the same command's last run (bin/compileCache.ts). Run from the sources,
+// with no bundle beside it, it loads the program's modules as they are.
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { cacheKeyOf, compileCacheDir, isQuickRun, runBundle } from './compileCache';
-import { CACHED_COMMANDS, COMMAND_NAMES } from './commandNames';
+import { CACHED_COMMANDS, COMMAND_NAMES, FLEET_READING_COMMANDS, READ_COMMANDS } from './commandNames';
 
-const filename = join(__dirname, 'rxfleet.bundle.cjs');
+const args = process.argv.slice(2);
+const key = cacheKeyOf(args, COMMAND_NAMES, CACHED_COMMANDS);
+const filename = join(__dirname, key !== undefined && READ_COMMANDS.includes(key) ? 'rxfleet-read.bundle.cjs' : 'rxfleet.bundle.cjs');
 let source: string | undefined;
 try {
   // ASCII only (scripts/package/bundle.ts): latin1 reads it faster than UTF-8.
@@ -16,8 +19,6 @@ try {
 } catch {
   source = undefined;
 }
-const args = process.argv.slice(2);
-const key = cacheKeyOf(args, COMMAND_NAMES, CACHED_COMMANDS);
 if (source === undefined) void import('./program.js');
 else
   runBundle({
@@ -27,5 +28,5 @@ else
     require: createRequire(filename),
     key,
     cacheDir: compileCacheDir(process.env),
-    quick: isQuickRun(args, key),
+    quick: isQuickRun(args, key, FLEET_READING_COMMANDS),
   });

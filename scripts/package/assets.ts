@@ -7,3 +7,5 @@ export const ASSETS = ['examples/helpers/minimal-helper.mjs', 'examples/helpers/
 
 /** The CLI's bundle, an asset of the binary that its main script (scripts/package/seaMain.ts) runs. */
 export const CLI_BUNDLE_ASSET = 'rxfleet.bundle.cjs';
+/** The bundle of the operator's reads alone (bin/readProgram.ts), which the main script runs for `status` and `history`. */
+export const READ_BUNDLE_ASSET = 'rxfleet-read.bundle.cjs';

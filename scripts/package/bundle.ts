@@ -6,13 +6,16 @@ import { join, relative } from 'node:path';
 /** Which bundle: the single executable's, or the npm install's `dist/bin/rxfleet.bundle.cjs`. */
 export type BundleTarget = 'binary' | 'npm';
 
+/** Which program: the whole CLI, or only the operator's reads (bin/readProgram.ts: `status`, `history`). */
+export type BundleProgram = 'cli' | 'read';
+
 /** Modules that search upwards from their own directory for files of the package. */
 const SEARCH_UPWARDS = ['bin/sampleHelpers.ts', 'streams/incus/daemonHost.ts'];
 
 /**
  * Our own modules that use `__dirname` at run time, and what each is bundled with instead. A file
  * tree has the package around the module; the binary has not.
- * - bin/program.ts reads its version from ../../package.json: the version is written in.
+ * - bin/rootProgram.ts reads its version from ../../package.json: the version is written in.
  * - bin/sampleHelpers.ts and streams/incus/daemonHost.ts search upwards from their directory for
  *   examples/helpers/ and scripts/lxd/: in the binary they search from scripts/package/entry.ts's
  *   packageDir() (its extracted assets); the npm bundle's own directory, dist/bin/, lies under the
@@ -25,14 +28,16 @@ function rewrites(version: string, target: BundleTarget): Record<string, (source
       ? source
       : source.replace(/\b__dirname\b/g, '(globalThis as unknown as { __rxfleetPackageDir: () => string }).__rxfleetPackageDir()');
   return {
-    'bin/program.ts': (source) =>
+    'bin/rootProgram.ts': (source) =>
       source.replace(/JSON\.parse\(readFileSync\(join\(__dirname, '\.\.\/\.\.\/package\.json'\), 'utf8'\)\)/, JSON.stringify({ version })),
     ...Object.fromEntries(SEARCH_UPWARDS.map((path) => [path, searchFromPackageDir])),
   };
 }
 
-function packageFiles(root: string, version: string, target: BundleTarget): Plugin {
+function packageFiles(root: string, version: string, target: BundleTarget, program: BundleProgram): Plugin {
   const table = rewrites(version, target);
+  // The reads' program has none of the modules that search for the package's files.
+  const required = Object.keys(table).filter((path) => program === 'cli' || !SEARCH_UPWARDS.includes(path));
   const seen = new Set<string>();
   return {
     name: 'rxfleet-package-files',
@@ -50,7 +55,7 @@ function packageFiles(root: string, version: string, target: BundleTarget): Plug
         return { contents, loader: 'ts' };
       });
       b.onEnd((result) => {
-        const missing = Object.keys(table).filter((path) => !seen.has(path));
+        const missing = required.filter((path) => !seen.has(path));
         if (result.errors.length === 0 && missing.length > 0) throw new Error(`not bundled, so not rewritten: ${missing.join(', ')}`);
       });
     },
@@ -95,6 +100,20 @@ const DEFERRALS: Deferral[] = [
     ],
     binding: 'node_(?:tls|dns)_1',
     uses: ['node_tls_1.connect', 'node_dns_1.default.lookup'],
+  },
+  // The NATS client's inbox prefix: 12 random bytes at its first inbox, which through
+  // `globalThis.crypto` load the whole Web Crypto API (a few ms of every `status`). The kernel's
+  // random source gives the same bytes; Web Crypto only where there is no /dev/urandom.
+  {
+    file: '@nats-io/nuid/lib/nuid.js',
+    lines: [
+      [
+        'function fillRandom(a) {\n',
+        'function fillRandom(a) {\n    try { const fs = require("node:fs"); const fd = fs.openSync("/dev/urandom", "r"); try { if (fs.readSync(fd, a, 0, a.length, null) === a.length) return; } finally { fs.closeSync(fd); } } catch { }\n',
+      ],
+    ],
+    binding: 'globalThis',
+    uses: ['globalThis.crypto.getRandomValues'],
   },
   // Its random source, which only making a key uses (signing with an nkey does not).
   {
@@ -164,12 +183,21 @@ function absentOptional(names: string[]): Plugin {
  *   to start in the binary, saying so).
  * - `npm`: from bin/program.ts, for dist/bin/rxfleet.js to start; the native add-ons are loaded
  *   from the install's node_modules, as the modules they are bundled from would.
+ * With `program` `read`, only the operator's reads instead (bin/readProgram.ts, for both targets):
+ * the launchers run that bundle for `status` and `history`.
  */
-export async function bundle(root: string, out: string, version: string, target: BundleTarget): Promise<void> {
+export async function bundle(
+  root: string,
+  out: string,
+  version: string,
+  target: BundleTarget,
+  program: BundleProgram = 'cli',
+): Promise<void> {
   const natives = ['bufferutil', 'utf-8-validate', 'pkcs11js'];
+  const entry = program === 'read' ? 'bin/readProgram.ts' : target === 'binary' ? 'scripts/package/entry.ts' : 'bin/program.ts';
   const result = await build({
     absWorkingDir: root,
-    entryPoints: [join(root, target === 'binary' ? 'scripts/package/entry.ts' : 'bin/program.ts')],
+    entryPoints: [join(root, entry)],
     outfile: out,
     bundle: true,
     platform: 'node',
@@ -179,7 +207,7 @@ export async function bundle(root: string, out: string, version: string, target:
     mainFields: ['main'],
     conditions: ['require'],
     tsconfig: join(root, 'tsconfig.build.json'),
-    plugins: [packageFiles(root, version, target), deferredBuiltins(), ...(target === 'binary' ? [absentOptional(natives)] : [])],
+    plugins: [packageFiles(root, version, target, program), deferredBuiltins(), ...(target === 'binary' ? [absentOptional(natives)] : [])],
     external: target === 'npm' ? natives : [],
     // A single executable has no loader for `import()` ("A dynamic import callback was not
     // specified"), nor has a bundle run by bin/compileCache.ts: every one, of a built-in too,

@@ -1,5 +1,6 @@
 // `npm run package`: the CLI as one executable and a Debian package, in build/package/:
 //   rxfleet.cjs                the whole CLI bundled by esbuild (runs with any Node 20+)
+//   rxfleet-read.cjs           `status` and `history` alone (bin/readProgram.ts), likewise
 //   sea-main.cjs               the binary's main script, which runs rxfleet.cjs with a code cache
 //   rxfleet                    the single executable (Node 20's SEA): no Node, no node_modules needed
 //   rxfleet_<version>_amd64.deb  /usr/bin/rxfleet, both systemd units, /etc/rxfleet/
@@ -23,10 +24,12 @@ async function main(): Promise<void> {
   const started = Date.now();
   const cjs = join(out, 'rxfleet.cjs');
   await bundle(root, cjs, version, 'binary');
+  const readCjs = join(out, 'rxfleet-read.cjs');
+  await bundle(root, readCjs, version, 'binary', 'read');
   const seaMain = join(out, 'sea-main.cjs');
   await bundleSeaMain(root, seaMain);
   const binary = join(out, 'rxfleet');
-  singleExecutable(root, seaMain, cjs, binary);
+  singleExecutable(root, seaMain, { cli: cjs, read: readCjs }, binary);
   const mb = (file: string) => `${(statSync(file).size / 1e6).toFixed(1)} MB`;
   console.log(`${binary}: ${mb(binary)} (bundle ${mb(cjs)}), Node ${process.version}`);
   if (process.argv.includes('--no-deb')) return;

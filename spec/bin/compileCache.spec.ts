@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { cacheKeyOf, compileCacheDir, isQuickRun } from '../../bin/compileCache';
-import { CACHED_COMMANDS, COMMAND_NAMES } from '../../bin/commandNames';
+import { CACHED_COMMANDS, COMMAND_NAMES, FLEET_READING_COMMANDS } from '../../bin/commandNames';
 import { RXFLEET_BIN } from '../helpers/rxfleetProcess';
 
 // The launchers' code cache (bin/compileCache.ts), run in child processes as the CLI runs it: a
@@ -179,15 +179,16 @@ describe('runBundle: a code cache of the last run', () => {
 describe('which runs are quick', () => {
   it.each([
     [['status', '--nats', 'nats://x:4222'], true],
-    [['history', 'node-1.example.net'], true],
-    [['validate', '--config', 'a.yaml'], true],
-    [['--version'], true],
-    [['status', '--help'], true],
+    [['--debug', 'status'], true],
+    [['history', 'node-1.example.net'], false],
+    [['validate', '--config', 'a.yaml'], false],
+    [['--version'], false],
+    [['status', '--help'], false],
     [['status', '--watch'], false],
     [['provision', '--config', 'p.yaml'], false],
     [['demo'], false],
   ])('%j: %s', (args, quick) => {
-    expect(isQuickRun(args, cacheKeyOf(args, COMMAND_NAMES, CACHED_COMMANDS))).toBe(quick);
+    expect(isQuickRun(args, cacheKeyOf(args, COMMAND_NAMES, CACHED_COMMANDS), FLEET_READING_COMMANDS)).toBe(quick);
   });
 });
 
@@ -252,8 +253,37 @@ describe('the npm install runs its bundle through the cache', () => {
     expect(files.map((f) => statSync(join(cache, f)).mtimeMs)).toEqual(written);
   });
 
-  it('is ASCII only, headed by the hash of the rest of its text', () => {
-    const text = readFileSync(join(root, 'dist/bin/rxfleet.bundle.cjs'), 'latin1');
+  it("runs status and history from the reads' own bundle, which answers as the whole CLI does", async () => {
+    const cache = join(scratch, 'read-cache');
+    await expect(cli(['status', '--nats', 'nats://127.0.0.1:1'], cache)).rejects.toThrow(/connection refused/);
+    await cli(['--version'], cache);
+    const prefixOf = (name: string): string =>
+      readdirSync(cache)
+        .find((f) => f.endsWith(`-${name}.v8`))!
+        .slice(0, 8);
+    // One cache file per bundle path: status's is another bundle's than --version's.
+    expect(prefixOf('status')).not.toBe(prefixOf('rxfleet'));
+
+    const answer = async (bundle: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> =>
+      execFileAsync(process.execPath, [join(root, 'dist/bin', bundle), ...args]).then(
+        ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+        (error: { code: number; stdout: string; stderr: string }) => ({ code: error.code, stdout: error.stdout, stderr: error.stderr }),
+      );
+    for (const args of [
+      ['status', '--bogus'],
+      ['history'],
+      ['status', '--every', 'soon'],
+      ['--debug', 'history', 'node-1.example.net', '--nats', 'nats://127.0.0.1:1'],
+      ['status', '--json', '--nats', 'nats://user:secret@127.0.0.1:1'],
+    ]) {
+      const read = await answer('rxfleet-read.bundle.cjs', args);
+      expect(read.code).not.toBe(0);
+      expect(read).toEqual(await answer('rxfleet.bundle.cjs', args));
+    }
+  });
+
+  it.each(['rxfleet.bundle.cjs', 'rxfleet-read.bundle.cjs'])('%s is ASCII only, headed by the hash of the rest of its text', (bundle) => {
+    const text = readFileSync(join(root, 'dist/bin', bundle), 'latin1');
     const [, hash, rest] = /^\/\/ rxfleet-bundle ([0-9a-f]{16})\n([\s\S]*)$/.exec(text) ?? [];
     expect(createHash('sha256').update(rest).digest('hex').slice(0, 16)).toBe(hash);
     expect(/[^\t\n\r\x20-\x7e]/.test(text)).toBe(false);

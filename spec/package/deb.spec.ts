@@ -174,6 +174,12 @@ describe(`rxfleet_${version}_amd64.deb`, () => {
     const written = statSync(cached).mtimeMs;
     expect(await versionRun()).toBe(version);
     expect(statSync(cached).mtimeMs).toBe(written);
+    // `status` runs from the binary's bundle of the reads alone: its cache is another bundle's.
+    const refused = await run('/usr/bin/rxfleet', ['status', '--nats', 'nats://127.0.0.1:1'], {
+      env: cleanEnv({ RXFLEET_COMPILE_CACHE: cache }),
+    });
+    expect([refused.code, refused.stderr.trim()]).toEqual([1, 'rxfleet status: connection refused']);
+    expect(new Set(readdirSync(cache).map((name) => name.slice(0, 8))).size).toBe(2);
     const user = (await ok('getent', ['passwd', 'rxfleet'])).stdout.trim().split(':');
     expect([user[0], user[5], user[6]]).toEqual(['rxfleet', '/var/lib/rxfleet-provision', '/usr/sbin/nologin']);
     expect(Number(user[2])).toBeLessThan(1000);

@@ -2,7 +2,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { claimKey } from '../../lib/provision/claims/claimKey';
 import type { CycleRecord } from '../../lib/provision/records/cycleRecord';
 import { isCycleRecord, isInstanceRecord } from '../../lib/provision/records/recordGuards';
-import { allInstancesSubject, allNodesSubject, nodeSubject } from '../../lib/provision/records/recordSubjects';
+import { allRecordsSubject, nodeSubject } from '../../lib/provision/records/recordSubjects';
 import type { ClaimEntry, StatusInputs } from '../../lib/provision/status/fleetStatus';
 import { StreamMissingError, jsonOf, readBucket, readStream } from '../../streams/records/readStream';
 
@@ -48,17 +48,19 @@ export async function readFleet(nc: NatsConnection, sources: FleetSources): Prom
   const notes: string[] = [];
   const noRecords = `the records stream ${stream} is not there: set rxfleet.records: true (and make the stream, or records_create: true)`;
   // Asked all at once: each read is a few round trips to JetStream, and an operator waits for all.
-  const [instances, nodes, claims, election] = await Promise.all([
-    optional(readStream(nc, { stream, subject: allInstancesSubject(subject), apiPrefix, timeoutMs, last: true }), notes, noRecords),
-    optional(readStream(nc, { stream, subject: allNodesSubject(subject), apiPrefix, timeoutMs, last: true }), [], ''),
+  // The instances' records and the nodes' in one read, the newest of each subject.
+  const [records, claims, election] = await Promise.all([
+    optional(readStream(nc, { stream, subject: allRecordsSubject(subject), apiPrefix, timeoutMs, last: true }), notes, noRecords),
     optional(readBucket(nc, { bucket: sources.claimsBucket, apiPrefix, timeoutMs }), [], ''),
     optional(readBucket(nc, { bucket: sources.electionBucket, apiPrefix, timeoutMs }), [], ''),
   ]);
   const leader = election?.entries.find((e) => e.key === 'provisioner');
+  const ofKind = (kind: 'instance' | 'node'): unknown[] =>
+    (records ?? []).filter((m) => m.subject.startsWith(`${subject}.${kind}.`)).map(jsonOf);
   return {
     now: Date.now(),
-    instances: (instances ?? []).map(jsonOf).filter(isInstanceRecord),
-    nodes: (nodes ?? []).map(jsonOf).filter(isCycleRecord),
+    instances: ofKind('instance').filter(isInstanceRecord),
+    nodes: ofKind('node').filter(isCycleRecord),
     ...(claims !== undefined
       ? { claims: { entries: claims.entries.map((e): ClaimEntry => ({ node: e.key, owner: e.value, at: e.time })), ttlMs: claims.ttlMs } }
       : {}),
@@ -66,7 +68,7 @@ export async function readFleet(nc: NatsConnection, sources: FleetSources): Prom
       ? { election: { leader: leader.value, at: leader.time, ttlMs: election.ttlMs } }
       : {}),
     notes,
-    found: instances !== undefined || claims !== undefined || election !== undefined,
+    found: records !== undefined || claims !== undefined || election !== undefined,
   };
 }
 

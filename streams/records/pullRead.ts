@@ -45,7 +45,9 @@ function delivery(reply: string): { seq: number; time: number; pending: number }
  */
 export async function pullRead(nc: NatsConnection, options: PullReadOptions): Promise<StoredMessage[]> {
   const { stream, subject, apiPrefix, timeoutMs } = options;
-  const name = `rxfleet_read_${nuid.next()}`;
+  // nuid's sequence part: unique in this process, from a random start in each; short, as every
+  // message delivered names its consumer in its reply subject, which the client parses a byte at a time.
+  const name = `rxfleet_${nuid.next().slice(12)}`;
   const config = {
     name,
     filter_subject: subject,

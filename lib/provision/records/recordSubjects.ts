@@ -23,12 +23,7 @@ export function instanceSubject(prefix: string, identity: string): string {
   return `${prefix}.instance.${subjectToken(identity)}`;
 }
 
-/** Every node's cycle records. */
-export function allNodesSubject(prefix: string): string {
-  return `${prefix}.node.>`;
-}
-
-/** Every instance's own records. */
-export function allInstancesSubject(prefix: string): string {
-  return `${prefix}.instance.>`;
+/** Every record: the instances' and the nodes'. */
+export function allRecordsSubject(prefix: string): string {
+  return `${prefix}.>`;
 }

@@ -103,6 +103,7 @@ describe('the provisioner daemon, end to end', () => {
 
   it('helper outcomes: ok, defer, shutdown, failure, bad JSON and timeout each end as upstream says, and the metrics move as §5 says', async () => {
     const identities = ['ok-1', 'ok-2', 'defer-1', 'shutdown-1', 'fail-1', 'badjson-1', 'slow-1'];
+    const { logger, messages } = capturingLogger();
     const world = await startProvisionerWorld(server().url, {
       helper: byIdentity,
       workers: 7,
@@ -110,8 +111,15 @@ describe('the provisioner daemon, end to end', () => {
       // sleeps for ever and still meets it.
       yaml: ['rxfleet: {helper_timeout: 4s}'],
       fleet: { nodes: identities.length, identity: names(...identities) },
+      noFleet: true,
+      logger,
     });
     try {
+      // The fleet boots once the daemon's first discovery has ended, so every node is found by its
+      // startup event alone: a node up in time to answer that discovery would be sighted twice,
+      // and one whose first cycle had already failed would start a second (CI has seen it).
+      await waitFor(() => messages().some((m) => m.startsWith('discovery found')), 'the first discovery to end');
+      await world.startFleet();
       // Bad input on the wire is counted and changes nothing else.
       raw.publish('choria.lifecycle.event.startup.provision_mode_server', '{"not": "an event"');
       await waitFor(

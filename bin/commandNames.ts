@@ -27,6 +27,6 @@ export const READ_COMMANDS: readonly string[] = ['history', 'status'];
 /**
  * The cached commands that read the whole fleet (every node's last record) and exit: the only ones
  * whose functions get hot enough for V8 to start optimizing them, which Node then waits for at
- * exit. bin/compileCache.ts runs them without the optimizing compiler (not with `--watch`).
+ * exit. bin/compileCache.ts's `launchOf` runs them without the optimizing compiler (not with `--watch`).
  */
 export const FLEET_READING_COMMANDS: readonly string[] = ['status'];

@@ -6,6 +6,7 @@ import { closeSync, constants, fstatSync, mkdirSync, openSync, readFileSync, ren
 import { join } from 'node:path';
 import type * as V8 from 'node:v8';
 import { Script } from 'node:vm';
+import { CACHED_COMMANDS, COMMAND_NAMES, FLEET_READING_COMMANDS, READ_COMMANDS } from './commandNames';
 
 /** The line scripts/package/bundle.ts heads every bundle with: a hash of the rest of its text. */
 export const BUNDLE_HEADER = /^\/\/ rxfleet-bundle ([0-9a-f]{16})\n/;
@@ -40,15 +41,28 @@ export function cacheKeyOf(args: readonly string[], commands: readonly string[],
   return args.length === 1 && (args[0] === '--version' || args[0] === '-V') ? 'rxfleet' : undefined;
 }
 
-/**
- * Whether a command line runs without V8's optimizing compiler: one of `quick` (the commands that
- * read a whole fleet and exit) that keeps a cache (`cacheKeyOf`'s key) and does not watch. Its
- * hottest functions start optimizing only to be waited for at exit, where Node waits for every
- * optimization still compiling on another thread (~10 ms); the others would pay for loading the
- * flag's module (`node:v8`) and gain nothing.
- */
-export function isQuickRun(args: readonly string[], key: string | undefined, quick: readonly string[]): boolean {
-  return key !== undefined && quick.includes(key) && !args.includes('--watch');
+/** How a launcher runs a command line: its cache (`cacheKeyOf`), which bundle, and whether quick. */
+export interface Launch {
+  key: string | undefined;
+  /** The reads' own bundle (bin/readProgram.ts) for READ_COMMANDS, else the whole CLI's. */
+  bundle: 'cli' | 'read';
+  /**
+   * Without V8's optimizing compiler: FLEET_READING_COMMANDS, not watching. Their hottest functions
+   * start optimizing only to be waited for at exit, where Node waits for every optimization still
+   * compiling on another thread; the other commands would pay for the flag's module (`node:v8`)
+   * and gain nothing.
+   */
+  quick: boolean;
+}
+
+/** What both launchers (bin/rxfleet.ts, scripts/package/seaMain.ts) do with a command line. */
+export function launchOf(args: readonly string[]): Launch {
+  const key = cacheKeyOf(args, COMMAND_NAMES, CACHED_COMMANDS);
+  return {
+    key,
+    bundle: key !== undefined && READ_COMMANDS.includes(key) ? 'read' : 'cli',
+    quick: key !== undefined && FLEET_READING_COMMANDS.includes(key) && !args.includes('--watch'),
+  };
 }
 
 /** Owned by this user and writable by nobody else: a cache is code, run as this user. */
@@ -124,7 +138,7 @@ export interface Bundle {
   key: string | undefined;
   /** `compileCacheDir`; undefined runs it without a cache. */
   cacheDir: string | undefined;
-  /** `isQuickRun`: run without V8's optimizing compiler. */
+  /** `Launch.quick`: run without V8's optimizing compiler. */
   quick?: boolean;
 }
 

@@ -6,12 +6,10 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { cacheKeyOf, compileCacheDir, isQuickRun, runBundle } from './compileCache';
-import { CACHED_COMMANDS, COMMAND_NAMES, FLEET_READING_COMMANDS, READ_COMMANDS } from './commandNames';
+import { compileCacheDir, launchOf, runBundle } from './compileCache';
 
-const args = process.argv.slice(2);
-const key = cacheKeyOf(args, COMMAND_NAMES, CACHED_COMMANDS);
-const filename = join(__dirname, key !== undefined && READ_COMMANDS.includes(key) ? 'rxfleet-read.bundle.cjs' : 'rxfleet.bundle.cjs');
+const launch = launchOf(process.argv.slice(2));
+const filename = join(__dirname, launch.bundle === 'read' ? 'rxfleet-read.bundle.cjs' : 'rxfleet.bundle.cjs');
 let source: string | undefined;
 try {
   // ASCII only (scripts/package/bundle.ts): latin1 reads it faster than UTF-8.
@@ -26,7 +24,7 @@ else
     filename,
     dirname: __dirname,
     require: createRequire(filename),
-    key,
+    key: launch.key,
     cacheDir: compileCacheDir(process.env),
-    quick: isQuickRun(args, key, FLEET_READING_COMMANDS),
+    quick: launch.quick,
   });

@@ -4,8 +4,8 @@ import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, s
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { cacheKeyOf, compileCacheDir, isQuickRun } from '../../bin/compileCache';
-import { CACHED_COMMANDS, COMMAND_NAMES, FLEET_READING_COMMANDS } from '../../bin/commandNames';
+import { cacheKeyOf, compileCacheDir, launchOf } from '../../bin/compileCache';
+import { CACHED_COMMANDS, COMMAND_NAMES } from '../../bin/commandNames';
 import { RXFLEET_BIN } from '../helpers/rxfleetProcess';
 
 // The launchers' code cache (bin/compileCache.ts), run in child processes as the CLI runs it: a
@@ -176,19 +176,19 @@ describe('runBundle: a code cache of the last run', () => {
   });
 });
 
-describe('which runs are quick', () => {
+describe('how the launchers run a command line: which bundle, and whether quick', () => {
   it.each([
-    [['status', '--nats', 'nats://x:4222'], true],
-    [['--debug', 'status'], true],
-    [['history', 'node-1.example.net'], false],
-    [['validate', '--config', 'a.yaml'], false],
-    [['--version'], false],
-    [['status', '--help'], false],
-    [['status', '--watch'], false],
-    [['provision', '--config', 'p.yaml'], false],
-    [['demo'], false],
-  ])('%j: %s', (args, quick) => {
-    expect(isQuickRun(args, cacheKeyOf(args, COMMAND_NAMES, CACHED_COMMANDS), FLEET_READING_COMMANDS)).toBe(quick);
+    [['status', '--nats', 'nats://x:4222'], 'read', true],
+    [['--debug', 'status'], 'read', true],
+    [['status', '--watch'], 'read', false],
+    [['history', 'node-1.example.net'], 'read', false],
+    [['validate', '--config', 'a.yaml'], 'cli', false],
+    [['--version'], 'cli', false],
+    [['status', '--help'], 'cli', false],
+    [['provision', '--config', 'p.yaml'], 'cli', false],
+    [['demo'], 'cli', false],
+  ])('%j: %s bundle, quick %s', (args, bundle, quick) => {
+    expect(launchOf(args)).toEqual({ key: cacheKeyOf(args, COMMAND_NAMES, CACHED_COMMANDS), bundle, quick });
   });
 });
 

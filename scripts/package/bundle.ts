@@ -2,6 +2,7 @@ import { build, Plugin } from 'esbuild';
 import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { dependencyRewrites } from './dependencyRewrites';
 
 /** Which bundle: the single executable's, or the npm install's `dist/bin/rxfleet.bundle.cjs`. */
 export type BundleTarget = 'binary' | 'npm';
@@ -62,97 +63,6 @@ function packageFiles(root: string, version: string, target: BundleTarget, progr
   };
 }
 
-/** A dependency's eager `require` of a built-in, made lazy in the bundle; see `deferredBuiltins`. */
-interface Deferral {
-  /** The module's path under node_modules. */
-  file: string;
-  /** Each line as the module has it, and what the bundle has instead. */
-  lines: Array<[eager: string, deferred: string]>;
-  /** The bindings the deferred module is held in (a pattern), and every use of them the replacement provides. */
-  binding: string;
-  uses: string[];
-}
-
-const DEFERRALS: Deferral[] = [
-  // For executable subcommands, which the CLI has none of.
-  {
-    file: 'commander/lib/command.js',
-    lines: [
-      [
-        "const childProcess = require('node:child_process');",
-        "const childProcess = { spawn: (...args) => require('node:child_process').spawn(...args) };",
-      ],
-    ],
-    binding: 'childProcess',
-    uses: ['childProcess.spawn'],
-  },
-  // tls for a tls:// server only (its TLSSocket check becomes the socket's own `encrypted`), dns
-  // for a host name to resolve; tls loads the crypto module too.
-  {
-    file: '@nats-io/transport-node/lib/node_transport.js',
-    lines: [
-      ['const node_tls_1 = require("node:tls");', 'const node_tls_1 = { connect: (...args) => require("node:tls").connect(...args) };'],
-      ['return this.socket instanceof node_tls_1.TLSSocket;', 'return this.socket?.encrypted === true;'],
-      [
-        'const node_dns_1 = __importDefault(require("node:dns"));',
-        'const node_dns_1 = { default: { lookup: (...args) => require("node:dns").lookup(...args) } };',
-      ],
-    ],
-    binding: 'node_(?:tls|dns)_1',
-    uses: ['node_tls_1.connect', 'node_dns_1.default.lookup'],
-  },
-  // The NATS client's inbox prefix: 12 random bytes at its first inbox, which through
-  // `globalThis.crypto` load the whole Web Crypto API (a few ms of every `status`). The kernel's
-  // random source gives the same bytes; Web Crypto only where there is no /dev/urandom.
-  {
-    file: '@nats-io/nuid/lib/nuid.js',
-    lines: [
-      [
-        'function fillRandom(a) {\n',
-        'function fillRandom(a) {\n    try { const fs = require("node:fs"); const fd = fs.openSync("/dev/urandom", "r"); try { if (fs.readSync(fd, a, 0, a.length, null) === a.length) return; } finally { fs.closeSync(fd); } } catch { }\n',
-      ],
-    ],
-    binding: 'globalThis',
-    uses: ['globalThis.crypto.getRandomValues'],
-  },
-  // Its random source, which only making a key uses (signing with an nkey does not).
-  {
-    file: 'tweetnacl/nacl-fast.js',
-    lines: [["crypto = require('crypto');", "crypto = { randomBytes: (n) => require('crypto').randomBytes(n) };"]],
-    binding: 'crypto',
-    uses: ['crypto.randomBytes', 'crypto.getRandomValues'],
-  },
-];
-
-/**
- * Built-in modules that dependencies load when they load, for what only some commands do:
- * milliseconds of every start (`status` reads a stream over plain nats:// and needs neither tls,
- * dns nor crypto). The bundle's copy loads each at its first use. A dependency whose lines change,
- * or which uses more of the module than the replacement provides, fails the build rather than
- * loading it again or breaking.
- */
-function deferredBuiltins(): Plugin {
-  return {
-    name: 'rxfleet-deferred-builtins',
-    setup(b) {
-      for (const deferral of DEFERRALS) {
-        const filter = new RegExp(`[\\\\/]node_modules[\\\\/]${deferral.file.replace(/[.]/g, '\\.').replace(/\//g, '[\\\\/]')}$`);
-        b.onLoad({ filter }, (args) => {
-          let source = readFileSync(args.path, 'utf8');
-          for (const [eager, deferred] of deferral.lines) {
-            if (!source.includes(eager)) throw new Error(`${args.path} no longer has "${eager}": update scripts/package/bundle.ts`);
-            source = source.replace(eager, deferred);
-          }
-          const used = source.match(new RegExp(`\\b(?:${deferral.binding})(?:\\.\\w+)+`, 'g')) ?? [];
-          const unprovided = used.filter((use) => !deferral.uses.includes(use));
-          if (unprovided.length > 0) throw new Error(`${args.path} uses ${unprovided.join(', ')}: update scripts/package/bundle.ts`);
-          return { contents: source, loader: 'js' };
-        });
-      }
-    },
-  };
-}
-
 /**
  * Optional native add-ons, which a single executable cannot load: `ws`'s, which it tries in a
  * `try` and does without (left as `require`s, the binary would print Node's warning that its
@@ -207,7 +117,11 @@ export async function bundle(
     mainFields: ['main'],
     conditions: ['require'],
     tsconfig: join(root, 'tsconfig.build.json'),
-    plugins: [packageFiles(root, version, target, program), deferredBuiltins(), ...(target === 'binary' ? [absentOptional(natives)] : [])],
+    plugins: [
+      packageFiles(root, version, target, program),
+      dependencyRewrites(),
+      ...(target === 'binary' ? [absentOptional(natives)] : []),
+    ],
     external: target === 'npm' ? natives : [],
     // A single executable has no loader for `import()` ("A dynamic import callback was not
     // specified"), nor has a bundle run by bin/compileCache.ts: every one, of a built-in too,

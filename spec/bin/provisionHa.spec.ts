@@ -56,7 +56,12 @@ describe('rxfleet provision with leader_election, as processes', () => {
 
   it('kill -9 of the leader mid-run: another wins within TTL plus a candidate interval, every node ends provisioned, duplicates no more than were in flight', async () => {
     ha = await ElectionFleet.start(TTL_MS);
-    const provisioners = await Promise.all(['ha-a', 'ha-b', 'ha-c'].map((name) => ha!.provisioner(name, { debug: true })));
+    // Each helper takes a second, so a cycle the fleet's trace shows short of its configure is still
+    // in flight for at least that long when the leader is killed: the trace is read a moment behind
+    // the fleet, and CI has seen that cycle reach its restart before the kill.
+    const provisioners = await Promise.all(
+      ['ha-a', 'ha-b', 'ha-c'].map((name) => ha!.provisioner(name, { debug: true, helper: `${SCRIPTED_HELPER} delay 1000` })),
+    );
     const leader = await leaderOf(provisioners, 30_000);
     await leader.logged(WON);
 

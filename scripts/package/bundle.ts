@@ -87,7 +87,7 @@ function absentOptional(names: string[]): Plugin {
 /**
  * Bundles the whole CLI (every command, with its dependencies) into one CommonJS file `out` of
  * ASCII only, headed by a hash of its text (bin/compileCache.ts keys its code caches by it), Node's
- * built-ins left as they are.
+ * built-ins left as they are, a few dependencies' lines rewritten (./dependencyRewrites.ts).
  * - `binary`: from scripts/package/entry.ts, needing nothing beside it; the optional native add-ons
  *   left out (`ws` falls back to JavaScript without them; the `pkcs11` security provider refuses
  *   to start in the binary, saying so).

@@ -103,10 +103,10 @@ interface DeferredTrace {
 }
 
 /**
- * A process's first stack trace to be formatted costs a millisecond in a bundle run from a code
- * cache (V8 compiles its functions again for the positions the cache leaves out), and nats.js
- * formats one at every close, into a field it never reads: a getter formats the same trace, taken
- * where it was, only if it is read.
+ * A process's first stack trace to be formatted costs more the larger the script its frames are
+ * in (0.7 ms of `status`, in the reads' 0.4 MB bundle), and nats.js formats one at every close,
+ * into a field it never reads: a getter formats the same trace, taken where it was, only if it is
+ * read.
  */
 const DEFERRED_TRACES: DeferredTrace[] = [
   {

@@ -98,19 +98,20 @@ describe.each(NATS_SERVERS)('active-active on a three-server cluster, one server
       configuredBy.set(r.identity, [...(configuredBy.get(r.identity) ?? []), `${r.caller} at ${((r.at - cutAt) / 1000).toFixed(2)} s`]);
     const byTwo = [...configuredBy].filter(([, by]) => new Set(by.map((b) => b.split(' ')[0])).size > 1);
     expect({ configuredByTwo: summary?.configuredByTwo, byTwo }).toEqual({ configuredByTwo: 0, byTwo: [] });
-    // A claim that could not be written is no failed node. The majority's failures are its cycles
-    // in flight towards the cut-off fleet (their RPCs lost with the route). The nodes configured
-    // twice are among those cycles too, each configured again by the same instance: its configure
-    // reached the node as the cut came and its reply was lost, and the instance kept the node (its
-    // claim kept and its cycle run again) until the node answered.
+    // A claim that could not be written is no failed node: the instance that could not confirm its
+    // claims fails nothing. The majority's failures are its cycles towards the cut-off fleet, their
+    // RPCs lost with the route: those in flight as the cut came and any begun or run again while it
+    // lasts, so their count has no bound but the cut's length (CI has seen 20 failures with 9 nodes
+    // in flight at the cut); each is counted and logged with its node. The nodes configured twice
+    // are among the cycles in flight, each configured again by the same instance: its configure
+    // reached the node as the cut came and its reply was lost.
     expect(await metric(minority, 'choria_provisioner_provision_errors')).toBe(0);
+    for (const p of majority) {
+      const failures = p.process.lines.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('Could not provision '));
+      expect(failures.filter((l) => !String(l.msg).startsWith(`Could not provision ${String(l.identity)}: `))).toEqual([]);
+      expect(await metric(p, 'choria_provisioner_provision_errors')).toBe(failures.length);
+    }
     const stranded = majority.reduce((n, p) => n + cyclesInFlightAt(requests, cutAt, p.callerId), 0);
-    let majorityErrors = 0;
-    for (const p of majority) majorityErrors += await metric(p, 'choria_provisioner_provision_errors');
-    expect({ majorityErrors, duplicates: summary?.duplicates, stranded }).toEqual({
-      majorityErrors: Math.min(majorityErrors, stranded),
-      duplicates: Math.min(Number(summary?.duplicates), stranded),
-      stranded,
-    });
+    expect(summary?.duplicates).toBeLessThanOrEqual(stranded);
   });
 });

@@ -31,8 +31,8 @@ export async function connectTool(config: ToolConnectionConfig): Promise<NatsCon
     timeout: timeoutMs,
     reconnect: false,
     maxReconnectAttempts: 0,
-    // A stack captured at every request, for a timeout's error to show where it was asked: a tool
-    // prints only the error's message, and the captures cost a read about a millisecond.
+    // Otherwise a stack is captured at every request, for a timeout's error to show where it was
+    // asked: a tool prints only the error's message, and the captures cost `status` about a millisecond.
     noAsyncTraces: true,
     ...definedFields({ user: config.user, pass: config.password, token: config.token }),
   };

@@ -93,11 +93,12 @@ const CONSTANT_TABLES: ConstantTables[] = [
   { file: '@nats-io/nats-core/lib/parser.js', tables: ['State', 'cc'] },
 ];
 
-/** A stack trace a dependency formats where it makes it, formatted when read instead. */
+/**
+ * A stack trace a dependency formats where it makes it, formatted when read instead: the module's
+ * line `this.<property> = new Error("<message>").stack || "";`.
+ */
 interface DeferredTrace {
   file: string;
-  /** The line as the module has it: `this.<property> = new Error(<message>).stack || "";`. */
-  line: string;
   property: string;
   message: string;
 }
@@ -111,7 +112,6 @@ interface DeferredTrace {
 const DEFERRED_TRACES: DeferredTrace[] = [
   {
     file: '@nats-io/nats-core/lib/protocol.js',
-    line: 'this.whyClosed = new Error("close trace").stack || "";',
     property: 'whyClosed',
     message: 'close trace',
   },
@@ -151,7 +151,8 @@ function constants({ tables }: ConstantTables): Rewrite {
   };
 }
 
-function deferredTrace({ line, property, message }: DeferredTrace): Rewrite {
+function deferredTrace({ property, message }: DeferredTrace): Rewrite {
+  const line = `this.${property} = new Error(${JSON.stringify(message)}).stack || "";`;
   return (source, path) => {
     if (!source.includes(line)) throw outdated(path, `no longer has "${line}"`);
     return source.replace(
